@@ -1,0 +1,5 @@
+//! `gatehouse`: the command-line program.
+
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}

@@ -1,0 +1,264 @@
+//! Request validation and write planning shared by the backends that evaluate conditions
+//! themselves (memory, SQLite). Keeping it in one place is what makes them agree.
+
+use std::collections::HashSet;
+
+use base64::Engine as _;
+
+use crate::{
+    CancelReason, Cursor, Invalid, Item, Key, MAX_BATCH_GET, MAX_ITEM_BYTES, MAX_TRANSACT_OPS,
+    Number, PK, SK, StoreError, TTL_ATTRIBUTE, TransactOp, UpdateAction, Value,
+};
+
+/// Seconds since the Unix epoch, the unit of [`TTL_ATTRIBUTE`].
+pub fn now_epoch_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Whether an item is live at `now`: it has no expiry, or its expiry is still ahead.
+/// An expiry that is not a number is ignored, as DynamoDB's TTL ignores it.
+pub fn is_live(item: &Item, now: i64) -> bool {
+    match item.get(TTL_ATTRIBUTE) {
+        Some(Value::N(expiry)) => *expiry > Number::from(now),
+        _ => true,
+    }
+}
+
+/// The item as conditions see it: the key attributes added, or `None` when absent or expired.
+pub fn condition_view(key: &Key, item: Option<&Item>, now: i64) -> Option<Item> {
+    let item = item.filter(|i| is_live(i, now))?;
+    let mut view = item.clone();
+    view.insert(PK.to_owned(), Value::S(key.pk.clone()));
+    view.insert(SK.to_owned(), Value::S(key.sk.clone()));
+    Some(view)
+}
+
+/// Checks a key.
+pub fn validate_key(key: &Key) -> Result<(), Invalid> {
+    if key.pk.is_empty() || key.sk.is_empty() {
+        return Err(Invalid::EmptyKey);
+    }
+    Ok(())
+}
+
+fn validate_value(name: &str, value: &Value) -> Result<(), Invalid> {
+    match value {
+        Value::Ss(set) if set.is_empty() => Err(Invalid::EmptySet(name.to_owned())),
+        Value::L(items) => items.iter().try_for_each(|v| validate_value(name, v)),
+        Value::M(map) => map.values().try_for_each(|v| validate_value(name, v)),
+        _ => Ok(()),
+    }
+}
+
+/// Checks an item that is about to be stored at `key`.
+pub fn validate_item(key: &Key, item: &Item) -> Result<(), Invalid> {
+    validate_key(key)?;
+    for (name, value) in item {
+        if name == PK || name == SK || name.is_empty() {
+            return Err(Invalid::BadAttribute(name.clone()));
+        }
+        validate_value(name, value)?;
+    }
+    let size = crate::item_size(key, item);
+    if size > MAX_ITEM_BYTES {
+        return Err(Invalid::ItemTooLarge { size });
+    }
+    Ok(())
+}
+
+/// Checks an update's actions before any item is read.
+pub fn validate_actions(actions: &[UpdateAction]) -> Result<(), Invalid> {
+    if actions.is_empty() {
+        return Err(Invalid::Empty);
+    }
+    let mut seen = HashSet::new();
+    for action in actions {
+        let name = action.attribute();
+        if name == PK || name == SK || name.is_empty() || !seen.insert(name) {
+            return Err(Invalid::BadAttribute(name.to_owned()));
+        }
+        if let UpdateAction::Set(name, value) = action {
+            validate_value(name, value)?;
+        }
+    }
+    Ok(())
+}
+
+/// Applies update actions to the current item (absent or expired counts as empty).
+pub fn apply_actions(current: Option<&Item>, actions: &[UpdateAction]) -> Result<Item, Invalid> {
+    let mut item = current.cloned().unwrap_or_default();
+    for action in actions {
+        match action {
+            UpdateAction::Set(name, value) => {
+                item.insert(name.clone(), value.clone());
+            }
+            UpdateAction::Remove(name) => {
+                item.remove(name);
+            }
+            UpdateAction::Add(name, delta) => {
+                let base = match item.get(name) {
+                    None => Number::from(0i64),
+                    Some(Value::N(n)) => n.clone(),
+                    Some(other) => {
+                        return Err(Invalid::WrongType {
+                            attribute: name.clone(),
+                            reason: format!("cannot add a number to a {}", other.type_name()),
+                        });
+                    }
+                };
+                let sum = base.checked_add(delta).map_err(|e| Invalid::WrongType {
+                    attribute: name.clone(),
+                    reason: e.to_string(),
+                })?;
+                item.insert(name.clone(), Value::N(sum));
+            }
+            UpdateAction::Append(name, values) => match item.get_mut(name) {
+                None => {
+                    item.insert(name.clone(), Value::L(values.clone()));
+                }
+                Some(Value::L(list)) => list.extend(values.iter().cloned()),
+                Some(other) => {
+                    return Err(Invalid::WrongType {
+                        attribute: name.clone(),
+                        reason: format!("cannot append to a {}", other.type_name()),
+                    });
+                }
+            },
+        }
+    }
+    Ok(item)
+}
+
+/// What a planned write does to the stored item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Store this item at the key.
+    Store(Item),
+    /// Remove the item at the key.
+    Remove,
+    /// Leave the item alone (a condition check).
+    Keep,
+}
+
+/// A write's condition failed; carries the current item if the caller asked for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failed {
+    /// The current live item, when asked for.
+    pub old: Option<Item>,
+}
+
+/// Plans one operation against the stored item (`stored` may be expired; this function
+/// decides). Returns the effect, or the failed condition.
+pub fn plan(
+    op: &TransactOp,
+    stored: Option<&Item>,
+    now: i64,
+) -> Result<Result<Effect, Failed>, Invalid> {
+    let key = op.key();
+    let live = stored.filter(|i| is_live(i, now));
+    if let Some(condition) = op.condition() {
+        let view = condition_view(key, live, now);
+        if !condition.holds(view.as_ref()) {
+            let old = if op.wants_old_on_failure() {
+                live.cloned()
+            } else {
+                None
+            };
+            return Ok(Err(Failed { old }));
+        }
+    }
+    let effect = match op {
+        TransactOp::Put(put) => Effect::Store(put.item.clone()),
+        TransactOp::Update(update) => {
+            let item = apply_actions(live, &update.actions)?;
+            validate_item(key, &item)?;
+            Effect::Store(item)
+        }
+        TransactOp::Delete(_) => Effect::Remove,
+        TransactOp::Check(_) => Effect::Keep,
+    };
+    Ok(Ok(effect))
+}
+
+/// Checks one operation before any item is read.
+pub fn validate_op(op: &TransactOp) -> Result<(), Invalid> {
+    validate_key(op.key())?;
+    match op {
+        TransactOp::Put(put) => validate_item(&put.key, &put.item),
+        TransactOp::Update(update) => validate_actions(&update.actions),
+        TransactOp::Delete(_) | TransactOp::Check(_) => Ok(()),
+    }
+}
+
+/// Checks a whole transaction before any item is read.
+pub fn validate_transaction(ops: &[TransactOp]) -> Result<(), Invalid> {
+    if ops.is_empty() {
+        return Err(Invalid::Empty);
+    }
+    if ops.len() > MAX_TRANSACT_OPS {
+        return Err(Invalid::TooManyOperations {
+            count: ops.len(),
+            limit: MAX_TRANSACT_OPS,
+        });
+    }
+    let mut keys = HashSet::new();
+    for op in ops {
+        validate_op(op)?;
+        if !keys.insert(op.key()) {
+            return Err(Invalid::DuplicateKey(op.key().clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the keys of a batch read.
+pub fn validate_batch(keys: &[Key]) -> Result<(), Invalid> {
+    if keys.len() > MAX_BATCH_GET {
+        return Err(Invalid::TooManyOperations {
+            count: keys.len(),
+            limit: MAX_BATCH_GET,
+        });
+    }
+    let mut seen = HashSet::new();
+    for key in keys {
+        validate_key(key)?;
+        if !seen.insert(key) {
+            return Err(Invalid::DuplicateKey(key.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Turns per-operation failures into the transaction's cancellation error.
+pub fn cancelled(failures: Vec<Option<Failed>>) -> StoreError {
+    StoreError::TransactionCancelled {
+        reasons: failures
+            .into_iter()
+            .map(|f| match f {
+                None => CancelReason::None,
+                Some(Failed { old }) => CancelReason::ConditionFailed { old },
+            })
+            .collect(),
+    }
+}
+
+/// Encodes the last key of a page as an opaque cursor.
+pub fn encode_cursor(key: &Key) -> Cursor {
+    let json = serde_json::to_vec(key).unwrap_or_default();
+    Cursor(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json))
+}
+
+/// Decodes a cursor issued for partition `pk` into the sort key where the page ended.
+pub fn decode_cursor(cursor: &Cursor, pk: &str) -> Result<String, Invalid> {
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(&cursor.0)
+        .map_err(|_| Invalid::BadCursor)?;
+    let key: Key = serde_json::from_slice(&bytes).map_err(|_| Invalid::BadCursor)?;
+    if key.pk != pk {
+        return Err(Invalid::BadCursor);
+    }
+    Ok(key.sk)
+}

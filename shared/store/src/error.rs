@@ -1,0 +1,102 @@
+//! The store's one error type: every variant is something a caller can act on.
+
+use crate::{Item, Key};
+
+/// What went wrong with a store call.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StoreError {
+    /// The write's condition did not hold; nothing changed. `old` is the current item when the
+    /// caller asked for it and the item exists (and has not expired).
+    #[error("condition failed")]
+    ConditionFailed {
+        /// The item as it is, when asked for.
+        old: Option<Item>,
+    },
+    /// A transaction was cancelled and nothing was written. One reason per operation, in the
+    /// order the operations were given.
+    #[error("transaction cancelled")]
+    TransactionCancelled {
+        /// Why each operation was (or was not) at fault.
+        reasons: Vec<CancelReason>,
+    },
+    /// The backend is shedding load; retry with backoff.
+    #[error("store throttled the request")]
+    Throttled,
+    /// The backend cannot be reached or failed; retrying later may help.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// The request itself is wrong and will never succeed as it is.
+    #[error("invalid store request")]
+    Invalid(#[from] Invalid),
+}
+
+impl StoreError {
+    /// Whether retrying the same call later may succeed.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, StoreError::Throttled | StoreError::Unavailable(_))
+    }
+}
+
+/// Why one operation of a cancelled transaction failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CancelReason {
+    /// This operation was fine; another one cancelled the transaction.
+    None,
+    /// This operation's condition did not hold.
+    ConditionFailed {
+        /// The current item, when the operation asked for it and the item exists.
+        old: Option<Item>,
+    },
+    /// Another transaction was writing the same item at the same time; retry.
+    Conflict,
+    /// Any other reason the backend gave (its code and message).
+    Other(String),
+}
+
+/// A request that can never succeed as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Invalid {
+    /// A partition or sort key is empty.
+    #[error("partition and sort keys must not be empty")]
+    EmptyKey,
+    /// The item with its key exceeds 400 KB.
+    #[error("item of {size} bytes exceeds the 400 KB limit")]
+    ItemTooLarge {
+        /// The item's size in bytes.
+        size: usize,
+    },
+    /// More operations in one transaction (or keys in one batch) than allowed.
+    #[error("{count} operations exceed the limit of {limit}")]
+    TooManyOperations {
+        /// How many were given.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A transaction with no operation, or an update with no action.
+    #[error("nothing to do")]
+    Empty,
+    /// Two operations of one transaction (or two keys of one batch) address the same item.
+    #[error("two operations address the same item {0:?}")]
+    DuplicateKey(Key),
+    /// An item or action names a key attribute or repeats an attribute.
+    #[error("attribute {0:?} cannot be written this way")]
+    BadAttribute(String),
+    /// An empty string set (DynamoDB has no empty sets).
+    #[error("string set {0:?} is empty")]
+    EmptySet(String),
+    /// An add or append met an attribute of another type, or a number left the range.
+    #[error("attribute {attribute:?}: {reason}")]
+    WrongType {
+        /// The attribute.
+        attribute: String,
+        /// What was expected.
+        reason: String,
+    },
+    /// A cursor that this store did not issue for this query.
+    #[error("cursor is not valid for this query")]
+    BadCursor,
+    /// A query limit of zero.
+    #[error("query limit must be at least 1")]
+    ZeroLimit,
+}

@@ -1,0 +1,68 @@
+//! Key-value storage with DynamoDB's semantics, behind one trait.
+//!
+//! Everything gatehouse keeps between requests goes through [`Store`]: items addressed by a
+//! partition key and a sort key, conditional writes, transactions of up to 100 operations,
+//! queries on one partition, and time-to-live. Backends: [`MemoryStore`] (here), SQLite and
+//! DynamoDB (their own crates). This crate knows nothing of AWS, HTTP or MCP.
+
+mod counting;
+pub mod engine;
+mod error;
+mod expr;
+mod memory;
+mod number;
+mod request;
+mod value;
+
+pub use counting::{CountingStore, RoundTrips};
+pub use error::{CancelReason, Invalid, StoreError};
+pub use expr::{CmpOp, Condition, SortCondition, UpdateAction};
+pub use memory::MemoryStore;
+pub use number::{Number, NumberError};
+pub use request::{ConditionCheck, Cursor, Delete, Page, Put, Query, TransactOp, Update};
+pub use value::{Item, Key, Value, item_from_json, item_size, item_to_json};
+
+/// Name of the partition-key attribute. The tenant id is its first segment for every
+/// tenant-owned item.
+pub const PK: &str = "pk";
+/// Name of the sort-key attribute.
+pub const SK: &str = "sk";
+/// Name of the expiry attribute (seconds since the epoch, a number). An item whose expiry is
+/// at or before now is absent to every read and every condition, whether or not a backend
+/// has deleted it yet.
+pub const TTL_ATTRIBUTE: &str = "expires_at";
+/// Largest item, key included, in bytes.
+pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+/// Most operations in one transaction.
+pub const MAX_TRANSACT_OPS: usize = 100;
+/// Most keys in one batch read.
+pub const MAX_BATCH_GET: usize = 100;
+
+/// A key-value store with conditional writes.
+///
+/// Contract, held by every backend and checked by one conformance suite:
+/// reads are strongly consistent; an expired item is absent everywhere; a failed condition
+/// changes nothing; a transaction is all or nothing; every method is one round trip.
+#[async_trait::async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// The live item at `key`, or `Ok(None)` when absent or expired.
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError>;
+
+    /// Up to 100 distinct keys in one round trip; the answer is in the order of `keys`.
+    async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError>;
+
+    /// Writes a whole item.
+    async fn put(&self, put: Put) -> Result<(), StoreError>;
+
+    /// Changes an item (creating it when absent) and returns it as stored.
+    async fn update(&self, update: Update) -> Result<Item, StoreError>;
+
+    /// Removes an item and returns the live item it removed, if any.
+    async fn delete(&self, delete: Delete) -> Result<Option<Item>, StoreError>;
+
+    /// One page of a partition's live items.
+    async fn query(&self, query: Query) -> Result<Page, StoreError>;
+
+    /// Up to 100 operations on distinct items, all or nothing.
+    async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError>;
+}

@@ -1,0 +1,1 @@
+//! Support code for the integration tests lives in `it/`; this library is empty on purpose.
