@@ -151,6 +151,16 @@ async fn run_suite(backend: &str, store: Arc<dyn Store>) -> (usize, Vec<String>)
     for failure in &failures {
         eprintln!("  FAILED {failure}");
     }
+    // tests/run prints these files after the run, since the test harness hides the output
+    // of passing tests.
+    let summary = format!(
+        "store conformance [{backend}]: {} cases, {passed} passed, {} failed\n",
+        CASES.len(),
+        failures.len()
+    );
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("conformance-{}.txt", backend.replace('+', "-")));
+    let _ = std::fs::write(file, summary);
     (passed, failures)
 }
 

@@ -1,0 +1,344 @@
+//! The Streamable HTTP transport as one transport-neutral tower service.
+//!
+//! `http::Request` in, `http::Response` out: the Lambda function, the local server and the
+//! in-process test client all run this same service. It owns what belongs to HTTP (path,
+//! method, Origin, content type, size, the MCP headers and their match with the body, status
+//! codes, JSON or SSE framing) and hands one parsed message to [`mcp_pipeline::Server`].
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
+use http_body_util::{BodyExt as _, Full, Limited};
+use mcp_pipeline::{Headers, Outcome, Request, Server};
+use mcp_protocol::{
+    Incoming, LATEST_VERSION, META_PROTOCOL_VERSION, RpcError, decode_header_value, parse_message,
+};
+use serde_json::Value;
+
+/// Any error a request body may fail with.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The response type of the service.
+pub type HttpResponse = Response<Full<Bytes>>;
+
+/// Transport settings.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// The one endpoint path.
+    pub endpoint_path: String,
+    /// Origins allowed to call (exact `scheme://host[:port]`). A request without `Origin`
+    /// (every non-browser client) is allowed; one with an Origin not listed gets 403.
+    pub allowed_origins: Vec<String>,
+    /// Largest accepted body.
+    pub max_body_bytes: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            endpoint_path: "/mcp".into(),
+            allowed_origins: Vec::new(),
+            max_body_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// The MCP endpoint as a tower service.
+#[derive(Debug, Clone)]
+pub struct McpService {
+    server: Arc<Server>,
+    config: Arc<HttpConfig>,
+}
+
+fn respond(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> HttpResponse {
+    let mut response = Response::new(Full::new(body.into()));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(content_type).unwrap_or(HeaderValue::from_static("application/json")),
+    );
+    // Answers depend on the credential; no shared cache may keep them.
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn rpc_error(id: Option<&mcp_protocol::RequestId>, error: &RpcError) -> HttpResponse {
+    let status = StatusCode::from_u16(error.http_status).unwrap_or(StatusCode::BAD_REQUEST);
+    respond(
+        status,
+        "application/json",
+        mcp_protocol::error_response(id, error).to_string(),
+    )
+}
+
+fn header_text(headers: &HeaderMap, name: &str) -> Result<Option<String>, RpcError> {
+    match headers.get(name) {
+        None => Ok(None),
+        Some(v) => {
+            let raw = v.to_str().map_err(|_| {
+                RpcError::header_mismatch(format!("header {name} has invalid characters"))
+            })?;
+            decode_header_value(raw).map(Some).ok_or_else(|| {
+                RpcError::header_mismatch(format!("header {name} has an invalid base64 value"))
+            })
+        }
+    }
+}
+
+/// Checks the MCP headers against the body. Returns the protocol version header.
+fn check_headers(
+    headers: &HeaderMap,
+    msg: &mcp_protocol::Message,
+) -> Result<Option<String>, RpcError> {
+    let version = header_text(headers, "mcp-protocol-version")?;
+    let body_version = msg
+        .meta_field(META_PROTOCOL_VERSION)
+        .and_then(Value::as_str);
+    let Some(version) = version else {
+        if body_version.is_some() {
+            return Err(RpcError::header_mismatch(
+                "the MCP-Protocol-Version header is required",
+            ));
+        }
+        // A legacy client that sends no header at all (before 2025-06-18 it was optional).
+        return Ok(None);
+    };
+    if !mcp_protocol::is_supported(&version) {
+        return Err(RpcError::unsupported_version(&version));
+    }
+    if version != LATEST_VERSION {
+        return Ok(Some(version));
+    }
+    if let Some(body_version) = body_version {
+        if body_version != version {
+            return Err(RpcError::header_mismatch(format!(
+                "MCP-Protocol-Version header {version} differs from _meta protocolVersion {body_version}"
+            )));
+        }
+    }
+    match header_text(headers, "mcp-method")? {
+        None => {
+            return Err(RpcError::header_mismatch(
+                "the Mcp-Method header is required",
+            ));
+        }
+        Some(m) if m != msg.method => {
+            return Err(RpcError::header_mismatch(format!(
+                "Mcp-Method header {m} differs from the body's method {}",
+                msg.method
+            )));
+        }
+        Some(_) => {}
+    }
+    if matches!(
+        msg.method.as_str(),
+        "tools/call" | "resources/read" | "prompts/get"
+    ) {
+        let body_name = msg.target_name();
+        match (header_text(headers, "mcp-name")?, body_name) {
+            (None, _) => {
+                return Err(RpcError::header_mismatch(
+                    "the Mcp-Name header is required for this method",
+                ));
+            }
+            (Some(h), Some(b)) if h == b => {}
+            (Some(h), b) => {
+                return Err(RpcError::header_mismatch(format!(
+                    "Mcp-Name header {h} differs from the body's name {}",
+                    b.unwrap_or("(none)")
+                )));
+            }
+        }
+    }
+    Ok(Some(version))
+}
+
+fn lowercase_headers(headers: &HeaderMap) -> Headers {
+    headers
+        .iter()
+        .filter_map(|(k, v)| {
+            v.to_str()
+                .ok()
+                .map(|v| (k.as_str().to_ascii_lowercase(), v.to_owned()))
+        })
+        .collect()
+}
+
+fn render(outcome: Outcome) -> HttpResponse {
+    let Some(body) = outcome.body else {
+        let mut r = respond(StatusCode::ACCEPTED, "application/json", Bytes::new());
+        r.headers_mut().remove(header::CONTENT_TYPE);
+        return r;
+    };
+    let status = StatusCode::from_u16(outcome.status).unwrap_or(StatusCode::OK);
+    if outcome.notifications.is_empty() {
+        return respond(status, "application/json", body.to_string());
+    }
+    // The request asked for progress or log messages: an SSE stream scoped to this request,
+    // the notifications first and the response last.
+    let mut stream = String::new();
+    for message in outcome.notifications.iter().chain(std::iter::once(&body)) {
+        stream.push_str("event: message\ndata: ");
+        stream.push_str(&message.to_string());
+        stream.push_str("\n\n");
+    }
+    let mut r = respond(status, "text/event-stream", stream);
+    r.headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+impl McpService {
+    /// The service for `server` with these transport settings.
+    pub fn new(server: Arc<Server>, config: HttpConfig) -> Self {
+        McpService {
+            server,
+            config: Arc::new(config),
+        }
+    }
+
+    /// Handles one HTTP request.
+    pub async fn handle<B>(&self, req: http::Request<B>) -> HttpResponse
+    where
+        B: http_body::Body,
+        B::Error: Into<BoxError>,
+    {
+        let (parts, body) = req.into_parts();
+        // Origin first: a page on another site must get nothing, not even a parse error.
+        if let Some(origin) = parts.headers.get(header::ORIGIN) {
+            let allowed = origin
+                .to_str()
+                .is_ok_and(|o| self.config.allowed_origins.iter().any(|a| a == o));
+            if !allowed {
+                return rpc_error(
+                    None,
+                    &RpcError::invalid_request("Forbidden: Origin not allowed").with_http(403),
+                );
+            }
+        }
+        if parts.uri.path() != self.config.endpoint_path {
+            return respond(
+                StatusCode::NOT_FOUND,
+                "text/plain; charset=utf-8",
+                "not found\n",
+            );
+        }
+        if parts.method != Method::POST {
+            let mut r = respond(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "text/plain; charset=utf-8",
+                "the MCP endpoint accepts POST only\n",
+            );
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("POST"));
+            return r;
+        }
+        let content_type = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !content_type
+            .split(';')
+            .next()
+            .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        {
+            return rpc_error(
+                None,
+                &RpcError::invalid_request("Content-Type must be application/json").with_http(415),
+            );
+        }
+        let too_large = || {
+            rpc_error(
+                None,
+                &RpcError::invalid_request(format!(
+                    "Request body exceeds {} bytes",
+                    self.config.max_body_bytes
+                ))
+                .with_http(413),
+            )
+        };
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        if declared.is_some_and(|n| n > self.config.max_body_bytes) {
+            return too_large();
+        }
+        let bytes = match Limited::new(body, self.config.max_body_bytes)
+            .collect()
+            .await
+        {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
+            Err(e) => {
+                return rpc_error(
+                    None,
+                    &RpcError::invalid_request(format!("could not read the body: {e}")),
+                );
+            }
+        };
+        let message = match parse_message(&bytes) {
+            Ok(Incoming::Message(m)) => m,
+            Ok(Incoming::Response(id)) => {
+                return rpc_error(
+                    id.as_ref(),
+                    &RpcError::invalid_request(
+                        "Invalid Request: this server sends no requests, so it accepts no responses",
+                    ),
+                );
+            }
+            Err(e) => return rpc_error(e.id.as_ref(), &e.error),
+        };
+        let version_header = match check_headers(&parts.headers, &message) {
+            Ok(v) => v,
+            Err(e) => return rpc_error(message.id.as_ref(), &e),
+        };
+        let request = Request {
+            message,
+            headers: Some(lowercase_headers(&parts.headers)),
+            version_header,
+        };
+        render(self.server.handle(request).await)
+    }
+}
+
+trait WithHttp {
+    fn with_http(self, status: u16) -> Self;
+}
+
+impl WithHttp for RpcError {
+    fn with_http(mut self, status: u16) -> Self {
+        self.http_status = status;
+        self
+    }
+}
+
+impl<B> tower_service::Service<http::Request<B>> for McpService
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    type Response = HttpResponse;
+    type Error = Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<HttpResponse, Infallible>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { Ok(this.handle(req).await) })
+    }
+}

@@ -1,0 +1,39 @@
+//! The tool model and the request pipeline.
+//!
+//! A tool is a type ([`Tool`]) registered once with its guards, interceptors, exception
+//! handlers and metadata ([`ToolSpec`]). [`Server::handle`] takes one JSON-RPC message and
+//! returns the answer, running every call through the same stages in the same order. No I/O
+//! and no runtime-specific code: transports (HTTP, Lambda, stdio) live elsewhere.
+//!
+//! A tower layer is HTTP middleware and cannot be attached to a tool:
+//!
+//! ```compile_fail
+//! # use mcp_pipeline::ToolSpec;
+//! # fn attach(spec: ToolSpec) -> ToolSpec {
+//! spec.guard(tower::layer::util::Identity::new())
+//! # }
+//! ```
+
+mod args;
+mod context;
+mod decorators;
+mod effect;
+mod handle;
+mod outcome;
+mod registry;
+mod server;
+mod tool;
+
+pub use args::{Normalized, Synonym, normalize};
+pub use context::{ExecutionContext, Headers, Notifications, ToolContext};
+pub use decorators::{
+    CallError, ExceptionHandler, Guard, Interceptor, Next, Refusal, handle_error,
+};
+pub use effect::EffectClass;
+pub use handle::{Handle, HandleKind};
+pub use outcome::{ErrorKind, Success, ToolError, ToolResult, shape_success};
+pub use registry::{Registry, RegistryError, ToolSpec};
+pub use server::{Outcome, Request, Server, ServerConfig};
+pub use tool::{InputRequired, Tool};
+
+pub use futures_util::future::BoxFuture;

@@ -1,0 +1,230 @@
+//! What a tool returns, what the model sees, and the rule that text equals structured content.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+/// A successful tool answer: a one-line summary, the tool's own output, and the next steps
+/// the model may take.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Success<T> {
+    /// One sentence on what happened.
+    pub summary: String,
+    /// The tool's typed output (an object; its fields follow `summary`).
+    pub output: T,
+    /// Calls that make sense next.
+    pub next_steps: Vec<String>,
+}
+
+impl<T> Success<T> {
+    /// A success with no next steps.
+    pub fn new(summary: impl Into<String>, output: T) -> Self {
+        Success {
+            summary: summary.into(),
+            output,
+            next_steps: Vec::new(),
+        }
+    }
+
+    /// Adds a next step.
+    pub fn next_step(mut self, step: impl Into<String>) -> Self {
+        self.next_steps.push(step.into());
+        self
+    }
+}
+
+/// Stable codes of model-facing errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The arguments are wrong.
+    Validation,
+    /// The caller may not do this.
+    Forbidden,
+    /// The thing named does not exist (or is not visible to the caller).
+    NotFound,
+    /// The state changed since the caller read it, or a duplicate exists.
+    Conflict,
+    /// Too many calls; wait.
+    RateLimited,
+    /// A business rule refuses the request.
+    Rejected,
+    /// The server failed; the request id lets an operator find the cause.
+    Internal,
+}
+
+/// An error the model can act on: cause, fix, the right next call, and details.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError {
+    /// Stable code.
+    pub kind: ErrorKind,
+    /// What went wrong, in one sentence.
+    pub message: String,
+    /// How to fix it.
+    pub fix: String,
+    /// The call to make next, if there is one.
+    pub next_call: Option<String>,
+    /// Extra machine-readable details (merged into the JSON line).
+    pub details: Map<String, Value>,
+}
+
+impl ToolError {
+    /// An error of `kind` with a message and a fix.
+    pub fn new(kind: ErrorKind, message: impl Into<String>, fix: impl Into<String>) -> Self {
+        ToolError {
+            kind,
+            message: message.into(),
+            fix: fix.into(),
+            next_call: None,
+            details: Map::new(),
+        }
+    }
+
+    /// Invalid arguments.
+    pub fn validation(message: impl Into<String>, fix: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Validation, message, fix)
+    }
+
+    /// Names the next call.
+    pub fn next_call(mut self, call: impl Into<String>) -> Self {
+        self.next_call = Some(call.into());
+        self
+    }
+
+    /// Adds a detail.
+    pub fn detail(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.details.insert(key.to_owned(), value.into());
+        self
+    }
+
+    fn kind_text(&self) -> &'static str {
+        match self.kind {
+            ErrorKind::Validation => "validation",
+            ErrorKind::Forbidden => "forbidden",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::Rejected => "rejected",
+            ErrorKind::Internal => "internal",
+        }
+    }
+
+    /// The structured content of the error result.
+    pub fn to_structured(&self) -> Value {
+        let mut obj = Map::new();
+        obj.insert("error".into(), Value::Bool(true));
+        obj.insert("code".into(), self.kind_text().into());
+        obj.insert("message".into(), self.message.clone().into());
+        obj.insert("fix".into(), self.fix.clone().into());
+        if let Some(next) = &self.next_call {
+            obj.insert("next_call".into(), next.clone().into());
+        }
+        for (k, v) in &self.details {
+            obj.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        Value::Object(obj)
+    }
+
+    /// The headline text: `Error:` cause, fix and next call.
+    pub fn headline(&self) -> String {
+        let mut text = format!("Error: {} {}", sentence(&self.message), sentence(&self.fix));
+        if let Some(next) = &self.next_call {
+            text.push_str(&format!(" Next call: {next}."));
+        }
+        text
+    }
+}
+
+fn sentence(text: &str) -> String {
+    let t = text.trim();
+    if t.ends_with(['.', '!', '?']) {
+        t.to_owned()
+    } else {
+        format!("{t}.")
+    }
+}
+
+/// What the model receives for one tool call. Built only here, so the text block always
+/// carries exactly the structured content (the whole text on success, the last line on error).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// The structured content.
+    pub structured: Value,
+    /// `Some(headline)` for an error result.
+    pub error_headline: Option<String>,
+    /// Extra content blocks after the text (images, links).
+    pub extra_content: Vec<Value>,
+}
+
+impl ToolResult {
+    /// A successful result from already-shaped structured content.
+    pub fn success(structured: Value) -> Self {
+        ToolResult {
+            structured,
+            error_headline: None,
+            extra_content: Vec::new(),
+        }
+    }
+
+    /// An error result.
+    pub fn error(error: &ToolError) -> Self {
+        ToolResult {
+            structured: error.to_structured(),
+            error_headline: Some(error.headline()),
+            extra_content: Vec::new(),
+        }
+    }
+
+    /// Whether this is an error result.
+    pub fn is_error(&self) -> bool {
+        self.error_headline.is_some()
+    }
+
+    /// Adds a warning to a successful result (errors carry none).
+    pub fn warn(&mut self, warning: String) {
+        if let Value::Object(obj) = &mut self.structured {
+            if let Some(Value::Array(list)) = obj.get_mut("warnings") {
+                list.push(warning.into());
+            }
+        }
+    }
+
+    /// The `CallToolResult` object (without `resultType` and `_meta`).
+    pub fn to_json(&self) -> Value {
+        let json_line = self.structured.to_string();
+        let text = match &self.error_headline {
+            Some(headline) => format!("{headline}\n{json_line}"),
+            None => json_line,
+        };
+        let mut content = vec![json!({"type": "text", "text": text})];
+        content.extend(self.extra_content.iter().cloned());
+        json!({
+            "content": content,
+            "structuredContent": self.structured,
+            "isError": self.is_error(),
+        })
+    }
+}
+
+/// Shapes a success into structured content: `summary`, the output's fields, `warnings`,
+/// `next_steps`, in that order.
+pub fn shape_success<T: Serialize>(
+    success: &Success<T>,
+    warnings: &[String],
+) -> Result<Value, serde_json::Error> {
+    let mut obj = Map::new();
+    obj.insert("summary".into(), success.summary.clone().into());
+    match serde_json::to_value(&success.output)? {
+        Value::Object(fields) => {
+            for (k, v) in fields {
+                obj.insert(k, v);
+            }
+        }
+        Value::Null => {}
+        other => {
+            obj.insert("result".into(), other);
+        }
+    }
+    obj.insert("warnings".into(), warnings.to_vec().into());
+    obj.insert("next_steps".into(), success.next_steps.clone().into());
+    Ok(Value::Object(obj))
+}

@@ -1,0 +1,321 @@
+//! Registration: a tool and all its decorators in one value, listed in a fixed order.
+
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value, json};
+
+use crate::args::Synonym;
+use crate::{
+    CallError, EffectClass, ExceptionHandler, Guard, Interceptor, Success, Tool, ToolContext,
+    ToolError,
+};
+
+/// Why a tool cannot be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// The name breaks the naming rule.
+    #[error("tool name {0:?} must be snake_case verb_object, 3 to 40 characters")]
+    BadName(String),
+    /// Two tools share a name.
+    #[error("tool {0:?} is registered twice")]
+    Duplicate(String),
+    /// The input schema is not an object schema.
+    #[error("tool {0:?}: the input type must be a struct (its schema must be an object)")]
+    InputNotObject(String),
+    /// The output schema is not an object schema.
+    #[error("tool {0:?}: the output type must be a struct (its schema must be an object)")]
+    OutputNotObject(String),
+    /// Title or description missing.
+    #[error("tool {0:?}: title and description must not be empty")]
+    MissingText(String),
+}
+
+pub(crate) type Parsed = Box<dyn Any + Send>;
+
+pub(crate) trait Runner: Send + Sync {
+    fn parse(&self, args: Value) -> Result<Parsed, ToolError>;
+    fn run(
+        &self,
+        ctx: ToolContext,
+        input: Parsed,
+    ) -> BoxFuture<'_, Result<Success<Value>, CallError>>;
+}
+
+struct TypedRunner<T>(T);
+
+impl<T: Tool> Runner for TypedRunner<T> {
+    fn parse(&self, args: Value) -> Result<Parsed, ToolError> {
+        let input: T::Input = serde_path_to_error::deserialize(args).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner().to_string();
+            let message = if path == "." {
+                inner
+            } else {
+                format!("`{path}`: {inner}")
+            };
+            ToolError::validation(
+                format!("Invalid arguments: {message}"),
+                "Correct the argument as described and call again",
+            )
+            .detail("field", path)
+        })?;
+        Ok(Box::new(input))
+    }
+
+    fn run(
+        &self,
+        ctx: ToolContext,
+        input: Parsed,
+    ) -> BoxFuture<'_, Result<Success<Value>, CallError>> {
+        Box::pin(async move {
+            let Ok(input) = input.downcast::<T::Input>() else {
+                return Err(CallError::Other(
+                    "arguments of the wrong type reached the tool".into(),
+                ));
+            };
+            let success = self.0.call(ctx, *input).await?;
+            let output =
+                serde_json::to_value(&success.output).map_err(|e| CallError::Other(Box::new(e)))?;
+            Ok(Success {
+                summary: success.summary,
+                output,
+                next_steps: success.next_steps,
+            })
+        })
+    }
+}
+
+/// A tool with its guards, interceptors, exception handlers, metadata and enum synonyms.
+/// Everything that changes how one tool is called is stated here, next to the tool.
+#[must_use = "a ToolSpec does nothing until it is registered"]
+pub struct ToolSpec {
+    pub(crate) name: &'static str,
+    pub(crate) title: &'static str,
+    pub(crate) description: &'static str,
+    pub(crate) effect: EffectClass,
+    pub(crate) input_schema: Value,
+    pub(crate) output_schema: Value,
+    pub(crate) runner: Arc<dyn Runner>,
+    pub(crate) guards: Vec<Arc<dyn Guard>>,
+    pub(crate) interceptors: Vec<Arc<dyn Interceptor>>,
+    pub(crate) handlers: Vec<Arc<dyn ExceptionHandler>>,
+    pub(crate) metadata: BTreeMap<String, Value>,
+    pub(crate) synonyms: Vec<Synonym>,
+}
+
+impl std::fmt::Debug for ToolSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSpec")
+            .field("name", &self.name)
+            .field("effect", &self.effect)
+            .field("guards", &self.guards.len())
+            .field("interceptors", &self.interceptors.len())
+            .field("handlers", &self.handlers.len())
+            .finish()
+    }
+}
+
+fn schema_value<T: schemars::JsonSchema>() -> Value {
+    serde_json::to_value(schemars::schema_for!(T)).unwrap_or_else(|_| json!({"type": "object"}))
+}
+
+fn error_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "An error result: `error` is true; `code` is stable; `message`, `fix` and `next_call` say what to do.",
+        "properties": {
+            "error": {"const": true},
+            "code": {"type": "string", "enum": ["validation", "forbidden", "not_found", "conflict", "rate_limited", "rejected", "internal"]},
+            "message": {"type": "string"},
+            "fix": {"type": "string"},
+            "next_call": {"type": "string"}
+        },
+        "required": ["error", "code", "message", "fix"]
+    })
+}
+
+/// The output schema: the tool's success shape (summary, its fields, warnings, next steps) or
+/// the error shape.
+fn output_schema(mut success: Value) -> Option<Value> {
+    let obj = success.as_object_mut()?;
+    if obj.get("type").and_then(Value::as_str) != Some("object") {
+        return None;
+    }
+    let defs = obj.remove("$defs");
+    let dialect = obj.remove("$schema");
+    obj.remove("title");
+    let props = obj.entry("properties").or_insert_with(|| json!({}));
+    let props = props.as_object_mut()?;
+    let mut ordered = Map::new();
+    ordered.insert(
+        "summary".into(),
+        json!({"type": "string", "description": "One sentence on what happened."}),
+    );
+    for (k, v) in std::mem::take(props) {
+        ordered.insert(k, v);
+    }
+    ordered.insert(
+        "warnings".into(),
+        json!({"type": "array", "items": {"type": "string"}}),
+    );
+    ordered.insert(
+        "next_steps".into(),
+        json!({"type": "array", "items": {"type": "string"}}),
+    );
+    *props = ordered;
+    let required = obj.entry("required").or_insert_with(|| json!([]));
+    if let Value::Array(list) = required {
+        for name in ["summary", "warnings", "next_steps"] {
+            list.push(name.into());
+        }
+    }
+    obj.remove("additionalProperties");
+    let mut root = json!({"type": "object", "anyOf": [success, error_schema()]});
+    if let Some(dialect) = dialect {
+        root["$schema"] = dialect;
+    }
+    if let Some(defs) = defs {
+        root["$defs"] = defs;
+    }
+    Some(root)
+}
+
+impl ToolSpec {
+    /// Starts the registration of `tool`.
+    pub fn new<T: Tool>(tool: T) -> Self {
+        let mut input_schema = schema_value::<T::Input>();
+        if let Some(obj) = input_schema.as_object_mut() {
+            obj.remove("title");
+            // Unknown fields are refused by the pipeline, so say so in the schema too.
+            obj.insert("additionalProperties".into(), Value::Bool(false));
+        }
+        let output_schema = output_schema(schema_value::<T::Output>()).unwrap_or(Value::Null);
+        ToolSpec {
+            name: T::NAME,
+            title: T::TITLE,
+            description: T::DESCRIPTION,
+            effect: T::EFFECT,
+            input_schema,
+            output_schema,
+            runner: Arc::new(TypedRunner(tool)),
+            guards: Vec::new(),
+            interceptors: Vec::new(),
+            handlers: Vec::new(),
+            metadata: BTreeMap::new(),
+            synonyms: Vec::new(),
+        }
+    }
+
+    /// Adds a guard; guards run in the order added and the first refusal wins.
+    pub fn guard(mut self, guard: impl Guard) -> Self {
+        self.guards.push(Arc::new(guard));
+        self
+    }
+
+    /// Adds an interceptor; the first added is outermost.
+    pub fn interceptor(mut self, interceptor: impl Interceptor) -> Self {
+        self.interceptors.push(Arc::new(interceptor));
+        self
+    }
+
+    /// Adds an exception handler; handlers are tried in the order added.
+    pub fn exception_handler(mut self, handler: impl ExceptionHandler) -> Self {
+        self.handlers.push(Arc::new(handler));
+        self
+    }
+
+    /// Sets a metadata value for this tool (it wins over the server-wide default).
+    pub fn metadata(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.metadata.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// Reads `from` as the enum value `to` in argument `field` (reported as a warning).
+    pub fn synonym(mut self, field: &str, from: &str, to: &str) -> Self {
+        self.synonyms.push(Synonym {
+            field: field.into(),
+            from: from.into(),
+            to: to.into(),
+        });
+        self
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The `tools/list` entry.
+    pub fn descriptor(&self) -> Value {
+        json!({
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "outputSchema": self.output_schema,
+            "annotations": self.effect.annotations(self.title),
+        })
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    let parts: Vec<&str> = name.split('_').collect();
+    (3..=40).contains(&name.len())
+        && parts.len() >= 2
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
+        && name.as_bytes()[0].is_ascii_lowercase()
+}
+
+/// Every registered tool, in registration order (the order of `tools/list`).
+#[derive(Debug, Default)]
+pub struct Registry {
+    pub(crate) tools: Vec<Arc<ToolSpec>>,
+    by_name: HashMap<&'static str, usize>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a tool with its decorators.
+    pub fn register(&mut self, spec: ToolSpec) -> Result<(), RegistryError> {
+        let name = spec.name;
+        if !valid_name(name) {
+            return Err(RegistryError::BadName(name.into()));
+        }
+        if self.by_name.contains_key(name) {
+            return Err(RegistryError::Duplicate(name.into()));
+        }
+        if spec.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(RegistryError::InputNotObject(name.into()));
+        }
+        if spec.output_schema.is_null() {
+            return Err(RegistryError::OutputNotObject(name.into()));
+        }
+        if spec.title.trim().is_empty() || spec.description.trim().is_empty() {
+            return Err(RegistryError::MissingText(name.into()));
+        }
+        self.by_name.insert(name, self.tools.len());
+        self.tools.push(Arc::new(spec));
+        Ok(())
+    }
+
+    /// A tool by name.
+    pub fn get(&self, name: &str) -> Option<&Arc<ToolSpec>> {
+        self.by_name.get(name).map(|i| &self.tools[*i])
+    }
+
+    /// The tools in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<ToolSpec>> {
+        self.tools.iter()
+    }
+}

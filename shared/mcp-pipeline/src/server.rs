@@ -1,0 +1,479 @@
+//! The request pipeline: one function per method, the tool call in the order of the design.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+
+use futures_util::FutureExt as _;
+use futures_util::future::BoxFuture;
+use mcp_protocol::{
+    LATEST_VERSION, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION,
+    META_SERVER_INFO, Message, RpcError, ServerInfo,
+};
+use serde_json::{Map, Value, json};
+
+use crate::context::log_rank;
+use crate::decorators::Next;
+use crate::{
+    CallError, ErrorKind, ExecutionContext, Headers, Notifications, Registry, ToolContext,
+    ToolError, ToolResult, ToolSpec, args, outcome,
+};
+
+/// Server-wide settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Name and version placed in every result.
+    pub info: ServerInfo,
+    /// Guidance for models, returned by `server/discover` and `initialize`.
+    pub instructions: Option<String>,
+    /// Metadata every tool sees unless it sets its own value.
+    pub default_metadata: BTreeMap<String, Value>,
+    /// How long a client may cache `tools/list` and `server/discover`.
+    pub list_ttl_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            info: ServerInfo {
+                name: "gatehouse".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+                title: "gatehouse".into(),
+            },
+            instructions: None,
+            default_metadata: BTreeMap::new(),
+            list_ttl_ms: 60_000,
+        }
+    }
+}
+
+/// One incoming message with what its transport knows.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The JSON-RPC message.
+    pub message: Message,
+    /// HTTP headers (lower-case names), absent over stdio.
+    pub headers: Option<Headers>,
+    /// The `MCP-Protocol-Version` header, already checked against the body by the transport.
+    pub version_header: Option<String>,
+}
+
+/// What to answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// HTTP status (202 for an accepted notification).
+    pub status: u16,
+    /// The JSON-RPC response; `None` for a notification.
+    pub body: Option<Value>,
+    /// Request-scoped notifications to send before the response.
+    pub notifications: Vec<Value>,
+}
+
+impl Outcome {
+    fn accepted() -> Self {
+        Outcome {
+            status: 202,
+            body: None,
+            notifications: Vec::new(),
+        }
+    }
+
+    fn error(id: Option<&mcp_protocol::RequestId>, error: &RpcError) -> Self {
+        Outcome {
+            status: error.http_status,
+            body: Some(mcp_protocol::error_response(id, error)),
+            notifications: Vec::new(),
+        }
+    }
+}
+
+/// Which era of the protocol a request belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Era {
+    /// 2026-07-28: stateless, `_meta` on every request.
+    Modern,
+    /// 2025-06-18 / 2025-11-25: `initialize`, no `resultType`.
+    Legacy,
+}
+
+/// The MCP server: configuration and tools. Stateless: every request stands alone.
+#[derive(Debug)]
+pub struct Server {
+    config: ServerConfig,
+    registry: Registry,
+    tool_list: Vec<Value>,
+}
+
+fn request_id() -> String {
+    use rand::Rng as _;
+    let n: u64 = rand::rng().random();
+    format!("req_{n:016x}")
+}
+
+impl Server {
+    /// A server with these tools.
+    pub fn new(config: ServerConfig, registry: Registry) -> Arc<Self> {
+        let tool_list = registry.iter().map(|t| t.descriptor()).collect();
+        Arc::new(Server {
+            config,
+            registry,
+            tool_list,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    fn era(&self, req: &Request) -> Era {
+        match req.version_header.as_deref() {
+            Some(v) if v == LATEST_VERSION => Era::Modern,
+            Some(_) => Era::Legacy,
+            // Without a header (stdio, or a client that omits it), `_meta` decides.
+            None if req.message.meta_field(META_PROTOCOL_VERSION).is_some() => Era::Modern,
+            None => Era::Legacy,
+        }
+    }
+
+    /// Handles one message.
+    pub async fn handle(&self, req: Request) -> Outcome {
+        let era = self.era(&req);
+        let msg = &req.message;
+        let Some(id) = msg.id.clone() else {
+            // Notifications: nothing to do in a stateless server (`initialized`, `cancelled`).
+            return Outcome::accepted();
+        };
+        let id = &id;
+        if era == Era::Modern {
+            if let Err(e) = check_meta(msg) {
+                return Outcome::error(Some(id), &e);
+            }
+        }
+        let result = match (era, msg.method.as_str()) {
+            (Era::Modern, "server/discover") => Ok(self.discover()),
+            (Era::Legacy, "initialize") => self.initialize(msg),
+            (Era::Legacy, "ping") => Ok(json!({})),
+            (_, "tools/list") => self.list_tools(msg, era),
+            (_, "tools/call") => return self.call_tool(req.clone(), era).await,
+            (Era::Modern, "initialize") => Err(RpcError::method_not_found("initialize").with_data(json!({
+                "method": "initialize",
+                "supported": mcp_protocol::SUPPORTED_VERSIONS,
+                "hint": "2026-07-28 has no initialize; send requests with _meta, or use MCP-Protocol-Version 2025-11-25 for the handshake",
+            }))),
+            (_, method) => Err(RpcError::method_not_found(method)),
+        };
+        match result {
+            Ok(result) => Outcome {
+                status: 200,
+                body: Some(mcp_protocol::response(id, self.finish(result, era))),
+                notifications: Vec::new(),
+            },
+            Err(e) => Outcome::error(Some(id), &e),
+        }
+    }
+
+    /// Adds `resultType` and `serverInfo` to a modern result.
+    fn finish(&self, mut result: Value, era: Era) -> Value {
+        if era == Era::Modern {
+            if let Value::Object(obj) = &mut result {
+                obj.entry("resultType").or_insert_with(|| json!("complete"));
+                let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+                meta[META_SERVER_INFO] = self.config.info.to_json();
+            }
+        }
+        result
+    }
+
+    fn capabilities(&self) -> Value {
+        json!({"tools": {"listChanged": false}})
+    }
+
+    fn discover(&self) -> Value {
+        let mut result = json!({
+            "supportedVersions": mcp_protocol::SUPPORTED_VERSIONS,
+            "capabilities": self.capabilities(),
+            "serverInfo": self.config.info.to_json(),
+            "ttlMs": self.config.list_ttl_ms,
+            "cacheScope": "public",
+        });
+        if let Some(instructions) = &self.config.instructions {
+            result["instructions"] = json!(instructions);
+        }
+        result
+    }
+
+    fn initialize(&self, msg: &Message) -> Result<Value, RpcError> {
+        let requested = msg
+            .params
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        // Answer in the client's legacy version when we speak it, else our newest legacy one;
+        // the client decides whether it can continue. No session is created or named.
+        let version = if mcp_protocol::is_legacy(requested) {
+            requested
+        } else {
+            mcp_protocol::LEGACY_VERSIONS[0]
+        };
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": self.capabilities(),
+            "serverInfo": self.config.info.to_json(),
+        });
+        if let Some(instructions) = &self.config.instructions {
+            result["instructions"] = json!(instructions);
+        }
+        Ok(result)
+    }
+
+    fn list_tools(&self, msg: &Message, era: Era) -> Result<Value, RpcError> {
+        if let Some(cursor) = msg.params.get("cursor") {
+            // Every tool fits on one page, so no cursor was ever issued.
+            return Err(RpcError::invalid_params(format!(
+                "Invalid cursor {cursor}: tools/list has a single page"
+            )));
+        }
+        let mut result = json!({"tools": self.tool_list});
+        if era == Era::Modern {
+            // Private: the visible set depends on the caller's rights.
+            result["ttlMs"] = json!(self.config.list_ttl_ms);
+            result["cacheScope"] = json!("private");
+        }
+        Ok(result)
+    }
+
+    async fn call_tool(&self, req: Request, era: Era) -> Outcome {
+        let msg = &req.message;
+        let Some(id) = msg.id.as_ref() else {
+            return Outcome::accepted();
+        };
+        let Some(name) = msg.params.get("name").and_then(Value::as_str) else {
+            return Outcome::error(
+                Some(id),
+                &RpcError::malformed_params("tools/call needs params.name (a string)"),
+            );
+        };
+        let Some(tool) = self.registry.get(name) else {
+            return Outcome::error(
+                Some(id),
+                &RpcError::invalid_params(format!("Unknown tool: {name}"))
+                    .with_data(json!({"name": name})),
+            );
+        };
+        let arguments = match msg.params.get("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(a)) => a.clone(),
+            Some(_) => {
+                return Outcome::error(
+                    Some(id),
+                    &RpcError::malformed_params("params.arguments must be an object"),
+                );
+            }
+        };
+        let notifications = Notifications::default();
+        let result = self
+            .run_tool(tool, &req, arguments, notifications.clone())
+            .await;
+        let body = match result {
+            Ok(result) => self.finish(result.to_json(), era),
+            Err(input_required) => input_required,
+        };
+        Outcome {
+            status: 200,
+            body: Some(mcp_protocol::response(id, body)),
+            notifications: notifications.take(),
+        }
+    }
+
+    /// Runs the tool through normalization, guards, interceptors, the body and exception
+    /// handlers. `Err` carries an `input_required` result (which is not cacheable and not an
+    /// error).
+    async fn run_tool(
+        &self,
+        tool: &Arc<ToolSpec>,
+        req: &Request,
+        arguments: Map<String, Value>,
+        notifications: Notifications,
+    ) -> Result<ToolResult, Value> {
+        let msg = &req.message;
+        let request_id = request_id();
+        let mut metadata = self.config.default_metadata.clone();
+        metadata.extend(tool.metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let mut exec = ExecutionContext {
+            tool_name: tool.name.to_owned(),
+            request_id: request_id.clone(),
+            protocol_version: msg
+                .meta_field(META_PROTOCOL_VERSION)
+                .and_then(Value::as_str)
+                .unwrap_or(LATEST_VERSION)
+                .to_owned(),
+            client_capabilities: msg
+                .meta_field(META_CLIENT_CAPABILITIES)
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+            headers: req.headers.clone(),
+            arguments: Map::new(),
+            metadata: Arc::new(metadata),
+        };
+        // 1. Arguments: unknown fields refused, tolerant input coerced, then typed.
+        let normalized = match args::normalize(&tool.input_schema, arguments, &tool.synonyms) {
+            Ok(n) => n,
+            Err(e) => return Ok(ToolResult::error(&e)),
+        };
+        exec.arguments = normalized.args.clone();
+        let parsed = match tool.runner.parse(Value::Object(normalized.args)) {
+            Ok(p) => p,
+            Err(e) => return Ok(ToolResult::error(&e)),
+        };
+        // 2. Guards, in order; the first refusal wins and nothing else runs.
+        for guard in &tool.guards {
+            if let Err(refusal) = guard.check(&exec).await {
+                let error = ToolError::new(
+                    ErrorKind::Forbidden,
+                    refusal.reason,
+                    "This call is not allowed as made; do not retry it unchanged",
+                )
+                .detail("type", "FORBIDDEN")
+                .detail("guard", guard.name());
+                return Ok(ToolResult::error(&error));
+            }
+        }
+        // 3. Interceptors around the body and the exception handlers.
+        let ctx = ToolContext {
+            exec: exec.clone(),
+            input_responses: msg.params.get("inputResponses").cloned(),
+            request_state: msg
+                .params
+                .get("requestState")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            progress_token: msg.meta_field("progressToken").cloned(),
+            log_level: msg
+                .meta_field(META_LOG_LEVEL)
+                .and_then(Value::as_str)
+                .and_then(log_rank),
+            progress_sent: Arc::new(Mutex::new(f64::MIN)),
+            notifications,
+        };
+        let input_required: Arc<Mutex<Option<Value>>> = Arc::default();
+        let parsed = Mutex::new(Some(parsed));
+        let warnings = normalized.warnings;
+        let innermost = || -> BoxFuture<'_, ToolResult> {
+            let input = parsed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            let ctx = ctx.clone();
+            let exec = &exec;
+            let input_required = Arc::clone(&input_required);
+            let warnings = warnings.clone();
+            Box::pin(async move {
+                let Some(input) = input else {
+                    return ToolResult::error(&internal_error(
+                        exec,
+                        "an interceptor ran the tool twice",
+                    ));
+                };
+                let outcome = AssertUnwindSafe(tool.runner.run(ctx, input))
+                    .catch_unwind()
+                    .await;
+                match outcome {
+                    Ok(Ok(success)) => match outcome::shape_success(&success, &warnings) {
+                        Ok(structured) => ToolResult::success(structured),
+                        Err(e) => ToolResult::error(&internal_error(exec, &e.to_string())),
+                    },
+                    Ok(Err(CallError::Tool(e))) => ToolResult::error(&e),
+                    Ok(Err(CallError::InputRequired(ir))) => {
+                        let mut result = json!({"resultType": "input_required"});
+                        if let Some(requests) = ir.input_requests {
+                            result["inputRequests"] = requests;
+                        }
+                        if let Some(state) = ir.request_state {
+                            result["requestState"] = json!(state);
+                        }
+                        *input_required
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(result);
+                        ToolResult::success(json!({}))
+                    }
+                    Ok(Err(CallError::Other(error))) => {
+                        for handler in &tool.handlers {
+                            if let Some(translated) = handler.catch(error.as_ref(), exec).await {
+                                return ToolResult::error(&translated);
+                            }
+                        }
+                        internal(exec, &format!("{error:#?}"))
+                    }
+                    Err(panic) => {
+                        let text = panic
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_owned())
+                            .or_else(|| panic.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "panic".to_owned());
+                        internal(exec, &format!("panic: {text}"))
+                    }
+                }
+            })
+        };
+        let next = Next {
+            rest: &tool.interceptors,
+            ctx: &exec,
+            innermost: &innermost,
+        };
+        let result = next.run().await;
+        let pending = input_required
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match pending {
+            Some(mut ir) => {
+                ir["_meta"] = json!({META_SERVER_INFO: self.config.info.to_json()});
+                Err(ir)
+            }
+            None => Ok(result),
+        }
+    }
+}
+
+fn internal_error(exec: &ExecutionContext, cause: &str) -> ToolError {
+    tracing::error!(request_id = %exec.request_id, tool = %exec.tool_name, cause, "tool failed");
+    ToolError::new(
+        ErrorKind::Internal,
+        format!("The server failed while running {} (request {})", exec.tool_name, exec.request_id),
+        "Nothing suggests your arguments were wrong; try again later, and quote the request id if it keeps failing",
+    )
+    .detail("request_id", exec.request_id.clone())
+}
+
+/// An error no handler took: logged with its cause, shown as a generic error with the
+/// request id.
+fn internal(exec: &ExecutionContext, cause: &str) -> ToolResult {
+    ToolResult::error(&internal_error(exec, cause))
+}
+
+/// Checks the `_meta` fields every 2026-07-28 request must carry.
+fn check_meta(msg: &Message) -> Result<(), RpcError> {
+    let Some(version) = msg.meta_field(META_PROTOCOL_VERSION) else {
+        return Err(RpcError::malformed_params(format!(
+            "params._meta[\"{META_PROTOCOL_VERSION}\"] is required"
+        )));
+    };
+    let Some(version) = version.as_str() else {
+        return Err(RpcError::malformed_params(format!(
+            "params._meta[\"{META_PROTOCOL_VERSION}\"] must be a string"
+        )));
+    };
+    if version != LATEST_VERSION {
+        return Err(RpcError::unsupported_version(version));
+    }
+    match msg.meta_field(META_CLIENT_CAPABILITIES) {
+        Some(Value::Object(_)) => Ok(()),
+        Some(_) => Err(RpcError::malformed_params(format!(
+            "params._meta[\"{META_CLIENT_CAPABILITIES}\"] must be an object"
+        ))),
+        None => Err(RpcError::malformed_params(format!(
+            "params._meta[\"{META_CLIENT_CAPABILITIES}\"] is required"
+        ))),
+    }
+}
