@@ -44,7 +44,7 @@ pub const MAX_BATCH_GET: usize = 100;
 /// reads are strongly consistent; an expired item is absent everywhere; a failed condition
 /// changes nothing; a transaction is all or nothing; every method is one round trip.
 #[async_trait::async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: Send + Sync + std::fmt::Debug + 'static {
     /// The live item at `key`, or `Ok(None)` when absent or expired.
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError>;
 
