@@ -127,12 +127,34 @@ cases![
     race_transactions_claim_once,
 ];
 
-/// Runs every case against `store`; returns (passed, failures).
-async fn run_suite(backend: &str, store: Arc<dyn Store>) -> (usize, Vec<String>) {
+/// Cases the local test server cannot pass because of its own bugs, with the reason. They
+/// are skipped only against that server, printed, and counted; DynamoDB itself passes them.
+const MOTO_GAPS: &[(&str, &str)] = &[
+    (
+        "update_exact_decimal_arithmetic",
+        "moto adds fractional numbers with 28-digit precision (DynamoDB is exact to 38 digits)",
+    ),
+    (
+        "race_transactions_claim_once",
+        "moto restores a table snapshot to roll back a transaction, so concurrent transactions undo each other",
+    ),
+];
+
+/// Runs every case against `store`, except `gaps`; returns (passed, failures).
+async fn run_suite(
+    backend: &str,
+    store: Arc<dyn Store>,
+    gaps: &[(&str, &str)],
+) -> (usize, Vec<String>) {
     let run = format!("conf{}", now());
     let mut passed = 0;
     let mut failures = Vec::new();
+    let mut skipped = Vec::new();
     for (name, case) in CASES {
+        if let Some((_, reason)) = gaps.iter().find(|(gap, _)| gap == name) {
+            skipped.push(format!("{name}: {reason}"));
+            continue;
+        }
         let ctx = Ctx {
             store: Arc::clone(&store),
             prefix: format!("{run}#{name}"),
@@ -143,48 +165,50 @@ async fn run_suite(backend: &str, store: Arc<dyn Store>) -> (usize, Vec<String>)
         }
     }
     // The count line is read by people and by tests/run; keep its shape.
-    eprintln!(
-        "store conformance [{backend}]: {} cases, {passed} passed, {} failed",
+    let mut summary = format!(
+        "store conformance [{backend}]: {} cases, {passed} passed, {} failed, {} skipped\n",
         CASES.len(),
-        failures.len()
+        failures.len(),
+        skipped.len()
     );
     for failure in &failures {
-        eprintln!("  FAILED {failure}");
+        summary.push_str(&format!("  FAILED {failure}\n"));
     }
+    for skip in &skipped {
+        summary.push_str(&format!("  skipped on this server: {skip}\n"));
+    }
+    eprint!("{summary}");
     // tests/run prints these files after the run, since the test harness hides the output
     // of passing tests.
-    let summary = format!(
-        "store conformance [{backend}]: {} cases, {passed} passed, {} failed\n",
-        CASES.len(),
-        failures.len()
-    );
-    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("conformance-{}.txt", backend.replace('+', "-")));
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "conformance-{}.txt",
+        backend.replace(['+', ' ', '(', ')'], "-")
+    ));
     let _ = std::fs::write(file, summary);
     (passed, failures)
 }
 
-async fn assert_suite(backend: &str, store: Arc<dyn Store>) {
-    let (passed, failures) = run_suite(backend, store).await;
+async fn assert_suite(backend: &str, store: Arc<dyn Store>, gaps: &[(&str, &str)]) {
+    let (passed, failures) = run_suite(backend, store, gaps).await;
     assert!(
         failures.is_empty(),
         "{backend}: {} failed:\n{}",
         failures.len(),
         failures.join("\n")
     );
-    assert_eq!(passed, CASES.len());
+    assert_eq!(passed + gaps.len(), CASES.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_memory() {
-    assert_suite("memory", Arc::new(store::MemoryStore::new())).await;
+    assert_suite("memory", Arc::new(store::MemoryStore::new()), &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_sqlite::SqliteStore::open(dir.path().join("data/store.db")).unwrap();
-    assert_suite("sqlite", Arc::new(store)).await;
+    assert_suite("sqlite", Arc::new(store), &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -193,11 +217,21 @@ async fn conformance_sqlite_counted() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_sqlite::SqliteStore::open(dir.path().join("store.db")).unwrap();
     let counting = Arc::new(store::CountingStore::new(store));
-    assert_suite("sqlite+counting", counting.clone()).await;
+    assert_suite("sqlite+counting", counting.clone(), &[]).await;
     assert!(counting.round_trips().total() > 0);
 }
 
-/*DYNAMO_BLOCK*/
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_dynamodb() {
+    let Some(endpoint) = crate::support::dynamodb_endpoint("store conformance [dynamodb]") else {
+        return;
+    };
+    let table = format!("conformance-{}", now());
+    let store = store_dynamodb::DynamoStore::local(&endpoint, &table);
+    store.create_table().await.expect("create table");
+    assert_suite("dynamodb (moto)", Arc::new(store), MOTO_GAPS).await;
+}
+
 // ===== cases =====
 
 async fn round_trip_every_type(ctx: Ctx) -> anyhow::Result<()> {

@@ -17,7 +17,12 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 #[command(name = "gatehouse", version, about = "The gatehouse MCP server")]
 struct Cli {
     /// Folder of the embedded store (created on first run).
-    #[arg(long, env = "GATEHOUSE_DATA_DIR", default_value = "data", global = true)]
+    #[arg(
+        long,
+        env = "GATEHOUSE_DATA_DIR",
+        default_value = "data",
+        global = true
+    )]
     data_dir: PathBuf,
     #[command(subcommand)]
     command: Command,
@@ -31,7 +36,11 @@ enum Command {
         #[arg(long, env = "GATEHOUSE_ADDR", default_value = "127.0.0.1:8787")]
         addr: SocketAddr,
         /// An Origin allowed to call the endpoint (repeat for more); others get 403.
-        #[arg(long = "allow-origin", env = "GATEHOUSE_ALLOWED_ORIGINS", value_delimiter = ',')]
+        #[arg(
+            long = "allow-origin",
+            env = "GATEHOUSE_ALLOWED_ORIGINS",
+            value_delimiter = ','
+        )]
         allowed_origins: Vec<String>,
     },
     /// Speak newline-delimited JSON-RPC on stdin/stdout (for desktop clients).
@@ -40,14 +49,19 @@ enum Command {
 
 fn open_store(data_dir: &std::path::Path) -> anyhow::Result<(Arc<dyn store::Store>, PathBuf)> {
     let file = data_dir.join("gatehouse.db");
-    let store = store_sqlite::SqliteStore::open(&file).with_context(|| format!("opening {}", file.display()))?;
+    let store = store_sqlite::SqliteStore::open(&file)
+        .with_context(|| format!("opening {}", file.display()))?;
     Ok((Arc::new(store), file))
 }
 
 fn init_tracing() {
     // Logs go to stderr: over stdio, stdout carries the protocol and nothing else.
-    let filter = tracing_subscriber::EnvFilter::try_from_env("GATEHOUSE_LOG").unwrap_or_else(|_| "info".into());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("GATEHOUSE_LOG")
+        .unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 #[tokio::main]
@@ -55,21 +69,41 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_tracing();
     match cli.command {
-        Command::Serve { addr, allowed_origins } => serve(&cli.data_dir, addr, allowed_origins).await,
+        Command::Serve {
+            addr,
+            allowed_origins,
+        } => serve(&cli.data_dir, addr, allowed_origins).await,
         Command::Stdio => stdio(&cli.data_dir).await,
     }
 }
 
-async fn serve(data_dir: &std::path::Path, addr: SocketAddr, allowed_origins: Vec<String>) -> anyhow::Result<()> {
+async fn serve(
+    data_dir: &std::path::Path,
+    addr: SocketAddr,
+    allowed_origins: Vec<String>,
+) -> anyhow::Result<()> {
     let (store, file) = open_store(data_dir)?;
-    let settings = app::Settings { backend: "sqlite".into(), allowed_origins, ..app::Settings::default() };
+    let settings = app::Settings {
+        backend: "sqlite".into(),
+        allowed_origins,
+        ..app::Settings::default()
+    };
     let app = app::build(&settings, store)?;
-    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr}"))?;
     let local = listener.local_addr()?;
-    eprintln!("gatehouse {} serving MCP at http://{local}/mcp", env!("CARGO_PKG_VERSION"));
+    eprintln!(
+        "gatehouse {} serving MCP at http://{local}/mcp",
+        env!("CARGO_PKG_VERSION")
+    );
     eprintln!("  store: SQLite file {}", file.display());
-    eprintln!("  connect a client with:  claude mcp add --transport http gatehouse http://{local}/mcp");
-    eprintln!("  or try:  curl -s http://{local}/mcp -H 'content-type: application/json' -H 'mcp-protocol-version: 2025-11-25' \\");
+    eprintln!(
+        "  connect a client with:  claude mcp add --transport http gatehouse http://{local}/mcp"
+    );
+    eprintln!(
+        "  or try:  curl -s http://{local}/mcp -H 'content-type: application/json' -H 'mcp-protocol-version: 2025-11-25' \\"
+    );
     eprintln!("             -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}}'");
     loop {
         let (stream, _) = tokio::select! {
@@ -85,7 +119,10 @@ async fn serve(data_dir: &std::path::Path, addr: SocketAddr, allowed_origins: Ve
                 let http = http.clone();
                 async move { Ok::<_, std::convert::Infallible>(http.handle(req).await) }
             });
-            if let Err(e) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
+            if let Err(e) = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
         });
@@ -94,7 +131,10 @@ async fn serve(data_dir: &std::path::Path, addr: SocketAddr, allowed_origins: Ve
 
 async fn stdio(data_dir: &std::path::Path) -> anyhow::Result<()> {
     let (store, _) = open_store(data_dir)?;
-    let settings = app::Settings { backend: "sqlite".into(), ..app::Settings::default() };
+    let settings = app::Settings {
+        backend: "sqlite".into(),
+        ..app::Settings::default()
+    };
     let app = app::build(&settings, store)?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = tokio::io::stdout();
@@ -104,8 +144,19 @@ async fn stdio(data_dir: &std::path::Path) -> anyhow::Result<()> {
         }
         let replies: Vec<serde_json::Value> = match parse_message(line.as_bytes()) {
             Ok(Incoming::Message(message)) => {
-                let outcome = app.server.handle(Request { message, headers: None, version_header: None }).await;
-                outcome.notifications.into_iter().chain(outcome.body).collect()
+                let outcome = app
+                    .server
+                    .handle(Request {
+                        message,
+                        headers: None,
+                        version_header: None,
+                    })
+                    .await;
+                outcome
+                    .notifications
+                    .into_iter()
+                    .chain(outcome.body)
+                    .collect()
             }
             // A response from the client: this server sends no requests, so there is nothing
             // to match it with.

@@ -23,7 +23,11 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { backend: "memory".into(), allowed_origins: Vec::new(), max_body_bytes: 1024 * 1024 }
+        Settings {
+            backend: "memory".into(),
+            allowed_origins: Vec::new(),
+            max_body_bytes: 1024 * 1024,
+        }
     }
 }
 
@@ -41,7 +45,9 @@ pub struct App {
 /// The tools every gatehouse serves, in `tools/list` order.
 pub fn registry(settings: &Settings) -> Result<Registry, RegistryError> {
     let mut registry = Registry::new();
-    registry.register(ToolSpec::new(status::GetServerStatus { backend: settings.backend.clone() }))?;
+    registry.register(ToolSpec::new(status::GetServerStatus {
+        backend: settings.backend.clone(),
+    }))?;
     Ok(registry)
 }
 
@@ -64,7 +70,11 @@ pub fn build(settings: &Settings, store: Arc<dyn Store>) -> Result<App, Registry
             ..HttpConfig::default()
         },
     );
-    Ok(App { server, http, store })
+    Ok(App {
+        server,
+        http,
+        store,
+    })
 }
 
 /// The body type of the HTTP service's responses.

@@ -37,13 +37,24 @@ impl Tool for GetServerStatus {
         connection works.";
     const EFFECT: EffectClass = EffectClass::Read;
 
-    async fn call(&self, _ctx: ToolContext, _input: StatusInput) -> Result<Success<StatusOutput>, CallError> {
+    async fn call(
+        &self,
+        _ctx: ToolContext,
+        _input: StatusInput,
+    ) -> Result<Success<StatusOutput>, CallError> {
         Ok(Success::new(
-            format!("gatehouse {} is running on the {} store.", env!("CARGO_PKG_VERSION"), self.backend),
+            format!(
+                "gatehouse {} is running on the {} store.",
+                env!("CARGO_PKG_VERSION"),
+                self.backend
+            ),
             StatusOutput {
                 version: env!("CARGO_PKG_VERSION").into(),
                 store_backend: self.backend.clone(),
-                protocol_versions: mcp_protocol::SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
+                protocol_versions: mcp_protocol::SUPPORTED_VERSIONS
+                    .iter()
+                    .map(|v| (*v).to_owned())
+                    .collect(),
             },
         ))
     }

@@ -112,12 +112,12 @@ fn check_headers(
     if version != LATEST_VERSION {
         return Ok(Some(version));
     }
-    if let Some(body_version) = body_version {
-        if body_version != version {
-            return Err(RpcError::header_mismatch(format!(
-                "MCP-Protocol-Version header {version} differs from _meta protocolVersion {body_version}"
-            )));
-        }
+    if let Some(body_version) = body_version
+        && body_version != version
+    {
+        return Err(RpcError::header_mismatch(format!(
+            "MCP-Protocol-Version header {version} differs from _meta protocolVersion {body_version}"
+        )));
     }
     match header_text(headers, "mcp-method")? {
         None => {

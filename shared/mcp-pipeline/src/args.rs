@@ -112,36 +112,34 @@ fn coerce(
                     ));
                 }
             }
-            if accepts("integer") {
-                if let Ok(n) = t.parse::<i64>() {
-                    return Some((
-                        Value::from(n),
-                        format!("`{field}`: read the text \"{s}\" as the number {n}"),
-                    ));
-                }
-            }
-            if accepts("number") {
-                if let Ok(n) = t.parse::<f64>() {
-                    if let Some(num) = serde_json::Number::from_f64(n) {
-                        return Some((
-                            Value::Number(num),
-                            format!("`{field}`: read the text \"{s}\" as the number {n}"),
-                        ));
-                    }
-                }
-            }
-            if (accepts("array") && t.starts_with('[')) || (accepts("object") && t.starts_with('{'))
+            if accepts("integer")
+                && let Ok(n) = t.parse::<i64>()
             {
-                if let Ok(parsed) = serde_json::from_str::<Value>(t) {
-                    if parsed.is_array() || parsed.is_object() {
-                        let kind = if parsed.is_array() {
-                            "an array"
-                        } else {
-                            "an object"
-                        };
-                        return Some((parsed, format!("`{field}`: read a JSON text as {kind}")));
-                    }
-                }
+                return Some((
+                    Value::from(n),
+                    format!("`{field}`: read the text \"{s}\" as the number {n}"),
+                ));
+            }
+            if accepts("number")
+                && let Ok(n) = t.parse::<f64>()
+                && let Some(num) = serde_json::Number::from_f64(n)
+            {
+                return Some((
+                    Value::Number(num),
+                    format!("`{field}`: read the text \"{s}\" as the number {n}"),
+                ));
+            }
+            if ((accepts("array") && t.starts_with('['))
+                || (accepts("object") && t.starts_with('{')))
+                && let Ok(parsed) = serde_json::from_str::<Value>(t)
+                && (parsed.is_array() || parsed.is_object())
+            {
+                let kind = if parsed.is_array() {
+                    "an array"
+                } else {
+                    "an object"
+                };
+                return Some((parsed, format!("`{field}`: read a JSON text as {kind}")));
             }
             None
         }

@@ -181,10 +181,10 @@ impl ToolResult {
 
     /// Adds a warning to a successful result (errors carry none).
     pub fn warn(&mut self, warning: String) {
-        if let Value::Object(obj) = &mut self.structured {
-            if let Some(Value::Array(list)) = obj.get_mut("warnings") {
-                list.push(warning.into());
-            }
+        if let Value::Object(obj) = &mut self.structured
+            && let Some(Value::Array(list)) = obj.get_mut("warnings")
+        {
+            list.push(warning.into());
         }
     }
 

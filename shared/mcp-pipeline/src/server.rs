@@ -145,10 +145,10 @@ impl Server {
             return Outcome::accepted();
         };
         let id = &id;
-        if era == Era::Modern {
-            if let Err(e) = check_meta(msg) {
-                return Outcome::error(Some(id), &e);
-            }
+        if era == Era::Modern
+            && let Err(e) = check_meta(msg)
+        {
+            return Outcome::error(Some(id), &e);
         }
         let result = match (era, msg.method.as_str()) {
             (Era::Modern, "server/discover") => Ok(self.discover()),
@@ -175,12 +175,12 @@ impl Server {
 
     /// Adds `resultType` and `serverInfo` to a modern result.
     fn finish(&self, mut result: Value, era: Era) -> Value {
-        if era == Era::Modern {
-            if let Value::Object(obj) = &mut result {
-                obj.entry("resultType").or_insert_with(|| json!("complete"));
-                let meta = obj.entry("_meta").or_insert_with(|| json!({}));
-                meta[META_SERVER_INFO] = self.config.info.to_json();
-            }
+        if era == Era::Modern
+            && let Value::Object(obj) = &mut result
+        {
+            obj.entry("resultType").or_insert_with(|| json!("complete"));
+            let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+            meta[META_SERVER_INFO] = self.config.info.to_json();
         }
         result
     }

@@ -72,18 +72,20 @@ pub struct ParseError {
     /// The id, when it could be read.
     pub id: Option<RequestId>,
     /// The error to answer with.
-    pub error: RpcError,
+    pub error: Box<RpcError>,
 }
 
 /// Parses exactly one JSON-RPC message from a body. Arrays (batches) are refused.
 pub fn parse_message(body: &[u8]) -> Result<Incoming, ParseError> {
     let value: Value = serde_json::from_slice(body).map_err(|e| ParseError {
         id: None,
-        error: RpcError::parse_error(&e.to_string()),
+        error: Box::new(RpcError::parse_error(&e.to_string())),
     })?;
     let fail = |id: Option<RequestId>, detail: &str| ParseError {
         id,
-        error: RpcError::invalid_request(format!("Invalid Request: {detail}")),
+        error: Box::new(RpcError::invalid_request(format!(
+            "Invalid Request: {detail}"
+        ))),
     };
     let obj = match value {
         Value::Object(obj) => obj,

@@ -354,10 +354,10 @@ impl Store for SqliteStore {
             let mut more = false;
             while let Some(row) = rows.next().map_err(unavailable)? {
                 let sk: String = row.get(0).map_err(unavailable)?;
-                if let Some(after) = &after {
-                    if sk == *after {
-                        continue;
-                    }
+                if let Some(after) = &after
+                    && sk == *after
+                {
+                    continue;
                 }
                 if !query.sort.as_ref().is_none_or(|c| c.matches(&sk)) {
                     continue;

@@ -1,0 +1,184 @@
+//! The same service through every way it runs: Lambda events, `gatehouse serve` over real
+//! HTTP, and `gatehouse stdio`.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::process::{Child, Command, Stdio};
+
+use http_body_util::BodyExt as _;
+use mcp_test_client::TestClient;
+use serde_json::{Value, json};
+
+fn app() -> app::App {
+    app::build(
+        &app::Settings::default(),
+        std::sync::Arc::new(store::MemoryStore::new()),
+    )
+    .expect("app")
+}
+
+async fn lambda_roundtrip(event: &str) -> (u16, Value) {
+    let request = lambda_http::request::from_str(event).expect("a valid Lambda event");
+    // The same call the Lambda function makes for each invocation.
+    let response = app().http.handle(request).await;
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, serde_json::from_slice(&body).expect("JSON body"))
+}
+
+#[tokio::test]
+async fn api_gateway_http_api_event() {
+    let (status, body) =
+        lambda_roundtrip(include_str!("../fixtures/apigw_v2_http_api_event.json")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["id"], 1);
+    assert_eq!(body["result"]["isError"], false);
+    assert_eq!(
+        body["result"]["structuredContent"]["store_backend"],
+        "memory"
+    );
+}
+
+#[tokio::test]
+async fn lambda_function_url_event_with_a_base64_body() {
+    let (status, body) =
+        lambda_roundtrip(include_str!("../fixtures/lambda_function_url_event.json")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["id"], "list-1");
+    assert!(
+        body["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+    );
+}
+
+/// The `gatehouse` binary built next to this test binary (tests/run builds it first).
+pub(crate) fn gatehouse_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target dir");
+    let bin = dir.join("gatehouse");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build -p gatehouse` first (tests/run does)",
+        bin.display()
+    );
+    bin
+}
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `gatehouse serve` on a free port; returns the process and its address.
+pub(crate) fn start_serve(data_dir: &std::path::Path) -> (impl Drop, std::net::SocketAddr) {
+    let mut child = Command::new(gatehouse_binary())
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start gatehouse serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let first = lines.next().expect("a first line").expect("readable");
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("the URL in the first line");
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .parse()
+        .expect("an address");
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (Running(child), addr)
+}
+
+#[tokio::test]
+async fn gatehouse_serve_over_real_http_on_the_embedded_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("fresh/data");
+    let (_server, addr) = start_serve(&data);
+    assert!(
+        data.join("gatehouse.db").exists(),
+        "the data folder and store file are created on first run"
+    );
+    let client = TestClient::http(addr);
+    let list = client.list_tools().await;
+    assert!(
+        list["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "get_server_status")
+    );
+    let call = client.call_tool("get_server_status", json!({})).await;
+    assert!(!call.is_error());
+    assert_eq!(call.structured()["store_backend"], "sqlite");
+    let legacy = TestClient::http(addr).legacy("2025-06-18");
+    let call = legacy.call_tool("get_server_status", json!({})).await;
+    assert!(!call.is_error());
+    let r = client
+        .send(http::Method::GET, "/mcp", &[], bytes::Bytes::new())
+        .await;
+    assert_eq!(r.status, 405);
+}
+
+#[test]
+fn gatehouse_stdio_speaks_newline_delimited_json_rpc() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(gatehouse_binary())
+        .args(["stdio", "--data-dir"])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start gatehouse stdio");
+    let mut stdin = child.stdin.take().unwrap();
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "get_server_status", "arguments": {}, "_meta": meta}}),
+    ];
+    for m in &messages {
+        writeln!(stdin, "{m}").unwrap();
+    }
+    writeln!(stdin, "[1,2]").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let replies: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        replies.len(),
+        4,
+        "one reply per request, none for the notification: {replies:?}"
+    );
+    assert_eq!(replies[0]["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(replies[1]["result"]["resultType"], "complete");
+    assert_eq!(
+        replies[2]["result"]["structuredContent"]["store_backend"],
+        "sqlite"
+    );
+    mcp_test_client::assert_text_matches_structured(&replies[2]["result"]);
+    assert_eq!(replies[3]["error"]["code"], -32600);
+}
