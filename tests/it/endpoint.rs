@@ -179,6 +179,41 @@ recorder_tool!(PanickingAction, "panicking_action", EffectClass::Read);
 recorder_tool!(NotifyAction, "notify_customer", EffectClass::Notify);
 recorder_tool!(DeleteAction, "delete_thing", EffectClass::Delete);
 
+#[derive(Debug, Serialize, JsonSchema)]
+struct Choice {
+    choice: Value,
+}
+
+/// Asks the user through elicitation, then finishes with the answer.
+struct AskUser;
+
+impl Tool for AskUser {
+    type Input = Empty;
+    type Output = Choice;
+    const NAME: &'static str = "ask_user";
+    const TITLE: &'static str = "Ask the user";
+    const DESCRIPTION: &'static str = "Asks the user to pick a colour, then returns it.";
+    const EFFECT: EffectClass = EffectClass::Read;
+
+    async fn call(&self, ctx: ToolContext, _input: Empty) -> Result<Success<Choice>, CallError> {
+        match ctx.input_responses.as_ref().and_then(|r| r.get("colour")) {
+            Some(answer) => Ok(Success::new(
+                "The user answered.",
+                Choice {
+                    choice: answer["content"].clone(),
+                },
+            )),
+            None => Err(CallError::InputRequired(mcp_pipeline::InputRequired {
+                input_requests: Some(json!({"colour": {
+                    "method": "elicitation/create",
+                    "params": {"message": "Which colour?", "requestedSchema": {"type": "object", "properties": {"colour": {"type": "string"}}}},
+                }})),
+                request_state: Some("state-1".into()),
+            })),
+        }
+    }
+}
+
 struct NamedGuard {
     name: &'static str,
     allow: bool,
@@ -395,6 +430,7 @@ fn fixture_with(http: HttpConfig) -> Fixture {
             Mode::Ok,
         ))))
         .unwrap();
+    registry.register(ToolSpec::new(AskUser)).unwrap();
     registry
         .register(ToolSpec::new(DeleteAction(recorder(
             "delete_thing",
@@ -895,6 +931,7 @@ async fn tools_are_listed_in_registration_order_with_derived_schemas_and_annotat
             "unhandled_action",
             "panicking_action",
             "notify_customer",
+            "ask_user",
             "delete_thing"
         ]
     );
@@ -1274,4 +1311,42 @@ async fn an_error_result_is_built_from_tool_error_fields() {
     );
     assert_eq!(r["structuredContent"]["next_call"], "get_booking");
     assert_eq!(r["structuredContent"]["current_version"], "v2");
+}
+
+// ===== multi round-trip requests =====
+
+#[tokio::test]
+async fn input_required_asks_only_for_declared_capabilities_and_the_retry_completes() {
+    let f = fixture();
+    let with_elicitation =
+        json!({"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
+    let call = client(&f)
+        .call_tool_with(
+            "ask_user",
+            json!({"name": "ask_user", "arguments": {}, "_meta": with_elicitation}),
+        )
+        .await;
+    assert_eq!(call.result["resultType"], "input_required");
+    assert_eq!(call.result["requestState"], "state-1");
+    assert_eq!(
+        call.result["inputRequests"]["colour"]["method"],
+        "elicitation/create"
+    );
+    assert!(call.result.get("content").is_none() && call.result.get("ttlMs").is_none());
+    let retry = json!({
+        "name": "ask_user",
+        "arguments": {},
+        "inputResponses": {"colour": {"action": "accept", "content": {"colour": "teal"}}},
+        "requestState": "state-1",
+        "_meta": with_elicitation,
+    });
+    let call = client(&f).call_tool_with("ask_user", retry).await;
+    assert_eq!(call.result["resultType"], "complete");
+    assert_eq!(call.structured()["choice"]["colour"], "teal");
+    // A client that did not declare elicitation gets -32021, not a request it cannot answer.
+    let r = client(&f)
+        .request("tools/call", json!({"name": "ask_user", "arguments": {}}))
+        .await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32021)));
+    assert!(r.json()["error"]["data"]["requiredCapabilities"]["elicitation"].is_object());
 }

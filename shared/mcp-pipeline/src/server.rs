@@ -277,7 +277,13 @@ impl Server {
             .await;
         let body = match result {
             Ok(result) => self.finish(result.to_json(), era),
-            Err(input_required) => input_required,
+            Err(input_required) => {
+                let declared = msg.meta_field(META_CLIENT_CAPABILITIES);
+                if let Some(missing) = missing_capabilities(&input_required, declared) {
+                    return Outcome::error(Some(id), &RpcError::missing_capability(missing));
+                }
+                input_required
+            }
         };
         Outcome {
             status: 200,
@@ -450,6 +456,25 @@ fn internal_error(exec: &ExecutionContext, cause: &str) -> ToolError {
 /// request id.
 fn internal(exec: &ExecutionContext, cause: &str) -> ToolResult {
     ToolResult::error(&internal_error(exec, cause))
+}
+
+/// The client capabilities an `input_required` result needs that the request did not declare:
+/// a server must not send an input request the client cannot answer.
+fn missing_capabilities(result: &Value, declared: Option<&Value>) -> Option<Value> {
+    let requests = result.get("inputRequests")?.as_object()?;
+    let mut missing = Map::new();
+    for request in requests.values() {
+        let capability = match request.get("method").and_then(Value::as_str) {
+            Some("elicitation/create") => "elicitation",
+            Some("sampling/createMessage") => "sampling",
+            Some("roots/list") => "roots",
+            _ => continue,
+        };
+        if declared.and_then(|d| d.get(capability)).is_none() {
+            missing.insert(capability.to_owned(), json!({}));
+        }
+    }
+    (!missing.is_empty()).then_some(Value::Object(missing))
 }
 
 /// Checks the `_meta` fields every 2026-07-28 request must carry.
