@@ -160,6 +160,11 @@ done
 DATA_DIR="$WORK/data"
 SERVER_LOG="$WORK/server.log"
 mkdir -p "$DATA_DIR"
+# Every MCP request needs a credential: a member and a connection token for this run.
+"$BIN" member set --data-dir "$DATA_DIR" --tenant sdk-tests --member owner --role owner >/dev/null
+MCP_TOKEN=$("$BIN" token create --data-dir "$DATA_DIR" --tenant sdk-tests --member owner --client "sdk client tests" --json \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')
+export MCP_TOKEN
 "$BIN" serve --addr 127.0.0.1:0 --data-dir "$DATA_DIR" >"$WORK/server.out" 2>"$SERVER_LOG" &
 SERVER_PID=$!
 URL=

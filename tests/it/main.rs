@@ -5,7 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod endpoint;
+mod identity_contract;
 mod store_conformance;
 mod support;
 mod transports;
 mod workspace;
+mod world;

@@ -8,18 +8,39 @@ use http_body_util::BodyExt as _;
 use mcp_test_client::TestClient;
 use serde_json::{Value, json};
 
-fn app() -> app::App {
-    app::build(
+/// An app on the memory store with one owner and a connection; returns it and the token.
+async fn app_with_token() -> (app::App, String) {
+    let app = app::build(
         &app::Settings::default(),
         std::sync::Arc::new(store::MemoryStore::new()),
     )
-    .expect("app")
+    .expect("app");
+    app.directory
+        .put_member("acme", "ana", "owner", true)
+        .await
+        .unwrap();
+    let actor = identity::Actor {
+        tenant: "acme".into(),
+        member: "ana".into(),
+        channel: identity::Channel::Cli,
+    };
+    let new = identity::NewConnection {
+        rights: ["bookings:read".into()].into(),
+        toolset: mcp_pipeline::Toolset::Standard,
+        client_name: "lambda test".into(),
+    };
+    let (_, token) = app.connections.create_token(&actor, new).await.unwrap();
+    (app, token)
 }
 
 async fn lambda_roundtrip(event: &str) -> (u16, Value) {
-    let request = lambda_http::request::from_str(event).expect("a valid Lambda event");
+    let (app, token) = app_with_token().await;
+    // The recorded event plus the credential every request carries.
+    let mut event: Value = serde_json::from_str(event).unwrap();
+    event["headers"]["authorization"] = json!(format!("Bearer {token}"));
+    let request = lambda_http::request::from_str(&event.to_string()).expect("a valid Lambda event");
     // The same call the Lambda function makes for each invocation.
-    let response = app().http.handle(request).await;
+    let response = app.http.handle(request).await;
     let status = response.status().as_u16();
     let body = response
         .into_body()
@@ -28,6 +49,16 @@ async fn lambda_roundtrip(event: &str) -> (u16, Value) {
         .expect("body")
         .to_bytes();
     (status, serde_json::from_slice(&body).expect("JSON body"))
+}
+
+#[tokio::test]
+async fn lambda_event_without_credential_gets_401() {
+    let (app, _) = app_with_token().await;
+    let event = include_str!("../fixtures/apigw_v2_http_api_event.json");
+    let request = lambda_http::request::from_str(event).unwrap();
+    let response = app.http.handle(request).await;
+    assert_eq!(response.status(), 401);
+    assert!(response.headers().contains_key("www-authenticate"));
 }
 
 #[tokio::test]
@@ -81,6 +112,48 @@ impl Drop for Running {
     }
 }
 
+/// Runs a `gatehouse` administration command and returns its stdout.
+pub(crate) fn gatehouse(args: &[&str], data_dir: &std::path::Path) -> String {
+    let out = Command::new(gatehouse_binary())
+        .args(args)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .output()
+        .expect("run gatehouse");
+    assert!(
+        out.status.success(),
+        "gatehouse {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Adds an owner and creates a connection with the CLI; returns the token.
+pub(crate) fn cli_token(data_dir: &std::path::Path) -> String {
+    gatehouse(
+        &[
+            "member", "set", "--tenant", "acme", "--member", "ana", "--role", "owner",
+        ],
+        data_dir,
+    );
+    let out = gatehouse(
+        &[
+            "token",
+            "create",
+            "--tenant",
+            "acme",
+            "--member",
+            "ana",
+            "--client",
+            "transport tests",
+            "--json",
+        ],
+        data_dir,
+    );
+    let created: Value = serde_json::from_str(&out).unwrap();
+    created["token"].as_str().unwrap().to_owned()
+}
+
 /// Starts `gatehouse serve` on a free port; returns the process and its address.
 pub(crate) fn start_serve(data_dir: &std::path::Path) -> (impl Drop, std::net::SocketAddr) {
     let mut child = Command::new(gatehouse_binary())
@@ -111,12 +184,20 @@ pub(crate) fn start_serve(data_dir: &std::path::Path) -> (impl Drop, std::net::S
 async fn gatehouse_serve_over_real_http_on_the_embedded_store() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("fresh/data");
-    let (_server, addr) = start_serve(&data);
+    let (server, addr) = start_serve(&data);
     assert!(
         data.join("gatehouse.db").exists(),
         "the data folder and store file are created on first run"
     );
-    let client = TestClient::http(addr);
+    let anonymous = TestClient::http(addr)
+        .request("tools/list", json!({}))
+        .await;
+    assert_eq!(anonymous.status, 401, "every request needs a credential");
+    drop(server);
+    let token = cli_token(&data);
+    let (_server, addr) = start_serve(&data);
+    let bearer = format!("Bearer {token}");
+    let client = TestClient::http(addr).with_header("authorization", &bearer);
     let list = client.list_tools().await;
     assert!(
         list["tools"]
@@ -128,7 +209,9 @@ async fn gatehouse_serve_over_real_http_on_the_embedded_store() {
     let call = client.call_tool("get_server_status", json!({})).await;
     assert!(!call.is_error());
     assert_eq!(call.structured()["store_backend"], "sqlite");
-    let legacy = TestClient::http(addr).legacy("2025-06-18");
+    let legacy = TestClient::http(addr)
+        .legacy("2025-06-18")
+        .with_header("authorization", &bearer);
     let call = legacy.call_tool("get_server_status", json!({})).await;
     assert!(!call.is_error());
     let r = client
@@ -140,9 +223,11 @@ async fn gatehouse_serve_over_real_http_on_the_embedded_store() {
 #[test]
 fn gatehouse_stdio_speaks_newline_delimited_json_rpc() {
     let dir = tempfile::tempdir().unwrap();
+    let token = cli_token(dir.path());
     let mut child = Command::new(gatehouse_binary())
         .args(["stdio", "--data-dir"])
         .arg(dir.path())
+        .env("GATEHOUSE_TOKEN", token)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -80,7 +80,16 @@ async function printTrace() {
 // ---- the check --------------------------------------------------------------------------
 let step = "connect";
 const client = new Client({ name: "gatehouse-sdk-test", version: "0.0.0" });
-const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: tracingFetch });
+// Every request carries the MCP token the script created for this run.
+const token = process.env.MCP_TOKEN;
+if (!token) {
+  console.error("MCP_TOKEN must hold an MCP token");
+  process.exit(2);
+}
+const transport = new StreamableHTTPClientTransport(new URL(url), {
+  fetch: tracingFetch,
+  requestInit: { headers: { Authorization: `Bearer ${token}` } },
+});
 
 async function run() {
   await client.connect(transport, { timeout: TIMEOUT_MS });

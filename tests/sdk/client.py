@@ -65,6 +65,8 @@ class Trace:
 async def check(url: str, mode: str, want_version: str) -> str:
     trace = Trace()
     http = httpx2.AsyncClient(
+        # Every request carries the MCP token the script created for this run.
+        headers={"Authorization": f"Bearer {os.environ['MCP_TOKEN']}"},
         timeout=httpx2.Timeout(TIMEOUT_S),
         event_hooks={"request": [trace.on_request], "response": [trace.on_response]},
     )

@@ -1,21 +1,37 @@
-//! `gatehouse`: run the MCP server on this machine (HTTP or stdio) on the embedded store.
+//! `gatehouse`: run the MCP server on this machine (HTTP or stdio) and administer it:
+//! members (until the product's own pages land), connections and tokens, the kill switch.
 
+// The administration commands answer on stdout; that is their output, not logging. (`stdio`
+// writes the protocol through tokio's stdout handle, never through these macros.)
+#![allow(clippy::print_stdout)]
+
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::Context as _;
-use clap::{Parser, Subcommand};
+use anyhow::{Context as _, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use mcp_pipeline::Request;
+use identity::{Actor, Channel, NewConnection};
+use mcp_pipeline::{Request, Toolset};
 use mcp_protocol::{Incoming, parse_message};
+use serde_json::json;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
 #[derive(Debug, Parser)]
 #[command(name = "gatehouse", version, about = "The gatehouse MCP server")]
 struct Cli {
+    #[command(flatten)]
+    store: StoreArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Args)]
+struct StoreArgs {
     /// Folder of the embedded store (created on first run).
     #[arg(
         long,
@@ -24,34 +40,170 @@ struct Cli {
         global = true
     )]
     data_dir: PathBuf,
-    #[command(subcommand)]
-    command: Command,
+    /// Use this DynamoDB table instead of the embedded store.
+    #[arg(long, env = "GATEHOUSE_TABLE", global = true)]
+    dynamodb_table: Option<String>,
+    /// DynamoDB endpoint override (a local DynamoDB-compatible server).
+    #[arg(long, env = "GATEHOUSE_DYNAMODB_ENDPOINT", global = true)]
+    dynamodb_endpoint: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve MCP over HTTP on this machine (POST http://ADDR/mcp).
-    Serve {
-        /// Address to listen on (loopback by default: this is a local development server).
-        #[arg(long, env = "GATEHOUSE_ADDR", default_value = "127.0.0.1:8787")]
-        addr: SocketAddr,
-        /// An Origin allowed to call the endpoint (repeat for more); others get 403.
-        #[arg(
-            long = "allow-origin",
-            env = "GATEHOUSE_ALLOWED_ORIGINS",
-            value_delimiter = ','
-        )]
-        allowed_origins: Vec<String>,
-    },
-    /// Speak newline-delimited JSON-RPC on stdin/stdout (for desktop clients).
+    Serve(ServeArgs),
+    /// Speak newline-delimited JSON-RPC on stdin/stdout; the MCP token comes from GATEHOUSE_TOKEN.
     Stdio,
+    /// Members of a tenant (until the product's member pages exist).
+    Member {
+        #[command(subcommand)]
+        command: MemberCommand,
+    },
+    /// MCP connections and their tokens.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+    /// The global kill switch: `on` stops every agent call with 503.
+    KillSwitch {
+        /// on, off or status.
+        state: SwitchState,
+        /// Why (required for on and off; audited).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Who flips it (audited).
+        #[arg(long, default_value = "operator")]
+        operator: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A tenant's agent access (off answers 503 to that tenant's connections).
+    AgentAccess {
+        /// on or off.
+        state: SwitchState,
+        #[arg(long)]
+        tenant: String,
+        /// The member doing it (needs agent_access:manage).
+        #[arg(long)]
+        member: String,
+    },
 }
 
-fn open_store(data_dir: &std::path::Path) -> anyhow::Result<(Arc<dyn store::Store>, PathBuf)> {
-    let file = data_dir.join("gatehouse.db");
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SwitchState {
+    On,
+    Off,
+    Status,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Address to listen on (loopback by default: this is a local server).
+    #[arg(long, env = "GATEHOUSE_ADDR", default_value = "127.0.0.1:8787")]
+    addr: SocketAddr,
+    /// An Origin allowed to call the endpoint (repeat for more); others get 403.
+    #[arg(
+        long = "allow-origin",
+        env = "GATEHOUSE_ALLOWED_ORIGINS",
+        value_delimiter = ','
+    )]
+    allowed_origins: Vec<String>,
+    /// Accept OAuth access tokens from this issuer (with --oauth-resource and --oauth-jwks).
+    #[arg(long, env = "GATEHOUSE_OAUTH_ISSUER")]
+    oauth_issuer: Option<String>,
+    /// This server's resource URL, the audience OAuth tokens must carry.
+    #[arg(long, env = "GATEHOUSE_OAUTH_RESOURCE")]
+    oauth_resource: Option<String>,
+    /// A file with the issuer's JSON Web Key Set.
+    #[arg(long, env = "GATEHOUSE_OAUTH_JWKS_FILE")]
+    oauth_jwks: Option<PathBuf>,
+    /// The claim that names the tenant.
+    #[arg(long, env = "GATEHOUSE_OAUTH_TENANT_CLAIM", default_value = "tenant")]
+    oauth_tenant_claim: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum MemberCommand {
+    /// Adds a member or changes their role and active flag.
+    Set {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        member: String,
+        /// owner, admin, dispatcher or viewer.
+        #[arg(long)]
+        role: String,
+        /// Deactivate the member (their connections stop working).
+        #[arg(long)]
+        inactive: bool,
+    },
+    /// Removes a member (their connections stop working).
+    Remove {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        member: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Creates a connection and prints its MCP token once.
+    Create {
+        #[arg(long)]
+        tenant: String,
+        /// The member creating it; the connection never has more rights than they do.
+        #[arg(long)]
+        member: String,
+        /// The client it is for ("Claude Desktop on Ana's laptop").
+        #[arg(long)]
+        client: String,
+        /// Rights to grant, comma-separated (default: all of the member's current rights).
+        #[arg(long, value_delimiter = ',')]
+        rights: Vec<String>,
+        /// core, standard or full.
+        #[arg(long, default_value = "standard")]
+        toolset: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Lists a tenant's connections (never their tokens).
+    List {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revokes a connection: its token stops working on the next request.
+    Revoke {
+        #[arg(long)]
+        tenant: String,
+        /// The member revoking it (needs connections:manage).
+        #[arg(long)]
+        member: String,
+        /// The connection id (`con_...`).
+        connection: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+async fn open_store(args: &StoreArgs) -> anyhow::Result<(Arc<dyn store::Store>, String)> {
+    if let Some(table) = &args.dynamodb_table {
+        let store = store_dynamodb::DynamoStore::from_env(store_dynamodb::DynamoConfig {
+            table: table.clone(),
+            endpoint: args.dynamodb_endpoint.clone(),
+            region: None,
+        })
+        .await;
+        return Ok((Arc::new(store), format!("DynamoDB table {table}")));
+    }
+    let file = args.data_dir.join("gatehouse.db");
     let store = store_sqlite::SqliteStore::open(&file)
         .with_context(|| format!("opening {}", file.display()))?;
-    Ok((Arc::new(store), file))
+    Ok((Arc::new(store), format!("SQLite file {}", file.display())))
 }
 
 fn init_tracing() {
@@ -68,43 +220,88 @@ fn init_tracing() {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_tracing();
+    let (store, described) = open_store(&cli.store).await?;
+    let backend = if cli.store.dynamodb_table.is_some() {
+        "dynamodb"
+    } else {
+        "sqlite"
+    };
     match cli.command {
-        Command::Serve {
-            addr,
-            allowed_origins,
-        } => serve(&cli.data_dir, addr, allowed_origins).await,
-        Command::Stdio => stdio(&cli.data_dir).await,
+        Command::Serve(args) => serve(store, backend, &described, args).await,
+        Command::Stdio => stdio(store, backend).await,
+        Command::Member { command } => member(store, command).await,
+        Command::Token { command } => token(store, command).await,
+        Command::KillSwitch {
+            state,
+            reason,
+            operator,
+            json,
+        } => kill_switch(store, state, reason, &operator, json).await,
+        Command::AgentAccess {
+            state,
+            tenant,
+            member,
+        } => agent_access(store, state, &tenant, &member).await,
+    }
+}
+
+fn build(store: Arc<dyn store::Store>, settings: app::Settings) -> anyhow::Result<app::App> {
+    Ok(app::build(&settings, store)?)
+}
+
+fn cli_actor(tenant: &str, member: &str) -> Actor {
+    Actor {
+        tenant: tenant.to_owned(),
+        member: member.to_owned(),
+        channel: Channel::Cli,
     }
 }
 
 async fn serve(
-    data_dir: &std::path::Path,
-    addr: SocketAddr,
-    allowed_origins: Vec<String>,
+    store: Arc<dyn store::Store>,
+    backend: &str,
+    described: &str,
+    args: ServeArgs,
 ) -> anyhow::Result<()> {
-    let (store, file) = open_store(data_dir)?;
+    let oauth = match (args.oauth_issuer, args.oauth_resource, args.oauth_jwks) {
+        (None, None, None) => None,
+        (Some(issuer), Some(resource), Some(jwks)) => {
+            let text = std::fs::read_to_string(&jwks)
+                .with_context(|| format!("reading {}", jwks.display()))?;
+            let jwks = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not a JSON Web Key Set", jwks.display()))?;
+            Some(app::OAuth {
+                resource,
+                issuer,
+                tenant_claim: args.oauth_tenant_claim,
+                jwks,
+            })
+        }
+        _ => bail!("OAuth needs all three of --oauth-issuer, --oauth-resource and --oauth-jwks"),
+    };
     let settings = app::Settings {
-        backend: "sqlite".into(),
-        allowed_origins,
+        backend: backend.into(),
+        allowed_origins: args.allowed_origins,
+        oauth,
         ..app::Settings::default()
     };
-    let app = app::build(&settings, store)?;
-    let listener = tokio::net::TcpListener::bind(addr)
+    let app = build(store, settings)?;
+    let listener = tokio::net::TcpListener::bind(args.addr)
         .await
-        .with_context(|| format!("binding {addr}"))?;
+        .with_context(|| format!("binding {}", args.addr))?;
     let local = listener.local_addr()?;
     eprintln!(
         "gatehouse {} serving MCP at http://{local}/mcp",
         env!("CARGO_PKG_VERSION")
     );
-    eprintln!("  store: SQLite file {}", file.display());
+    eprintln!("  store: {described}");
+    eprintln!("  every request needs an MCP token; make one with:");
+    eprintln!("    gatehouse member set --tenant acme --member ana --role owner");
+    eprintln!("    gatehouse token create --tenant acme --member ana --client \"my laptop\"");
+    eprintln!("  then connect a client, e.g.:");
     eprintln!(
-        "  connect a client with:  claude mcp add --transport http gatehouse http://{local}/mcp"
+        "    claude mcp add --transport http gatehouse http://{local}/mcp --header \"Authorization: Bearer <token>\""
     );
-    eprintln!(
-        "  or try:  curl -s http://{local}/mcp -H 'content-type: application/json' -H 'mcp-protocol-version: 2025-11-25' \\"
-    );
-    eprintln!("             -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}}'");
     loop {
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => accepted?,
@@ -129,13 +326,24 @@ async fn serve(
     }
 }
 
-async fn stdio(data_dir: &std::path::Path) -> anyhow::Result<()> {
-    let (store, _) = open_store(data_dir)?;
-    let settings = app::Settings {
-        backend: "sqlite".into(),
-        ..app::Settings::default()
-    };
-    let app = app::build(&settings, store)?;
+async fn stdio(store: Arc<dyn store::Store>, backend: &str) -> anyhow::Result<()> {
+    let app = build(
+        Arc::clone(&store),
+        app::Settings {
+            backend: backend.into(),
+            ..app::Settings::default()
+        },
+    )?;
+    let token = std::env::var("GATEHOUSE_TOKEN")
+        .context("set GATEHOUSE_TOKEN to an MCP token (gatehouse token create ...)")?;
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        http::header::AUTHORIZATION,
+        format!("Bearer {token}")
+            .parse()
+            .context("GATEHOUSE_TOKEN is not a valid header value")?,
+    );
+    let authenticator = identity::McpAuthenticator::new(store, app.directory.clone());
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = tokio::io::stdout();
     while let Some(line) = lines.next_line().await? {
@@ -144,22 +352,34 @@ async fn stdio(data_dir: &std::path::Path) -> anyhow::Result<()> {
         }
         let replies: Vec<serde_json::Value> = match parse_message(line.as_bytes()) {
             Ok(Incoming::Message(message)) => {
-                let outcome = app
-                    .server
-                    .handle(Request {
-                        message,
-                        headers: None,
-                        version_header: None,
-                    })
-                    .await;
-                outcome
-                    .notifications
-                    .into_iter()
-                    .chain(outcome.body)
-                    .collect()
+                // The credential is checked on every message, as over HTTP: a revoked token or a
+                // switched-off tenant stops the next call.
+                match authenticator.caller(&headers, None).await {
+                    Ok(caller) => {
+                        let request = Request {
+                            message,
+                            headers: None,
+                            version_header: None,
+                            caller: Some(caller),
+                        };
+                        let outcome = app.server.handle(request).await;
+                        outcome
+                            .notifications
+                            .into_iter()
+                            .chain(outcome.body)
+                            .collect()
+                    }
+                    Err(rejection) => {
+                        let error = json!({"code": -32001, "message": rejection.message, "data": {"status": rejection.status}});
+                        message
+                            .id
+                            .map(|id| json!({"jsonrpc": "2.0", "id": id, "error": error}))
+                            .into_iter()
+                            .collect()
+                    }
+                }
             }
-            // A response from the client: this server sends no requests, so there is nothing
-            // to match it with.
+            // A response from the client: this server sends no requests, so nothing matches it.
             Ok(Incoming::Response(_)) => Vec::new(),
             Err(e) => vec![mcp_protocol::error_response(e.id.as_ref(), &e.error)],
         };
@@ -169,5 +389,214 @@ async fn stdio(data_dir: &std::path::Path) -> anyhow::Result<()> {
         }
         stdout.flush().await?;
     }
+    Ok(())
+}
+
+async fn member(store: Arc<dyn store::Store>, command: MemberCommand) -> anyhow::Result<()> {
+    let directory = identity::StoreDirectory::new(Arc::clone(&store), app::rights::for_role);
+    match command {
+        MemberCommand::Set {
+            tenant,
+            member,
+            role,
+            inactive,
+        } => {
+            if app::rights::for_role(&role).is_empty() {
+                bail!("unknown role {role:?}: use owner, admin, dispatcher or viewer");
+            }
+            directory
+                .put_member(&tenant, &member, &role, !inactive)
+                .await?;
+            println!(
+                "{member} is {} {role} of {tenant}",
+                if inactive { "an inactive" } else { "an active" }
+            );
+        }
+        MemberCommand::Remove { tenant, member } => {
+            store
+                .delete(store::Delete::new(identity::keys::member(&tenant, &member)))
+                .await?;
+            println!("{member} is no longer a member of {tenant}");
+        }
+    }
+    Ok(())
+}
+
+fn connection_json(c: &identity::Connection) -> serde_json::Value {
+    json!({
+        "connection": c.id,
+        "tenant": c.tenant,
+        "creator": c.creator,
+        "client": c.client_name,
+        "rights": c.rights,
+        "toolset": c.toolset.as_str(),
+        "created_at": c.created_at,
+        "revoked": c.revoked,
+    })
+}
+
+async fn token(store: Arc<dyn store::Store>, command: TokenCommand) -> anyhow::Result<()> {
+    let app = build(store, app::Settings::default())?;
+    match command {
+        TokenCommand::Create {
+            tenant,
+            member,
+            client,
+            rights,
+            toolset,
+            json,
+        } => {
+            let Some(toolset) = Toolset::parse(&toolset) else {
+                bail!("unknown toolset {toolset:?}: use core, standard or full")
+            };
+            let rights: BTreeSet<String> = if rights.is_empty() {
+                use identity::Directory as _;
+                let m = app
+                    .directory
+                    .member(&tenant, &member)
+                    .await?
+                    .with_context(|| format!("{member} is not a member of {tenant}"))?;
+                m.rights
+            } else {
+                rights
+                    .into_iter()
+                    .map(|r| r.trim().to_owned())
+                    .filter(|r| !r.is_empty())
+                    .collect()
+            };
+            let (connection, secret) = app
+                .connections
+                .create_token(
+                    &cli_actor(&tenant, &member),
+                    NewConnection {
+                        rights,
+                        toolset,
+                        client_name: client,
+                    },
+                )
+                .await?;
+            if json {
+                let mut out = connection_json(&connection);
+                out["token"] = json!(secret);
+                println!("{out}");
+            } else {
+                println!(
+                    "connection {} for {} in {}",
+                    connection.id, connection.client_name, connection.tenant
+                );
+                println!(
+                    "rights: {}",
+                    connection
+                        .rights
+                        .iter()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                println!("token (shown once, store it now): {secret}");
+            }
+        }
+        TokenCommand::List { tenant, json } => {
+            let list = app.connections.list(&tenant).await?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::Value::Array(list.iter().map(connection_json).collect())
+                );
+            } else {
+                for c in &list {
+                    let state = if c.revoked { "revoked" } else { "active" };
+                    println!(
+                        "{}  {state:7}  {}  by {}  toolset {}  {}",
+                        c.id,
+                        c.client_name,
+                        c.creator,
+                        c.toolset.as_str(),
+                        c.created_at
+                    );
+                }
+            }
+        }
+        TokenCommand::Revoke {
+            tenant,
+            member,
+            connection,
+            json,
+        } => {
+            let revoked = app
+                .connections
+                .revoke(&cli_actor(&tenant, &member), &connection)
+                .await?;
+            if json {
+                println!("{}", connection_json(&revoked));
+            } else {
+                println!("connection {} revoked", revoked.id);
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn kill_switch(
+    store: Arc<dyn store::Store>,
+    state: SwitchState,
+    reason: Option<String>,
+    operator: &str,
+    json: bool,
+) -> anyhow::Result<()> {
+    let switches = identity::SwitchService::new(store);
+    let actor = cli_actor("system", operator);
+    match state {
+        SwitchState::Status => {}
+        SwitchState::On | SwitchState::Off => {
+            let reason = reason.context("--reason is required")?;
+            switches
+                .set_global(&actor, state == SwitchState::On, &reason)
+                .await?;
+        }
+    }
+    let on = switches.global_on().await?;
+    if json {
+        println!("{}", json!({"kill_switch": if on { "on" } else { "off" }}));
+    } else if on {
+        println!("kill switch is ON: every MCP call answers 503");
+    } else {
+        println!("kill switch is off");
+    }
+    Ok(())
+}
+
+async fn agent_access(
+    store: Arc<dyn store::Store>,
+    state: SwitchState,
+    tenant: &str,
+    member: &str,
+) -> anyhow::Result<()> {
+    use identity::Directory as _;
+    let app = build(Arc::clone(&store), app::Settings::default())?;
+    let allowed = app
+        .directory
+        .member(tenant, member)
+        .await?
+        .is_some_and(|m| m.active && m.rights.contains(app::rights::AGENT_ACCESS_MANAGE));
+    if !allowed {
+        bail!("{member} may not change agent access in {tenant}");
+    }
+    match state {
+        SwitchState::Status => bail!("use on or off"),
+        SwitchState::On | SwitchState::Off => {
+            app.switches
+                .set_agent_access(&cli_actor(tenant, member), state == SwitchState::On)
+                .await?
+        }
+    }
+    println!(
+        "agent access in {tenant} is {}",
+        if state == SwitchState::On {
+            "on"
+        } else {
+            "off"
+        }
+    );
     Ok(())
 }

@@ -2,11 +2,15 @@
 //! function, `gatehouse serve`, `gatehouse stdio`, the tests), so they cannot drift apart.
 //! Entry points read their environment and hand typed settings here; this crate reads none.
 
+mod recent;
+pub mod rights;
 mod status;
 
 use std::sync::Arc;
 
-use mcp_http::{HttpConfig, McpService};
+use identity::oauth::OAuthValidator;
+use identity::{McpAuthenticator, StoreDirectory};
+use mcp_http::{HttpConfig, McpService, ProtectedResource};
 use mcp_pipeline::{Registry, RegistryError, Server, ServerConfig, ToolSpec};
 use store::Store;
 
@@ -19,6 +23,21 @@ pub struct Settings {
     pub allowed_origins: Vec<String>,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// OAuth access tokens, when this deployment accepts them.
+    pub oauth: Option<OAuth>,
+}
+
+/// How this deployment accepts OAuth access tokens.
+#[derive(Debug, Clone)]
+pub struct OAuth {
+    /// This server's resource URL (the tokens' audience), e.g. `https://mcp.example.com/mcp`.
+    pub resource: String,
+    /// The authorization server (the tokens' issuer).
+    pub issuer: String,
+    /// The claim naming the tenant.
+    pub tenant_claim: String,
+    /// The issuer's signing keys.
+    pub jwks: jsonwebtoken::jwk::JwkSet,
 }
 
 impl Default for Settings {
@@ -27,6 +46,7 @@ impl Default for Settings {
             backend: "memory".into(),
             allowed_origins: Vec::new(),
             max_body_bytes: 1024 * 1024,
+            oauth: None,
         }
     }
 }
@@ -40,14 +60,27 @@ pub struct App {
     pub http: McpService,
     /// The store.
     pub store: Arc<dyn Store>,
+    /// The members and their rights.
+    pub directory: Arc<StoreDirectory>,
+    /// Connections and their credentials.
+    pub connections: identity::ConnectionService,
+    /// The kill switch and agent access.
+    pub switches: identity::SwitchService,
 }
 
 /// The tools every gatehouse serves, in `tools/list` order.
-pub fn registry(settings: &Settings) -> Result<Registry, RegistryError> {
+pub fn registry(settings: &Settings, store: &Arc<dyn Store>) -> Result<Registry, RegistryError> {
     let mut registry = Registry::new();
     registry.register(ToolSpec::new(status::GetServerStatus {
         backend: settings.backend.clone(),
     }))?;
+    // The audit trail names the product's objects, so reading it needs the product's read right.
+    registry.register(
+        ToolSpec::new(recent::ListRecentChanges {
+            store: Arc::clone(store),
+        })
+        .requires(rights::BOOKINGS_READ),
+    )?;
     Ok(registry)
 }
 
@@ -61,18 +94,42 @@ pub fn build(settings: &Settings, store: Arc<dyn Store>) -> Result<App, Registry
         ),
         ..ServerConfig::default()
     };
-    let server = Server::new(config, registry(settings)?);
+    let server = Server::new(config, registry(settings, &store)?);
+    let directory = Arc::new(StoreDirectory::new(Arc::clone(&store), rights::for_role));
+    let mut authenticator = McpAuthenticator::new(Arc::clone(&store), directory.clone());
+    let mut protected_resource = None;
+    if let Some(oauth) = &settings.oauth {
+        let validator = OAuthValidator::new(
+            identity::oauth::OAuthConfig {
+                issuer: oauth.issuer.clone(),
+                audience: oauth.resource.clone(),
+                tenant_claim: oauth.tenant_claim.clone(),
+            },
+            Box::new(identity::oauth::StaticJwks(oauth.jwks.clone())),
+        );
+        authenticator = authenticator.with_oauth(Arc::new(validator));
+        protected_resource = Some(ProtectedResource {
+            resource: oauth.resource.clone(),
+            authorization_servers: vec![oauth.issuer.clone()],
+            scopes: rights::ALL.iter().map(|r| (*r).to_owned()).collect(),
+        });
+    }
     let http = McpService::new(
         Arc::clone(&server),
         HttpConfig {
             allowed_origins: settings.allowed_origins.clone(),
             max_body_bytes: settings.max_body_bytes,
+            protected_resource,
             ..HttpConfig::default()
         },
-    );
+    )
+    .with_authenticator(Arc::new(authenticator));
     Ok(App {
         server,
         http,
+        connections: identity::ConnectionService::new(Arc::clone(&store), directory.clone()),
+        switches: identity::SwitchService::new(Arc::clone(&store)),
+        directory,
         store,
     })
 }

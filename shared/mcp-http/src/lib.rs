@@ -23,6 +23,102 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The response type of the service.
 pub type HttpResponse = Response<Full<Bytes>>;
 
+/// Why a request's credential was not accepted; answered before any JSON-RPC work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// 401 (no, invalid or expired credential), 403 (valid but not for this), 503 (kill switch).
+    pub status: u16,
+    /// One sentence for the person reading the client's log (never the credential).
+    pub message: String,
+    /// Seconds to wait (503).
+    pub retry_after: Option<u64>,
+    /// The OAuth error code for `WWW-Authenticate` (`invalid_token`), if any.
+    pub oauth_error: Option<&'static str>,
+}
+
+impl Rejection {
+    /// 401: no usable credential.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Rejection {
+            status: 401,
+            message: message.into(),
+            retry_after: None,
+            oauth_error: None,
+        }
+    }
+
+    /// 401 with `error="invalid_token"`: a credential was presented and is not valid here.
+    pub fn invalid_token(message: impl Into<String>) -> Self {
+        Rejection {
+            status: 401,
+            message: message.into(),
+            retry_after: None,
+            oauth_error: Some("invalid_token"),
+        }
+    }
+
+    /// 403: a valid credential that may not do this.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Rejection {
+            status: 403,
+            message: message.into(),
+            retry_after: None,
+            oauth_error: None,
+        }
+    }
+
+    /// 503 with `Retry-After`: agent access is switched off.
+    pub fn switched_off(message: impl Into<String>, retry_after: u64) -> Self {
+        Rejection {
+            status: 503,
+            message: message.into(),
+            retry_after: Some(retry_after),
+            oauth_error: None,
+        }
+    }
+}
+
+/// Turns the request's credential into the caller of this request: who, which tenant, which
+/// rights right now. Runs on every request, after the Origin and shape checks and before the
+/// body is parsed.
+pub trait Authenticator: std::fmt::Debug + Send + Sync + 'static {
+    /// Authenticates; `tenant` is the tenant named by the path (`/t/{tenant}/mcp`), which the
+    /// credential must be bound to.
+    fn authenticate<'a>(
+        &'a self,
+        headers: &'a HeaderMap,
+        tenant: Option<&'a str>,
+    ) -> mcp_pipeline::BoxFuture<'a, Result<mcp_pipeline::Caller, Rejection>>;
+}
+
+/// What this server publishes as an OAuth protected resource (RFC 9728).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtectedResource {
+    /// This server's resource URL (the audience of its access tokens), e.g.
+    /// `https://mcp.example.com/mcp`.
+    pub resource: String,
+    /// Authorization servers that issue tokens for it.
+    pub authorization_servers: Vec<String>,
+    /// Scopes it understands.
+    pub scopes: Vec<String>,
+}
+
+impl ProtectedResource {
+    /// The metadata URL clients are pointed to.
+    pub fn metadata_url(&self) -> String {
+        let (origin, path) = split_url(&self.resource);
+        format!("{origin}/.well-known/oauth-protected-resource{path}")
+    }
+}
+
+fn split_url(url: &str) -> (&str, &str) {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    match url[after_scheme..].find('/') {
+        Some(i) => url.split_at(after_scheme + i),
+        None => (url, ""),
+    }
+}
+
 /// Transport settings.
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
@@ -33,6 +129,8 @@ pub struct HttpConfig {
     pub allowed_origins: Vec<String>,
     /// Largest accepted body.
     pub max_body_bytes: usize,
+    /// OAuth protected resource metadata, served at the well-known paths when set.
+    pub protected_resource: Option<ProtectedResource>,
 }
 
 impl Default for HttpConfig {
@@ -41,6 +139,7 @@ impl Default for HttpConfig {
             endpoint_path: "/mcp".into(),
             allowed_origins: Vec::new(),
             max_body_bytes: 1024 * 1024,
+            protected_resource: None,
         }
     }
 }
@@ -50,6 +149,7 @@ impl Default for HttpConfig {
 pub struct McpService {
     server: Arc<Server>,
     config: Arc<HttpConfig>,
+    authenticator: Option<Arc<dyn Authenticator>>,
 }
 
 fn respond(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> HttpResponse {
@@ -197,7 +297,78 @@ impl McpService {
         McpService {
             server,
             config: Arc::new(config),
+            authenticator: None,
         }
+    }
+
+    /// Requires every request to carry a credential this authenticator accepts.
+    pub fn with_authenticator(mut self, authenticator: Arc<dyn Authenticator>) -> Self {
+        self.authenticator = Some(authenticator);
+        self
+    }
+
+    fn reject(&self, rejection: &Rejection) -> HttpResponse {
+        let code = rejection.oauth_error.unwrap_or(match rejection.status {
+            401 => "unauthorized",
+            403 => "forbidden",
+            _ => "unavailable",
+        });
+        let body = serde_json::json!({"error": code, "error_description": rejection.message});
+        let status = StatusCode::from_u16(rejection.status).unwrap_or(StatusCode::UNAUTHORIZED);
+        let mut r = respond(status, "application/json", body.to_string());
+        if rejection.status == 401 {
+            let mut params = Vec::new();
+            if let Some(resource) = &self.config.protected_resource {
+                params.push(format!("resource_metadata=\"{}\"", resource.metadata_url()));
+                if !resource.scopes.is_empty() {
+                    params.push(format!("scope=\"{}\"", resource.scopes.join(" ")));
+                }
+            }
+            if let Some(error) = rejection.oauth_error {
+                params.push(format!("error=\"{error}\""));
+            }
+            let challenge = if params.is_empty() {
+                "Bearer".to_owned()
+            } else {
+                format!("Bearer {}", params.join(", "))
+            };
+            if let Ok(v) = HeaderValue::from_str(&challenge) {
+                r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+            }
+        }
+        if let Some(seconds) = rejection.retry_after {
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        r
+    }
+
+    /// The protected resource metadata document, for the well-known paths.
+    fn resource_metadata(&self, path: &str) -> Option<HttpResponse> {
+        let resource = self.config.protected_resource.as_ref()?;
+        let suffix = path.strip_prefix("/.well-known/oauth-protected-resource")?;
+        if !suffix.is_empty() && suffix != self.config.endpoint_path {
+            return None;
+        }
+        let doc = serde_json::json!({
+            "resource": resource.resource,
+            "authorization_servers": resource.authorization_servers,
+            "scopes_supported": resource.scopes,
+            "bearer_methods_supported": ["header"],
+        });
+        Some(respond(StatusCode::OK, "application/json", doc.to_string()))
+    }
+
+    /// The tenant named by the path for `/t/{tenant}/mcp`, `Some(None)` for the plain
+    /// endpoint, `None` when the path is no MCP endpoint.
+    fn endpoint_tenant<'p>(&self, path: &'p str) -> Option<Option<&'p str>> {
+        if path == self.config.endpoint_path {
+            return Some(None);
+        }
+        let rest = path.strip_prefix("/t/")?;
+        let (tenant, tail) = rest.split_once('/')?;
+        let matches = format!("/{tail}") == self.config.endpoint_path && !tenant.is_empty();
+        matches.then_some(Some(tenant))
     }
 
     /// Handles one HTTP request.
@@ -219,13 +390,18 @@ impl McpService {
                 );
             }
         }
-        if parts.uri.path() != self.config.endpoint_path {
+        if parts.method == Method::GET
+            && let Some(doc) = self.resource_metadata(parts.uri.path())
+        {
+            return doc;
+        }
+        let Some(path_tenant) = self.endpoint_tenant(parts.uri.path()) else {
             return respond(
                 StatusCode::NOT_FOUND,
                 "text/plain; charset=utf-8",
                 "not found\n",
             );
-        }
+        };
         if parts.method != Method::POST {
             let mut r = respond(
                 StatusCode::METHOD_NOT_ALLOWED,
@@ -282,6 +458,16 @@ impl McpService {
                 );
             }
         };
+        let caller = match &self.authenticator {
+            None => None,
+            Some(authenticator) => match authenticator
+                .authenticate(&parts.headers, path_tenant)
+                .await
+            {
+                Ok(caller) => Some(caller),
+                Err(rejection) => return self.reject(&rejection),
+            },
+        };
         let message = match parse_message(&bytes) {
             Ok(Incoming::Message(m)) => m,
             Ok(Incoming::Response(id)) => {
@@ -302,6 +488,7 @@ impl McpService {
             message,
             headers: Some(lowercase_headers(&parts.headers)),
             version_header,
+            caller,
         };
         render(self.server.handle(request).await)
     }

@@ -23,6 +23,8 @@ pub struct ExecutionContext {
     pub headers: Option<Headers>,
     /// The arguments as normalized (after coercions).
     pub arguments: Map<String, Value>,
+    /// The bound connection, when the transport authenticated one.
+    pub caller: Option<crate::Caller>,
     pub(crate) metadata: Arc<BTreeMap<String, Value>>,
 }
 

@@ -15,6 +15,7 @@
 //! ```
 
 mod args;
+mod caller;
 mod context;
 mod decorators;
 mod effect;
@@ -25,6 +26,7 @@ mod server;
 mod tool;
 
 pub use args::{Normalized, Synonym, normalize};
+pub use caller::{Caller, Hidden, Toolset};
 pub use context::{ExecutionContext, Headers, Notifications, ToolContext};
 pub use decorators::{
     CallError, ExceptionHandler, Guard, Interceptor, Next, Refusal, handle_error,

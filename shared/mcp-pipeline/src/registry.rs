@@ -104,6 +104,8 @@ pub struct ToolSpec {
     pub(crate) handlers: Vec<Arc<dyn ExceptionHandler>>,
     pub(crate) metadata: BTreeMap<String, Value>,
     pub(crate) synonyms: Vec<Synonym>,
+    pub(crate) required_rights: Vec<&'static str>,
+    pub(crate) toolset: crate::Toolset,
 }
 
 impl std::fmt::Debug for ToolSpec {
@@ -206,6 +208,8 @@ impl ToolSpec {
             handlers: Vec::new(),
             metadata: BTreeMap::new(),
             synonyms: Vec::new(),
+            required_rights: Vec::new(),
+            toolset: crate::Toolset::Core,
         }
     }
 
@@ -241,6 +245,45 @@ impl ToolSpec {
             to: to.into(),
         });
         self
+    }
+
+    /// Requires a right of the caller (the tool is hidden without it).
+    pub fn requires(mut self, right: &'static str) -> Self {
+        self.required_rights.push(right);
+        self
+    }
+
+    /// The smallest toolset that lists this tool (default: core, so every toolset has it).
+    pub fn toolset(mut self, toolset: crate::Toolset) -> Self {
+        self.toolset = toolset;
+        self
+    }
+
+    /// Why the tool is hidden from `caller`, if it is.
+    pub fn hidden_from(&self, caller: &crate::Caller) -> Option<crate::Hidden> {
+        if self.toolset > caller.toolset {
+            return Some(crate::Hidden::Toolset {
+                needs: self.toolset,
+                has: caller.toolset,
+            });
+        }
+        let missing: Vec<String> = self
+            .required_rights
+            .iter()
+            .filter(|r| !caller.rights.contains(**r))
+            .map(|r| (*r).to_owned())
+            .collect();
+        (!missing.is_empty()).then_some(crate::Hidden::Rights(missing))
+    }
+
+    /// The rights this tool requires.
+    pub fn required_rights(&self) -> &[&'static str] {
+        &self.required_rights
+    }
+
+    /// The effect class.
+    pub fn effect(&self) -> crate::EffectClass {
+        self.effect
     }
 
     /// The tool's name.

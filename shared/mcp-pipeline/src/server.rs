@@ -56,6 +56,9 @@ pub struct Request {
     pub headers: Option<Headers>,
     /// The `MCP-Protocol-Version` header, already checked against the body by the transport.
     pub version_header: Option<String>,
+    /// The connection the transport bound from the credential (`None` when the transport
+    /// does not authenticate, as in the conformance fixture).
+    pub caller: Option<crate::Caller>,
 }
 
 /// What to answer.
@@ -154,7 +157,7 @@ impl Server {
             (Era::Modern, "server/discover") => Ok(self.discover()),
             (Era::Legacy, "initialize") => self.initialize(msg),
             (Era::Legacy, "ping") => Ok(json!({})),
-            (_, "tools/list") => self.list_tools(msg, era),
+            (_, "tools/list") => self.list_tools(msg, era, req.caller.as_ref()),
             (_, "tools/call") => return self.call_tool(req.clone(), era).await,
             (Era::Modern, "initialize") => Err(RpcError::method_not_found("initialize").with_data(json!({
                 "method": "initialize",
@@ -227,14 +230,29 @@ impl Server {
         Ok(result)
     }
 
-    fn list_tools(&self, msg: &Message, era: Era) -> Result<Value, RpcError> {
+    fn list_tools(
+        &self,
+        msg: &Message,
+        era: Era,
+        caller: Option<&crate::Caller>,
+    ) -> Result<Value, RpcError> {
         if let Some(cursor) = msg.params.get("cursor") {
             // Every tool fits on one page, so no cursor was ever issued.
             return Err(RpcError::invalid_params(format!(
                 "Invalid cursor {cursor}: tools/list has a single page"
             )));
         }
-        let mut result = json!({"tools": self.tool_list});
+        let tools: Vec<&Value> = match caller {
+            None => self.tool_list.iter().collect(),
+            Some(caller) => self
+                .registry
+                .iter()
+                .zip(&self.tool_list)
+                .filter(|(spec, _)| spec.hidden_from(caller).is_none())
+                .map(|(_, descriptor)| descriptor)
+                .collect(),
+        };
+        let mut result = json!({"tools": tools});
         if era == Era::Modern {
             // Private: the visible set depends on the caller's rights.
             result["ttlMs"] = json!(self.config.list_ttl_ms);
@@ -320,9 +338,14 @@ impl Server {
                 .unwrap_or_else(|| json!({})),
             headers: req.headers.clone(),
             arguments: Map::new(),
+            caller: req.caller.clone(),
             metadata: Arc::new(metadata),
         };
-        // 1. Arguments: unknown fields refused, tolerant input coerced, then typed.
+        // 1. Visibility: a tool hidden by the toolset or by rights says so.
+        if let Some(hidden) = req.caller.as_ref().and_then(|c| tool.hidden_from(c)) {
+            return Ok(ToolResult::error(&hidden_error(tool.name, &hidden)));
+        }
+        // 2. Arguments: unknown fields refused, tolerant input coerced, then typed.
         let normalized = match args::normalize(&tool.input_schema, arguments, &tool.synonyms) {
             Ok(n) => n,
             Err(e) => return Ok(ToolResult::error(&e)),
@@ -332,7 +355,7 @@ impl Server {
             Ok(p) => p,
             Err(e) => return Ok(ToolResult::error(&e)),
         };
-        // 2. Guards, in order; the first refusal wins and nothing else runs.
+        // 3. Guards, in order; the first refusal wins and nothing else runs.
         for guard in &tool.guards {
             if let Err(refusal) = guard.check(&exec).await {
                 let error = ToolError::new(
@@ -345,7 +368,7 @@ impl Server {
                 return Ok(ToolResult::error(&error));
             }
         }
-        // 3. Interceptors around the body and the exception handlers.
+        // 4. Interceptors around the body and the exception handlers.
         let ctx = ToolContext {
             exec: exec.clone(),
             input_responses: msg.params.get("inputResponses").cloned(),
@@ -439,6 +462,25 @@ impl Server {
             }
             None => Ok(result),
         }
+    }
+}
+
+fn hidden_error(tool: &str, hidden: &crate::Hidden) -> ToolError {
+    match hidden {
+        crate::Hidden::Toolset { needs, has } => ToolError::new(
+            ErrorKind::Forbidden,
+            format!("The tool {tool} is not in this connection's {} toolset (it is in {})", has.as_str(), needs.as_str()),
+            "Use the tools this connection lists, or ask the person who manages connections for one with a larger toolset",
+        )
+        .detail("hidden_by", "toolset")
+        .detail("toolset", has.as_str()),
+        crate::Hidden::Rights(missing) => ToolError::new(
+            ErrorKind::Forbidden,
+            format!("The tool {tool} needs the right {} which this connection does not have now", missing.join(", ")),
+            "Ask a person with that right to do this, or to grant the right to the member who created this connection",
+        )
+        .detail("hidden_by", "rights")
+        .detail("missing_rights", missing.clone()),
     }
 }
 

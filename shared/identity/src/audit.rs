@@ -1,0 +1,159 @@
+//! Audit rows: who did what, through which channel, with which outcome. Never arguments or
+//! secrets. A row is written as one operation of the transaction that makes the change.
+
+use store::{Item, Key, Put, Query, Store, StoreError, TransactOp, Value};
+
+use crate::keys;
+
+/// Where an action came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Channel {
+    /// An MCP call through a connection.
+    Mcp {
+        /// The connection's id.
+        connection: String,
+        /// The client name of the connection.
+        client: String,
+    },
+    /// The `gatehouse` command line (an operator).
+    Cli,
+    /// The product's web pages.
+    Web,
+    /// The product's JSON API.
+    Api,
+}
+
+impl Channel {
+    /// The channel's name in audit rows.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Channel::Mcp { .. } => "mcp",
+            Channel::Cli => "cli",
+            Channel::Web => "web",
+            Channel::Api => "api",
+        }
+    }
+}
+
+/// One audit row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    /// The tenant (or `system`).
+    pub tenant: String,
+    /// Who acted.
+    pub actor: String,
+    /// Through which channel.
+    pub channel: Channel,
+    /// What was done (a tool name or a service action).
+    pub action: String,
+    /// `ok`, `refused`, ...
+    pub outcome: String,
+    /// Public ids of the objects concerned.
+    pub ids: Vec<String>,
+    /// When (RFC 3339).
+    pub at: String,
+}
+
+impl AuditEntry {
+    /// The put that records this entry; include it in the change's transaction.
+    pub fn op(&self) -> TransactOp {
+        let key = Key::new(
+            keys::audit_partition(&self.tenant),
+            format!("{}#{}", self.at, crate::random_id(8)),
+        );
+        let mut item = Item::new();
+        item.insert("actor".into(), Value::s(&self.actor));
+        item.insert("channel".into(), Value::s(self.channel.name()));
+        if let Channel::Mcp { connection, client } = &self.channel {
+            item.insert("connection".into(), Value::s(connection));
+            item.insert("client".into(), Value::s(client));
+        }
+        item.insert("action".into(), Value::s(&self.action));
+        item.insert("outcome".into(), Value::s(&self.outcome));
+        item.insert(
+            "ids".into(),
+            Value::L(self.ids.iter().map(Value::s).collect()),
+        );
+        item.insert("at".into(), Value::s(&self.at));
+        Put::new(key, item)
+            .when(store::Condition::item_not_exists())
+            .into()
+    }
+
+    fn from_item(tenant: &str, item: &Item) -> Self {
+        let s = |k: &str| {
+            item.get(k)
+                .and_then(Value::as_s)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let channel = match s("channel").as_str() {
+            "mcp" => Channel::Mcp {
+                connection: s("connection"),
+                client: s("client"),
+            },
+            "web" => Channel::Web,
+            "api" => Channel::Api,
+            _ => Channel::Cli,
+        };
+        let ids = match item.get("ids") {
+            Some(Value::L(list)) => list
+                .iter()
+                .filter_map(Value::as_s)
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        };
+        AuditEntry {
+            tenant: tenant.to_owned(),
+            actor: s("actor"),
+            channel,
+            action: s("action"),
+            outcome: s("outcome"),
+            ids,
+            at: s("at"),
+        }
+    }
+}
+
+/// The most recent audit rows of a tenant, newest first, optionally only one connection's.
+pub async fn recent(
+    store: &dyn Store,
+    tenant: &str,
+    connection: Option<&str>,
+    limit: usize,
+) -> Result<Vec<AuditEntry>, StoreError> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    // Pages of 50, at most 10 pages: enough to find a connection's last changes in a busy
+    // tenant without scanning its whole history.
+    for _ in 0..10 {
+        let page = store
+            .query(
+                Query::partition(keys::audit_partition(tenant))
+                    .descending()
+                    .limit(50)
+                    .after(cursor),
+            )
+            .await?;
+        for (_, item) in &page.items {
+            let entry = AuditEntry::from_item(tenant, item);
+            let matches = match (connection, &entry.channel) {
+                (None, _) => true,
+                (Some(c), Channel::Mcp { connection, .. }) => c == connection,
+                (Some(_), _) => false,
+            };
+            if matches {
+                out.push(entry);
+                if out.len() == limit {
+                    return Ok(out);
+                }
+            }
+        }
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,329 @@
+//! Connections: one tenant, one creator, capped rights, a toolset and a client name.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use mcp_pipeline::Toolset;
+use store::{Condition, Item, Put, Query, Store, TransactOp, Update, UpdateAction, Value};
+
+use crate::{Actor, AuditEntry, Directory, IdentityError, keys, token};
+
+/// The right needed to create, list and revoke connections.
+pub const MANAGE_CONNECTIONS: &str = "connections:manage";
+
+/// A connection as stored (never with its token).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection {
+    /// Public id (`con_...`).
+    pub id: String,
+    /// The tenant it is bound to.
+    pub tenant: String,
+    /// The member who created it.
+    pub creator: String,
+    /// Rights granted at creation (never more than the creator had then).
+    pub rights: BTreeSet<String>,
+    /// The tool catalog it sees.
+    pub toolset: Toolset,
+    /// The client it was made for.
+    pub client_name: String,
+    /// When it was created.
+    pub created_at: String,
+    /// Whether it was revoked.
+    pub revoked: bool,
+    /// `token` (an MCP token) or `oauth` (an OAuth subject).
+    pub kind: String,
+    /// The OAuth subject, for `oauth` connections.
+    pub subject: Option<String>,
+}
+
+impl Connection {
+    pub(crate) fn to_item(&self) -> Item {
+        let mut item = Item::new();
+        item.insert("id".into(), Value::s(&self.id));
+        item.insert("tenant".into(), Value::s(&self.tenant));
+        item.insert("creator".into(), Value::s(&self.creator));
+        item.insert(
+            "rights".into(),
+            Value::L(self.rights.iter().map(Value::s).collect()),
+        );
+        item.insert("toolset".into(), Value::s(self.toolset.as_str()));
+        item.insert("client".into(), Value::s(&self.client_name));
+        item.insert("created_at".into(), Value::s(&self.created_at));
+        item.insert("revoked".into(), Value::Bool(self.revoked));
+        item.insert("kind".into(), Value::s(&self.kind));
+        if let Some(subject) = &self.subject {
+            item.insert("subject".into(), Value::s(subject));
+        }
+        item
+    }
+
+    /// Reads a connection back from a stored item (the connection or an index copy).
+    pub fn from_item(item: &Item) -> Option<Self> {
+        let s = |k: &str| item.get(k).and_then(Value::as_s).map(str::to_owned);
+        let rights = match item.get("rights") {
+            Some(Value::L(list)) => list
+                .iter()
+                .filter_map(Value::as_s)
+                .map(str::to_owned)
+                .collect(),
+            _ => BTreeSet::new(),
+        };
+        Some(Connection {
+            id: s("id")?,
+            tenant: s("tenant")?,
+            creator: s("creator")?,
+            rights,
+            toolset: Toolset::parse(&s("toolset")?)?,
+            client_name: s("client").unwrap_or_default(),
+            created_at: s("created_at").unwrap_or_default(),
+            revoked: matches!(item.get("revoked"), Some(Value::Bool(true))),
+            kind: s("kind").unwrap_or_else(|| "token".into()),
+            subject: s("subject"),
+        })
+    }
+}
+
+/// What the creator asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewConnection {
+    /// Rights to grant (at most the creator's).
+    pub rights: BTreeSet<String>,
+    /// The tool catalog.
+    pub toolset: Toolset,
+    /// The client it is for ("Claude Desktop on Ana's laptop").
+    pub client_name: String,
+}
+
+/// Creates, lists and revokes connections; every change is audited in its transaction.
+#[derive(Debug, Clone)]
+pub struct ConnectionService {
+    store: Arc<dyn Store>,
+    directory: Arc<dyn Directory>,
+}
+
+impl ConnectionService {
+    /// The service over `store`, asking `directory` for members' rights.
+    pub fn new(store: Arc<dyn Store>, directory: Arc<dyn Directory>) -> Self {
+        ConnectionService { store, directory }
+    }
+
+    async fn check_creator(&self, actor: &Actor, new: &NewConnection) -> Result<(), IdentityError> {
+        let member = self
+            .directory
+            .member(&actor.tenant, &actor.member)
+            .await?
+            .filter(|m| m.active)
+            .ok_or_else(|| {
+                IdentityError::Forbidden(format!(
+                    "{} is not an active member of {}",
+                    actor.member, actor.tenant
+                ))
+            })?;
+        if !member.rights.contains(MANAGE_CONNECTIONS) {
+            return Err(IdentityError::Forbidden(format!(
+                "{} lacks the right {MANAGE_CONNECTIONS}",
+                actor.member
+            )));
+        }
+        let excess: Vec<&String> = new.rights.difference(&member.rights).collect();
+        if !excess.is_empty() {
+            return Err(IdentityError::Forbidden(format!(
+                "a connection cannot have rights its creator lacks: {}",
+                excess
+                    .iter()
+                    .map(|r| r.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        let name = new.client_name.trim();
+        if name.is_empty() || name.chars().count() > 64 {
+            return Err(IdentityError::Invalid(
+                "the client name must be 1 to 64 characters".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn record(actor: &Actor, new: &NewConnection, kind: &str, subject: Option<&str>) -> Connection {
+        Connection {
+            id: format!("con_{}", crate::random_id(20)),
+            tenant: actor.tenant.clone(),
+            creator: actor.member.clone(),
+            rights: new.rights.clone(),
+            toolset: new.toolset,
+            client_name: new.client_name.trim().to_owned(),
+            created_at: crate::now_rfc3339(),
+            revoked: false,
+            kind: kind.into(),
+            subject: subject.map(str::to_owned),
+        }
+    }
+
+    fn audit(actor: &Actor, action: &str, id: &str) -> TransactOp {
+        AuditEntry {
+            tenant: actor.tenant.clone(),
+            actor: actor.member.clone(),
+            channel: actor.channel.clone(),
+            action: action.into(),
+            outcome: "ok".into(),
+            ids: vec![id.to_owned()],
+            at: crate::now_rfc3339(),
+        }
+        .op()
+    }
+
+    /// Creates a connection with an MCP token. The token is returned here once and never
+    /// stored; only its hash is.
+    pub async fn create_token(
+        &self,
+        actor: &Actor,
+        new: NewConnection,
+    ) -> Result<(Connection, String), IdentityError> {
+        self.check_creator(actor, &new).await?;
+        let token = token::generate();
+        let connection = Self::record(actor, &new, "token", None);
+        let mut index = connection.to_item();
+        index.insert("token_hash".into(), Value::s(&token.hash));
+        let mut stored = connection.to_item();
+        stored.insert("token_hash".into(), Value::s(&token.hash));
+        self.store
+            .transact_write(vec![
+                Put::new(keys::connection(&actor.tenant, &connection.id), stored)
+                    .when(Condition::item_not_exists())
+                    .into(),
+                Put::new(keys::mcp_token(&token.hash), index)
+                    .when(Condition::item_not_exists())
+                    .into(),
+                Self::audit(actor, "connection.create", &connection.id),
+            ])
+            .await?;
+        Ok((connection, token.secret))
+    }
+
+    /// Creates a connection for an OAuth subject of this tenant (one per subject).
+    pub async fn create_oauth(
+        &self,
+        actor: &Actor,
+        subject: &str,
+        new: NewConnection,
+    ) -> Result<Connection, IdentityError> {
+        self.check_creator(actor, &new).await?;
+        if subject.trim().is_empty() {
+            return Err(IdentityError::Invalid(
+                "the OAuth subject must not be empty".into(),
+            ));
+        }
+        let connection = Self::record(actor, &new, "oauth", Some(subject));
+        self.store
+            .transact_write(vec![
+                Put::new(
+                    keys::connection(&actor.tenant, &connection.id),
+                    connection.to_item(),
+                )
+                .when(Condition::item_not_exists())
+                .into(),
+                Put::new(
+                    keys::oauth_subject(&actor.tenant, subject),
+                    connection.to_item(),
+                )
+                .when(Condition::item_not_exists())
+                .into(),
+                Self::audit(actor, "connection.create", &connection.id),
+            ])
+            .await
+            .map_err(|e| match e {
+                store::StoreError::TransactionCancelled { .. } => IdentityError::Invalid(format!(
+                    "subject {subject} already has a connection in {}",
+                    actor.tenant
+                )),
+                other => other.into(),
+            })?;
+        Ok(connection)
+    }
+
+    /// The tenant's connections, oldest first.
+    pub async fn list(&self, tenant: &str) -> Result<Vec<Connection>, IdentityError> {
+        let mut out = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self
+                .store
+                .query(
+                    Query::partition(keys::connections(tenant))
+                        .limit(100)
+                        .after(cursor),
+                )
+                .await?;
+            out.extend(
+                page.items
+                    .iter()
+                    .filter_map(|(_, item)| Connection::from_item(item)),
+            );
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        out.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+        Ok(out)
+    }
+
+    /// Revokes a connection: its credential stops working on the next request.
+    pub async fn revoke(
+        &self,
+        actor: &Actor,
+        connection_id: &str,
+    ) -> Result<Connection, IdentityError> {
+        let member = self
+            .directory
+            .member(&actor.tenant, &actor.member)
+            .await?
+            .filter(|m| m.active);
+        if !member.is_some_and(|m| m.rights.contains(MANAGE_CONNECTIONS)) {
+            return Err(IdentityError::Forbidden(format!(
+                "{} may not revoke connections in {}",
+                actor.member, actor.tenant
+            )));
+        }
+        let key = keys::connection(&actor.tenant, connection_id);
+        let stored = self.store.get(&key).await?.ok_or_else(|| {
+            IdentityError::NotFound(format!("no connection {connection_id} in {}", actor.tenant))
+        })?;
+        let mut connection = Connection::from_item(&stored).ok_or_else(|| {
+            IdentityError::NotFound(format!("connection {connection_id} is unreadable"))
+        })?;
+        if connection.revoked {
+            return Ok(connection);
+        }
+        let revoke = vec![
+            UpdateAction::Set("revoked".into(), Value::Bool(true)),
+            UpdateAction::Set("revoked_at".into(), Value::s(crate::now_rfc3339())),
+        ];
+        let index = match (
+            &connection.subject,
+            stored.get("token_hash").and_then(Value::as_s),
+        ) {
+            (Some(subject), _) => keys::oauth_subject(&actor.tenant, subject),
+            (None, Some(hash)) => keys::mcp_token(hash),
+            (None, None) => {
+                return Err(IdentityError::NotFound(format!(
+                    "connection {connection_id} has no credential"
+                )));
+            }
+        };
+        self.store
+            .transact_write(vec![
+                Update::new(key, revoke.clone())
+                    .when(Condition::item_exists())
+                    .into(),
+                Update::new(index, revoke)
+                    .when(Condition::item_exists())
+                    .into(),
+                Self::audit(actor, "connection.revoke", connection_id),
+            ])
+            .await?;
+        connection.revoked = true;
+        Ok(connection)
+    }
+}

@@ -1,0 +1,47 @@
+//! Every key this crate reads or writes, in one place.
+//!
+//! Tenant-owned items put the tenant first. Two kinds are not tenant-owned: the MCP token
+//! index (found by the token's hash, before the tenant is known) and the global switch and
+//! its audit trail.
+
+use store::Key;
+
+/// The item found by an MCP token's hash; holds a copy of the connection.
+pub fn mcp_token(hash_hex: &str) -> Key {
+    Key::new(format!("mcptoken#{hash_hex}"), "token")
+}
+
+/// A connection of a tenant.
+pub fn connection(tenant: &str, connection_id: &str) -> Key {
+    Key::new(format!("{tenant}#connection"), connection_id)
+}
+
+/// The partition of a tenant's connections.
+pub fn connections(tenant: &str) -> String {
+    format!("{tenant}#connection")
+}
+
+/// The item mapping an OAuth subject to its connection in a tenant.
+pub fn oauth_subject(tenant: &str, subject: &str) -> Key {
+    Key::new(format!("{tenant}#oauth"), subject)
+}
+
+/// A member of a tenant (used by [`crate::StoreDirectory`]).
+pub fn member(tenant: &str, member_id: &str) -> Key {
+    Key::new(format!("{tenant}#member"), member_id)
+}
+
+/// The global kill switch.
+pub fn global_switch() -> Key {
+    Key::new("system", "kill_switch")
+}
+
+/// A tenant's agent-access switch.
+pub fn tenant_switch(tenant: &str) -> Key {
+    Key::new(format!("{tenant}#settings"), "agent_access")
+}
+
+/// The partition of a tenant's audit rows (`system` for global events).
+pub fn audit_partition(tenant: &str) -> String {
+    format!("{tenant}#audit")
+}

@@ -1,0 +1,725 @@
+//! Who is calling: credentials, tenant binding, live rights, kill switch and audit, through
+//! the real handler on SQLite and on the local DynamoDB server.
+
+use base64::Engine as _;
+use identity::{Actor, AuditEntry, Channel, NewConnection};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use mcp_pipeline::Toolset;
+use serde_json::{Value, json};
+
+use crate::world::{ISSUER, RESOURCE, World, on_every_backend};
+
+fn now() -> i64 {
+    store::engine::now_epoch_seconds()
+}
+
+fn claims(tenant: &str, sub: &str) -> Value {
+    json!({"iss": ISSUER, "aud": RESOURCE, "sub": sub, "tenant": tenant, "exp": now() + 600, "iat": now()})
+}
+
+fn sign(alg: Algorithm, kid: &str, claims: &Value) -> String {
+    let key = match alg {
+        Algorithm::RS256 => {
+            EncodingKey::from_rsa_pem(include_bytes!("../fixtures/oauth/rs256-private.pem"))
+                .unwrap()
+        }
+        Algorithm::ES256 => {
+            EncodingKey::from_ec_pem(include_bytes!("../fixtures/oauth/es256-private.pem")).unwrap()
+        }
+        other => panic!("no test key for {other:?}"),
+    };
+    let mut header = Header::new(alg);
+    header.kid = Some(kid.into());
+    jsonwebtoken::encode(&header, claims, &key).unwrap()
+}
+
+fn b64(value: &Value) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string())
+}
+
+/// A token with `alg: none` and no signature.
+fn unsigned(claims: &Value) -> String {
+    format!(
+        "{}.{}.",
+        b64(&json!({"alg": "none", "typ": "JWT"})),
+        b64(claims)
+    )
+}
+
+/// HS256 "signed" with the RSA public key as the secret: the classic key-confusion attack.
+fn hs256_with_public_key(claims: &Value) -> String {
+    let mut header = Header::new(Algorithm::HS256);
+    header.kid = Some("test-rs256".into());
+    let key = EncodingKey::from_secret(include_bytes!("../fixtures/oauth/rs256-public.pem"));
+    jsonwebtoken::encode(&header, claims, &key).unwrap()
+}
+
+async fn setup(world: &World) -> String {
+    world.member("acme", "ana", "owner").await;
+    world.connect("acme", "ana", Toolset::Full).await.1
+}
+
+async fn oauth_connection(world: &World, tenant: &str, member: &str, subject: &str) {
+    use identity::Directory as _;
+    let rights = world
+        .app
+        .directory
+        .member(tenant, member)
+        .await
+        .unwrap()
+        .unwrap()
+        .rights;
+    let actor = Actor {
+        tenant: tenant.into(),
+        member: member.into(),
+        channel: Channel::Cli,
+    };
+    world
+        .app
+        .connections
+        .create_oauth(
+            &actor,
+            subject,
+            NewConnection {
+                rights,
+                toolset: Toolset::Full,
+                client_name: "oauth client".into(),
+            },
+        )
+        .await
+        .unwrap();
+}
+
+async fn status_of(
+    world: &World,
+    authorization: Option<&str>,
+    extra: &[(&str, &str)],
+) -> mcp_test_client::RawResponse {
+    let mut client = world.anonymous();
+    if let Some(a) = authorization {
+        client = client.with_header("authorization", a);
+    }
+    for (k, v) in extra {
+        client = client.with_header(k, v);
+    }
+    client.request("tools/list", json!({})).await
+}
+
+async fn credentials_that_must_fail_get_401(world: World) {
+    let _ = setup(&world).await;
+    world.member("acme", "olga", "owner").await;
+    oauth_connection(&world, "acme", "olga", "user-olga").await;
+    let mut wrong_audience = claims("acme", "user-olga");
+    wrong_audience["aud"] = json!("https://other.example.com/mcp");
+    let mut no_issuer = claims("acme", "user-olga");
+    no_issuer.as_object_mut().unwrap().remove("iss");
+    let mut wrong_issuer = claims("acme", "user-olga");
+    wrong_issuer["iss"] = json!("https://evil.example.com");
+    let mut expired = claims("acme", "user-olga");
+    expired["exp"] = json!(now() - 3600);
+    let mut string_exp = claims("acme", "user-olga");
+    string_exp["exp"] = json!((now() + 600).to_string());
+    let mut no_exp = claims("acme", "user-olga");
+    no_exp.as_object_mut().unwrap().remove("exp");
+    type Case<'a> = (&'a str, Option<String>, Vec<(&'a str, &'a str)>);
+    let cases: Vec<Case<'_>> = vec![
+        ("no credential", None, vec![]),
+        (
+            "product API token",
+            Some("Bearer gha_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG".into()),
+            vec![],
+        ),
+        (
+            "session cookie",
+            None,
+            vec![("cookie", "gh_session=s3ss10n; theme=dark")],
+        ),
+        (
+            "unknown MCP token",
+            Some("Bearer ghm_notARealTokenAtAll0000000000000000000000000".into()),
+            vec![],
+        ),
+        ("not bearer", Some("Basic YW5hOnNlY3JldA==".into()), vec![]),
+        (
+            "JWT for another audience",
+            Some(format!(
+                "Bearer {}",
+                sign(Algorithm::RS256, "test-rs256", &wrong_audience)
+            )),
+            vec![],
+        ),
+        (
+            "JWT without issuer",
+            Some(format!(
+                "Bearer {}",
+                sign(Algorithm::RS256, "test-rs256", &no_issuer)
+            )),
+            vec![],
+        ),
+        (
+            "JWT from another issuer",
+            Some(format!(
+                "Bearer {}",
+                sign(Algorithm::ES256, "test-es256", &wrong_issuer)
+            )),
+            vec![],
+        ),
+        (
+            "JWT alg none",
+            Some(format!("Bearer {}", unsigned(&claims("acme", "user-olga")))),
+            vec![],
+        ),
+        (
+            "JWT HS256 signed with the public key",
+            Some(format!(
+                "Bearer {}",
+                hs256_with_public_key(&claims("acme", "user-olga"))
+            )),
+            vec![],
+        ),
+        (
+            "JWT expired",
+            Some(format!(
+                "Bearer {}",
+                sign(Algorithm::RS256, "test-rs256", &expired)
+            )),
+            vec![],
+        ),
+        (
+            "JWT with a string exp",
+            Some(format!(
+                "Bearer {}",
+                sign(Algorithm::RS256, "test-rs256", &string_exp)
+            )),
+            vec![],
+        ),
+        (
+            "JWT without exp",
+            Some(format!(
+                "Bearer {}",
+                sign(Algorithm::RS256, "test-rs256", &no_exp)
+            )),
+            vec![],
+        ),
+        (
+            "JWT with an unknown key id",
+            Some(format!(
+                "Bearer {}",
+                sign(
+                    Algorithm::RS256,
+                    "rotated-away",
+                    &claims("acme", "user-olga")
+                )
+            )),
+            vec![],
+        ),
+        (
+            "JWT of a subject without connection",
+            Some(format!(
+                "Bearer {}",
+                sign(Algorithm::RS256, "test-rs256", &claims("acme", "stranger"))
+            )),
+            vec![],
+        ),
+    ];
+    for (what, authorization, extra) in cases {
+        let r = status_of(&world, authorization.as_deref(), &extra).await;
+        assert_eq!(
+            r.status,
+            401,
+            "{what}: {:?}",
+            String::from_utf8_lossy(&r.body)
+        );
+        let challenge = r
+            .header("www-authenticate")
+            .unwrap_or_else(|| panic!("{what}: no WWW-Authenticate"));
+        assert!(
+            challenge.starts_with("Bearer ") && challenge.contains("resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\""),
+            "{what}: {challenge}"
+        );
+        assert!(
+            !String::from_utf8_lossy(&r.body).contains("ghm_"),
+            "{what}: the body echoes a credential"
+        );
+    }
+    // The valid pairings work: RS256 and ES256 tokens for this audience.
+    for (alg, kid) in [
+        (Algorithm::RS256, "test-rs256"),
+        (Algorithm::ES256, "test-es256"),
+    ] {
+        let token = sign(alg, kid, &claims("acme", "user-olga"));
+        let r = status_of(&world, Some(&format!("Bearer {token}")), &[]).await;
+        assert_eq!(
+            r.status,
+            200,
+            "{alg:?}: {:?}",
+            String::from_utf8_lossy(&r.body)
+        );
+    }
+}
+on_every_backend!(
+    credentials_that_must_fail,
+    credentials_that_must_fail_get_401
+);
+
+async fn protected_resource_metadata_is_served(world: World) {
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let r = world
+            .anonymous()
+            .send(http::Method::GET, path, &[], bytes::Bytes::new())
+            .await;
+        assert_eq!(r.status, 200, "{path}");
+        let doc = r.json();
+        assert_eq!(doc["resource"], RESOURCE);
+        assert_eq!(doc["authorization_servers"], json!([ISSUER]));
+        assert_eq!(doc["bearer_methods_supported"], json!(["header"]));
+    }
+}
+on_every_backend!(
+    protected_resource_metadata,
+    protected_resource_metadata_is_served
+);
+
+async fn bad_origin_gets_403_before_authentication(world: World) {
+    let token = setup(&world).await;
+    let r = status_of(&world, None, &[("origin", "https://evil.example")]).await;
+    assert_eq!(
+        r.status, 403,
+        "no credential, bad Origin: Origin is checked first"
+    );
+    let r = status_of(
+        &world,
+        Some(&format!("Bearer {token}")),
+        &[("origin", "https://evil.example")],
+    )
+    .await;
+    assert_eq!(r.status, 403);
+    let r = status_of(
+        &world,
+        Some(&format!("Bearer {token}")),
+        &[("origin", "https://app.example.com")],
+    )
+    .await;
+    assert_eq!(r.status, 200);
+}
+on_every_backend!(bad_origin, bad_origin_gets_403_before_authentication);
+
+async fn the_tenant_comes_from_the_credential_only(world: World) {
+    let token = setup(&world).await;
+    world.member("globex", "gus", "owner").await;
+    let client = world.client(&token);
+    // No tool takes a tenant, so naming one is an unknown argument with the allowed list.
+    for field in ["tenant_id", "workspace_id", "tenant"] {
+        let call = client
+            .call_tool("list_recent_changes", json!({field: "globex"}))
+            .await;
+        assert!(call.is_error(), "{field}");
+        assert_eq!(call.structured()["code"], "validation");
+        assert_eq!(call.structured()["unknown"], json!([field]));
+        assert_eq!(call.structured()["allowed"], json!(["scope", "limit"]));
+    }
+    let list = client.list_tools().await;
+    for tool in list["tools"].as_array().unwrap() {
+        let props = tool["inputSchema"]["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            !props
+                .keys()
+                .any(|k| k.contains("tenant") || k.contains("workspace")),
+            "{}",
+            tool["name"]
+        );
+    }
+    // A path naming another tenant than the credential's is refused; the right one passes.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let hs = |auth: &str| {
+        vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            ("authorization".to_owned(), auth.to_owned()),
+        ]
+    };
+    let auth = format!("Bearer {token}");
+    let r = world
+        .anonymous()
+        .send(
+            http::Method::POST,
+            "/t/globex/mcp",
+            &hs(&auth),
+            body.to_string().into(),
+        )
+        .await;
+    assert_eq!(r.status, 403);
+    let r = world
+        .anonymous()
+        .send(
+            http::Method::POST,
+            "/t/acme/mcp",
+            &hs(&auth),
+            body.to_string().into(),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+}
+on_every_backend!(tenant_binding, the_tenant_comes_from_the_credential_only);
+
+fn names(list: &Value) -> Vec<String> {
+    list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn rights_are_cut_live_on_every_call(world: World) {
+    world.member("acme", "dan", "dispatcher").await;
+    let (_, token) = world.connect("acme", "dan", Toolset::Full).await;
+    let client = world.client(&token);
+    assert!(names(&client.list_tools().await).contains(&"list_recent_changes".to_owned()));
+    assert!(
+        !client
+            .call_tool("list_recent_changes", json!({}))
+            .await
+            .is_error()
+    );
+    // Role changed to one without the product's read right: the next call sees it.
+    world.member("acme", "dan", "guest").await;
+    let list = client.list_tools().await;
+    assert_eq!(
+        names(&list),
+        ["get_server_status"],
+        "tools/list shrinks with the creator's rights"
+    );
+    let call = client.call_tool("list_recent_changes", json!({})).await;
+    assert!(call.is_error());
+    assert_eq!(call.structured()["hidden_by"], "rights");
+    assert_eq!(
+        call.structured()["missing_rights"],
+        json!(["bookings:read"])
+    );
+    assert!(
+        call.text()
+            .starts_with("Error: The tool list_recent_changes needs the right bookings:read"),
+        "{}",
+        call.text()
+    );
+    // Role restored, then the member deactivated: the connection ends on the next call.
+    world.member("acme", "dan", "dispatcher").await;
+    assert_eq!(client.request("tools/list", json!({})).await.status, 200);
+    world.deactivate("acme", "dan", "dispatcher").await;
+    assert_eq!(client.request("tools/list", json!({})).await.status, 401);
+    // Removed entirely: still refused.
+    world
+        .app
+        .store
+        .delete(store::Delete::new(identity::keys::member("acme", "dan")))
+        .await
+        .unwrap();
+    assert_eq!(client.request("tools/list", json!({})).await.status, 401);
+}
+on_every_backend!(live_rights, rights_are_cut_live_on_every_call);
+
+async fn toolsets_bound_to_the_connection(world: World) {
+    world.member("acme", "ana", "owner").await;
+    let (_, core) = world.connect("acme", "ana", Toolset::Core).await;
+    let list = world.client(&core).list_tools().await;
+    assert_eq!(
+        names(&list),
+        ["get_server_status", "list_recent_changes"],
+        "both tools are in the core set"
+    );
+}
+on_every_backend!(toolsets, toolsets_bound_to_the_connection);
+
+async fn connections_are_capped_hashed_and_revocable(world: World) {
+    world.member("acme", "dan", "dispatcher").await;
+    let actor = Actor {
+        tenant: "acme".into(),
+        member: "dan".into(),
+        channel: Channel::Cli,
+    };
+    let too_much = NewConnection {
+        rights: ["bookings:read".into(), "records:delete".into()].into(),
+        toolset: Toolset::Core,
+        client_name: "x".into(),
+    };
+    let err = world
+        .app
+        .connections
+        .create_token(&actor, too_much)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("records:delete"), "{err}");
+    world.member("acme", "vic", "viewer").await;
+    let viewer = Actor {
+        tenant: "acme".into(),
+        member: "vic".into(),
+        channel: Channel::Cli,
+    };
+    let ok = NewConnection {
+        rights: ["bookings:read".into()].into(),
+        toolset: Toolset::Core,
+        client_name: "x".into(),
+    };
+    assert!(
+        world
+            .app
+            .connections
+            .create_token(&viewer, ok.clone())
+            .await
+            .is_err(),
+        "viewers may not create connections"
+    );
+    let (connection, token) = world
+        .app
+        .connections
+        .create_token(&actor, ok)
+        .await
+        .unwrap();
+    assert!(token.starts_with("ghm_"));
+    assert_eq!(connection.rights.len(), 1);
+    // The token is stored nowhere in clear; its hash is.
+    let listed = world.app.connections.list("acme").await.unwrap();
+    assert!(listed.iter().any(|c| c.id == connection.id));
+    let hash = identity::token::hash(&token);
+    let index = world
+        .app
+        .store
+        .get(&identity::keys::mcp_token(&hash))
+        .await
+        .unwrap()
+        .expect("index by hash");
+    assert!(!store::item_to_json(&index).contains(&token));
+    if world.backend == crate::world::Backend::Sqlite {
+        let file = world.app.store.as_ref();
+        let path = format!("{file:?}");
+        let db = path
+            .split("path: \"")
+            .nth(1)
+            .and_then(|p| p.split('"').next())
+            .expect("sqlite path in Debug");
+        let mut bytes = std::fs::read(db).unwrap();
+        if let Ok(wal) = std::fs::read(format!("{db}-wal")) {
+            bytes.extend(wal);
+        }
+        let haystack = String::from_utf8_lossy(&bytes);
+        assert!(
+            !haystack.contains(&token[4..]),
+            "the token's secret part is in the store file"
+        );
+        assert!(haystack.contains(&hash), "the hash is stored");
+    }
+    let client = world.client(&token);
+    assert_eq!(client.request("tools/list", json!({})).await.status, 200);
+    world
+        .app
+        .connections
+        .revoke(&actor, &connection.id)
+        .await
+        .unwrap();
+    let r = client.request("tools/list", json!({})).await;
+    assert_eq!(
+        r.status, 401,
+        "a revoked connection stops on the next request"
+    );
+    let audit = identity::audit::recent(world.app.store.as_ref(), "acme", None, 10)
+        .await
+        .unwrap();
+    let actions: Vec<&str> = audit.iter().map(|a| a.action.as_str()).collect();
+    assert_eq!(
+        actions,
+        ["connection.revoke", "connection.create"],
+        "creation and revocation are audited"
+    );
+    assert!(
+        audit
+            .iter()
+            .all(|a| a.ids == [connection.id.clone()] && a.channel == Channel::Cli)
+    );
+}
+on_every_backend!(connections, connections_are_capped_hashed_and_revocable);
+
+async fn kill_switch_answers_503_and_is_audited(world: World) {
+    let token = setup(&world).await;
+    let client = world.client(&token);
+    let operator = Actor {
+        tenant: "system".into(),
+        member: "oncall".into(),
+        channel: Channel::Cli,
+    };
+    world
+        .app
+        .switches
+        .set_global(&operator, true, "incident 42")
+        .await
+        .unwrap();
+    let r = client
+        .request(
+            "tools/call",
+            json!({"name": "get_server_status", "arguments": {}}),
+        )
+        .await;
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("retry-after"), Some("300"));
+    assert_eq!(
+        client.request("tools/list", json!({})).await.status,
+        503,
+        "every MCP call"
+    );
+    let audit = identity::audit::recent(world.app.store.as_ref(), "system", None, 5)
+        .await
+        .unwrap();
+    assert_eq!(audit[0].action, "kill_switch.on");
+    assert_eq!(audit[0].actor, "oncall");
+    // A transaction carrying the write guards does not commit while the switch is on.
+    let row = store::Key::new("acme#probe", "row");
+    let mut ops = identity::switch::write_guards("acme");
+    ops.push(store::Put::new(row.clone(), store::Item::new()).into());
+    assert!(matches!(
+        world.app.store.transact_write(ops.clone()).await,
+        Err(store::StoreError::TransactionCancelled { .. })
+    ));
+    assert!(
+        world.app.store.get(&row).await.unwrap().is_none(),
+        "no row while switched off"
+    );
+    world
+        .app
+        .switches
+        .set_global(&operator, false, "resolved")
+        .await
+        .unwrap();
+    assert_eq!(
+        client.request("tools/list", json!({})).await.status,
+        200,
+        "connections stay valid"
+    );
+    world.app.store.transact_write(ops).await.unwrap();
+    // The tenant's agent access, off: 503 for that tenant only.
+    let ana = Actor {
+        tenant: "acme".into(),
+        member: "ana".into(),
+        channel: Channel::Web,
+    };
+    world
+        .app
+        .switches
+        .set_agent_access(&ana, false)
+        .await
+        .unwrap();
+    let r = client.request("tools/list", json!({})).await;
+    assert_eq!((r.status, r.header("retry-after")), (503, Some("300")));
+    world.member("globex", "gus", "owner").await;
+    let (_, other) = world.connect("globex", "gus", Toolset::Full).await;
+    assert_eq!(
+        world
+            .client(&other)
+            .request("tools/list", json!({}))
+            .await
+            .status,
+        200
+    );
+    let mut guarded = identity::switch::write_guards("acme");
+    guarded.push(store::Put::new(store::Key::new("acme#probe", "row2"), store::Item::new()).into());
+    assert!(world.app.store.transact_write(guarded).await.is_err());
+    world
+        .app
+        .switches
+        .set_agent_access(&ana, true)
+        .await
+        .unwrap();
+    assert_eq!(client.request("tools/list", json!({})).await.status, 200);
+    let audit = identity::audit::recent(world.app.store.as_ref(), "acme", None, 10)
+        .await
+        .unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|a| a.action == "agent_access.off" && a.channel == Channel::Web)
+    );
+}
+on_every_backend!(kill_switch, kill_switch_answers_503_and_is_audited);
+
+async fn recent_changes_show_this_connections_work(world: World) {
+    world.member("acme", "ana", "owner").await;
+    world.member("acme", "dan", "dispatcher").await;
+    let (ana_con, ana) = world.connect("acme", "ana", Toolset::Full).await;
+    let (dan_con, dan) = world.connect("acme", "dan", Toolset::Full).await;
+    for (connection, id) in [(&ana_con, "bkg_A"), (&dan_con, "bkg_D")] {
+        let entry = AuditEntry {
+            tenant: "acme".into(),
+            actor: "agent".into(),
+            channel: Channel::Mcp {
+                connection: connection.clone(),
+                client: "contract tests".into(),
+            },
+            action: "create_booking".into(),
+            outcome: "ok".into(),
+            ids: vec![id.into()],
+            at: identity::now_rfc3339(),
+        };
+        world
+            .app
+            .store
+            .transact_write(vec![entry.op()])
+            .await
+            .unwrap();
+    }
+    let mine = world
+        .client(&dan)
+        .call_tool("list_recent_changes", json!({}))
+        .await;
+    let changes = mine.structured()["changes"].as_array().unwrap().clone();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0]["ids"], json!(["bkg_D"]));
+    assert_eq!(changes[0]["channel"], "mcp");
+    let tenant = world
+        .client(&dan)
+        .call_tool("list_recent_changes", json!({"scope": "tenant"}))
+        .await;
+    assert!(tenant.is_error(), "a dispatcher lacks audit:read");
+    assert_eq!(tenant.structured()["code"], "forbidden");
+    let tenant = world
+        .client(&ana)
+        .call_tool(
+            "list_recent_changes",
+            json!({"scope": "tenant", "limit": "5"}),
+        )
+        .await;
+    assert!(!tenant.is_error());
+    let ids: Vec<&Value> = tenant.structured()["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["ids"][0])
+        .collect();
+    assert!(ids.contains(&&json!("bkg_A")) && ids.contains(&&json!("bkg_D")));
+    assert_eq!(
+        tenant.structured()["warnings"].as_array().unwrap().len(),
+        1,
+        "the text limit was coerced"
+    );
+    // Another tenant sees none of it.
+    world.member("globex", "gus", "owner").await;
+    let (_, gus) = world.connect("globex", "gus", Toolset::Full).await;
+    let other = world
+        .client(&gus)
+        .call_tool("list_recent_changes", json!({"scope": "tenant"}))
+        .await;
+    let other_ids: Vec<Value> = other.structured()["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["ids"][0].clone())
+        .collect();
+    assert!(
+        !other_ids.contains(&json!("bkg_A")) && !other_ids.contains(&json!("bkg_D")),
+        "{other_ids:?}"
+    );
+}
+on_every_backend!(recent_changes, recent_changes_show_this_connections_work);
