@@ -182,6 +182,7 @@ recorder_tool!(DeleteAction, "delete_thing", EffectClass::Delete);
 #[derive(Debug, Serialize, JsonSchema)]
 struct Choice {
     choice: Value,
+    state: Option<String>,
 }
 
 /// Asks the user through elicitation, then finishes with the answer.
@@ -201,6 +202,7 @@ impl Tool for AskUser {
                 "The user answered.",
                 Choice {
                     choice: answer["content"].clone(),
+                    state: ctx.request_state.clone(),
                 },
             )),
             None => Err(CallError::InputRequired(mcp_pipeline::InputRequired {
@@ -1327,26 +1329,156 @@ async fn input_required_asks_only_for_declared_capabilities_and_the_retry_comple
         )
         .await;
     assert_eq!(call.result["resultType"], "input_required");
-    assert_eq!(call.result["requestState"], "state-1");
     assert_eq!(
         call.result["inputRequests"]["colour"]["method"],
         "elicitation/create"
     );
     assert!(call.result.get("content").is_none() && call.result.get("ttlMs").is_none());
-    let retry = json!({
-        "name": "ask_user",
-        "arguments": {},
-        "inputResponses": {"colour": {"action": "accept", "content": {"colour": "teal"}}},
-        "requestState": "state-1",
-        "_meta": with_elicitation,
-    });
-    let call = client(&f).call_tool_with("ask_user", retry).await;
+    // The tool's state travels sealed: the client never sees it in clear.
+    let sealed = call.result["requestState"].as_str().unwrap().to_owned();
+    assert!(
+        sealed.starts_with("s1.") && !sealed.contains("state-1"),
+        "{sealed}"
+    );
+    let retry = |state: &str, arguments: Value| {
+        json!({
+            "name": "ask_user",
+            "arguments": arguments,
+            "inputResponses": {"colour": {"action": "accept", "content": {"colour": "teal"}}},
+            "requestState": state,
+            "_meta": with_elicitation,
+        })
+    };
+    let call = client(&f)
+        .call_tool_with("ask_user", retry(&sealed, json!({})))
+        .await;
     assert_eq!(call.result["resultType"], "complete");
     assert_eq!(call.structured()["choice"]["colour"], "teal");
+    assert_eq!(
+        call.structured()["state"],
+        "state-1",
+        "the tool gets its own state back"
+    );
+    // Altered in one character, or made up: refused before the tool runs.
+    let mut tampered = sealed.clone();
+    let last = tampered.pop().unwrap();
+    tampered.push(if last == 'A' { 'B' } else { 'A' });
+    for bad in [tampered.as_str(), "state-1", ""] {
+        let r = client(&f)
+            .request("tools/call", retry(bad, json!({})))
+            .await;
+        assert_eq!(r.error_code(), Some(-32602), "{bad:?}: {:?}", r.json());
+        assert!(
+            r.json()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Invalid requestState")
+        );
+    }
     // A client that did not declare elicitation gets -32021, not a request it cannot answer.
     let r = client(&f)
         .request("tools/call", json!({"name": "ask_user", "arguments": {}}))
         .await;
     assert_eq!((r.status, r.error_code()), (400, Some(-32021)));
     assert!(r.json()["error"]["data"]["requiredCapabilities"]["elicitation"].is_object());
+}
+
+// ===== x-mcp-header =====
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RegionInput {
+    /// The region, mirrored in the Mcp-Param-Region header.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: Option<String>,
+    /// A count, mirrored in Mcp-Param-Count.
+    #[schemars(extend("x-mcp-header" = "Count"))]
+    count: Option<i64>,
+}
+
+struct RegionTool;
+
+impl Tool for RegionTool {
+    type Input = RegionInput;
+    type Output = Done;
+    const NAME: &'static str = "get_region";
+    const TITLE: &'static str = "Region";
+    const DESCRIPTION: &'static str = "Echoes nothing; checks headers.";
+    const EFFECT: EffectClass = EffectClass::Read;
+
+    async fn call(
+        &self,
+        _ctx: ToolContext,
+        _input: RegionInput,
+    ) -> Result<Success<Done>, CallError> {
+        Ok(Success::new("Done.", Done { done: true }))
+    }
+}
+
+#[tokio::test]
+async fn parameters_marked_x_mcp_header_must_match_their_headers() {
+    let mut registry = Registry::new();
+    registry.register(ToolSpec::new(RegionTool)).unwrap();
+    let service = McpService::new(
+        Server::new(ServerConfig::default(), registry),
+        HttpConfig::default(),
+    );
+    let c = |headers: &[(&str, &str)]| {
+        let mut client = TestClient::in_process(service.clone());
+        for (k, v) in headers {
+            client = client.with_header(k, v);
+        }
+        client
+    };
+    let args = json!({"region": "eu-west-1", "count": 3});
+    let ok = c(&[("mcp-param-region", "eu-west-1"), ("mcp-param-count", "3")])
+        .call_tool("get_region", args.clone())
+        .await;
+    assert!(!ok.is_error());
+    let encoded = c(&[
+        ("mcp-param-region", "=?base64?ZXUtd2VzdC0x?="),
+        ("mcp-param-count", "03"),
+    ])
+    .call_tool("get_region", args.clone())
+    .await;
+    assert!(
+        !encoded.is_error(),
+        "base64 form decoded, integers compared as numbers"
+    );
+    for (what, headers) in [
+        ("missing header", vec![("mcp-param-count", "3")]),
+        (
+            "different value",
+            vec![("mcp-param-region", "us-east-1"), ("mcp-param-count", "3")],
+        ),
+        (
+            "bad base64",
+            vec![
+                ("mcp-param-region", "=?base64?%%%?="),
+                ("mcp-param-count", "3"),
+            ],
+        ),
+        (
+            "different number",
+            vec![("mcp-param-region", "eu-west-1"), ("mcp-param-count", "4")],
+        ),
+    ] {
+        let r = c(&headers)
+            .request(
+                "tools/call",
+                json!({"name": "get_region", "arguments": args}),
+            )
+            .await;
+        assert_eq!((r.status, r.error_code()), (400, Some(-32020)), "{what}");
+    }
+    let r = c(&[("mcp-param-region", "eu-west-1")])
+        .request("tools/call", json!({"name": "get_region", "arguments": {}}))
+        .await;
+    assert_eq!(
+        (r.status, r.error_code()),
+        (400, Some(-32020)),
+        "a header without its argument"
+    );
+    let schema = &c(&[]).list_tools().await["tools"][0]["inputSchema"]["properties"]["region"];
+    assert_eq!(schema["x-mcp-header"], "Region");
 }

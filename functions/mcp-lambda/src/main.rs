@@ -34,9 +34,14 @@ async fn main() -> Result<(), Error> {
         region: None,
     })
     .await;
+    // Every instance must seal and open `requestState` with the same key.
+    let state_key = std::env::var("GATEHOUSE_STATE_KEY")
+        .context("GATEHOUSE_STATE_KEY must hold the requestState sealing key (from the deployment's secret)")?
+        .into_bytes();
     let settings = app::Settings {
         backend: "dynamodb".into(),
         allowed_origins,
+        state_key: Some(state_key),
         ..app::Settings::default()
     };
     let app = app::build(&settings, Arc::new(store))?;

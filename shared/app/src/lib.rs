@@ -25,6 +25,9 @@ pub struct Settings {
     pub max_body_bytes: usize,
     /// OAuth access tokens, when this deployment accepts them.
     pub oauth: Option<OAuth>,
+    /// The key sealing `requestState`; every instance of a deployment needs the same one.
+    /// `None` makes a random key for this process (fine for one local process).
+    pub state_key: Option<Vec<u8>>,
 }
 
 /// How this deployment accepts OAuth access tokens.
@@ -47,6 +50,7 @@ impl Default for Settings {
             allowed_origins: Vec::new(),
             max_body_bytes: 1024 * 1024,
             oauth: None,
+            state_key: None,
         }
     }
 }
@@ -93,6 +97,13 @@ pub fn build(settings: &Settings, store: Arc<dyn Store>) -> Result<App, Registry
                 .into(),
         ),
         ..ServerConfig::default()
+    };
+    let config = match &settings.state_key {
+        Some(key) => ServerConfig {
+            state_key: key.clone(),
+            ..config
+        },
+        None => config,
     };
     let server = Server::new(config, registry(settings, &store)?);
     let directory = Arc::new(StoreDirectory::new(Arc::clone(&store), rights::for_role));

@@ -16,6 +16,7 @@
 
 mod args;
 mod caller;
+mod canonical;
 mod context;
 mod decorators;
 mod effect;
@@ -23,10 +24,12 @@ mod handle;
 mod outcome;
 mod registry;
 mod server;
+mod state;
 mod tool;
 
 pub use args::{Normalized, Synonym, normalize};
 pub use caller::{Caller, Hidden, Toolset};
+pub use canonical::{canonical_json, digest};
 pub use context::{ExecutionContext, Headers, Notifications, ToolContext};
 pub use decorators::{
     CallError, ExceptionHandler, Guard, Interceptor, Next, Refusal, handle_error,
@@ -34,7 +37,7 @@ pub use decorators::{
 pub use effect::EffectClass;
 pub use handle::{Handle, HandleKind};
 pub use outcome::{ErrorKind, Success, ToolError, ToolResult, shape_success};
-pub use registry::{Registry, RegistryError, ToolSpec};
+pub use registry::{MAX_NAME_LEN, Registry, RegistryError, ToolSpec};
 pub use server::{Outcome, Request, Server, ServerConfig};
 pub use tool::{InputRequired, Tool};
 

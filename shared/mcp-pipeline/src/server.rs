@@ -30,6 +30,9 @@ pub struct ServerConfig {
     pub default_metadata: BTreeMap<String, Value>,
     /// How long a client may cache `tools/list` and `server/discover`.
     pub list_ttl_ms: u64,
+    /// Key sealing `requestState`. Every instance of a deployment must share it (set it from a
+    /// secret); the default is random per process, right for one process only.
+    pub state_key: Vec<u8>,
 }
 
 impl Default for ServerConfig {
@@ -43,6 +46,12 @@ impl Default for ServerConfig {
             instructions: None,
             default_metadata: BTreeMap::new(),
             list_ttl_ms: 60_000,
+            state_key: {
+                use rand::Rng as _;
+                let mut key = vec![0u8; 32];
+                rand::rng().fill(&mut key[..]);
+                key
+            },
         }
     }
 }
@@ -289,13 +298,20 @@ impl Server {
                 );
             }
         };
+        if era == Era::Modern
+            && let Some(headers) = &req.headers
+            && let Err(e) = check_param_headers(&tool.input_schema, &arguments, headers)
+        {
+            return Outcome::error(Some(id), &e);
+        }
         let notifications = Notifications::default();
         let result = self
             .run_tool(tool, &req, arguments, notifications.clone())
             .await;
         let body = match result {
             Ok(result) => self.finish(result.to_json(), era),
-            Err(input_required) => {
+            Err(Interrupt::Refused(error)) => return Outcome::error(Some(id), &error),
+            Err(Interrupt::InputRequired(input_required)) => {
                 let declared = msg.meta_field(META_CLIENT_CAPABILITIES);
                 if let Some(missing) = missing_capabilities(&input_required, declared) {
                     return Outcome::error(Some(id), &RpcError::missing_capability(missing));
@@ -319,7 +335,7 @@ impl Server {
         req: &Request,
         arguments: Map<String, Value>,
         notifications: Notifications,
-    ) -> Result<ToolResult, Value> {
+    ) -> Result<ToolResult, Interrupt> {
         let msg = &req.message;
         let request_id = request_id();
         let mut metadata = self.config.default_metadata.clone();
@@ -351,9 +367,43 @@ impl Server {
             Err(e) => return Ok(ToolResult::error(&e)),
         };
         exec.arguments = normalized.args.clone();
+        let args_digest = crate::canonical::digest(&Value::Object(normalized.args.clone()));
+        let principal = req
+            .caller
+            .as_ref()
+            .map_or("-", |c| c.connection.as_str())
+            .to_owned();
         let parsed = match tool.runner.parse(Value::Object(normalized.args)) {
             Ok(p) => p,
             Err(e) => return Ok(ToolResult::error(&e)),
+        };
+        // A retried multi round-trip call: the echoed state must be ours, for this caller,
+        // this tool and these arguments, and not expired; the tool sees only its own part.
+        let request_state = match msg.params.get("requestState") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(presented)) => {
+                match crate::state::open(
+                    &self.config.state_key,
+                    presented,
+                    &principal,
+                    tool.name,
+                    &args_digest,
+                    crate::state::now(),
+                ) {
+                    Ok(inner) => Some(inner),
+                    Err(e) => {
+                        return Err(Interrupt::Refused(RpcError::invalid_params(format!(
+                            "Invalid requestState: {}",
+                            e.reason()
+                        ))));
+                    }
+                }
+            }
+            Some(_) => {
+                return Err(Interrupt::Refused(RpcError::invalid_params(
+                    "Invalid requestState: it must be a string",
+                )));
+            }
         };
         // 3. Guards, in order; the first refusal wins and nothing else runs.
         for guard in &tool.guards {
@@ -372,11 +422,7 @@ impl Server {
         let ctx = ToolContext {
             exec: exec.clone(),
             input_responses: msg.params.get("inputResponses").cloned(),
-            request_state: msg
-                .params
-                .get("requestState")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            request_state,
             progress_token: msg.meta_field("progressToken").cloned(),
             log_level: msg
                 .meta_field(META_LOG_LEVEL)
@@ -457,12 +503,90 @@ impl Server {
             .take();
         match pending {
             Some(mut ir) => {
+                if let Some(state) = ir.get("requestState").and_then(Value::as_str) {
+                    let sealed = crate::state::seal(
+                        &self.config.state_key,
+                        state,
+                        &principal,
+                        tool.name,
+                        &args_digest,
+                        crate::state::now(),
+                    );
+                    ir["requestState"] = json!(sealed);
+                }
                 ir["_meta"] = json!({META_SERVER_INFO: self.config.info.to_json()});
-                Err(ir)
+                Err(Interrupt::InputRequired(ir))
             }
             None => Ok(result),
         }
     }
+}
+
+/// Why a tool call ended without a `CallToolResult`.
+enum Interrupt {
+    /// The tool needs client input first (an `input_required` result).
+    InputRequired(Value),
+    /// The request itself is refused (a JSON-RPC error).
+    Refused(RpcError),
+}
+
+/// Checks `Mcp-Param-*` headers against the arguments for properties marked `x-mcp-header`:
+/// an argument in the body needs its header with an equal value, and a header needs its
+/// argument.
+fn check_param_headers(
+    schema: &Value,
+    arguments: &Map<String, Value>,
+    headers: &crate::Headers,
+) -> Result<(), RpcError> {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for (field, property) in properties {
+        let Some(name) = property.get("x-mcp-header").and_then(Value::as_str) else {
+            continue;
+        };
+        let header_name = format!("mcp-param-{}", name.to_ascii_lowercase());
+        let header = headers.get(&header_name);
+        let body = arguments.get(field).filter(|v| !v.is_null());
+        match (body, header) {
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(RpcError::header_mismatch(format!(
+                    "the Mcp-Param-{name} header is required when `{field}` is given"
+                )));
+            }
+            (None, Some(_)) => {
+                return Err(RpcError::header_mismatch(format!(
+                    "the Mcp-Param-{name} header is sent but `{field}` is not"
+                )));
+            }
+            (Some(value), Some(raw)) => {
+                let decoded = mcp_protocol::decode_header_value(raw).ok_or_else(|| {
+                    RpcError::header_mismatch(format!(
+                        "the Mcp-Param-{name} header has an invalid base64 value"
+                    ))
+                })?;
+                let matches = match value {
+                    Value::String(s) => *s == decoded,
+                    Value::Bool(b) => decoded == b.to_string(),
+                    Value::Number(n) => match (n.as_i64(), decoded.trim().parse::<i64>()) {
+                        (Some(a), Ok(b)) => a == b,
+                        _ => n
+                            .as_f64()
+                            .zip(decoded.trim().parse::<f64>().ok())
+                            .is_some_and(|(a, b)| a == b),
+                    },
+                    _ => false,
+                };
+                if !matches {
+                    return Err(RpcError::header_mismatch(format!(
+                        "the Mcp-Param-{name} header differs from `{field}` in the body"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn hidden_error(tool: &str, hidden: &crate::Hidden) -> ToolError {
