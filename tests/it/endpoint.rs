@@ -1387,6 +1387,7 @@ async fn input_required_asks_only_for_declared_capabilities_and_the_retry_comple
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)] // Read by serde and the schema only: the test is about the headers.
 struct RegionInput {
     /// The region, mirrored in the Mcp-Param-Region header.
     #[schemars(extend("x-mcp-header" = "Region"))]
