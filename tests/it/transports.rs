@@ -267,3 +267,75 @@ fn gatehouse_stdio_speaks_newline_delimited_json_rpc() {
     mcp_test_client::assert_text_matches_structured(&replies[2]["result"]);
     assert_eq!(replies[3]["error"]["code"], -32600);
 }
+
+#[tokio::test]
+async fn token_commands_work_on_dynamodb_too() {
+    let Some(endpoint) = crate::support::dynamodb_endpoint("token commands [dynamodb]") else {
+        return;
+    };
+    let table = format!("cli-{}", std::process::id());
+    store_dynamodb::DynamoStore::local(&endpoint, &table)
+        .create_table()
+        .await
+        .unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(gatehouse_binary())
+            .args(args)
+            .args(["--dynamodb-table", &table, "--dynamodb-endpoint", &endpoint])
+            // Local-server credentials; the SDK reads them like any AWS credentials.
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_REGION", "us-east-1")
+            .output()
+            .expect("run gatehouse");
+        assert!(
+            out.status.success(),
+            "gatehouse {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run(&[
+        "member", "set", "--tenant", "acme", "--member", "ana", "--role", "owner",
+    ]);
+    let created: Value = serde_json::from_str(&run(&[
+        "token",
+        "create",
+        "--tenant",
+        "acme",
+        "--member",
+        "ana",
+        "--client",
+        "dynamo",
+        "--toolset",
+        "core",
+        "--json",
+    ]))
+    .unwrap();
+    let connection = created["connection"].as_str().unwrap().to_owned();
+    assert!(created["token"].as_str().unwrap().starts_with("ghm_"));
+    let listed: Value =
+        serde_json::from_str(&run(&["token", "list", "--tenant", "acme", "--json"])).unwrap();
+    assert_eq!(listed[0]["connection"], connection.as_str());
+    assert!(
+        listed[0].get("token").is_none(),
+        "a list never shows tokens"
+    );
+    let revoked: Value = serde_json::from_str(&run(&[
+        "token",
+        "revoke",
+        "--tenant",
+        "acme",
+        "--member",
+        "ana",
+        &connection,
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(revoked["revoked"], true);
+    let status = run(&["kill-switch", "status", "--json"]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&status).unwrap()["kill_switch"],
+        "off"
+    );
+}

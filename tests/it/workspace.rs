@@ -150,3 +150,49 @@ fn crates_live_where_the_layout_says() {
         "{by_folder:?}"
     );
 }
+
+/// Files that implement MCP tools (one per tool or a few per file).
+fn tool_sources() -> Vec<(std::path::PathBuf, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut out = Vec::new();
+    let mut stack = vec![root.join("shared")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                if text.contains("impl Tool for") || text.contains("impl mcp_pipeline::Tool for") {
+                    out.push((path, text));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn tool_code_has_no_ambient_user_or_policy_helpers() {
+    // Tools read the caller from their context and hand it to services; they never look up a
+    // current user, ask the member directory, or run a policy check of their own.
+    let banned = [
+        "current_user",
+        "Directory",
+        "StoreDirectory",
+        ".member(",
+        "is_allowed(",
+        "authorize(",
+    ];
+    let sources = tool_sources();
+    assert!(!sources.is_empty(), "no tool sources found");
+    let mut offenders = Vec::new();
+    for (path, text) in &sources {
+        for word in banned {
+            if text.contains(word) {
+                offenders.push(format!("{} uses {word}", path.display()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{offenders:?}");
+}
