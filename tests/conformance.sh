@@ -13,8 +13,9 @@
 # target/conformance/. Which scenarios apply to this tools-only server, and why the others
 # do not, is in tests/CONFORMANCE.md; the lists below must match it.
 #
-# Prints PASS/FAIL/SKIP per scenario and version, then `conformance: N passed, M failed`;
-# exits non-zero when an applicable scenario fails.
+# Prints PASS/FAIL/SKIP per scenario and version and always ends with
+# `conformance: N passed, M failed` (an abort before the verdict counts as a failure); exits
+# non-zero when an applicable scenario fails, a -v/-s matches nothing, or the run aborts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -106,7 +107,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         -v | --version) ONLY_VERSIONS+=("$2"); shift 2 ;;
         -s | --scenario) ONLY_SCENARIOS+=("$2"); shift 2 ;;
-        -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+        -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -125,6 +126,9 @@ if ! mkdir -p "$CACHE_ROOT" 2>/dev/null || [ ! -w "$CACHE_ROOT" ]; then
     TEMP_CACHE=$CACHE_ROOT
 fi
 FIXTURE_PID=
+PASSED=0
+FAILED=0
+FINISHED=
 cleanup() {
     if [ -n "$FIXTURE_PID" ]; then
         kill "$FIXTURE_PID" 2>/dev/null || true
@@ -133,7 +137,18 @@ cleanup() {
     fi
     if [ -n "$TEMP_CACHE" ]; then rm -rf "$TEMP_CACHE"; fi
 }
-trap cleanup EXIT
+on_exit() {
+    local rc=$?
+    cleanup
+    # Aborted before the verdict (install, build or fixture start failed): still end with
+    # the summary line, counting the abort as a failure.
+    if [ -z "$FINISHED" ]; then
+        echo "conformance: aborted before all scenarios ran (exit status $rc)" >&2
+        echo "conformance: $PASSED passed, $((FAILED + 1)) failed"
+        [ "$rc" -ne 0 ] || exit 1
+    fi
+}
+trap on_exit EXIT
 SUITE_DIR="$CACHE_ROOT/conformance-$SUITE_VERSION"
 NODE="$SUITE_DIR/node_modules/.bin/node"
 SUITE_JS="$SUITE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
@@ -220,9 +235,8 @@ process.exit(failed > 0 ? 1 : 0);
 EOF
 }
 
-PASSED=0
-FAILED=0
 FAILED_NAMES=()
+SEEN=()
 printf '\n'
 for version in "${VERSIONS[@]}"; do
     wanted_version "$version" || continue
@@ -231,6 +245,7 @@ for version in "${VERSIONS[@]}"; do
         | sed -n 's/^ *- \([a-z0-9-]*\) .*/\1/p')
     for scenario in $scenarios; do
         wanted_scenario "$scenario" || continue
+        SEEN+=("$scenario")
         # shellcheck disable=SC2086
         if contains "$scenario" ${APPLICABLE[$version]}; then
             out="$RESULTS/$version"
@@ -272,12 +287,28 @@ for version in "${VERSIONS[@]}"; do
 done
 for scenario in $(printf '%s\n' "${!EXTENSIONS[@]}" | sort); do
     if wanted_scenario "$scenario"; then
+        SEEN+=("$scenario")
         echo "SKIP  extension   $scenario: not applicable: ${EXTENSIONS[$scenario]}"
     fi
 done
 if wanted_version "$UNSUPPORTED_VERSION"; then
     echo "SKIP  $UNSUPPORTED_VERSION  (every scenario): not applicable: $UNSUPPORTED_VERSION_REASON"
 fi
+# A -v or -s that matches nothing is a typo, not a pass.
+for version in "${ONLY_VERSIONS[@]}"; do
+    if ! contains "$version" "${VERSIONS[@]}" "$UNSUPPORTED_VERSION"; then
+        echo "FAIL  $version: no such protocol version (known: ${VERSIONS[*]} $UNSUPPORTED_VERSION)"
+        FAILED=$((FAILED + 1))
+        FAILED_NAMES+=("$version (unknown version)")
+    fi
+done
+for scenario in "${ONLY_SCENARIOS[@]}"; do
+    if [ ${#SEEN[@]} -eq 0 ] || ! contains "$scenario" "${SEEN[@]}"; then
+        echo "FAIL  $scenario: the suite has no such scenario for the selected versions"
+        FAILED=$((FAILED + 1))
+        FAILED_NAMES+=("$scenario (unknown scenario)")
+    fi
+done
 
 cleanup
 echo
@@ -287,4 +318,5 @@ if [ ${#FAILED_NAMES[@]} -gt 0 ]; then
 fi
 echo "time: $(($(date +%s) - START)) s; results: target/conformance/"
 echo "conformance: $PASSED passed, $FAILED failed"
+FINISHED=1
 [ "$FAILED" -eq 0 ]

@@ -25,6 +25,8 @@ pub struct Settings {
     pub max_body_bytes: usize,
     /// OAuth access tokens, when this deployment accepts them.
     pub oauth: Option<OAuth>,
+    /// Rate limits per effect class.
+    pub limits: mcp_pipeline::Limits,
     /// The key sealing `requestState`; every instance of a deployment needs the same one.
     /// `None` makes a random key for this process (fine for one local process).
     pub state_key: Option<Vec<u8>>,
@@ -50,6 +52,7 @@ impl Default for Settings {
             allowed_origins: Vec::new(),
             max_body_bytes: 1024 * 1024,
             oauth: None,
+            limits: mcp_pipeline::Limits::default(),
             state_key: None,
         }
     }
@@ -90,6 +93,16 @@ pub fn registry(settings: &Settings, store: &Arc<dyn Store>) -> Result<Registry,
 
 /// Builds the application on `store`.
 pub fn build(settings: &Settings, store: Arc<dyn Store>) -> Result<App, RegistryError> {
+    let tools = registry(settings, &store)?;
+    build_with(settings, store, tools)
+}
+
+/// Builds the application on `store` with these tools (tests use it for example tools).
+pub fn build_with(
+    settings: &Settings,
+    store: Arc<dyn Store>,
+    tools: Registry,
+) -> Result<App, RegistryError> {
     let config = ServerConfig {
         instructions: Some(
             "gatehouse exposes a field-service booking product. Read before you write; \
@@ -105,7 +118,16 @@ pub fn build(settings: &Settings, store: Arc<dyn Store>) -> Result<App, Registry
         },
         None => config,
     };
-    let server = Server::new(config, registry(settings, &store)?);
+    let gates = mcp_pipeline::Gates {
+        hooks: Some(Arc::new(identity::McpCommitHooks)),
+        limits: settings.limits,
+        ..mcp_pipeline::Gates::new(Arc::clone(&store))
+    };
+    let config = ServerConfig {
+        gates: Some(gates),
+        ..config
+    };
+    let server = Server::new(config, tools);
     let directory = Arc::new(StoreDirectory::new(Arc::clone(&store), rights::for_role));
     let mut authenticator = McpAuthenticator::new(Arc::clone(&store), directory.clone());
     let mut protected_resource = None;

@@ -18,6 +18,7 @@ pub mod audit;
 pub mod authenticator;
 pub mod connection;
 pub mod directory;
+mod hooks;
 pub mod keys;
 pub mod oauth;
 pub mod switch;
@@ -27,6 +28,7 @@ pub use audit::{AuditEntry, Channel};
 pub use authenticator::McpAuthenticator;
 pub use connection::{Connection, ConnectionService, NewConnection};
 pub use directory::{Directory, Member, RoleCatalog, StoreDirectory};
+pub use hooks::McpCommitHooks;
 pub use switch::SwitchService;
 
 /// The person or process on whose behalf a service acts. Services take it as a parameter;

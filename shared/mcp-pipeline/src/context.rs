@@ -87,8 +87,10 @@ pub struct ToolContext {
     pub exec: ExecutionContext,
     /// `inputResponses` of a retried request (multi round-trip requests).
     pub input_responses: Option<Value>,
-    /// The `requestState` echoed by a retried request (attacker-controlled until verified).
+    /// The tool's own state from a retried multi round-trip request (verified by the pipeline).
     pub request_state: Option<String>,
+    /// The writes this call plans; the pipeline commits them if the call succeeds.
+    pub writes: crate::Writes,
     pub(crate) progress_token: Option<Value>,
     pub(crate) log_level: Option<usize>,
     pub(crate) progress_sent: Arc<Mutex<f64>>,

@@ -20,12 +20,14 @@ mod canonical;
 mod context;
 mod decorators;
 mod effect;
+mod gates;
 mod handle;
 mod outcome;
 mod registry;
 mod server;
 mod state;
 mod tool;
+mod writes;
 
 pub use args::{Normalized, Synonym, normalize};
 pub use caller::{Caller, Hidden, Toolset};
@@ -35,10 +37,14 @@ pub use decorators::{
     CallError, ExceptionHandler, Guard, Interceptor, Next, Refusal, handle_error,
 };
 pub use effect::EffectClass;
+pub use gates::{
+    BRAKE_AFTER_FAILURES, ClassLimits, CommitContext, CommitHooks, Gates, IDEMPOTENCY_KEY, Limits,
+};
 pub use handle::{Handle, HandleKind};
 pub use outcome::{ErrorKind, Success, ToolError, ToolResult, shape_success};
 pub use registry::{MAX_NAME_LEN, Registry, RegistryError, ToolSpec};
 pub use server::{Outcome, Request, Server, ServerConfig};
 pub use tool::{InputRequired, Tool};
+pub use writes::Writes;
 
 pub use futures_util::future::BoxFuture;

@@ -196,6 +196,17 @@ impl ToolSpec {
             // Unknown fields are refused by the pipeline, so say so in the schema too.
             obj.insert("additionalProperties".into(), Value::Bool(false));
         }
+        if T::EFFECT == EffectClass::SilentWrite
+            && let Some(props) = input_schema
+                .as_object_mut()
+                .map(|o| o.entry("properties").or_insert_with(|| json!({})))
+            && let Some(props) = props.as_object_mut()
+        {
+            props.insert(
+                crate::gates::IDEMPOTENCY_KEY.into(),
+                crate::gates::idempotency_property(),
+            );
+        }
         let output_schema = output_schema(schema_value::<T::Output>()).unwrap_or(Value::Null);
         ToolSpec {
             name: T::NAME,

@@ -16,7 +16,7 @@ use crate::context::log_rank;
 use crate::decorators::Next;
 use crate::{
     CallError, ErrorKind, ExecutionContext, Headers, Notifications, Registry, ToolContext,
-    ToolError, ToolResult, ToolSpec, args, outcome,
+    ToolError, ToolResult, ToolSpec, args, gates, outcome,
 };
 
 /// Server-wide settings.
@@ -30,6 +30,9 @@ pub struct ServerConfig {
     pub default_metadata: BTreeMap<String, Value>,
     /// How long a client may cache `tools/list` and `server/discover`.
     pub list_ttl_ms: u64,
+    /// The store-backed gates (replay, rate limits, loop brake, commits); without them a
+    /// server can only run tools that write nothing.
+    pub gates: Option<crate::Gates>,
     /// Key sealing `requestState`. Every instance of a deployment must share it (set it from a
     /// secret); the default is random per process, right for one process only.
     pub state_key: Vec<u8>,
@@ -46,6 +49,7 @@ impl Default for ServerConfig {
             instructions: None,
             default_metadata: BTreeMap::new(),
             list_ttl_ms: 60_000,
+            gates: None,
             state_key: {
                 use rand::Rng as _;
                 let mut key = vec![0u8; 32];
@@ -362,11 +366,21 @@ impl Server {
             return Ok(ToolResult::error(&hidden_error(tool.name, &hidden)));
         }
         // 2. Arguments: unknown fields refused, tolerant input coerced, then typed.
-        let normalized = match args::normalize(&tool.input_schema, arguments, &tool.synonyms) {
+        let mut normalized = match args::normalize(&tool.input_schema, arguments, &tool.synonyms) {
             Ok(n) => n,
             Err(e) => return Ok(ToolResult::error(&e)),
         };
+        // The gate's own argument is not the tool's: take it out before the digest and typing.
+        let idempotency_key = if tool.effect == crate::EffectClass::SilentWrite {
+            match gates::strip_idempotency_key(&mut normalized.args) {
+                Ok(k) => k,
+                Err(e) => return Ok(ToolResult::error(&e)),
+            }
+        } else {
+            None
+        };
         exec.arguments = normalized.args.clone();
+        let normalized_args = normalized.args.clone();
         let args_digest = crate::canonical::digest(&Value::Object(normalized.args.clone()));
         let principal = req
             .caller
@@ -418,11 +432,62 @@ impl Server {
                 return Ok(ToolResult::error(&error));
             }
         }
-        // 4. Interceptors around the body and the exception handlers.
+        // 4. Replay, loop brake and rate buckets, when the deployment has a store for them.
+        let gates = self.config.gates.as_ref();
+        let caller = req.caller.as_ref();
+        let now = crate::state::now();
+        let fingerprint = match &idempotency_key {
+            Some(key) => format!("key-{}", crate::canonical::digest(&json!(key))),
+            None => args_digest.clone(),
+        };
+        let replay_key = (tool.effect == crate::EffectClass::SilentWrite)
+            .then(|| gates::replay_key(caller, tool.name, &fingerprint));
+        let brake_key = gates::brake_key(caller, tool.name, &args_digest);
+        if let Some(g) = gates {
+            let mut keys = vec![brake_key.clone()];
+            keys.extend(replay_key.clone());
+            match g.store.batch_get(&keys).await {
+                Ok(items) => {
+                    if let Some(replay) = items
+                        .get(1)
+                        .and_then(Option::as_ref)
+                        .and_then(gates::read_replay)
+                    {
+                        if replay.digest != args_digest {
+                            let key = idempotency_key.as_deref().unwrap_or_default();
+                            return Ok(ToolResult::error(&gates::key_reused(
+                                key,
+                                &replay.args,
+                                &normalized_args,
+                            )));
+                        }
+                        // Visibility and guards ran above: a caller who may no longer call the
+                        // tool never gets here.
+                        return Ok(gates::replayed_result(replay.structured));
+                    }
+                    if gates::braked(items[0].as_ref()) {
+                        return Ok(ToolResult::error(&gates::brake_error(tool.name)));
+                    }
+                }
+                Err(e) => return Ok(ToolResult::error(&internal_error(&exec, &e.to_string()))),
+            }
+            if let Some(caller) = caller {
+                match gates::admit(g, caller, tool.effect, now).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(wait)) => {
+                        return Ok(ToolResult::error(&gates::rate_limited(tool.effect, wait)));
+                    }
+                    Err(e) => return Ok(ToolResult::error(&e)),
+                }
+            }
+        }
+        // 5. Interceptors around the body and the exception handlers.
+        let writes = crate::Writes::default();
         let ctx = ToolContext {
             exec: exec.clone(),
             input_responses: msg.params.get("inputResponses").cloned(),
             request_state,
+            writes: writes.clone(),
             progress_token: msg.meta_field("progressToken").cloned(),
             log_level: msg
                 .meta_field(META_LOG_LEVEL)
@@ -517,7 +582,76 @@ impl Server {
                 ir["_meta"] = json!({META_SERVER_INFO: self.config.info.to_json()});
                 Err(Interrupt::InputRequired(ir))
             }
-            None => Ok(result),
+            None => {
+                self.finish_call(
+                    tool,
+                    &exec,
+                    result,
+                    &writes,
+                    replay_key,
+                    &args_digest,
+                    &normalized_args,
+                    brake_key,
+                    now,
+                )
+                .await
+            }
+        }
+    }
+
+    /// After the body: counts failures for the brake, and commits a successful call's writes
+    /// with its replay record and the hooks' operations.
+    #[allow(clippy::too_many_arguments)]
+    async fn finish_call(
+        &self,
+        tool: &ToolSpec,
+        exec: &ExecutionContext,
+        result: ToolResult,
+        writes: &crate::Writes,
+        replay_key: Option<store::Key>,
+        args_digest: &str,
+        args: &Map<String, Value>,
+        brake_key: store::Key,
+        now: i64,
+    ) -> Result<ToolResult, Interrupt> {
+        let gates = self.config.gates.as_ref();
+        let planned = writes.take();
+        if result.is_error() {
+            if let Some(g) = gates {
+                gates::count_failure(g, brake_key, now).await;
+            }
+            return Ok(result);
+        }
+        if tool.effect == crate::EffectClass::Read {
+            if !planned.ops.is_empty() {
+                return Ok(ToolResult::error(&internal_error(
+                    exec,
+                    "a read tool planned writes",
+                )));
+            }
+            return Ok(result);
+        }
+        let Some(g) = gates else {
+            if planned.ops.is_empty() {
+                return Ok(result);
+            }
+            return Ok(ToolResult::error(&internal_error(
+                exec,
+                "a write tool ran on a server without a store",
+            )));
+        };
+        let ids = planned.ids.clone();
+        let call = gates::CommitContext {
+            caller: exec.caller.as_ref(),
+            tool: tool.name,
+            ids: &ids,
+            request_id: &exec.request_id,
+        };
+        let replay = replay_key.map(|key| (key, &result.structured, args_digest, args));
+        match gates::commit(g, &call, planned, replay, now).await {
+            gates::Committed::Done => Ok(result),
+            gates::Committed::Replayed(first) => Ok(first),
+            gates::Committed::Refused(error) => Ok(ToolResult::error(&error)),
         }
     }
 }

@@ -1,0 +1,49 @@
+//! What every MCP write transaction carries: the switch checks and the audit row.
+
+use mcp_pipeline::{CommitContext, CommitHooks, ErrorKind, ToolError};
+use store::TransactOp;
+
+use crate::{AuditEntry, Channel, switch};
+
+/// Adds the kill-switch and agent-access checks and the `mcp` audit row to every write.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct McpCommitHooks;
+
+impl CommitHooks for McpCommitHooks {
+    fn ops(&self, call: &CommitContext<'_>) -> Vec<(TransactOp, ToolError)> {
+        let Some(caller) = call.caller else {
+            return Vec::new();
+        };
+        let switched_off = || {
+            ToolError::new(
+                ErrorKind::Rejected,
+                "Agent access was switched off while this call ran; nothing was written",
+                "Stop and tell the user; an administrator has paused agent access",
+            )
+            .detail("switched_off", true)
+        };
+        let mut ops: Vec<(TransactOp, ToolError)> = switch::write_guards(&caller.tenant)
+            .into_iter()
+            .map(|op| (op, switched_off()))
+            .collect();
+        let audit = AuditEntry {
+            tenant: caller.tenant.clone(),
+            actor: caller.creator.clone(),
+            channel: Channel::Mcp {
+                connection: caller.connection.clone(),
+                client: caller.client_name.clone(),
+            },
+            action: call.tool.to_owned(),
+            outcome: "ok".into(),
+            ids: call.ids.to_vec(),
+            at: crate::now_rfc3339(),
+        };
+        let retry = ToolError::new(
+            ErrorKind::Conflict,
+            "The change could not be recorded",
+            "Send the same call again",
+        );
+        ops.push((audit.op(), retry));
+        ops
+    }
+}

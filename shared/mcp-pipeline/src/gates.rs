@@ -1,0 +1,450 @@
+//! The safety gates that need the store: replay protection for silent writes, the commit of a
+//! call's writes with its replay record and the deployment's hooks (switch checks, audit row),
+//! rate buckets per effect class, and the loop brake.
+//!
+//! Generic over tools: a tool gets all of this by declaring its effect class and planning its
+//! writes in [`crate::Writes`]; it never calls a gate.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use store::{
+    CancelReason, Condition, Item, Key, Number, Put, Store, StoreError, TransactOp, Update,
+    UpdateAction, Value as SV,
+};
+
+use crate::{Caller, EffectClass, ErrorKind, ToolError, ToolResult};
+
+/// Operations a deployment adds to every MCP write transaction.
+pub trait CommitHooks: std::fmt::Debug + Send + Sync + 'static {
+    /// The operations (switch checks, the audit row), each with what its failure means.
+    fn ops(&self, call: &CommitContext<'_>) -> Vec<(TransactOp, ToolError)>;
+}
+
+/// What the hooks know of the write being committed.
+#[derive(Debug, Clone, Copy)]
+pub struct CommitContext<'a> {
+    /// The caller.
+    pub caller: Option<&'a Caller>,
+    /// The tool.
+    pub tool: &'a str,
+    /// Public ids the call changed.
+    pub ids: &'a [String],
+    /// The request id.
+    pub request_id: &'a str,
+}
+
+/// Calls admitted per window, per effect class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassLimits {
+    /// Read tools.
+    pub read: u32,
+    /// Silent writes.
+    pub write: u32,
+    /// Notify, alerting and delete previews and confirmations.
+    pub notify: u32,
+    /// Wake (paging people).
+    pub wake: u32,
+}
+
+impl ClassLimits {
+    fn for_class(&self, class: EffectClass) -> u32 {
+        match class {
+            EffectClass::Read => self.read,
+            EffectClass::SilentWrite => self.write,
+            EffectClass::Notify | EffectClass::Alerting | EffectClass::Delete => self.notify,
+            EffectClass::Wake => self.wake,
+        }
+    }
+}
+
+/// Rate limits: fixed windows, one bucket per connection and one per tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Window length in seconds.
+    pub window_seconds: i64,
+    /// Per connection.
+    pub per_connection: ClassLimits,
+    /// Per tenant (all its connections together).
+    pub per_tenant: ClassLimits,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            window_seconds: 60,
+            per_connection: ClassLimits {
+                read: 120,
+                write: 30,
+                notify: 10,
+                wake: 3,
+            },
+            per_tenant: ClassLimits {
+                read: 600,
+                write: 150,
+                notify: 50,
+                wake: 10,
+            },
+        }
+    }
+}
+
+/// The store and settings the gates use.
+#[derive(Debug, Clone)]
+pub struct Gates {
+    /// Where replay records, buckets and brakes live.
+    pub store: Arc<dyn Store>,
+    /// Operations added to every write transaction.
+    pub hooks: Option<Arc<dyn CommitHooks>>,
+    /// How long an identical silent write is answered from its replay record.
+    pub replay_window_seconds: i64,
+    /// Rate limits.
+    pub limits: Limits,
+}
+
+impl Gates {
+    /// Gates on `store` with the default windows and limits and no hooks.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Gates {
+            store,
+            hooks: None,
+            replay_window_seconds: 24 * 3600,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Failures in a row after which an identical call is refused.
+pub const BRAKE_AFTER_FAILURES: i64 = 2;
+const BRAKE_WINDOW_SECONDS: i64 = 600;
+
+/// The tenant and connection a call is keyed by (`-` without a bound connection).
+pub(crate) fn scope(caller: Option<&Caller>) -> (String, String) {
+    caller.map_or(("-".into(), "-".into()), |c| {
+        (c.tenant.clone(), c.connection.clone())
+    })
+}
+
+pub(crate) fn replay_key(caller: Option<&Caller>, tool: &str, fingerprint: &str) -> Key {
+    let (tenant, connection) = scope(caller);
+    Key::new(
+        format!("{tenant}#replay#{connection}"),
+        format!("{tool}#{fingerprint}"),
+    )
+}
+
+pub(crate) fn brake_key(caller: Option<&Caller>, tool: &str, digest: &str) -> Key {
+    let (tenant, connection) = scope(caller);
+    Key::new(
+        format!("{tenant}#brake#{connection}"),
+        format!("{tool}#{digest}"),
+    )
+}
+
+fn unavailable(e: &StoreError) -> ToolError {
+    tracing::error!(error = %e, "store failed in a gate");
+    ToolError::new(
+        ErrorKind::Internal,
+        "The server could not reach its store",
+        "Try the same call again in a few seconds",
+    )
+}
+
+/// A replay record as read back.
+pub(crate) struct Replay {
+    pub(crate) structured: Value,
+    pub(crate) digest: String,
+    pub(crate) args: Map<String, Value>,
+}
+
+pub(crate) fn read_replay(item: &Item) -> Option<Replay> {
+    let text = |k: &str| item.get(k).and_then(SV::as_s);
+    Some(Replay {
+        structured: serde_json::from_str(text("result")?).ok()?,
+        digest: text("digest")?.to_owned(),
+        args: serde_json::from_str(text("args")?).ok()?,
+    })
+}
+
+/// The answer served for a replayed call: the first result, marked.
+pub(crate) fn replayed_result(mut structured: Value) -> ToolResult {
+    if let Value::Object(obj) = &mut structured {
+        obj.insert("replayed".into(), Value::Bool(true));
+    }
+    ToolResult::success(structured)
+}
+
+/// The error for an idempotency key reused with other arguments, naming the differences.
+pub(crate) fn key_reused(
+    key: &str,
+    before: &Map<String, Value>,
+    now: &Map<String, Value>,
+) -> ToolError {
+    let mut fields: Vec<&String> = before
+        .keys()
+        .chain(now.keys())
+        .filter(|k| before.get(*k) != now.get(*k))
+        .collect();
+    fields.sort();
+    fields.dedup();
+    let names = fields
+        .iter()
+        .map(|f| format!("`{f}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    ToolError::new(
+        ErrorKind::Conflict,
+        format!("The idempotency_key {key:?} was used before with different arguments (they differ in {names})"),
+        "Send the same arguments with this key, or use a new idempotency_key for a different change",
+    )
+    .detail("differs_in", fields.iter().map(|f| Value::String((*f).clone())).collect::<Vec<_>>())
+}
+
+/// Counts one call in the connection's and the tenant's bucket of its class, atomically.
+/// Returns the seconds to wait when either bucket is full (nothing is counted then).
+pub(crate) async fn admit(
+    gates: &Gates,
+    caller: &Caller,
+    class: EffectClass,
+    now: i64,
+) -> Result<Result<(), i64>, ToolError> {
+    let window = gates.limits.window_seconds.max(1);
+    let start = now - now.rem_euclid(window);
+    let expires = start + window + 60;
+    let bucket = |who: &str, limit: u32| -> TransactOp {
+        let key = Key::new(
+            format!("{}#rate", caller.tenant),
+            format!("{who}#{class:?}#{start}"),
+        );
+        let under = Condition::NotExists("count".into()).or(Condition::Cmp(
+            "count".into(),
+            store::CmpOp::Lt,
+            SV::n(i64::from(limit)),
+        ));
+        Update::new(
+            key,
+            vec![
+                UpdateAction::Add("count".into(), Number::from(1i64)),
+                UpdateAction::Set(store::TTL_ATTRIBUTE.into(), SV::n(expires)),
+            ],
+        )
+        .when(under)
+        .into()
+    };
+    let ops = vec![
+        bucket(
+            &caller.connection,
+            gates.limits.per_connection.for_class(class),
+        ),
+        bucket("tenant", gates.limits.per_tenant.for_class(class)),
+    ];
+    match gates.store.transact_write(ops).await {
+        Ok(()) => Ok(Ok(())),
+        Err(StoreError::TransactionCancelled { reasons })
+            if reasons
+                .iter()
+                .any(|r| matches!(r, CancelReason::ConditionFailed { .. })) =>
+        {
+            Ok(Err(start + window - now))
+        }
+        Err(e) => Err(unavailable(&e)),
+    }
+}
+
+/// The error for a full bucket.
+pub(crate) fn rate_limited(class: EffectClass, retry_after: i64) -> ToolError {
+    ToolError::new(
+        ErrorKind::RateLimited,
+        format!(
+            "Too many {} calls on this connection or workspace right now",
+            class_name(class)
+        ),
+        format!("Wait {retry_after} seconds before calling again; nothing was done"),
+    )
+    .detail("retry_after_seconds", retry_after)
+}
+
+fn class_name(class: EffectClass) -> &'static str {
+    match class {
+        EffectClass::Read => "read",
+        EffectClass::SilentWrite => "write",
+        EffectClass::Notify => "notify",
+        EffectClass::Wake => "wake",
+        EffectClass::Alerting => "alerting",
+        EffectClass::Delete => "delete",
+    }
+}
+
+/// Whether the brake item says this exact call failed too often lately.
+pub(crate) fn braked(item: Option<&Item>) -> bool {
+    match item.and_then(|i| i.get("failures")) {
+        Some(SV::N(n)) => *n >= Number::from(BRAKE_AFTER_FAILURES),
+        _ => false,
+    }
+}
+
+/// The loop brake's answer.
+pub(crate) fn brake_error(tool: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::Rejected,
+        format!("This exact {tool} call has failed {BRAKE_AFTER_FAILURES} times in a row"),
+        "Stop and ask the user how to proceed instead of repeating it; a changed call is not braked",
+    )
+    .detail("loop_brake", true)
+}
+
+/// Counts a failed call for the brake.
+pub(crate) async fn count_failure(gates: &Gates, key: Key, now: i64) {
+    let op = Update::new(
+        key,
+        vec![
+            UpdateAction::Add("failures".into(), Number::from(1i64)),
+            UpdateAction::Set(
+                store::TTL_ATTRIBUTE.into(),
+                SV::n(now + BRAKE_WINDOW_SECONDS),
+            ),
+        ],
+    );
+    if let Err(e) = gates.store.update(op).await {
+        tracing::warn!(error = %e, "could not count a failed call for the loop brake");
+    }
+}
+
+/// What committing a call's writes ended in.
+pub(crate) enum Committed {
+    /// Committed.
+    Done,
+    /// An identical call committed first: serve its result.
+    Replayed(ToolResult),
+    /// Refused; nothing was written.
+    Refused(ToolError),
+}
+
+/// Commits the planned writes with the replay record and the hooks' operations.
+pub(crate) async fn commit(
+    gates: &Gates,
+    call: &CommitContext<'_>,
+    writes: crate::writes::WriteSet,
+    replay: Option<(Key, &Value, &str, &Map<String, Value>)>,
+    now: i64,
+) -> Committed {
+    let hooks: Vec<(TransactOp, ToolError)> = gates
+        .hooks
+        .as_ref()
+        .map(|h| h.ops(call))
+        .unwrap_or_default();
+    let hook_count = hooks.len();
+    let tool_count = writes.ops.len();
+    let mut ops: Vec<TransactOp> = Vec::with_capacity(hook_count + tool_count + 1);
+    let mut explain_hook = Vec::with_capacity(hook_count);
+    for (op, error) in hooks {
+        ops.push(op);
+        explain_hook.push(error);
+    }
+    let mut explain_tool = Vec::with_capacity(tool_count);
+    for planned in writes.ops {
+        ops.push(planned.op);
+        explain_tool.push(planned.on_conflict);
+    }
+    let replay_key = replay.as_ref().map(|(key, ..)| key.clone());
+    if let Some((key, structured, digest, args)) = replay {
+        let mut item = Item::new();
+        item.insert("result".into(), SV::s(structured.to_string()));
+        item.insert("digest".into(), SV::s(digest));
+        item.insert(
+            "args".into(),
+            SV::s(Value::Object(args.clone()).to_string()),
+        );
+        item.insert(
+            store::TTL_ATTRIBUTE.into(),
+            SV::n(now + gates.replay_window_seconds),
+        );
+        ops.push(
+            Put::new(key, item)
+                .when(Condition::item_not_exists())
+                .into(),
+        );
+    }
+    if ops.is_empty() {
+        return Committed::Done;
+    }
+    match gates.store.transact_write(ops).await {
+        Ok(()) => Committed::Done,
+        Err(StoreError::TransactionCancelled { reasons }) => {
+            let failed =
+                |i: usize| matches!(reasons.get(i), Some(CancelReason::ConditionFailed { .. }));
+            // An identical call committed first: its result is the answer.
+            if let Some(key) = replay_key.filter(|_| failed(hook_count + tool_count)) {
+                return match gates.store.get(&key).await {
+                    Ok(Some(item)) => match read_replay(&item) {
+                        Some(r) => Committed::Replayed(replayed_result(r.structured)),
+                        None => Committed::Refused(in_progress()),
+                    },
+                    Ok(None) => Committed::Refused(in_progress()),
+                    Err(e) => Committed::Refused(unavailable(&e)),
+                };
+            }
+            for (i, error) in explain_hook.into_iter().enumerate() {
+                if failed(i) {
+                    return Committed::Refused(error);
+                }
+            }
+            for (i, explain) in explain_tool.into_iter().enumerate() {
+                if let Some(CancelReason::ConditionFailed { old }) = reasons.get(hook_count + i) {
+                    return Committed::Refused(match explain {
+                        Some(explain) => explain(old.as_ref()),
+                        None => changed_meanwhile(),
+                    });
+                }
+            }
+            if reasons.iter().any(|r| matches!(r, CancelReason::Conflict)) {
+                return Committed::Refused(in_progress());
+            }
+            Committed::Refused(unavailable(&StoreError::TransactionCancelled { reasons }))
+        }
+        Err(e) => Committed::Refused(unavailable(&e)),
+    }
+}
+
+fn in_progress() -> ToolError {
+    ToolError::new(
+        ErrorKind::Conflict,
+        "An identical call is being processed right now",
+        "Wait a second and send the same call again; it will return that call's result",
+    )
+    .detail("retryable", true)
+}
+
+fn changed_meanwhile() -> ToolError {
+    ToolError::new(
+        ErrorKind::Conflict,
+        "The data changed while this call was running; nothing was written",
+        "Read the object again and repeat the change with its current version",
+    )
+}
+
+/// The structured `arguments` without the gate's own fields.
+pub(crate) fn strip_idempotency_key(
+    args: &mut Map<String, Value>,
+) -> Result<Option<String>, ToolError> {
+    match args.remove(IDEMPOTENCY_KEY) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(k)) if !k.is_empty() && k.len() <= 128 => Ok(Some(k)),
+        Some(_) => Err(ToolError::validation(
+            "`idempotency_key` must be text of 1 to 128 characters",
+            "Send a short unique text, or leave it out",
+        )),
+    }
+}
+
+/// The argument every silent write accepts for client-chosen idempotency.
+pub const IDEMPOTENCY_KEY: &str = "idempotency_key";
+
+/// The schema of [`IDEMPOTENCY_KEY`].
+pub(crate) fn idempotency_property() -> Value {
+    json!({
+        "type": "string",
+        "maxLength": 128,
+        "description": "Optional. A key of your choice for this change; repeating the call with the same key and arguments returns the first result instead of writing again."
+    })
+}

@@ -1,0 +1,110 @@
+//! The writes a tool plans, committed by the pipeline in one transaction with the replay
+//! record, the audit row and the switch checks.
+//!
+//! A tool (through the product's services) never commits anything itself: it adds operations
+//! here, and the pipeline commits them only if the call succeeds, together with everything the
+//! gates need. So a write and its replay record cannot be separated by a crash, and a write in
+//! flight when the kill switch flips does not commit.
+
+use std::sync::{Arc, Mutex};
+
+use store::{Item, Key, TransactOp};
+
+use crate::ToolError;
+
+type Explain = Box<dyn Fn(Option<&Item>) -> ToolError + Send + Sync>;
+
+/// One planned operation and what to tell the model if its condition fails at commit.
+pub(crate) struct Planned {
+    pub(crate) op: TransactOp,
+    pub(crate) on_conflict: Option<Explain>,
+}
+
+#[derive(Default)]
+pub(crate) struct WriteSet {
+    pub(crate) ops: Vec<Planned>,
+    pub(crate) ids: Vec<String>,
+}
+
+/// The writes of one call.
+#[derive(Clone, Default)]
+pub struct Writes {
+    pub(crate) inner: Arc<Mutex<WriteSet>>,
+}
+
+impl std::fmt::Debug for Writes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = self.lock();
+        f.debug_struct("Writes")
+            .field("ops", &set.ops.len())
+            .field("ids", &set.ids)
+            .finish()
+    }
+}
+
+impl Writes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WriteSet> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Plans an operation whose condition, if it has one, the service checked already; a
+    /// failure at commit means a concurrent change and becomes a `conflict` error.
+    pub fn push(&self, op: impl Into<TransactOp>) {
+        self.lock().ops.push(Planned {
+            op: op.into(),
+            on_conflict: None,
+        });
+    }
+
+    /// Plans an operation and says what its failed condition means (given the current item
+    /// when the operation asked for it).
+    pub fn push_or(
+        &self,
+        op: impl Into<TransactOp>,
+        on_conflict: impl Fn(Option<&Item>) -> ToolError + Send + Sync + 'static,
+    ) {
+        self.lock().ops.push(Planned {
+            op: op.into(),
+            on_conflict: Some(Box::new(on_conflict)),
+        });
+    }
+
+    /// Claims a unique business key for `holder` (a public id): the claim item is written in
+    /// the same transaction as the create, so two creates with one key cannot both commit.
+    /// `on_taken` gets the current holder.
+    pub fn claim(
+        &self,
+        key: Key,
+        holder: &str,
+        on_taken: impl Fn(&str) -> ToolError + Send + Sync + 'static,
+    ) {
+        let mut item = Item::new();
+        item.insert("holder".into(), store::Value::s(holder));
+        let op = store::Put::new(key, item)
+            .when(store::Condition::item_not_exists())
+            .return_old_on_failure();
+        self.push_or(op, move |current| {
+            let holder = current
+                .and_then(|i| i.get("holder"))
+                .and_then(store::Value::as_s)
+                .unwrap_or("an existing object");
+            on_taken(holder)
+        });
+    }
+
+    /// Names a public id this call changed (recorded in the audit row).
+    pub fn touch(&self, public_id: impl Into<String>) {
+        self.lock().ids.push(public_id.into());
+    }
+
+    /// Whether anything was planned.
+    pub fn is_empty(&self) -> bool {
+        self.lock().ops.is_empty()
+    }
+
+    pub(crate) fn take(&self) -> WriteSet {
+        std::mem::take(&mut *self.lock())
+    }
+}
