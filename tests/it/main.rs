@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod endpoint;
+mod gates;
 mod identity_contract;
 mod store_conformance;
 mod support;

@@ -35,6 +35,25 @@ pub(crate) fn oauth_settings() -> app::OAuth {
     }
 }
 
+/// A fresh store on `backend` (and the folder it lives in), or `None` (printed) when that
+/// backend's server is not available outside CI.
+pub(crate) async fn fresh_store(backend: Backend) -> Option<(Arc<dyn store::Store>, Option<tempfile::TempDir>)> {
+    match backend {
+        Backend::Sqlite => {
+            let dir = tempfile::tempdir().unwrap();
+            let store = store_sqlite::SqliteStore::open(dir.path().join("gatehouse.db")).unwrap();
+            Some((Arc::new(store), Some(dir)))
+        }
+        Backend::Dynamodb => {
+            let endpoint = crate::support::dynamodb_endpoint("tests on [dynamodb]")?;
+            let table = format!("t-{}", rand_suffix());
+            let store = store_dynamodb::DynamoStore::local(&endpoint, &table);
+            store.create_table().await.unwrap();
+            Some((Arc::new(store), None))
+        }
+    }
+}
+
 impl World {
     /// A world on `backend`, or `None` (printed) when that backend's server is not available
     /// outside CI.

@@ -17,6 +17,7 @@
 mod args;
 mod caller;
 mod canonical;
+mod confirm;
 mod context;
 mod decorators;
 mod effect;
@@ -32,6 +33,7 @@ mod writes;
 pub use args::{Normalized, Synonym, normalize};
 pub use caller::{Caller, Hidden, Toolset};
 pub use canonical::{canonical_json, digest};
+pub use confirm::{CONFIRM_ACTION, REJECT_ACTION};
 pub use context::{ExecutionContext, Headers, Notifications, ToolContext};
 pub use decorators::{
     CallError, ExceptionHandler, Guard, Interceptor, Next, Refusal, handle_error,

@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::context::log_rank;
 use crate::decorators::Next;
+use crate::confirm::Phase;
 use crate::{
     CallError, ErrorKind, ExecutionContext, Headers, Notifications, Registry, ToolContext,
     ToolError, ToolResult, ToolSpec, args, gates, outcome,
@@ -118,6 +119,9 @@ pub struct Server {
     config: ServerConfig,
     registry: Registry,
     tool_list: Vec<Value>,
+    /// Whether `confirm_action` and `reject_action` are served (a two-step tool is registered
+    /// and the server has a store for pending actions).
+    confirmations: bool,
 }
 
 fn request_id() -> String {
@@ -130,10 +134,12 @@ impl Server {
     /// A server with these tools.
     pub fn new(config: ServerConfig, registry: Registry) -> Arc<Self> {
         let tool_list = registry.iter().map(|t| t.descriptor()).collect();
+        let confirmations = config.gates.is_some() && registry.iter().any(|t| t.effect.needs_confirmation());
         Arc::new(Server {
             config,
             registry,
             tool_list,
+            confirmations,
         })
     }
 
@@ -255,16 +261,19 @@ impl Server {
                 "Invalid cursor {cursor}: tools/list has a single page"
             )));
         }
-        let tools: Vec<&Value> = match caller {
-            None => self.tool_list.iter().collect(),
+        let mut tools: Vec<Value> = match caller {
+            None => self.tool_list.clone(),
             Some(caller) => self
                 .registry
                 .iter()
                 .zip(&self.tool_list)
                 .filter(|(spec, _)| spec.hidden_from(caller).is_none())
-                .map(|(_, descriptor)| descriptor)
+                .map(|(_, descriptor)| descriptor.clone())
                 .collect(),
         };
+        if self.confirmations {
+            tools.extend(crate::confirm::descriptors());
+        }
         let mut result = json!({"tools": tools});
         if era == Era::Modern {
             // Private: the visible set depends on the caller's rights.
@@ -285,6 +294,9 @@ impl Server {
                 &RpcError::malformed_params("tools/call needs params.name (a string)"),
             );
         };
+        if self.confirmations && (name == crate::confirm::CONFIRM_ACTION || name == crate::confirm::REJECT_ACTION) {
+            return self.call_builtin(&req, era, name).await;
+        }
         let Some(tool) = self.registry.get(name) else {
             return Outcome::error(
                 Some(id),
@@ -310,8 +322,17 @@ impl Server {
         }
         let notifications = Notifications::default();
         let result = self
-            .run_tool(tool, &req, arguments, notifications.clone())
+            .run_tool(tool, &req, arguments, notifications.clone(), &Phase::Call)
             .await;
+        self.answer(&req, era, result, notifications)
+    }
+
+    /// Turns a run's ending into the response.
+    fn answer(&self, req: &Request, era: Era, result: Result<ToolResult, Interrupt>, notifications: Notifications) -> Outcome {
+        let msg = &req.message;
+        let Some(id) = msg.id.as_ref() else {
+            return Outcome::accepted();
+        };
         let body = match result {
             Ok(result) => self.finish(result.to_json(), era),
             Err(Interrupt::Refused(error)) => return Outcome::error(Some(id), &error),
@@ -339,6 +360,7 @@ impl Server {
         req: &Request,
         arguments: Map<String, Value>,
         notifications: Notifications,
+        phase: &Phase,
     ) -> Result<ToolResult, Interrupt> {
         let msg = &req.message;
         let request_id = request_id();
@@ -593,6 +615,7 @@ impl Server {
                     &normalized_args,
                     brake_key,
                     now,
+                    phase,
                 )
                 .await
             }
@@ -613,6 +636,7 @@ impl Server {
         args: &Map<String, Value>,
         brake_key: store::Key,
         now: i64,
+        phase: &Phase,
     ) -> Result<ToolResult, Interrupt> {
         let gates = self.config.gates.as_ref();
         let planned = writes.take();
@@ -640,6 +664,9 @@ impl Server {
                 "a write tool ran on a server without a store",
             )));
         };
+        if tool.effect.needs_confirmation() {
+            return Ok(self.two_step(g, tool, exec, result, planned, args, now, phase).await);
+        }
         let ids = planned.ids.clone();
         let call = gates::CommitContext {
             caller: exec.caller.as_ref(),
@@ -653,6 +680,153 @@ impl Server {
             gates::Committed::Replayed(first) => Ok(first),
             gates::Committed::Refused(error) => Ok(ToolResult::error(&error)),
         }
+    }
+}
+
+impl Server {
+    /// A two-step tool after its body ran: store the preparation as a pending action, or,
+    /// when confirming, execute it if the content is unchanged.
+    #[allow(clippy::too_many_arguments)]
+    async fn two_step(
+        &self,
+        g: &crate::Gates,
+        tool: &ToolSpec,
+        exec: &ExecutionContext,
+        result: ToolResult,
+        mut planned: crate::writes::WriteSet,
+        args: &Map<String, Value>,
+        now: i64,
+        phase: &Phase,
+    ) -> ToolResult {
+        use crate::confirm::{Pending, consume_op, new_token, preview_result, store_op};
+        let Some(caller) = exec.caller.as_ref() else {
+            return ToolResult::error(&ToolError::new(
+                ErrorKind::Forbidden,
+                "This tool prepares actions for a person to confirm, which needs an authenticated connection",
+                "Call it through a connection",
+            ));
+        };
+        let Some((summary, content)) = planned.preview.take() else {
+            return ToolResult::error(&internal_error(exec, "a two-step tool prepared no preview"));
+        };
+        let content_hash = crate::canonical::digest(&content);
+        let fresh = Pending {
+            token: new_token(),
+            connection: caller.connection.clone(),
+            tool: tool.name.to_owned(),
+            args: args.clone(),
+            content_hash: content_hash.clone(),
+            summary,
+            status: "pending".into(),
+        };
+        match phase {
+            Phase::Call => match g.store.put(store_op(&caller.tenant, &fresh, now)).await {
+                Ok(()) => ToolResult::success(preview_result(result.structured, &fresh, &content)),
+                Err(e) => ToolResult::error(&internal_error(exec, &e.to_string())),
+            },
+            Phase::Confirm(old) if old.content_hash != content_hash => {
+                // What would go out changed since the person approved it: the old token dies
+                // and a new preview is shown instead of executing.
+                let ops = vec![consume_op(&caller.tenant, &old.token, "superseded").into(), store_op(&caller.tenant, &fresh, now).into()];
+                if let Err(e) = g.store.transact_write(ops).await {
+                    tracing::info!(error = %e, "a pending action changed state during confirmation");
+                    return ToolResult::error(&crate::confirm::check(None, caller, None).err().unwrap_or_else(|| internal_error(exec, "pending action vanished")));
+                }
+                let preview = preview_result(json!({}), &fresh, &content);
+                let mut error = ToolError::new(
+                    ErrorKind::Conflict,
+                    "What this action would do changed since the preview; nothing was executed and the old confirm_token is dead",
+                    "Show the user the new confirm_summary and confirm with the new confirm_token if they approve",
+                )
+                .detail("changed_since_preview", true)
+                .detail("confirm_token", fresh.token.clone())
+                .detail("confirm_summary", fresh.summary.clone());
+                error.details.insert("preview".into(), preview["preview"].clone());
+                ToolResult::error(&error)
+            }
+            Phase::Confirm(old) => {
+                planned.ops.push(crate::writes::Planned {
+                    op: consume_op(&caller.tenant, &old.token, "used").into(),
+                    on_conflict: Some(Box::new(|_| {
+                        ToolError::new(ErrorKind::Conflict, "This action was already confirmed, rejected or replaced", "Do not confirm it again")
+                    })),
+                });
+                let ids = planned.ids.clone();
+                let call = gates::CommitContext { caller: Some(caller), tool: tool.name, ids: &ids, request_id: &exec.request_id };
+                match gates::commit(g, &call, planned, None, now).await {
+                    gates::Committed::Done | gates::Committed::Replayed(_) => {
+                        let mut done = result;
+                        if let Value::Object(obj) = &mut done.structured {
+                            obj.insert("status".into(), json!("DONE"));
+                            obj.insert("confirm_token".into(), json!(old.token));
+                        }
+                        done
+                    }
+                    gates::Committed::Refused(error) => ToolResult::error(&error),
+                }
+            }
+        }
+    }
+
+    /// `confirm_action` and `reject_action`.
+    async fn call_builtin(&self, req: &Request, era: Era, name: &str) -> Outcome {
+        use crate::confirm::{CONFIRM_ACTION, check, consume_op, parse_args, pending_key, read_pending};
+        let notifications = Notifications::default();
+        let result = async {
+            let Some(caller) = req.caller.as_ref() else {
+                return Ok(ToolResult::error(&ToolError::new(ErrorKind::Forbidden, "Confirming needs an authenticated connection", "Call it through a connection")));
+            };
+            let Some(g) = self.config.gates.as_ref() else {
+                return Ok(ToolResult::error(&ToolError::new(ErrorKind::Internal, "This server keeps no pending actions", "Nothing to confirm")));
+            };
+            let arguments = req.message.params.get("arguments").and_then(Value::as_object).cloned().unwrap_or_default();
+            let confirming = name == CONFIRM_ACTION;
+            let (token, summary) = match parse_args(&arguments, confirming) {
+                Ok(parsed) => parsed,
+                Err(e) => return Ok(ToolResult::error(&e)),
+            };
+            let stored = match g.store.get(&pending_key(&caller.tenant, &token)).await {
+                Ok(item) => item.and_then(|i| read_pending(&token, &i)),
+                Err(e) => return Ok(ToolResult::error(&ToolError::new(ErrorKind::Internal, format!("The store failed: {e}"), "Try again"))),
+            };
+            let pending = match check(stored, caller, summary.as_deref()) {
+                Ok(p) => p,
+                Err(e) => return Ok(ToolResult::error(&e)),
+            };
+            if !confirming {
+                return match g.store.update(consume_op(&caller.tenant, &token, "rejected")).await {
+                    Ok(_) => Ok(ToolResult::success(json!({
+                        "summary": "Rejected; nothing was done.",
+                        "confirm_token": token,
+                        "status": "REJECTED",
+                        "warnings": [],
+                        "next_steps": [],
+                    }))),
+                    Err(_) => Ok(ToolResult::error(&ToolError::new(ErrorKind::Conflict, "This action is no longer pending", "Nothing to reject"))),
+                };
+            }
+            let Some(tool) = self.registry.get(&pending.tool) else {
+                return Ok(ToolResult::error(&ToolError::new(ErrorKind::NotFound, "The prepared tool no longer exists", "Prepare the action again")));
+            };
+            // Re-run the original tool with the stored arguments: live rights, guards and a
+            // fresh preparation all apply again.
+            let mut params = Map::new();
+            params.insert("name".into(), json!(pending.tool));
+            params.insert("arguments".into(), Value::Object(pending.args.clone()));
+            if let Some(meta) = req.message.params.get("_meta") {
+                params.insert("_meta".into(), meta.clone());
+            }
+            let rerun = Request {
+                message: Message { id: req.message.id.clone(), method: "tools/call".into(), params },
+                headers: req.headers.clone(),
+                version_header: req.version_header.clone(),
+                caller: req.caller.clone(),
+            };
+            let args = pending.args.clone();
+            self.run_tool(tool, &rerun, args, notifications.clone(), &Phase::Confirm(pending)).await
+        }
+        .await;
+        self.answer(req, era, result, notifications)
     }
 }
 

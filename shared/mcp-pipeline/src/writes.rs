@@ -24,6 +24,8 @@ pub(crate) struct Planned {
 pub(crate) struct WriteSet {
     pub(crate) ops: Vec<Planned>,
     pub(crate) ids: Vec<String>,
+    /// For two-step tools: the server-written summary and the content that will go out.
+    pub(crate) preview: Option<(String, serde_json::Value)>,
 }
 
 /// The writes of one call.
@@ -92,6 +94,14 @@ impl Writes {
                 .unwrap_or("an existing object");
             on_taken(holder)
         });
+    }
+
+    /// For notify, wake, alerting and delete tools: what will happen, in one server-written
+    /// sentence the person approves, and the exact content that will go out. The pipeline
+    /// stores this as a pending action; only `confirm_action` executes it, and only while a
+    /// fresh preparation yields the same content.
+    pub fn preview(&self, summary: impl Into<String>, content: serde_json::Value) {
+        self.lock().preview = Some((summary.into(), content));
     }
 
     /// Names a public id this call changed (recorded in the audit row).

@@ -1,0 +1,597 @@
+//! The safety gates on example write tools (a small "notes" domain) through the real handler,
+//! on SQLite and on the local DynamoDB server: replay, idempotency keys, duplicate guard,
+//! versions, batches, the kill switch during a write, audit, rate buckets and the loop brake.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures_util::future::BoxFuture;
+use identity::{Actor, Channel};
+use mcp_pipeline::{
+    CallError, ClassLimits, EffectClass, ErrorKind, ExecutionContext, Handle, HandleKind, Interceptor, Limits, Next,
+    Registry, Success, Tool, ToolContext, ToolError, ToolResult, ToolSpec, Toolset,
+};
+use mcp_test_client::TestClient;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use store::{Condition, Item, Key, Put, Query, Store, StoreError, Value as SV};
+
+use crate::world::{Backend, fresh_store};
+
+// ===== a store that loses the answer of a committed transaction =====
+
+/// Commits, then reports a lost connection once when armed: a crash after commit, before the
+/// response.
+#[derive(Debug)]
+struct LostAnswer {
+    inner: Arc<dyn Store>,
+    armed: AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl Store for LostAnswer {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        self.inner.get(key).await
+    }
+    async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        self.inner.batch_get(keys).await
+    }
+    async fn put(&self, put: Put) -> Result<(), StoreError> {
+        self.inner.put(put).await
+    }
+    async fn update(&self, update: store::Update) -> Result<Item, StoreError> {
+        self.inner.update(update).await
+    }
+    async fn delete(&self, delete: store::Delete) -> Result<Option<Item>, StoreError> {
+        self.inner.delete(delete).await
+    }
+    async fn query(&self, query: Query) -> Result<store::Page, StoreError> {
+        self.inner.query(query).await
+    }
+    async fn transact_write(&self, ops: Vec<store::TransactOp>) -> Result<(), StoreError> {
+        let result = self.inner.transact_write(ops).await;
+        if result.is_ok() && self.armed.swap(false, Ordering::SeqCst) {
+            return Err(StoreError::Unavailable("connection lost after commit".into()));
+        }
+        result
+    }
+}
+
+// ===== the notes domain =====
+
+struct NoteKind;
+impl HandleKind for NoteKind {
+    const PREFIX: &'static str = "not";
+    const NOUN: &'static str = "note";
+}
+
+fn note_key(tenant: &str, id: &str) -> Key {
+    Key::new(format!("{tenant}#note"), id)
+}
+
+fn title_key(tenant: &str, title: &str) -> Key {
+    Key::new(format!("{tenant}#unique#note"), title.trim().to_lowercase())
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+struct NoteView {
+    /// The note's handle.
+    note: String,
+    /// Content hash to send back with changes.
+    version: String,
+    title: String,
+    body: String,
+    archived: bool,
+}
+
+fn version_of(title: &str, body: &str, archived: bool) -> String {
+    mcp_pipeline::digest(&json!({"title": title, "body": body, "archived": archived}))[..12].to_owned()
+}
+
+fn view(id: &str, item: &Item) -> NoteView {
+    let s = |k: &str| item.get(k).and_then(SV::as_s).unwrap_or_default().to_owned();
+    NoteView {
+        note: format!("not_{id}"),
+        version: s("version"),
+        title: s("title"),
+        body: s("body"),
+        archived: matches!(item.get("archived"), Some(SV::Bool(true))),
+    }
+}
+
+fn note_item(title: &str, body: &str, archived: bool) -> Item {
+    let mut item = Item::new();
+    item.insert("title".into(), SV::s(title));
+    item.insert("body".into(), SV::s(body));
+    item.insert("archived".into(), SV::Bool(archived));
+    item.insert("version".into(), SV::s(version_of(title, body, archived)));
+    item
+}
+
+fn tenant_of(ctx: &ToolContext) -> Result<String, CallError> {
+    ctx.exec
+        .caller
+        .as_ref()
+        .map(|c| c.tenant.clone())
+        .ok_or_else(|| ToolError::new(ErrorKind::Forbidden, "No connection", "Authenticate").into())
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CreateNoteInput {
+    title: String,
+    body: String,
+    /// Create even though a note with this title exists.
+    separate: Option<bool>,
+    /// Why a separate note is needed (required with `separate`).
+    reason: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+struct NoteOutput {
+    note: NoteView,
+}
+
+struct CreateNote;
+
+impl Tool for CreateNote {
+    type Input = CreateNoteInput;
+    type Output = NoteOutput;
+    const NAME: &'static str = "create_note";
+    const TITLE: &'static str = "Create a note";
+    const DESCRIPTION: &'static str = "Creates a note.";
+    const EFFECT: EffectClass = EffectClass::SilentWrite;
+
+    async fn call(&self, ctx: ToolContext, input: CreateNoteInput) -> Result<Success<NoteOutput>, CallError> {
+        let tenant = tenant_of(&ctx)?;
+        let separate = input.separate.unwrap_or(false);
+        if separate && input.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+            return Err(ToolError::validation("`separate` needs a `reason`", "Say why a second note with this title is needed").into());
+        }
+        let id = Handle::<NoteKind>::generate();
+        let handle = id.to_string();
+        ctx.writes.push(Put::new(note_key(&tenant, id.id()), note_item(&input.title, &input.body, false)).when(Condition::item_not_exists()));
+        if !separate {
+            let title = input.title.clone();
+            ctx.writes.claim(title_key(&tenant, &input.title), &handle, move |holder| {
+                ToolError::new(ErrorKind::Conflict, format!("A note titled {title:?} exists already: {holder}"), "Change that note instead, or create a separate one with a reason")
+                    .next_call(format!("update_note {{\"note\": \"{holder}\", \"version\": \"...\", \"body\": \"...\"}}"))
+                    .detail("existing", holder)
+            });
+        }
+        ctx.writes.touch(handle.clone());
+        let note = NoteView {
+            note: handle.clone(),
+            version: version_of(&input.title, &input.body, false),
+            title: input.title,
+            body: input.body,
+            archived: false,
+        };
+        Ok(Success::new(format!("Created note {handle}."), NoteOutput { note }))
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct UpdateNoteInput {
+    note: Handle<NoteKind>,
+    /// The version you read.
+    version: String,
+    body: String,
+}
+
+struct UpdateNote {
+    store: Arc<dyn Store>,
+}
+
+impl Tool for UpdateNote {
+    type Input = UpdateNoteInput;
+    type Output = NoteOutput;
+    const NAME: &'static str = "update_note";
+    const TITLE: &'static str = "Update a note";
+    const DESCRIPTION: &'static str = "Changes a note's body.";
+    const EFFECT: EffectClass = EffectClass::SilentWrite;
+
+    async fn call(&self, ctx: ToolContext, input: UpdateNoteInput) -> Result<Success<NoteOutput>, CallError> {
+        let tenant = tenant_of(&ctx)?;
+        let key = note_key(&tenant, input.note.id());
+        let Some(item) = self.store.get(&key).await.map_err(|e| CallError::Other(Box::new(e)))? else {
+            return Err(ToolError::new(ErrorKind::NotFound, format!("No note {}", input.note), "Find the note first").into());
+        };
+        let current = view(input.note.id(), &item);
+        if current.version != input.version {
+            return Err(ToolError::new(ErrorKind::Conflict, "The note changed since you read it", "Read the current state below and apply your change to it")
+                .detail("current", serde_json::to_value(&current).unwrap())
+                .into());
+        }
+        let new = note_item(&current.title, &input.body, current.archived);
+        ctx.writes.push(Put::new(key, new.clone()).when(Condition::eq("version", SV::s(&input.version))));
+        ctx.writes.touch(input.note.to_string());
+        Ok(Success::new("Updated the note.", NoteOutput { note: view(input.note.id(), &new) }))
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GetNoteInput {
+    note: Handle<NoteKind>,
+}
+
+struct GetNote {
+    store: Arc<dyn Store>,
+}
+
+impl Tool for GetNote {
+    type Input = GetNoteInput;
+    type Output = NoteOutput;
+    const NAME: &'static str = "get_note";
+    const TITLE: &'static str = "Get a note";
+    const DESCRIPTION: &'static str = "Reads one note.";
+    const EFFECT: EffectClass = EffectClass::Read;
+
+    async fn call(&self, ctx: ToolContext, input: GetNoteInput) -> Result<Success<NoteOutput>, CallError> {
+        let tenant = tenant_of(&ctx)?;
+        match self.store.get(&note_key(&tenant, input.note.id())).await.map_err(|e| CallError::Other(Box::new(e)))? {
+            Some(item) => Ok(Success::new("The note.", NoteOutput { note: view(input.note.id(), &item) })),
+            None => Err(ToolError::new(ErrorKind::NotFound, format!("No note {}", input.note), "List the notes to find the right handle").into()),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ArchiveInput {
+    /// Notes whose title starts with this.
+    title_prefix: String,
+    /// How many notes you expect to match.
+    expected_count: u32,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+struct ArchiveOutput {
+    archived: Vec<String>,
+}
+
+struct ArchiveNotes {
+    store: Arc<dyn Store>,
+}
+
+impl Tool for ArchiveNotes {
+    type Input = ArchiveInput;
+    type Output = ArchiveOutput;
+    const NAME: &'static str = "archive_notes";
+    const TITLE: &'static str = "Archive notes";
+    const DESCRIPTION: &'static str = "Archives the notes matching a filter.";
+    const EFFECT: EffectClass = EffectClass::SilentWrite;
+
+    async fn call(&self, ctx: ToolContext, input: ArchiveInput) -> Result<Success<ArchiveOutput>, CallError> {
+        let tenant = tenant_of(&ctx)?;
+        let page = self.store.query(Query::partition(format!("{tenant}#note"))).await.map_err(|e| CallError::Other(Box::new(e)))?;
+        let matches: Vec<(Key, Item)> = page
+            .items
+            .into_iter()
+            .filter(|(_, i)| i.get("title").and_then(SV::as_s).is_some_and(|t| t.starts_with(&input.title_prefix)))
+            .filter(|(_, i)| !matches!(i.get("archived"), Some(SV::Bool(true))))
+            .collect();
+        let handles: Vec<String> = matches.iter().map(|(k, _)| format!("not_{}", k.sk)).collect();
+        if matches.len() != input.expected_count as usize {
+            return Err(ToolError::new(
+                ErrorKind::Rejected,
+                format!("The filter matches {} notes, not {}; nothing was archived", matches.len(), input.expected_count),
+                "Check the matches listed below, then send the right expected_count or a narrower filter",
+            )
+            .detail("matches", handles)
+            .into());
+        }
+        for (key, item) in &matches {
+            let title = item.get("title").and_then(SV::as_s).unwrap_or_default();
+            let body = item.get("body").and_then(SV::as_s).unwrap_or_default();
+            let version = item.get("version").cloned().unwrap_or(SV::Null);
+            ctx.writes.push(Put::new(key.clone(), note_item(title, body, true)).when(Condition::eq("version", version)));
+            ctx.writes.touch(format!("not_{}", key.sk));
+        }
+        Ok(Success::new(format!("Archived {} notes.", handles.len()), ArchiveOutput { archived: handles }))
+    }
+}
+
+/// Flips the kill switch after the body ran and before the pipeline commits, when armed.
+struct IncidentMidFlight {
+    switches: identity::SwitchService,
+    armed: Arc<AtomicBool>,
+}
+
+impl Interceptor for IncidentMidFlight {
+    fn intercept<'a>(&'a self, _ctx: &'a ExecutionContext, next: Next<'a>) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            let result = next.run().await;
+            if self.armed.swap(false, Ordering::SeqCst) {
+                let oncall = Actor { tenant: "system".into(), member: "oncall".into(), channel: Channel::Cli };
+                self.switches.set_global(&oncall, true, "incident during a write").await.unwrap();
+            }
+            result
+        })
+    }
+}
+
+struct Notes {
+    app: app::App,
+    lost_answer: Arc<LostAnswer>,
+    incident: Arc<AtomicBool>,
+    token: String,
+    connection: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Notes {
+    async fn on(backend: Backend, limits: Limits) -> Option<Notes> {
+        let (inner, dir) = fresh_store(backend).await?;
+        let lost_answer = Arc::new(LostAnswer { inner, armed: AtomicBool::new(false) });
+        let store: Arc<dyn Store> = lost_answer.clone();
+        let incident = Arc::new(AtomicBool::new(false));
+        let mut registry = Registry::new();
+        registry
+            .register(
+                ToolSpec::new(CreateNote)
+                    .requires(app::rights::BOOKINGS_WRITE)
+                    .interceptor(IncidentMidFlight { switches: identity::SwitchService::new(store.clone()), armed: incident.clone() }),
+            )
+            .unwrap();
+        registry.register(ToolSpec::new(UpdateNote { store: store.clone() }).requires(app::rights::BOOKINGS_WRITE)).unwrap();
+        registry.register(ToolSpec::new(GetNote { store: store.clone() }).requires(app::rights::BOOKINGS_READ)).unwrap();
+        registry.register(ToolSpec::new(ArchiveNotes { store: store.clone() }).requires(app::rights::BOOKINGS_WRITE)).unwrap();
+        let settings = app::Settings { backend: format!("{backend:?}"), limits, ..app::Settings::default() };
+        let app = app::build_with(&settings, store, registry).unwrap();
+        app.directory.put_member("acme", "dan", "dispatcher", true).await.unwrap();
+        let actor = Actor { tenant: "acme".into(), member: "dan".into(), channel: Channel::Cli };
+        let rights = [app::rights::BOOKINGS_READ.to_owned(), app::rights::BOOKINGS_WRITE.to_owned()].into();
+        let (connection, token) = app
+            .connections
+            .create_token(&actor, identity::NewConnection { rights, toolset: Toolset::Full, client_name: "gates".into() })
+            .await
+            .unwrap();
+        Some(Notes { app, lost_answer, incident, token, connection: connection.id, _dir: dir })
+    }
+
+    fn client(&self) -> TestClient {
+        TestClient::in_process(self.app.http.clone()).with_header("authorization", &format!("Bearer {}", self.token))
+    }
+
+    async fn notes(&self) -> Vec<NoteView> {
+        let page = self.app.store.query(Query::partition("acme#note")).await.unwrap();
+        page.items.iter().map(|(k, i)| view(&k.sk, i)).collect()
+    }
+
+    async fn audit_actions(&self) -> Vec<String> {
+        identity::audit::recent(self.app.store.as_ref(), "acme", Some(&self.connection), 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .inspect(|e| assert_eq!(e.channel.name(), "mcp"))
+            .map(|e| e.action)
+            .collect()
+    }
+}
+
+macro_rules! on_both {
+    ($name:ident, $body:ident) => {
+        on_both!($name, $body, Limits::default());
+    };
+    ($name:ident, $body:ident, $limits:expr) => {
+        mod $name {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn sqlite() {
+                super::$body(Notes::on(Backend::Sqlite, $limits).await.unwrap()).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn dynamodb() {
+                if let Some(notes) = Notes::on(Backend::Dynamodb, $limits).await {
+                    super::$body(notes).await;
+                }
+            }
+        }
+    };
+}
+
+// ===== replay =====
+
+async fn the_same_write_twice_runs_once(n: Notes) {
+    let c = n.client();
+    let args = json!({"title": "Gate code", "body": "4711"});
+    let first = c.call_tool("create_note", args.clone()).await;
+    assert!(!first.is_error(), "{}", first.text());
+    assert!(first.structured().get("replayed").is_none());
+    let second = c.call_tool("create_note", json!({"body": "4711", "title": "Gate code"})).await;
+    assert!(!second.is_error(), "{}", second.text());
+    assert_eq!(second.structured()["replayed"], true);
+    assert_eq!(second.structured()["note"], first.structured()["note"], "the first result, not a new note");
+    assert_eq!(n.notes().await.len(), 1);
+    assert_eq!(n.audit_actions().await, ["create_note"], "exactly one audit row, channel mcp");
+}
+on_both!(replay, the_same_write_twice_runs_once);
+
+async fn twenty_identical_calls_in_parallel_write_once(n: Notes) {
+    let client = Arc::new(n.client());
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move { client.call_tool("create_note", json!({"title": "Race", "body": "same"})).await }));
+    }
+    let mut notes_seen = std::collections::BTreeSet::new();
+    for task in tasks {
+        let call = task.await.unwrap();
+        if call.is_error() {
+            // While the first is still committing, a clear retryable answer is allowed.
+            assert_eq!(call.structured()["retryable"], true, "{}", call.text());
+        } else {
+            notes_seen.insert(call.structured()["note"]["note"].as_str().unwrap().to_owned());
+        }
+    }
+    assert_eq!(notes_seen.len(), 1, "every success names the same note: {notes_seen:?}");
+    assert_eq!(n.notes().await.len(), 1, "one execution");
+    assert_eq!(n.audit_actions().await.len(), 1);
+}
+on_both!(parallel_replay, twenty_identical_calls_in_parallel_write_once);
+
+async fn a_crash_after_commit_is_answered_by_the_replay(n: Notes) {
+    let c = n.client();
+    n.lost_answer.armed.store(true, Ordering::SeqCst);
+    let lost = c.call_tool("create_note", json!({"title": "Lost", "body": "answer"})).await;
+    assert!(lost.is_error(), "the caller saw a failure");
+    let retry = c.call_tool("create_note", json!({"title": "Lost", "body": "answer"})).await;
+    assert!(!retry.is_error(), "{}", retry.text());
+    assert_eq!(retry.structured()["replayed"], true);
+    assert_eq!(n.notes().await.len(), 1, "one row");
+    assert_eq!(n.audit_actions().await.len(), 1, "one audit row");
+}
+on_both!(crash_after_commit, a_crash_after_commit_is_answered_by_the_replay);
+
+async fn an_idempotency_key_is_bound_to_its_arguments(n: Notes) {
+    let c = n.client();
+    let first = c.call_tool("create_note", json!({"title": "Keyed", "body": "v1", "idempotency_key": "k-1"})).await;
+    assert!(!first.is_error(), "{}", first.text());
+    let again = c.call_tool("create_note", json!({"title": "Keyed", "body": "v1", "idempotency_key": "k-1"})).await;
+    assert_eq!(again.structured()["replayed"], true);
+    let other = c.call_tool("create_note", json!({"title": "Keyed", "body": "v2", "idempotency_key": "k-1"})).await;
+    assert!(other.is_error());
+    assert_eq!(other.structured()["code"], "conflict");
+    assert_eq!(other.structured()["differs_in"], json!(["body"]));
+    assert!(other.text().contains("`body`"), "{}", other.text());
+    assert_eq!(n.notes().await.len(), 1);
+}
+on_both!(idempotency_key, an_idempotency_key_is_bound_to_its_arguments);
+
+async fn a_replay_is_not_served_without_the_right(n: Notes) {
+    let c = n.client();
+    let args = json!({"title": "Rights", "body": "b"});
+    assert!(!c.call_tool("create_note", args.clone()).await.is_error());
+    n.app.directory.put_member("acme", "dan", "viewer", true).await.unwrap();
+    let call = c.call_tool("create_note", args).await;
+    assert!(call.is_error());
+    assert_eq!(call.structured()["hidden_by"], "rights");
+    assert!(call.structured().get("replayed").is_none());
+}
+on_both!(replay_and_rights, a_replay_is_not_served_without_the_right);
+
+// ===== duplicates, versions, batches =====
+
+async fn a_second_create_with_the_same_key_names_the_first(n: Notes) {
+    let c = n.client();
+    let first = c.call_tool("create_note", json!({"title": "Door code", "body": "1234"})).await;
+    let handle = first.structured()["note"]["note"].as_str().unwrap().to_owned();
+    let second = c.call_tool("create_note", json!({"title": "  door CODE ", "body": "9999"})).await;
+    assert!(second.is_error());
+    assert_eq!(second.structured()["code"], "conflict");
+    assert_eq!(second.structured()["existing"], handle.as_str());
+    assert!(second.structured()["next_call"].as_str().unwrap().starts_with(&format!("update_note {{\"note\": \"{handle}\"")));
+    assert_eq!(n.notes().await.len(), 1, "one row");
+    let no_reason = c.call_tool("create_note", json!({"title": "Door code", "body": "9999", "separate": true})).await;
+    assert_eq!(no_reason.structured()["code"], "validation");
+    let separate = c.call_tool("create_note", json!({"title": "Door code", "body": "9999", "separate": true, "reason": "back door"})).await;
+    assert!(!separate.is_error(), "{}", separate.text());
+    assert_eq!(n.notes().await.len(), 2);
+}
+on_both!(duplicates, a_second_create_with_the_same_key_names_the_first);
+
+async fn a_stale_version_is_a_conflict_and_changes_nothing(n: Notes) {
+    let c = n.client();
+    let created = c.call_tool("create_note", json!({"title": "Versioned", "body": "one"})).await;
+    let note = created.structured()["note"].clone();
+    let (handle, v1) = (note["note"].as_str().unwrap(), note["version"].as_str().unwrap());
+    // Someone else changes it.
+    let other = c.call_tool("update_note", json!({"note": handle, "version": v1, "body": "two"})).await;
+    assert!(!other.is_error(), "{}", other.text());
+    let stale = c.call_tool("update_note", json!({"note": handle, "version": v1, "body": "three"})).await;
+    assert!(stale.is_error());
+    assert_eq!(stale.structured()["code"], "conflict");
+    assert_eq!(stale.structured()["current"]["body"], "two", "the current state comes with the conflict");
+    let stored = n.notes().await;
+    assert_eq!(stored[0].body, "two", "row unchanged by the stale update");
+}
+on_both!(versions, a_stale_version_is_a_conflict_and_changes_nothing);
+
+async fn a_filter_wider_than_expected_executes_nothing(n: Notes) {
+    let c = n.client();
+    for i in 0..12 {
+        let r = c.call_tool("create_note", json!({"title": format!("Visit {i:02}"), "body": "x"})).await;
+        assert!(!r.is_error(), "{}", r.text());
+    }
+    let call = c.call_tool("archive_notes", json!({"title_prefix": "Visit", "expected_count": 3})).await;
+    assert!(call.is_error());
+    assert_eq!(call.structured()["matches"].as_array().unwrap().len(), 12, "the matches are listed");
+    assert!(n.notes().await.iter().all(|note| !note.archived), "nothing changed");
+    let call = c.call_tool("archive_notes", json!({"title_prefix": "Visit", "expected_count": 12})).await;
+    assert!(!call.is_error(), "{}", call.text());
+    assert!(n.notes().await.iter().all(|note| note.archived));
+    let audit = identity::audit::recent(n.app.store.as_ref(), "acme", Some(&n.connection), 100).await.unwrap();
+    assert_eq!(audit[0].action, "archive_notes");
+    assert_eq!(audit[0].ids.len(), 12, "the audit row names every archived note");
+}
+on_both!(batches, a_filter_wider_than_expected_executes_nothing);
+
+// ===== switches, audit =====
+
+async fn a_write_in_flight_when_the_switch_flips_does_not_commit(n: Notes) {
+    let c = n.client();
+    n.incident.store(true, Ordering::SeqCst);
+    let call = c.call_tool("create_note", json!({"title": "During incident", "body": "x"})).await;
+    assert!(call.is_error());
+    assert_eq!(call.structured()["switched_off"], true, "{}", call.text());
+    assert!(n.notes().await.is_empty(), "no row");
+    assert!(n.audit_actions().await.is_empty(), "no audit row for the tool");
+    let title_claim = n.app.store.get(&title_key("acme", "During incident")).await.unwrap();
+    assert!(title_claim.is_none(), "no uniqueness claim either");
+    let r = c.request("tools/call", json!({"name": "create_note", "arguments": {"title": "After", "body": "x"}})).await;
+    assert_eq!(r.status, 503, "the next call is stopped at the door");
+}
+on_both!(switch_mid_flight, a_write_in_flight_when_the_switch_flips_does_not_commit);
+
+// ===== limits =====
+
+const SMALL: ClassLimits = ClassLimits { read: 4, write: 4, notify: 1, wake: 1 };
+
+async fn a_bucket_of_size_c_admits_exactly_c(n: Notes) {
+    let client = Arc::new(n.client());
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            client.call_tool("create_note", json!({"title": format!("Burst {i}"), "body": "x"})).await
+        }));
+    }
+    let mut admitted = 0;
+    let mut limited = 0;
+    for task in tasks {
+        let call = task.await.unwrap();
+        if call.is_error() {
+            assert_eq!(call.structured()["code"], "rate_limited", "{}", call.text());
+            assert!(call.structured()["retry_after_seconds"].as_i64().unwrap() > 0);
+            limited += 1;
+        } else {
+            admitted += 1;
+        }
+    }
+    // The window may roll over during the burst; then a second window admits up to 4 more.
+    assert!(admitted == 4 || admitted == 8, "admitted {admitted}");
+    assert_eq!(admitted + limited, 20);
+    assert_eq!(n.notes().await.len(), admitted, "limited calls changed nothing");
+}
+on_both!(rate_limits, a_bucket_of_size_c_admits_exactly_c, Limits { window_seconds: 3600, per_connection: SMALL, per_tenant: SMALL });
+
+async fn the_third_identical_failing_call_is_braked(n: Notes) {
+    let c = n.client();
+    let missing = json!({"note": "not_DoesNotExist0000000"});
+    for _ in 0..2 {
+        let call = c.call_tool("get_note", missing.clone()).await;
+        assert_eq!(call.structured()["code"], "not_found");
+    }
+    let third = c.call_tool("get_note", missing).await;
+    assert_eq!(third.structured()["loop_brake"], true, "{}", third.text());
+    assert!(third.text().contains("ask the user"));
+    let different = c.call_tool("get_note", json!({"note": "not_SomethingElse00000"})).await;
+    assert_eq!(different.structured()["code"], "not_found", "a changed call is not braked");
+}
+on_both!(loop_brake, the_third_identical_failing_call_is_braked);
