@@ -37,7 +37,9 @@ pub(crate) fn oauth_settings() -> app::OAuth {
 
 /// A fresh store on `backend` (and the folder it lives in), or `None` (printed) when that
 /// backend's server is not available outside CI.
-pub(crate) async fn fresh_store(backend: Backend) -> Option<(Arc<dyn store::Store>, Option<tempfile::TempDir>)> {
+pub(crate) async fn fresh_store(
+    backend: Backend,
+) -> Option<(Arc<dyn store::Store>, Option<tempfile::TempDir>)> {
     match backend {
         Backend::Sqlite => {
             let dir = tempfile::tempdir().unwrap();
