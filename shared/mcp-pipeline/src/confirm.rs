@@ -33,7 +33,7 @@ pub(crate) enum Phase {
     /// A call from the client: two-step tools prepare.
     Call,
     /// `confirm_action` re-running a prepared action to execute it.
-    Confirm(Pending),
+    Confirm(Box<Pending>),
 }
 
 pub(crate) fn pending_key(tenant: &str, token: &str) -> Key {
@@ -44,7 +44,9 @@ pub(crate) fn new_token() -> String {
     use rand::Rng as _;
     const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     let mut rng = rand::rng();
-    let id: String = (0..24).map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())])).collect();
+    let id: String = (0..24)
+        .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
+        .collect();
     format!("cfm_{id}")
 }
 
@@ -52,11 +54,17 @@ pub(crate) fn pending_item(p: &Pending, now: i64) -> Item {
     let mut item = Item::new();
     item.insert("connection".into(), SV::s(&p.connection));
     item.insert("tool".into(), SV::s(&p.tool));
-    item.insert("args".into(), SV::s(Value::Object(p.args.clone()).to_string()));
+    item.insert(
+        "args".into(),
+        SV::s(Value::Object(p.args.clone()).to_string()),
+    );
     item.insert("content_hash".into(), SV::s(&p.content_hash));
     item.insert("summary".into(), SV::s(&p.summary));
     item.insert("status".into(), SV::s(&p.status));
-    item.insert(store::TTL_ATTRIBUTE.into(), SV::n(now + PENDING_TTL_SECONDS));
+    item.insert(
+        store::TTL_ATTRIBUTE.into(),
+        SV::n(now + PENDING_TTL_SECONDS),
+    );
     item
 }
 
@@ -81,14 +89,23 @@ pub(crate) fn store_op(tenant: &str, p: &Pending, now: i64) -> Put {
 /// Marks a pending action used, only if it is still pending: the consumption that makes 20
 /// racing confirmations execute once.
 pub(crate) fn consume_op(tenant: &str, token: &str, to: &str) -> store::Update {
-    store::Update::new(pending_key(tenant, token), vec![UpdateAction::Set("status".into(), SV::s(to))])
-        .when(Condition::eq("status", SV::s("pending")))
+    store::Update::new(
+        pending_key(tenant, token),
+        vec![UpdateAction::Set("status".into(), SV::s(to))],
+    )
+    .when(Condition::eq("status", SV::s("pending")))
 }
 
 /// The structured result of a preparation.
 pub(crate) fn preview_result(mut structured: Value, pending: &Pending, content: &Value) -> Value {
     if let Value::Object(obj) = &mut structured {
-        obj.insert("summary".into(), json!(format!("Prepared, not done yet: {} Confirm to execute.", pending.summary)));
+        obj.insert(
+            "summary".into(),
+            json!(format!(
+                "Prepared, not done yet: {} Confirm to execute.",
+                pending.summary
+            )),
+        );
         obj.insert("status".into(), json!("PREVIEW"));
         obj.insert("confirm_token".into(), json!(pending.token));
         obj.insert("confirm_summary".into(), json!(pending.summary));
@@ -108,21 +125,53 @@ pub(crate) fn preview_result(mut structured: Value, pending: &Pending, content: 
 }
 
 /// The arguments of `confirm_action` / `reject_action`.
-pub(crate) fn parse_args(args: &Map<String, Value>, with_summary: bool) -> Result<(String, Option<String>), ToolError> {
-    let allowed: &[&str] = if with_summary { &["confirm_token", "confirm_summary"] } else { &["confirm_token"] };
-    let unknown: Vec<&String> = args.keys().filter(|k| !allowed.contains(&k.as_str())).collect();
+pub(crate) fn parse_args(
+    args: &Map<String, Value>,
+    with_summary: bool,
+) -> Result<(String, Option<String>), ToolError> {
+    let allowed: &[&str] = if with_summary {
+        &["confirm_token", "confirm_summary"]
+    } else {
+        &["confirm_token"]
+    };
+    let unknown: Vec<&String> = args
+        .keys()
+        .filter(|k| !allowed.contains(&k.as_str()))
+        .collect();
     if !unknown.is_empty() {
-        let names = unknown.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
-        return Err(ToolError::validation(format!("Unknown argument {names}"), format!("Use only these arguments: {}", allowed.join(", ")))
-            .detail("allowed", allowed.to_vec()));
+        let names = unknown
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(ToolError::validation(
+            format!("Unknown argument {names}"),
+            format!("Use only these arguments: {}", allowed.join(", ")),
+        )
+        .detail("allowed", allowed.to_vec()));
     }
-    let token = args.get("confirm_token").and_then(Value::as_str).filter(|t| !t.is_empty()).ok_or_else(|| {
-        ToolError::validation("`confirm_token` is required", "Send the confirm_token of the preview")
-    })?;
+    let token = args
+        .get("confirm_token")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            ToolError::validation(
+                "`confirm_token` is required",
+                "Send the confirm_token of the preview",
+            )
+        })?;
     let summary = if with_summary {
-        Some(args.get("confirm_summary").and_then(Value::as_str).map(str::to_owned).ok_or_else(|| {
-            ToolError::validation("`confirm_summary` is required", "Send the confirm_summary of the preview, unchanged")
-        })?)
+        Some(
+            args.get("confirm_summary")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    ToolError::validation(
+                        "`confirm_summary` is required",
+                        "Send the confirm_summary of the preview, unchanged",
+                    )
+                })?,
+        )
     } else {
         None
     };
@@ -130,36 +179,58 @@ pub(crate) fn parse_args(args: &Map<String, Value>, with_summary: bool) -> Resul
 }
 
 /// Checks a pending action against the caller and the presented summary.
-pub(crate) fn check(pending: Option<Pending>, caller: &Caller, summary: Option<&str>) -> Result<Pending, ToolError> {
+pub(crate) fn check(
+    pending: Option<Pending>,
+    caller: &Caller,
+    summary: Option<&str>,
+) -> Result<Pending, ToolError> {
     let unknown = || {
-        ToolError::new(ErrorKind::NotFound, "This confirm_token is unknown or has expired", "Prepare the action again to get a new preview")
+        ToolError::new(
+            ErrorKind::NotFound,
+            "This confirm_token is unknown or has expired",
+            "Prepare the action again to get a new preview",
+        )
     };
     // A foreign connection's token is answered like an unknown one: it names nothing.
-    let pending = pending.filter(|p| p.connection == caller.connection).ok_or_else(unknown)?;
+    let pending = pending
+        .filter(|p| p.connection == caller.connection)
+        .ok_or_else(unknown)?;
     match pending.status.as_str() {
         "pending" => {}
         "used" => {
-            return Err(ToolError::new(ErrorKind::Conflict, "This action was already confirmed and executed", "Do not confirm it again")
-                .detail("status", "used"));
+            return Err(ToolError::new(
+                ErrorKind::Conflict,
+                "This action was already confirmed and executed",
+                "Do not confirm it again",
+            )
+            .detail("status", "used"));
         }
         "rejected" => {
-            return Err(ToolError::new(ErrorKind::Conflict, "This action was rejected", "Prepare it again if it is still wanted")
-                .detail("status", "rejected"));
+            return Err(ToolError::new(
+                ErrorKind::Conflict,
+                "This action was rejected",
+                "Prepare it again if it is still wanted",
+            )
+            .detail("status", "rejected"));
         }
         _ => {
-            return Err(ToolError::new(ErrorKind::Conflict, "This preview is no longer valid", "Use the newer preview's confirm_token")
-                .detail("status", pending.status.clone()));
+            return Err(ToolError::new(
+                ErrorKind::Conflict,
+                "This preview is no longer valid",
+                "Use the newer preview's confirm_token",
+            )
+            .detail("status", pending.status.clone()));
         }
     }
-    if let Some(summary) = summary {
-        if summary != pending.summary {
-            return Err(ToolError::new(
+    if let Some(summary) = summary
+        && summary != pending.summary
+    {
+        return Err(ToolError::new(
                 ErrorKind::Validation,
                 "The confirm_summary differs from the summary of the preview",
                 "Send the confirm_summary exactly as the preview gave it, after the user approved that text",
             )
             .detail("expected_summary", pending.summary.clone()));
-        }
     }
     Ok(pending)
 }

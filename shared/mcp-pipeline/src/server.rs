@@ -12,9 +12,9 @@ use mcp_protocol::{
 };
 use serde_json::{Map, Value, json};
 
+use crate::confirm::Phase;
 use crate::context::log_rank;
 use crate::decorators::Next;
-use crate::confirm::Phase;
 use crate::{
     CallError, ErrorKind, ExecutionContext, Headers, Notifications, Registry, ToolContext,
     ToolError, ToolResult, ToolSpec, args, gates, outcome,
@@ -134,7 +134,8 @@ impl Server {
     /// A server with these tools.
     pub fn new(config: ServerConfig, registry: Registry) -> Arc<Self> {
         let tool_list = registry.iter().map(|t| t.descriptor()).collect();
-        let confirmations = config.gates.is_some() && registry.iter().any(|t| t.effect.needs_confirmation());
+        let confirmations =
+            config.gates.is_some() && registry.iter().any(|t| t.effect.needs_confirmation());
         Arc::new(Server {
             config,
             registry,
@@ -294,7 +295,9 @@ impl Server {
                 &RpcError::malformed_params("tools/call needs params.name (a string)"),
             );
         };
-        if self.confirmations && (name == crate::confirm::CONFIRM_ACTION || name == crate::confirm::REJECT_ACTION) {
+        if self.confirmations
+            && (name == crate::confirm::CONFIRM_ACTION || name == crate::confirm::REJECT_ACTION)
+        {
             return self.call_builtin(&req, era, name).await;
         }
         let Some(tool) = self.registry.get(name) else {
@@ -328,7 +331,13 @@ impl Server {
     }
 
     /// Turns a run's ending into the response.
-    fn answer(&self, req: &Request, era: Era, result: Result<ToolResult, Interrupt>, notifications: Notifications) -> Outcome {
+    fn answer(
+        &self,
+        req: &Request,
+        era: Era,
+        result: Result<ToolResult, Interrupt>,
+        notifications: Notifications,
+    ) -> Outcome {
         let msg = &req.message;
         let Some(id) = msg.id.as_ref() else {
             return Outcome::accepted();
@@ -665,7 +674,9 @@ impl Server {
             )));
         };
         if tool.effect.needs_confirmation() {
-            return Ok(self.two_step(g, tool, exec, result, planned, args, now, phase).await);
+            return Ok(self
+                .two_step(g, tool, exec, result, planned, args, now, phase)
+                .await);
         }
         let ids = planned.ids.clone();
         let call = gates::CommitContext {
@@ -727,10 +738,17 @@ impl Server {
             Phase::Confirm(old) if old.content_hash != content_hash => {
                 // What would go out changed since the person approved it: the old token dies
                 // and a new preview is shown instead of executing.
-                let ops = vec![consume_op(&caller.tenant, &old.token, "superseded").into(), store_op(&caller.tenant, &fresh, now).into()];
+                let ops = vec![
+                    consume_op(&caller.tenant, &old.token, "superseded").into(),
+                    store_op(&caller.tenant, &fresh, now).into(),
+                ];
                 if let Err(e) = g.store.transact_write(ops).await {
                     tracing::info!(error = %e, "a pending action changed state during confirmation");
-                    return ToolResult::error(&crate::confirm::check(None, caller, None).err().unwrap_or_else(|| internal_error(exec, "pending action vanished")));
+                    return ToolResult::error(
+                        &crate::confirm::check(None, caller, None)
+                            .err()
+                            .unwrap_or_else(|| internal_error(exec, "pending action vanished")),
+                    );
                 }
                 let preview = preview_result(json!({}), &fresh, &content);
                 let mut error = ToolError::new(
@@ -741,18 +759,29 @@ impl Server {
                 .detail("changed_since_preview", true)
                 .detail("confirm_token", fresh.token.clone())
                 .detail("confirm_summary", fresh.summary.clone());
-                error.details.insert("preview".into(), preview["preview"].clone());
+                error
+                    .details
+                    .insert("preview".into(), preview["preview"].clone());
                 ToolResult::error(&error)
             }
             Phase::Confirm(old) => {
                 planned.ops.push(crate::writes::Planned {
                     op: consume_op(&caller.tenant, &old.token, "used").into(),
                     on_conflict: Some(Box::new(|_| {
-                        ToolError::new(ErrorKind::Conflict, "This action was already confirmed, rejected or replaced", "Do not confirm it again")
+                        ToolError::new(
+                            ErrorKind::Conflict,
+                            "This action was already confirmed, rejected or replaced",
+                            "Do not confirm it again",
+                        )
                     })),
                 });
                 let ids = planned.ids.clone();
-                let call = gates::CommitContext { caller: Some(caller), tool: tool.name, ids: &ids, request_id: &exec.request_id };
+                let call = gates::CommitContext {
+                    caller: Some(caller),
+                    tool: tool.name,
+                    ids: &ids,
+                    request_id: &exec.request_id,
+                };
                 match gates::commit(g, &call, planned, None, now).await {
                     gates::Committed::Done | gates::Committed::Replayed(_) => {
                         let mut done = result;
@@ -770,16 +799,32 @@ impl Server {
 
     /// `confirm_action` and `reject_action`.
     async fn call_builtin(&self, req: &Request, era: Era, name: &str) -> Outcome {
-        use crate::confirm::{CONFIRM_ACTION, check, consume_op, parse_args, pending_key, read_pending};
+        use crate::confirm::{
+            CONFIRM_ACTION, check, consume_op, parse_args, pending_key, read_pending,
+        };
         let notifications = Notifications::default();
         let result = async {
             let Some(caller) = req.caller.as_ref() else {
-                return Ok(ToolResult::error(&ToolError::new(ErrorKind::Forbidden, "Confirming needs an authenticated connection", "Call it through a connection")));
+                return Ok(ToolResult::error(&ToolError::new(
+                    ErrorKind::Forbidden,
+                    "Confirming needs an authenticated connection",
+                    "Call it through a connection",
+                )));
             };
             let Some(g) = self.config.gates.as_ref() else {
-                return Ok(ToolResult::error(&ToolError::new(ErrorKind::Internal, "This server keeps no pending actions", "Nothing to confirm")));
+                return Ok(ToolResult::error(&ToolError::new(
+                    ErrorKind::Internal,
+                    "This server keeps no pending actions",
+                    "Nothing to confirm",
+                )));
             };
-            let arguments = req.message.params.get("arguments").and_then(Value::as_object).cloned().unwrap_or_default();
+            let arguments = req
+                .message
+                .params
+                .get("arguments")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
             let confirming = name == CONFIRM_ACTION;
             let (token, summary) = match parse_args(&arguments, confirming) {
                 Ok(parsed) => parsed,
@@ -787,14 +832,24 @@ impl Server {
             };
             let stored = match g.store.get(&pending_key(&caller.tenant, &token)).await {
                 Ok(item) => item.and_then(|i| read_pending(&token, &i)),
-                Err(e) => return Ok(ToolResult::error(&ToolError::new(ErrorKind::Internal, format!("The store failed: {e}"), "Try again"))),
+                Err(e) => {
+                    return Ok(ToolResult::error(&ToolError::new(
+                        ErrorKind::Internal,
+                        format!("The store failed: {e}"),
+                        "Try again",
+                    )));
+                }
             };
             let pending = match check(stored, caller, summary.as_deref()) {
                 Ok(p) => p,
                 Err(e) => return Ok(ToolResult::error(&e)),
             };
             if !confirming {
-                return match g.store.update(consume_op(&caller.tenant, &token, "rejected")).await {
+                return match g
+                    .store
+                    .update(consume_op(&caller.tenant, &token, "rejected"))
+                    .await
+                {
                     Ok(_) => Ok(ToolResult::success(json!({
                         "summary": "Rejected; nothing was done.",
                         "confirm_token": token,
@@ -802,11 +857,19 @@ impl Server {
                         "warnings": [],
                         "next_steps": [],
                     }))),
-                    Err(_) => Ok(ToolResult::error(&ToolError::new(ErrorKind::Conflict, "This action is no longer pending", "Nothing to reject"))),
+                    Err(_) => Ok(ToolResult::error(&ToolError::new(
+                        ErrorKind::Conflict,
+                        "This action is no longer pending",
+                        "Nothing to reject",
+                    ))),
                 };
             }
             let Some(tool) = self.registry.get(&pending.tool) else {
-                return Ok(ToolResult::error(&ToolError::new(ErrorKind::NotFound, "The prepared tool no longer exists", "Prepare the action again")));
+                return Ok(ToolResult::error(&ToolError::new(
+                    ErrorKind::NotFound,
+                    "The prepared tool no longer exists",
+                    "Prepare the action again",
+                )));
             };
             // Re-run the original tool with the stored arguments: live rights, guards and a
             // fresh preparation all apply again.
@@ -817,13 +880,24 @@ impl Server {
                 params.insert("_meta".into(), meta.clone());
             }
             let rerun = Request {
-                message: Message { id: req.message.id.clone(), method: "tools/call".into(), params },
+                message: Message {
+                    id: req.message.id.clone(),
+                    method: "tools/call".into(),
+                    params,
+                },
                 headers: req.headers.clone(),
                 version_header: req.version_header.clone(),
                 caller: req.caller.clone(),
             };
             let args = pending.args.clone();
-            self.run_tool(tool, &rerun, args, notifications.clone(), &Phase::Confirm(pending)).await
+            self.run_tool(
+                tool,
+                &rerun,
+                args,
+                notifications.clone(),
+                &Phase::Confirm(Box::new(pending)),
+            )
+            .await
         }
         .await;
         self.answer(req, era, result, notifications)
