@@ -392,6 +392,126 @@ impl Tool for ArchiveNotes {
     }
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SendNoteInput {
+    note: Handle<NoteKind>,
+    /// The customer's address.
+    to: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+struct SendNoteOutput {
+    message: serde_json::Value,
+}
+
+/// Sends a note to a customer: a notify tool, so it only prepares until confirmed.
+struct SendNote {
+    store: Arc<dyn Store>,
+}
+
+impl Tool for SendNote {
+    type Input = SendNoteInput;
+    type Output = SendNoteOutput;
+    const NAME: &'static str = "send_note";
+    const TITLE: &'static str = "Send a note to a customer";
+    const DESCRIPTION: &'static str = "Prepares sending a note; confirm_action sends it.";
+    const EFFECT: EffectClass = EffectClass::Notify;
+
+    async fn call(
+        &self,
+        ctx: ToolContext,
+        input: SendNoteInput,
+    ) -> Result<Success<SendNoteOutput>, CallError> {
+        let tenant = tenant_of(&ctx)?;
+        let Some(item) = self
+            .store
+            .get(&note_key(&tenant, input.note.id()))
+            .await
+            .map_err(|e| CallError::Other(Box::new(e)))?
+        else {
+            return Err(ToolError::new(
+                ErrorKind::NotFound,
+                format!("No note {}", input.note),
+                "Find the note first",
+            )
+            .into());
+        };
+        let note = view(input.note.id(), &item);
+        let content = json!({"to": input.to, "body": note.body, "note": note.note});
+        let message_id = Handle::<NoteKind>::generate();
+        let mut outbox = Item::new();
+        outbox.insert("to".into(), SV::s(&input.to));
+        outbox.insert("body".into(), SV::s(&note.body));
+        ctx.writes.push(
+            Put::new(
+                Key::new(format!("{tenant}#outbox"), message_id.id()),
+                outbox,
+            )
+            .when(Condition::item_not_exists()),
+        );
+        ctx.writes.touch(note.note.clone());
+        ctx.writes.preview(
+            format!("Send note {} to {}: \"{}\"", note.note, input.to, note.body),
+            content.clone(),
+        );
+        Ok(Success::new(
+            format!("Message to {}.", input.to),
+            SendNoteOutput { message: content },
+        ))
+    }
+}
+
+/// Deletes a note: a delete tool, so it only prepares until confirmed.
+struct DeleteNote {
+    store: Arc<dyn Store>,
+}
+
+impl Tool for DeleteNote {
+    type Input = GetNoteInput;
+    type Output = NoteOutput;
+    const NAME: &'static str = "delete_note";
+    const TITLE: &'static str = "Delete a note";
+    const DESCRIPTION: &'static str = "Prepares deleting a note; confirm_action deletes it.";
+    const EFFECT: EffectClass = EffectClass::Delete;
+
+    async fn call(
+        &self,
+        ctx: ToolContext,
+        input: GetNoteInput,
+    ) -> Result<Success<NoteOutput>, CallError> {
+        let tenant = tenant_of(&ctx)?;
+        let key = note_key(&tenant, input.note.id());
+        let Some(item) = self
+            .store
+            .get(&key)
+            .await
+            .map_err(|e| CallError::Other(Box::new(e)))?
+        else {
+            return Err(ToolError::new(
+                ErrorKind::NotFound,
+                format!("No note {}", input.note),
+                "Find the note first",
+            )
+            .into());
+        };
+        let note = view(input.note.id(), &item);
+        ctx.writes
+            .push(store::Delete::new(key).when(Condition::eq("version", SV::s(&note.version))));
+        ctx.writes
+            .push(store::Delete::new(title_key(&tenant, &note.title)));
+        ctx.writes.touch(note.note.clone());
+        ctx.writes.preview(
+            format!("Delete note {} ({:?})", note.note, note.title),
+            serde_json::to_value(&note).unwrap(),
+        );
+        Ok(Success::new(
+            format!("Deleted note {}.", note.note),
+            NoteOutput { note },
+        ))
+    }
+}
+
 /// Flips the kill switch after the body ran and before the pipeline commits, when armed.
 struct IncidentMidFlight {
     switches: identity::SwitchService,
@@ -476,6 +596,22 @@ impl Notes {
                 .requires(app::rights::BOOKINGS_WRITE),
             )
             .unwrap();
+        registry
+            .register(
+                ToolSpec::new(SendNote {
+                    store: store.clone(),
+                })
+                .requires(app::rights::CUSTOMERS_NOTIFY),
+            )
+            .unwrap();
+        registry
+            .register(
+                ToolSpec::new(DeleteNote {
+                    store: store.clone(),
+                })
+                .requires(app::rights::BOOKINGS_WRITE),
+            )
+            .unwrap();
         let settings = app::Settings {
             backend: format!("{backend:?}"),
             limits,
@@ -494,6 +630,7 @@ impl Notes {
         let rights = [
             app::rights::BOOKINGS_READ.to_owned(),
             app::rights::BOOKINGS_WRITE.to_owned(),
+            app::rights::CUSTOMERS_NOTIFY.to_owned(),
         ]
         .into();
         let (connection, token) = app
@@ -531,6 +668,44 @@ impl Notes {
             .await
             .unwrap();
         page.items.iter().map(|(k, i)| view(&k.sk, i)).collect()
+    }
+
+    async fn outbox(&self) -> Vec<store::Item> {
+        let page = self
+            .app
+            .store
+            .query(Query::partition("acme#outbox"))
+            .await
+            .unwrap();
+        page.items.into_iter().map(|(_, item)| item).collect()
+    }
+
+    async fn second_connection(&self) -> TestClient {
+        let actor = Actor {
+            tenant: "acme".into(),
+            member: "dan".into(),
+            channel: Channel::Cli,
+        };
+        let rights = [
+            app::rights::BOOKINGS_READ.to_owned(),
+            app::rights::CUSTOMERS_NOTIFY.to_owned(),
+        ]
+        .into();
+        let (_, token) = self
+            .app
+            .connections
+            .create_token(
+                &actor,
+                identity::NewConnection {
+                    rights,
+                    toolset: Toolset::Full,
+                    client_name: "other".into(),
+                },
+            )
+            .await
+            .unwrap();
+        TestClient::in_process(self.app.http.clone())
+            .with_header("authorization", &format!("Bearer {token}"))
     }
 
     async fn audit_actions(&self) -> Vec<String> {
@@ -973,3 +1148,258 @@ async fn the_third_identical_failing_call_is_braked(n: Notes) {
     );
 }
 on_both!(loop_brake, the_third_identical_failing_call_is_braked);
+
+// ===== two steps =====
+
+async fn new_note(c: &TestClient, title: &str, body: &str) -> String {
+    let call = c
+        .call_tool("create_note", json!({"title": title, "body": body}))
+        .await;
+    assert!(!call.is_error(), "{}", call.text());
+    call.structured()["note"]["note"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn confirm_args(preview: &mcp_test_client::ToolCall) -> serde_json::Value {
+    json!({
+        "confirm_token": preview.structured()["confirm_token"],
+        "confirm_summary": preview.structured()["confirm_summary"],
+    })
+}
+
+async fn a_preview_alone_sends_nothing_and_confirmation_sends_once(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Arrival", "The technician arrives at 9:00.").await;
+    let list = c.list_tools().await;
+    let names: Vec<&str> = list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"confirm_action") && names.contains(&"reject_action"),
+        "{names:?}"
+    );
+    let preview = c
+        .call_tool("send_note", json!({"note": note, "to": "ada@example.com"}))
+        .await;
+    assert!(!preview.is_error(), "{}", preview.text());
+    let s = preview.structured();
+    assert_eq!(s["status"], "PREVIEW");
+    assert!(s["confirm_token"].as_str().unwrap().starts_with("cfm_"));
+    assert_eq!(
+        s["confirm_summary"],
+        format!("Send note {note} to ada@example.com: \"The technician arrives at 9:00.\"")
+    );
+    assert!(
+        s["next_steps"][0]
+            .as_str()
+            .unwrap()
+            .contains("confirm_action")
+    );
+    assert!(n.outbox().await.is_empty(), "a preview sends nothing");
+    assert_eq!(
+        n.audit_actions().await,
+        ["create_note"],
+        "a preview changes nothing"
+    );
+    // A second identical call prepares afresh (never served from a replay cache).
+    let again = c
+        .call_tool("send_note", json!({"note": note, "to": "ada@example.com"}))
+        .await;
+    assert_ne!(again.structured()["confirm_token"], s["confirm_token"]);
+    let done = c.call_tool("confirm_action", confirm_args(&preview)).await;
+    assert!(!done.is_error(), "{}", done.text());
+    assert_eq!(done.structured()["status"], "DONE");
+    assert_eq!(n.outbox().await.len(), 1);
+    assert_eq!(n.audit_actions().await, ["send_note", "create_note"]);
+    let reused = c.call_tool("confirm_action", confirm_args(&preview)).await;
+    assert!(reused.is_error());
+    assert_eq!(reused.structured()["status"], "used");
+    assert_eq!(n.outbox().await.len(), 1, "a reused token sends nothing");
+}
+on_both!(
+    two_step,
+    a_preview_alone_sends_nothing_and_confirmation_sends_once
+);
+
+async fn twenty_racing_confirmations_execute_once(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Race", "x").await;
+    let preview = c
+        .call_tool("send_note", json!({"note": note, "to": "ada@example.com"}))
+        .await;
+    let client = Arc::new(c);
+    let args = confirm_args(&preview);
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let (client, args) = (client.clone(), args.clone());
+        tasks.push(tokio::spawn(async move {
+            client.call_tool("confirm_action", args).await
+        }));
+    }
+    let mut done = 0;
+    for task in tasks {
+        if !task.await.unwrap().is_error() {
+            done += 1;
+        }
+    }
+    assert_eq!(done, 1, "exactly one confirmation executes");
+    assert_eq!(n.outbox().await.len(), 1);
+}
+on_both!(
+    confirm_race,
+    twenty_racing_confirmations_execute_once,
+    Limits::default(),
+    race
+);
+
+async fn bad_tokens_and_summaries_fail(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Tokens", "x").await;
+    let preview = c
+        .call_tool("send_note", json!({"note": note, "to": "ada@example.com"}))
+        .await;
+    let token = preview.structured()["confirm_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let wrong = c
+        .call_tool(
+            "confirm_action",
+            json!({"confirm_token": token, "confirm_summary": "Send something else"}),
+        )
+        .await;
+    assert_eq!(wrong.structured()["code"], "validation");
+    assert_eq!(
+        wrong.structured()["expected_summary"],
+        preview.structured()["confirm_summary"]
+    );
+    let foreign = n
+        .second_connection()
+        .await
+        .call_tool("confirm_action", confirm_args(&preview))
+        .await;
+    assert_eq!(
+        foreign.structured()["code"],
+        "not_found",
+        "another connection's token names nothing"
+    );
+    let unknown = c
+        .call_tool(
+            "confirm_action",
+            json!({"confirm_token": "cfm_nope", "confirm_summary": "x"}),
+        )
+        .await;
+    assert_eq!(unknown.structured()["code"], "not_found");
+    let extra = c
+        .call_tool(
+            "confirm_action",
+            json!({"confirm_token": token, "confirm_summary": "x", "force": true}),
+        )
+        .await;
+    assert_eq!(
+        extra.structured()["allowed"],
+        json!(["confirm_token", "confirm_summary"])
+    );
+    // Expired: the pending action's expiry passes.
+    let key = Key::new("acme#pending", token.as_str());
+    let past = store::Update::new(
+        key,
+        vec![store::UpdateAction::Set(
+            store::TTL_ATTRIBUTE.into(),
+            SV::n(store::engine::now_epoch_seconds() - 1),
+        )],
+    );
+    n.app.store.update(past).await.unwrap();
+    let expired = c.call_tool("confirm_action", confirm_args(&preview)).await;
+    assert_eq!(expired.structured()["code"], "not_found");
+    assert!(
+        n.outbox().await.is_empty(),
+        "nothing was sent by any failed confirmation"
+    );
+}
+on_both!(bad_tokens, bad_tokens_and_summaries_fail);
+
+async fn an_edit_between_preview_and_confirm_yields_a_new_preview(n: Notes) {
+    let c = n.client();
+    let created = c
+        .call_tool(
+            "create_note",
+            json!({"title": "Edited", "body": "old text"}),
+        )
+        .await;
+    let note = created.structured()["note"].clone();
+    let handle = note["note"].as_str().unwrap();
+    let preview = c
+        .call_tool(
+            "send_note",
+            json!({"note": handle, "to": "ada@example.com"}),
+        )
+        .await;
+    let edit = c
+        .call_tool(
+            "update_note",
+            json!({"note": handle, "version": note["version"], "body": "new text"}),
+        )
+        .await;
+    assert!(!edit.is_error(), "{}", edit.text());
+    let changed = c.call_tool("confirm_action", confirm_args(&preview)).await;
+    assert!(changed.is_error());
+    assert_eq!(
+        changed.structured()["changed_since_preview"],
+        true,
+        "{}",
+        changed.text()
+    );
+    assert_eq!(changed.structured()["preview"]["body"], "new text");
+    assert!(n.outbox().await.is_empty(), "nothing sent");
+    let old = c.call_tool("confirm_action", confirm_args(&preview)).await;
+    assert!(old.is_error(), "the old token is dead");
+    let fresh = json!({"confirm_token": changed.structured()["confirm_token"], "confirm_summary": changed.structured()["confirm_summary"]});
+    let done = c.call_tool("confirm_action", fresh).await;
+    assert!(!done.is_error(), "{}", done.text());
+    let outbox = n.outbox().await;
+    assert_eq!(outbox.len(), 1);
+    assert_eq!(
+        outbox[0]["body"],
+        SV::s("new text"),
+        "what was approved is what went out"
+    );
+}
+on_both!(
+    changed_since_preview,
+    an_edit_between_preview_and_confirm_yields_a_new_preview
+);
+
+async fn rejecting_kills_the_action_and_delete_waits_for_confirmation(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Doomed", "x").await;
+    let preview = c
+        .call_tool("send_note", json!({"note": note, "to": "ada@example.com"}))
+        .await;
+    let rejected = c
+        .call_tool(
+            "reject_action",
+            json!({"confirm_token": preview.structured()["confirm_token"]}),
+        )
+        .await;
+    assert_eq!(rejected.structured()["status"], "REJECTED");
+    let late = c.call_tool("confirm_action", confirm_args(&preview)).await;
+    assert_eq!(late.structured()["status"], "rejected");
+    assert!(n.outbox().await.is_empty());
+    let delete = c.call_tool("delete_note", json!({"note": note})).await;
+    assert_eq!(delete.structured()["status"], "PREVIEW");
+    assert_eq!(n.notes().await.len(), 1, "a delete preview deletes nothing");
+    let done = c.call_tool("confirm_action", confirm_args(&delete)).await;
+    assert!(!done.is_error(), "{}", done.text());
+    assert!(n.notes().await.is_empty());
+    assert_eq!(n.audit_actions().await[0], "delete_note");
+}
+on_both!(
+    reject_and_delete,
+    rejecting_kills_the_action_and_delete_waits_for_confirmation
+);
