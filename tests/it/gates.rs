@@ -606,10 +606,12 @@ impl Notes {
             .unwrap();
         registry
             .register(
+                // Deleting is approved in the product, never through the client's elicitation.
                 ToolSpec::new(DeleteNote {
                     store: store.clone(),
                 })
-                .requires(app::rights::BOOKINGS_WRITE),
+                .requires(app::rights::BOOKINGS_WRITE)
+                .approval_in_product(),
             )
             .unwrap();
         let settings = app::Settings {
@@ -1403,3 +1405,99 @@ on_both!(
     reject_and_delete,
     rejecting_kills_the_action_and_delete_waits_for_confirmation
 );
+
+// ===== approval in the client (elicitation) =====
+
+fn with_elicitation(name: &str, arguments: serde_json::Value) -> serde_json::Value {
+    json!({
+        "name": name,
+        "arguments": arguments,
+        "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}},
+    })
+}
+
+fn approval_retry(arguments: serde_json::Value, state: &str, approve: bool) -> serde_json::Value {
+    let mut params = with_elicitation("send_note", arguments);
+    params["requestState"] = json!(state);
+    params["inputResponses"] =
+        json!({"approval": {"action": "accept", "content": {"approve": approve}}});
+    params
+}
+
+async fn a_client_that_can_ask_gets_an_approval_request(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Approve me", "See you at 10.").await;
+    let args = json!({"note": note, "to": "ada@example.com"});
+    let asked = c
+        .call_tool_with("send_note", with_elicitation("send_note", args.clone()))
+        .await;
+    assert_eq!(asked.result["resultType"], "input_required");
+    let request = &asked.result["inputRequests"]["approval"];
+    assert_eq!(request["method"], "elicitation/create");
+    assert!(
+        request["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ada@example.com")
+    );
+    let state = asked.result["requestState"].as_str().unwrap().to_owned();
+    assert!(n.outbox().await.is_empty(), "asking sends nothing");
+    // Another connection cannot use the state; an altered state is refused.
+    let other = n.second_connection().await;
+    let r = other
+        .request("tools/call", approval_retry(args.clone(), &state, true))
+        .await;
+    assert_eq!(r.error_code(), Some(-32602));
+    let mut tampered = state.clone();
+    tampered.insert(5, 'x');
+    let r = c
+        .request("tools/call", approval_retry(args.clone(), &tampered, true))
+        .await;
+    assert_eq!(r.error_code(), Some(-32602));
+    assert!(n.outbox().await.is_empty());
+    let done = c
+        .call_tool_with("send_note", approval_retry(args.clone(), &state, true))
+        .await;
+    assert!(!done.is_error(), "{}", done.text());
+    assert_eq!(done.structured()["status"], "DONE");
+    assert_eq!(n.outbox().await.len(), 1);
+    // The same approval replayed is refused: it was consumed in the store.
+    let replayed = c
+        .call_tool_with("send_note", approval_retry(args, &state, true))
+        .await;
+    assert!(replayed.is_error());
+    assert_eq!(replayed.structured()["status"], "used");
+    assert_eq!(n.outbox().await.len(), 1, "executed once");
+}
+on_both!(
+    approval_in_client,
+    a_client_that_can_ask_gets_an_approval_request
+);
+
+async fn a_declined_approval_does_nothing(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Decline me", "x").await;
+    let args = json!({"note": note, "to": "ada@example.com"});
+    let asked = c
+        .call_tool_with("send_note", with_elicitation("send_note", args.clone()))
+        .await;
+    let state = asked.result["requestState"].as_str().unwrap().to_owned();
+    let declined = c
+        .call_tool_with("send_note", approval_retry(args.clone(), &state, false))
+        .await;
+    assert_eq!(declined.structured()["status"], "DECLINED");
+    let late = c
+        .call_tool_with("send_note", approval_retry(args, &state, true))
+        .await;
+    assert!(late.is_error());
+    assert!(n.outbox().await.is_empty());
+    // Steps approved only in the product never use the client's elicitation.
+    let delete = c
+        .call_tool_with(
+            "delete_note",
+            with_elicitation("delete_note", json!({"note": note})),
+        )
+        .await;
+    assert_eq!(delete.structured()["status"], "PREVIEW");
+}
+on_both!(approval_declined, a_declined_approval_does_nothing);

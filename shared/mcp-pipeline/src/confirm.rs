@@ -27,6 +27,49 @@ pub(crate) struct Pending {
     pub(crate) status: String,
 }
 
+/// What a two-step tool needs to ask for approval in the client, or to finish that approval.
+#[derive(Debug, Clone)]
+pub(crate) struct Approval {
+    /// The tool's own part of a verified `requestState` (the pending action's token).
+    pub(crate) state: Option<String>,
+    /// The client's `inputResponses`.
+    pub(crate) responses: Option<Value>,
+    /// Whether the request declared the `elicitation` capability (2026-07-28).
+    pub(crate) elicitation: bool,
+    /// Digest of the normalized arguments (the seal binds it).
+    pub(crate) args_digest: String,
+    /// The connection (the seal binds it).
+    pub(crate) principal: String,
+}
+
+/// The elicitation asking the person to approve the server-written summary.
+pub(crate) fn approval_request(summary: &str) -> Value {
+    json!({
+        "method": "elicitation/create",
+        "params": {
+            "message": format!("Approve this action? {summary}"),
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"approve": {"type": "boolean", "title": "Approve", "description": summary}},
+                "required": ["approve"]
+            }
+        }
+    })
+}
+
+/// Whether the person approved (accepted the elicitation with `approve: true`).
+pub(crate) fn approved(responses: Option<&Value>) -> bool {
+    let Some(answer) = responses.and_then(|r| r.get("approval")) else {
+        return false;
+    };
+    answer.get("action").and_then(Value::as_str) == Some("accept")
+        && answer
+            .get("content")
+            .and_then(|c| c.get("approve"))
+            .and_then(Value::as_bool)
+            == Some(true)
+}
+
 /// How a tool call is being run.
 #[derive(Debug, Clone)]
 pub(crate) enum Phase {

@@ -108,6 +108,7 @@ pub struct ToolSpec {
     pub(crate) synonyms: Vec<Synonym>,
     pub(crate) required_rights: Vec<&'static str>,
     pub(crate) toolset: crate::Toolset,
+    pub(crate) approval_in_product: bool,
 }
 
 impl std::fmt::Debug for ToolSpec {
@@ -223,6 +224,7 @@ impl ToolSpec {
             synonyms: Vec::new(),
             required_rights: Vec::new(),
             toolset: crate::Toolset::Core,
+            approval_in_product: false,
         }
     }
 
@@ -263,6 +265,13 @@ impl ToolSpec {
     /// Requires a right of the caller (the tool is hidden without it).
     pub fn requires(mut self, right: &'static str) -> Self {
         self.required_rights.push(right);
+        self
+    }
+
+    /// For steps that move money or are legally binding: never ask for approval in the client
+    /// (elicitation); only a person in the product's own page may approve.
+    pub fn approval_in_product(mut self) -> Self {
+        self.approval_in_product = true;
         self
     }
 

@@ -424,7 +424,7 @@ impl Server {
         };
         // A retried multi round-trip call: the echoed state must be ours, for this caller,
         // this tool and these arguments, and not expired; the tool sees only its own part.
-        let request_state = match msg.params.get("requestState") {
+        let request_state: Option<String> = match msg.params.get("requestState") {
             None | Some(Value::Null) => None,
             Some(Value::String(presented)) => {
                 match crate::state::open(
@@ -512,6 +512,15 @@ impl Server {
                 }
             }
         }
+        // What a two-step tool needs to ask for approval in the client, or to finish it.
+        let approval = crate::confirm::Approval {
+            state: request_state.clone(),
+            responses: msg.params.get("inputResponses").cloned(),
+            elicitation: msg.meta_field(META_PROTOCOL_VERSION).is_some()
+                && exec.client_capabilities.get("elicitation").is_some(),
+            args_digest: args_digest.clone(),
+            principal: principal.clone(),
+        };
         // 5. Interceptors around the body and the exception handlers.
         let writes = crate::Writes::default();
         let ctx = ToolContext {
@@ -625,6 +634,7 @@ impl Server {
                     brake_key,
                     now,
                     phase,
+                    &approval,
                 )
                 .await
             }
@@ -646,6 +656,7 @@ impl Server {
         brake_key: store::Key,
         now: i64,
         phase: &Phase,
+        approval: &crate::confirm::Approval,
     ) -> Result<ToolResult, Interrupt> {
         let gates = self.config.gates.as_ref();
         let planned = writes.take();
@@ -674,9 +685,9 @@ impl Server {
             )));
         };
         if tool.effect.needs_confirmation() {
-            return Ok(self
-                .two_step(g, tool, exec, result, planned, args, now, phase)
-                .await);
+            return self
+                .two_step(g, tool, exec, result, planned, args, now, phase, approval)
+                .await;
         }
         let ids = planned.ids.clone();
         let call = gates::CommitContext {
@@ -708,17 +719,73 @@ impl Server {
         args: &Map<String, Value>,
         now: i64,
         phase: &Phase,
-    ) -> ToolResult {
+        approval: &crate::confirm::Approval,
+    ) -> Result<ToolResult, Interrupt> {
         use crate::confirm::{Pending, consume_op, new_token, preview_result, store_op};
+        // The retry of an approval asked in the client: the sealed state names the pending
+        // action (the pipeline verified the seal: this connection, tool and arguments).
+        if let (Phase::Call, Some(token)) = (phase, approval.state.as_deref()) {
+            let Some(caller) = exec.caller.as_ref() else {
+                return Ok(ToolResult::error(&internal_error(
+                    exec,
+                    "approval without a connection",
+                )));
+            };
+            let stored = match g
+                .store
+                .get(&crate::confirm::pending_key(&caller.tenant, token))
+                .await
+            {
+                Ok(item) => item.and_then(|i| crate::confirm::read_pending(token, &i)),
+                Err(e) => return Ok(ToolResult::error(&internal_error(exec, &e.to_string()))),
+            };
+            let pending = match crate::confirm::check(stored, caller, None) {
+                Ok(p) => p,
+                Err(e) => return Ok(ToolResult::error(&e)),
+            };
+            if !crate::confirm::approved(approval.responses.as_ref()) {
+                return Ok(
+                    match g
+                        .store
+                        .update(consume_op(&caller.tenant, token, "rejected"))
+                        .await
+                    {
+                        Ok(_) => ToolResult::success(json!({
+                            "summary": "The user did not approve; nothing was done.",
+                            "status": "DECLINED",
+                            "warnings": [],
+                            "next_steps": [],
+                        })),
+                        Err(_) => ToolResult::error(&ToolError::new(
+                            ErrorKind::Conflict,
+                            "This action is no longer pending",
+                            "Nothing was done",
+                        )),
+                    },
+                );
+            }
+            let confirm = Phase::Confirm(Box::new(pending));
+            let no_more = crate::confirm::Approval {
+                state: None,
+                ..approval.clone()
+            };
+            return Box::pin(self.two_step(
+                g, tool, exec, result, planned, args, now, &confirm, &no_more,
+            ))
+            .await;
+        }
         let Some(caller) = exec.caller.as_ref() else {
-            return ToolResult::error(&ToolError::new(
+            return Ok(ToolResult::error(&ToolError::new(
                 ErrorKind::Forbidden,
                 "This tool prepares actions for a person to confirm, which needs an authenticated connection",
                 "Call it through a connection",
-            ));
+            )));
         };
         let Some((summary, content)) = planned.preview.take() else {
-            return ToolResult::error(&internal_error(exec, "a two-step tool prepared no preview"));
+            return Ok(ToolResult::error(&internal_error(
+                exec,
+                "a two-step tool prepared no preview",
+            )));
         };
         let content_hash = crate::canonical::digest(&content);
         let fresh = Pending {
@@ -731,10 +798,34 @@ impl Server {
             status: "pending".into(),
         };
         match phase {
-            Phase::Call => match g.store.put(store_op(&caller.tenant, &fresh, now)).await {
-                Ok(()) => ToolResult::success(preview_result(result.structured, &fresh, &content)),
-                Err(e) => ToolResult::error(&internal_error(exec, &e.to_string())),
-            },
+            Phase::Call => {
+                if let Err(e) = g.store.put(store_op(&caller.tenant, &fresh, now)).await {
+                    return Ok(ToolResult::error(&internal_error(exec, &e.to_string())));
+                }
+                if approval.elicitation && !tool.approval_in_product {
+                    // The client can ask its user: ask for approval of the server-written
+                    // summary; the sealed state names the pending action.
+                    let sealed = crate::state::seal(
+                        &self.config.state_key,
+                        &fresh.token,
+                        &approval.principal,
+                        tool.name,
+                        &approval.args_digest,
+                        now,
+                    );
+                    return Err(Interrupt::InputRequired(json!({
+                        "resultType": "input_required",
+                        "inputRequests": {"approval": crate::confirm::approval_request(&fresh.summary)},
+                        "requestState": sealed,
+                        "_meta": {META_SERVER_INFO: self.config.info.to_json()},
+                    })));
+                }
+                Ok(ToolResult::success(preview_result(
+                    result.structured,
+                    &fresh,
+                    &content,
+                )))
+            }
             Phase::Confirm(old) if old.content_hash != content_hash => {
                 // What would go out changed since the person approved it: the old token dies
                 // and a new preview is shown instead of executing.
@@ -744,11 +835,11 @@ impl Server {
                 ];
                 if let Err(e) = g.store.transact_write(ops).await {
                     tracing::info!(error = %e, "a pending action changed state during confirmation");
-                    return ToolResult::error(
+                    return Ok(ToolResult::error(
                         &crate::confirm::check(None, caller, None)
                             .err()
                             .unwrap_or_else(|| internal_error(exec, "pending action vanished")),
-                    );
+                    ));
                 }
                 let preview = preview_result(json!({}), &fresh, &content);
                 let mut error = ToolError::new(
@@ -762,7 +853,7 @@ impl Server {
                 error
                     .details
                     .insert("preview".into(), preview["preview"].clone());
-                ToolResult::error(&error)
+                Ok(ToolResult::error(&error))
             }
             Phase::Confirm(old) => {
                 planned.ops.push(crate::writes::Planned {
@@ -789,9 +880,9 @@ impl Server {
                             obj.insert("status".into(), json!("DONE"));
                             obj.insert("confirm_token".into(), json!(old.token));
                         }
-                        done
+                        Ok(done)
                     }
-                    gates::Committed::Refused(error) => ToolResult::error(&error),
+                    gates::Committed::Refused(error) => Ok(ToolResult::error(&error)),
                 }
             }
         }
