@@ -512,6 +512,67 @@ impl Tool for DeleteNote {
     }
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SlowInput {
+    /// How long to take.
+    millis: u64,
+    /// A tag so that concurrent calls differ.
+    tag: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+struct SlowOutput {
+    tag: String,
+}
+
+/// A read that takes its time.
+struct SlowRead;
+
+impl Tool for SlowRead {
+    type Input = SlowInput;
+    type Output = SlowOutput;
+    const NAME: &'static str = "get_slowly";
+    const TITLE: &'static str = "Slow read";
+    const DESCRIPTION: &'static str = "Waits, then answers.";
+    const EFFECT: EffectClass = EffectClass::Read;
+
+    async fn call(
+        &self,
+        _ctx: ToolContext,
+        input: SlowInput,
+    ) -> Result<Success<SlowOutput>, CallError> {
+        tokio::time::sleep(std::time::Duration::from_millis(input.millis)).await;
+        Ok(Success::new("Done.", SlowOutput { tag: input.tag }))
+    }
+}
+
+/// A write that plans a note, then takes its time.
+struct SlowWrite;
+
+impl Tool for SlowWrite {
+    type Input = SlowInput;
+    type Output = SlowOutput;
+    const NAME: &'static str = "set_slowly";
+    const TITLE: &'static str = "Slow write";
+    const DESCRIPTION: &'static str = "Plans a note, waits, then answers.";
+    const EFFECT: EffectClass = EffectClass::SilentWrite;
+
+    async fn call(
+        &self,
+        ctx: ToolContext,
+        input: SlowInput,
+    ) -> Result<Success<SlowOutput>, CallError> {
+        let tenant = tenant_of(&ctx)?;
+        ctx.writes.push(Put::new(
+            note_key(&tenant, &format!("slow{}", input.tag)),
+            note_item(&input.tag, "slow", false),
+        ));
+        tokio::time::sleep(std::time::Duration::from_millis(input.millis)).await;
+        Ok(Success::new("Done.", SlowOutput { tag: input.tag }))
+    }
+}
+
 /// Flips the kill switch after the body ran and before the pipeline commits, when armed.
 struct IncidentMidFlight {
     switches: identity::SwitchService,
@@ -612,6 +673,16 @@ impl Notes {
                 })
                 .requires(app::rights::BOOKINGS_WRITE)
                 .approval_in_product(),
+            )
+            .unwrap();
+        registry
+            .register(ToolSpec::new(SlowRead).requires(app::rights::BOOKINGS_READ))
+            .unwrap();
+        registry
+            .register(
+                ToolSpec::new(SlowWrite)
+                    .requires(app::rights::BOOKINGS_WRITE)
+                    .deadline(std::time::Duration::from_secs(1)),
             )
             .unwrap();
         let settings = app::Settings {
@@ -1125,7 +1196,8 @@ on_both!(
     Limits {
         window_seconds: 3600,
         per_connection: SMALL,
-        per_tenant: SMALL
+        per_tenant: SMALL,
+        concurrency: false,
     },
     race
 );
@@ -1501,3 +1573,65 @@ async fn a_declined_approval_does_nothing(n: Notes) {
     assert_eq!(delete.structured()["status"], "PREVIEW");
 }
 on_both!(approval_declined, a_declined_approval_does_nothing);
+
+// ===== concurrency and deadlines =====
+
+async fn two_slots_per_connection_one_kept_for_writes(n: Notes) {
+    let client = Arc::new(n.client());
+    let slow = |name: &'static str, tag: &str, millis: u64| {
+        let client = client.clone();
+        let args = json!({"millis": millis, "tag": tag});
+        tokio::spawn(async move { client.call_tool(name, args).await })
+    };
+    let first_read = slow("get_slowly", "r1", 1500);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // A second read finds the read slot taken.
+    let second_read = client
+        .call_tool("get_slowly", json!({"millis": 0, "tag": "r2"}))
+        .await;
+    assert_eq!(
+        second_read.structured()["concurrency"],
+        true,
+        "{}",
+        second_read.text()
+    );
+    // A write still gets the slot kept for writes...
+    let write = slow("set_slowly", "w1", 1200);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    // ...and a third call finds both taken.
+    let third = client
+        .call_tool("set_slowly", json!({"millis": 0, "tag": "w2"}))
+        .await;
+    assert_eq!(third.structured()["concurrency"], true, "{}", third.text());
+    assert!(!first_read.await.unwrap().is_error());
+    assert!(!write.await.unwrap().is_error());
+    // Both slots are given back when the calls end.
+    let after = client
+        .call_tool("get_slowly", json!({"millis": 0, "tag": "r3"}))
+        .await;
+    assert!(!after.is_error(), "{}", after.text());
+}
+on_both!(concurrency, two_slots_per_connection_one_kept_for_writes);
+
+async fn a_body_past_its_deadline_commits_nothing(n: Notes) {
+    let c = n.client();
+    let call = c
+        .call_tool("set_slowly", json!({"millis": 3000, "tag": "late"}))
+        .await;
+    assert!(call.is_error());
+    assert_eq!(call.structured()["deadline_seconds"], 1, "{}", call.text());
+    assert!(
+        n.notes().await.is_empty(),
+        "the planned write did not commit"
+    );
+    assert!(n.audit_actions().await.is_empty());
+    let quick = c
+        .call_tool("set_slowly", json!({"millis": 0, "tag": "quick"}))
+        .await;
+    assert!(
+        !quick.is_error(),
+        "the slot was given back: {}",
+        quick.text()
+    );
+}
+on_both!(deadline, a_body_past_its_deadline_commits_nothing);

@@ -123,8 +123,11 @@ pub fn build_with(
         limits: settings.limits,
         ..mcp_pipeline::Gates::new(Arc::clone(&store))
     };
+    // Deadlines wait on tokio's timer, which every entry point runs on.
+    let sleep = mcp_pipeline::Sleep(Arc::new(|d| Box::pin(tokio::time::sleep(d))));
     let config = ServerConfig {
         gates: Some(gates),
+        sleep: Some(sleep),
         ..config
     };
     let server = Server::new(config, tools);

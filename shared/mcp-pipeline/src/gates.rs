@@ -67,6 +67,8 @@ pub struct Limits {
     pub per_connection: ClassLimits,
     /// Per tenant (all its connections together).
     pub per_tenant: ClassLimits,
+    /// At most two calls of one connection at a time, one slot kept for writes.
+    pub concurrency: bool,
 }
 
 impl Default for Limits {
@@ -85,6 +87,7 @@ impl Default for Limits {
                 notify: 50,
                 wake: 10,
             },
+            concurrency: true,
         }
     }
 }
@@ -200,14 +203,34 @@ pub(crate) fn key_reused(
     .detail("differs_in", fields.iter().map(|f| Value::String((*f).clone())).collect::<Vec<_>>())
 }
 
-/// Counts one call in the connection's and the tenant's bucket of its class, atomically.
-/// Returns the seconds to wait when either bucket is full (nothing is counted then).
+/// A concurrency slot held by one call.
+#[derive(Debug, Clone)]
+pub(crate) struct Slot {
+    /// `None` when concurrency is not limited.
+    key: Option<Key>,
+    request_id: String,
+}
+
+/// Concurrent calls per connection: reads may take slot 0 only, writes slot 1 (theirs) or
+/// slot 0, so a write always finds room while a read runs.
+fn slot_candidates(class: EffectClass) -> &'static [&'static str] {
+    match class {
+        EffectClass::Read => &["0"],
+        _ => &["1", "0"],
+    }
+}
+
+/// Counts one call in the connection's and the tenant's bucket of its class and takes a
+/// concurrency slot, atomically. Refuses (counting nothing) when a bucket is full or no slot
+/// is free.
 pub(crate) async fn admit(
     gates: &Gates,
     caller: &Caller,
     class: EffectClass,
+    request_id: &str,
+    lease_seconds: i64,
     now: i64,
-) -> Result<Result<(), i64>, ToolError> {
+) -> Result<Result<Slot, ToolError>, ToolError> {
     let window = gates.limits.window_seconds.max(1);
     let start = now - now.rem_euclid(window);
     let expires = start + window + 60;
@@ -231,23 +254,84 @@ pub(crate) async fn admit(
         .when(under)
         .into()
     };
-    let ops = vec![
-        bucket(
-            &caller.connection,
-            gates.limits.per_connection.for_class(class),
-        ),
-        bucket("tenant", gates.limits.per_tenant.for_class(class)),
-    ];
-    match gates.store.transact_write(ops).await {
-        Ok(()) => Ok(Ok(())),
-        Err(StoreError::TransactionCancelled { reasons })
-            if reasons
-                .iter()
-                .any(|r| matches!(r, CancelReason::ConditionFailed { .. })) =>
-        {
-            Ok(Err(start + window - now))
+    if !gates.limits.concurrency {
+        let ops = vec![
+            bucket(
+                &caller.connection,
+                gates.limits.per_connection.for_class(class),
+            ),
+            bucket("tenant", gates.limits.per_tenant.for_class(class)),
+        ];
+        return match gates.store.transact_write(ops).await {
+            Ok(()) => Ok(Ok(Slot {
+                key: None,
+                request_id: request_id.to_owned(),
+            })),
+            Err(StoreError::TransactionCancelled { reasons })
+                if reasons
+                    .iter()
+                    .any(|r| matches!(r, CancelReason::ConditionFailed { .. })) =>
+            {
+                Ok(Err(rate_limited(class, start + window - now)))
+            }
+            Err(e) => Err(unavailable(&e)),
+        };
+    }
+    for slot in slot_candidates(class) {
+        let key = Key::new(
+            format!("{}#slot#{}", caller.tenant, caller.connection),
+            *slot,
+        );
+        let mut lease = Item::new();
+        lease.insert("request".into(), SV::s(request_id));
+        lease.insert(store::TTL_ATTRIBUTE.into(), SV::n(now + lease_seconds));
+        let ops = vec![
+            bucket(
+                &caller.connection,
+                gates.limits.per_connection.for_class(class),
+            ),
+            bucket("tenant", gates.limits.per_tenant.for_class(class)),
+            Put::new(key.clone(), lease)
+                .when(Condition::item_not_exists())
+                .into(),
+        ];
+        match gates.store.transact_write(ops).await {
+            Ok(()) => {
+                return Ok(Ok(Slot {
+                    key: Some(key),
+                    request_id: request_id.to_owned(),
+                }));
+            }
+            Err(StoreError::TransactionCancelled { reasons }) => {
+                let failed =
+                    |i: usize| matches!(reasons.get(i), Some(CancelReason::ConditionFailed { .. }));
+                if failed(0) || failed(1) {
+                    return Ok(Err(rate_limited(class, start + window - now)));
+                }
+                if failed(2) {
+                    continue;
+                }
+                return Err(unavailable(&StoreError::TransactionCancelled { reasons }));
+            }
+            Err(e) => return Err(unavailable(&e)),
         }
-        Err(e) => Err(unavailable(&e)),
+    }
+    Ok(Err(ToolError::new(
+        ErrorKind::RateLimited,
+        "Other calls of this connection are still running",
+        "Wait for them to finish before calling again; nothing was done",
+    )
+    .detail("retry_after_seconds", 1)
+    .detail("retryable", true)
+    .detail("concurrency", true)))
+}
+
+/// Gives a slot back (only if this call still holds it).
+pub(crate) async fn release(gates: &Gates, slot: Slot) {
+    let Some(key) = slot.key else { return };
+    let op = store::Delete::new(key).when(Condition::eq("request", SV::s(slot.request_id)));
+    if let Err(e) = gates.store.delete(op).await {
+        tracing::debug!(error = %e, "concurrency slot already gone");
     }
 }
 

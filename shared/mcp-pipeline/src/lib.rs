@@ -44,8 +44,8 @@ pub use gates::{
 };
 pub use handle::{Handle, HandleKind};
 pub use outcome::{ErrorKind, Success, ToolError, ToolResult, shape_success};
-pub use registry::{MAX_NAME_LEN, Registry, RegistryError, ToolSpec};
-pub use server::{Outcome, Request, Server, ServerConfig};
+pub use registry::{DEFAULT_DEADLINE, MAX_NAME_LEN, Registry, RegistryError, ToolSpec};
+pub use server::{Outcome, Request, Server, ServerConfig, Sleep};
 pub use tool::{InputRequired, Tool};
 pub use writes::Writes;
 

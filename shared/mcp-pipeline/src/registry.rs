@@ -109,6 +109,7 @@ pub struct ToolSpec {
     pub(crate) required_rights: Vec<&'static str>,
     pub(crate) toolset: crate::Toolset,
     pub(crate) approval_in_product: bool,
+    pub(crate) deadline: std::time::Duration,
 }
 
 impl std::fmt::Debug for ToolSpec {
@@ -225,6 +226,7 @@ impl ToolSpec {
             required_rights: Vec::new(),
             toolset: crate::Toolset::Core,
             approval_in_product: false,
+            deadline: DEFAULT_DEADLINE,
         }
     }
 
@@ -272,6 +274,12 @@ impl ToolSpec {
     /// (elicitation); only a person in the product's own page may approve.
     pub fn approval_in_product(mut self) -> Self {
         self.approval_in_product = true;
+        self
+    }
+
+    /// How long the body may run before it is dropped (nothing it planned commits).
+    pub fn deadline(mut self, deadline: std::time::Duration) -> Self {
+        self.deadline = deadline;
         self
     }
 
@@ -325,6 +333,9 @@ impl ToolSpec {
         })
     }
 }
+
+/// How long a tool body may run unless its registration says otherwise.
+pub const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Longest tool name by the naming rule.
 pub const MAX_NAME_LEN: usize = 40;

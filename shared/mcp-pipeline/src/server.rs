@@ -34,6 +34,9 @@ pub struct ServerConfig {
     /// The store-backed gates (replay, rate limits, loop brake, commits); without them a
     /// server can only run tools that write nothing.
     pub gates: Option<crate::Gates>,
+    /// A timer from the runtime, for per-tool deadlines (the pipeline itself has no clock of
+    /// its own to wait on, so that it runs on any async runtime). Without one, no deadline.
+    pub sleep: Option<Sleep>,
     /// Key sealing `requestState`. Every instance of a deployment must share it (set it from a
     /// secret); the default is random per process, right for one process only.
     pub state_key: Vec<u8>,
@@ -51,6 +54,7 @@ impl Default for ServerConfig {
             default_metadata: BTreeMap::new(),
             list_ttl_ms: 60_000,
             gates: None,
+            sleep: None,
             state_key: {
                 use rand::Rng as _;
                 let mut key = vec![0u8; 32];
@@ -58,6 +62,16 @@ impl Default for ServerConfig {
                 key
             },
         }
+    }
+}
+
+/// A runtime's timer: a future that completes after the duration.
+#[derive(Clone)]
+pub struct Sleep(pub Arc<dyn Fn(std::time::Duration) -> BoxFuture<'static, ()> + Send + Sync>);
+
+impl std::fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sleep")
     }
 }
 
@@ -371,6 +385,27 @@ impl Server {
         notifications: Notifications,
         phase: &Phase,
     ) -> Result<ToolResult, Interrupt> {
+        let mut slot = None;
+        let outcome = self
+            .run_tool_holding(tool, req, arguments, notifications, phase, &mut slot)
+            .await;
+        // Whatever happened, the concurrency slot this call took is given back.
+        if let (Some(g), Some(slot)) = (self.config.gates.as_ref(), slot) {
+            gates::release(g, slot).await;
+        }
+        outcome
+    }
+
+    /// [`Server::run_tool`], noting in `slot` the concurrency slot it took.
+    async fn run_tool_holding(
+        &self,
+        tool: &Arc<ToolSpec>,
+        req: &Request,
+        arguments: Map<String, Value>,
+        notifications: Notifications,
+        phase: &Phase,
+        slot: &mut Option<gates::Slot>,
+    ) -> Result<ToolResult, Interrupt> {
         let msg = &req.message;
         let request_id = request_id();
         let mut metadata = self.config.default_metadata.clone();
@@ -503,11 +538,11 @@ impl Server {
                 Err(e) => return Ok(ToolResult::error(&internal_error(&exec, &e.to_string()))),
             }
             if let Some(caller) = caller {
-                match gates::admit(g, caller, tool.effect, now).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(wait)) => {
-                        return Ok(ToolResult::error(&gates::rate_limited(tool.effect, wait)));
-                    }
+                // Leases outlive the deadline a little, so a crashed instance frees its slot.
+                let lease = i64::try_from(tool.deadline.as_secs()).unwrap_or(60) + 5;
+                match gates::admit(g, caller, tool.effect, &exec.request_id, lease, now).await {
+                    Ok(Ok(held)) => *slot = Some(held),
+                    Ok(Err(refusal)) => return Ok(ToolResult::error(&refusal)),
                     Err(e) => return Ok(ToolResult::error(&e)),
                 }
             }
@@ -601,7 +636,25 @@ impl Server {
             ctx: &exec,
             innermost: &innermost,
         };
-        let result = next.run().await;
+        // The deadline: a body that runs too long is dropped, and nothing it planned commits.
+        let result = match &self.config.sleep {
+            None => next.run().await,
+            Some(sleep) => {
+                let body = next.run();
+                let timer = (sleep.0)(tool.deadline);
+                match futures_util::future::select(body, timer).await {
+                    futures_util::future::Either::Left((result, _)) => result,
+                    futures_util::future::Either::Right(((), _)) => {
+                        return Ok(ToolResult::error(&ToolError::new(
+                            ErrorKind::Internal,
+                            format!("{} took longer than its deadline of {} seconds; nothing was done", tool.name, tool.deadline.as_secs()),
+                            "Try again later, or narrow the request",
+                        )
+                        .detail("deadline_seconds", tool.deadline.as_secs())));
+                    }
+                }
+            }
+        };
         let pending = input_required
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
