@@ -614,6 +614,14 @@ struct Notes {
 
 impl Notes {
     async fn on(backend: Backend, limits: Limits) -> Option<Notes> {
+        Self::with_state_ttl(backend, limits, 600).await
+    }
+
+    async fn with_state_ttl(
+        backend: Backend,
+        limits: Limits,
+        state_ttl_seconds: i64,
+    ) -> Option<Notes> {
         let (inner, dir) = fresh_store(backend).await?;
         let lost_answer = Arc::new(LostAnswer {
             inner,
@@ -688,6 +696,7 @@ impl Notes {
         let settings = app::Settings {
             backend: format!("{backend:?}"),
             limits,
+            state_ttl_seconds,
             ..app::Settings::default()
         };
         let app = app::build_with(&settings, store, registry).unwrap();
@@ -1198,6 +1207,7 @@ on_both!(
         per_connection: SMALL,
         per_tenant: SMALL,
         concurrency: false,
+        ..Limits::default()
     },
     race
 );
@@ -1596,7 +1606,7 @@ async fn two_slots_per_connection_one_kept_for_writes(n: Notes) {
         second_read.text()
     );
     // A write still gets the slot kept for writes...
-    let write = slow("set_slowly", "w1", 1200);
+    let write = slow("set_slowly", "w1", 800);
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     // ...and a third call finds both taken.
     let third = client
@@ -1635,3 +1645,73 @@ async fn a_body_past_its_deadline_commits_nothing(n: Notes) {
     );
 }
 on_both!(deadline, a_body_past_its_deadline_commits_nothing);
+
+async fn an_expired_approval_state_is_refused(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Expiring", "x").await;
+    let args = json!({"note": note, "to": "ada@example.com"});
+    let asked = c
+        .call_tool_with("send_note", with_elicitation("send_note", args.clone()))
+        .await;
+    let state = asked.result["requestState"].as_str().unwrap().to_owned();
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let r = c
+        .request("tools/call", approval_retry(args, &state, true))
+        .await;
+    assert_eq!(r.error_code(), Some(-32602), "{:?}", r.json());
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("expired"),
+        "{:?}",
+        r.json()
+    );
+    assert!(n.outbox().await.is_empty());
+}
+
+mod expired_state {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        super::an_expired_approval_state_is_refused(
+            Notes::with_state_ttl(Backend::Sqlite, Limits::default(), 1)
+                .await
+                .unwrap(),
+        )
+        .await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dynamodb() {
+        if let Some(n) = Notes::with_state_ttl(Backend::Dynamodb, Limits::default(), 1).await {
+            super::an_expired_approval_state_is_refused(n).await;
+        }
+    }
+}
+
+async fn one_object_is_notified_at_most_n_times_per_window(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Popular", "x").await;
+    for round in 0..4 {
+        let preview = c
+            .call_tool(
+                "send_note",
+                json!({"note": note, "to": format!("c{round}@example.com")}),
+            )
+            .await;
+        let done = c.call_tool("confirm_action", confirm_args(&preview)).await;
+        if round < 3 {
+            assert!(!done.is_error(), "{round}: {}", done.text());
+        } else {
+            assert_eq!(done.structured()["code"], "rate_limited", "{}", done.text());
+            assert_eq!(done.structured()["object"], note.as_str());
+        }
+    }
+    assert_eq!(n.outbox().await.len(), 3, "the fourth message was not sent");
+}
+on_both!(
+    notify_per_object,
+    one_object_is_notified_at_most_n_times_per_window
+);

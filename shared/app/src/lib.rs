@@ -27,6 +27,8 @@ pub struct Settings {
     pub oauth: Option<OAuth>,
     /// Rate limits per effect class.
     pub limits: mcp_pipeline::Limits,
+    /// How long a sealed `requestState` (an approval asked in the client) stays valid.
+    pub state_ttl_seconds: i64,
     /// The key sealing `requestState`; every instance of a deployment needs the same one.
     /// `None` makes a random key for this process (fine for one local process).
     pub state_key: Option<Vec<u8>>,
@@ -53,6 +55,7 @@ impl Default for Settings {
             max_body_bytes: 1024 * 1024,
             oauth: None,
             limits: mcp_pipeline::Limits::default(),
+            state_ttl_seconds: 600,
             state_key: None,
         }
     }
@@ -128,6 +131,7 @@ pub fn build_with(
     let config = ServerConfig {
         gates: Some(gates),
         sleep: Some(sleep),
+        state_ttl_seconds: settings.state_ttl_seconds,
         ..config
     };
     let server = Server::new(config, tools);

@@ -69,6 +69,10 @@ pub struct Limits {
     pub per_tenant: ClassLimits,
     /// At most two calls of one connection at a time, one slot kept for writes.
     pub concurrency: bool,
+    /// Messages to one object (a customer, a booking) per [`Limits::object_window_seconds`].
+    pub per_object_notify: u32,
+    /// The window of [`Limits::per_object_notify`].
+    pub object_window_seconds: i64,
 }
 
 impl Default for Limits {
@@ -88,6 +92,8 @@ impl Default for Limits {
                 wake: 10,
             },
             concurrency: true,
+            per_object_notify: 3,
+            object_window_seconds: 3600,
         }
     }
 }
@@ -333,6 +339,53 @@ pub(crate) async fn release(gates: &Gates, slot: Slot) {
     if let Err(e) = gates.store.delete(op).await {
         tracing::debug!(error = %e, "concurrency slot already gone");
     }
+}
+
+/// Bucket operations for a notification's target objects, to commit with the notification:
+/// at most `per_object_notify` messages per object and window.
+pub(crate) fn object_buckets(
+    gates: &Gates,
+    tenant: &str,
+    ids: &[String],
+    now: i64,
+) -> Vec<crate::writes::Planned> {
+    let window = gates.limits.object_window_seconds.max(1);
+    let start = now - now.rem_euclid(window);
+    let limit = gates.limits.per_object_notify;
+    ids.iter()
+        .map(|id| {
+            let key = Key::new(format!("{tenant}#rate"), format!("object#{id}#{start}"));
+            let under = Condition::NotExists("count".into()).or(Condition::Cmp(
+                "count".into(),
+                store::CmpOp::Lt,
+                SV::n(i64::from(limit)),
+            ));
+            let op = Update::new(
+                key,
+                vec![
+                    UpdateAction::Add("count".into(), Number::from(1i64)),
+                    UpdateAction::Set(store::TTL_ATTRIBUTE.into(), SV::n(start + window + 60)),
+                ],
+            )
+            .when(under);
+            let id = id.clone();
+            let retry = start + window - now;
+            crate::writes::Planned {
+                op: op.into(),
+                on_conflict: Some(Box::new(move |_| {
+                    ToolError::new(
+                        ErrorKind::RateLimited,
+                        format!("{id} was already notified {limit} times recently"),
+                        format!(
+                            "Do not message it again now; wait {retry} seconds or ask the user"
+                        ),
+                    )
+                    .detail("retry_after_seconds", retry)
+                    .detail("object", id.clone())
+                })),
+            }
+        })
+        .collect()
 }
 
 /// The error for a full bucket.

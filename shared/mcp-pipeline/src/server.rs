@@ -37,6 +37,8 @@ pub struct ServerConfig {
     /// A timer from the runtime, for per-tool deadlines (the pipeline itself has no clock of
     /// its own to wait on, so that it runs on any async runtime). Without one, no deadline.
     pub sleep: Option<Sleep>,
+    /// How long a sealed `requestState` stays valid, in seconds.
+    pub state_ttl_seconds: i64,
     /// Key sealing `requestState`. Every instance of a deployment must share it (set it from a
     /// secret); the default is random per process, right for one process only.
     pub state_key: Vec<u8>,
@@ -55,6 +57,7 @@ impl Default for ServerConfig {
             list_ttl_ms: 60_000,
             gates: None,
             sleep: None,
+            state_ttl_seconds: crate::state::STATE_TTL_SECONDS,
             state_key: {
                 use rand::Rng as _;
                 let mut key = vec![0u8; 32];
@@ -669,6 +672,7 @@ impl Server {
                         tool.name,
                         &args_digest,
                         crate::state::now(),
+                        self.config.state_ttl_seconds,
                     );
                     ir["requestState"] = json!(sealed);
                 }
@@ -865,6 +869,7 @@ impl Server {
                         tool.name,
                         &approval.args_digest,
                         now,
+                        self.config.state_ttl_seconds,
                     );
                     return Err(Interrupt::InputRequired(json!({
                         "resultType": "input_required",
@@ -909,6 +914,10 @@ impl Server {
                 Ok(ToolResult::error(&error))
             }
             Phase::Confirm(old) => {
+                if tool.effect == crate::EffectClass::Notify {
+                    let buckets = gates::object_buckets(g, &caller.tenant, &planned.ids, now);
+                    planned.ops.extend(buckets);
+                }
                 planned.ops.push(crate::writes::Planned {
                     op: consume_op(&caller.tenant, &old.token, "used").into(),
                     on_conflict: Some(Box::new(|_| {

@@ -12,7 +12,7 @@ use hmac::{Hmac, Mac as _};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-/// How long a sealed state stays valid.
+/// How long a sealed state stays valid unless the server is configured otherwise.
 pub(crate) const STATE_TTL_SECONDS: i64 = 600;
 const VERSION: &str = "s1";
 
@@ -79,13 +79,14 @@ pub(crate) fn seal(
     tool: &str,
     args_digest: &str,
     now: i64,
+    ttl: i64,
 ) -> String {
     let sealed = Sealed {
         s: state.into(),
         p: principal.into(),
         t: tool.into(),
         a: args_digest.into(),
-        e: now + STATE_TTL_SECONDS,
+        e: now + ttl,
     };
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let payload = b64.encode(serde_json::to_vec(&sealed).unwrap_or_default());
@@ -146,7 +147,15 @@ mod tests {
     #[test]
     fn sealed_state_opens_only_for_the_same_call() {
         let key = b"0123456789abcdef0123456789abcdef";
-        let sealed = seal(key, "round=1", "con_a", "ask", "d1", 1000);
+        let sealed = seal(
+            key,
+            "round=1",
+            "con_a",
+            "ask",
+            "d1",
+            1000,
+            STATE_TTL_SECONDS,
+        );
         assert_eq!(
             open(key, &sealed, "con_a", "ask", "d1", 1001),
             Ok("round=1".into())
