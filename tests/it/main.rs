@@ -7,6 +7,7 @@
 mod endpoint;
 mod gates;
 mod identity_contract;
+mod infra;
 mod store_conformance;
 mod support;
 mod transports;

@@ -1,0 +1,1 @@
+//! Money (being written).
