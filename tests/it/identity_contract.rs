@@ -430,8 +430,21 @@ async fn toolsets_bound_to_the_connection(world: World) {
     let list = world.client(&core).list_tools().await;
     assert_eq!(
         names(&list),
-        ["get_server_status", "list_recent_changes"],
-        "both tools are in the core set"
+        [
+            "get_server_status",
+            "find_customers",
+            "get_customer",
+            "create_customer",
+            "update_customer",
+            "list_recent_changes"
+        ],
+        "the core set: no delete, so no confirmation tools either"
+    );
+    let (_, full) = world.connect("acme", "ana", Toolset::Full).await;
+    let list = world.client(&full).list_tools().await;
+    assert!(
+        names(&list).contains(&"delete_customer".to_owned())
+            && names(&list).contains(&"confirm_action".to_owned())
     );
 }
 on_every_backend!(toolsets, toolsets_bound_to_the_connection);

@@ -4,6 +4,7 @@
 // target (rust-clippy#13981).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod booking_tools;
 mod endpoint;
 mod gates;
 mod identity_contract;

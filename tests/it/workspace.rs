@@ -196,3 +196,30 @@ fn tool_code_has_no_ambient_user_or_policy_helpers() {
     }
     assert!(offenders.is_empty(), "{offenders:?}");
 }
+
+#[test]
+fn product_tools_never_reach_the_store() {
+    // The booking tools are adapters on the booking services; persistence is the services'
+    // job, so the tools crate neither depends on the store nor names it.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/booking-tools");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    for banned in ["store", "store-sqlite", "store-dynamodb"] {
+        assert!(
+            !manifest
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{banned}."))
+                    || l.trim_start().starts_with(&format!("{banned} "))),
+            "booking-tools depends on {banned}"
+        );
+    }
+    let mut offenders = Vec::new();
+    for entry in std::fs::read_dir(root.join("src")).unwrap().flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        for word in ["store::", "dyn Store", "transact_write", ".batch_get("] {
+            if text.contains(word) {
+                offenders.push(format!("{} uses {word}", entry.path().display()));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{offenders:?}");
+}

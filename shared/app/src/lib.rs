@@ -29,6 +29,8 @@ pub struct Settings {
     pub limits: mcp_pipeline::Limits,
     /// How long a sealed `requestState` (an approval asked in the client) stays valid.
     pub state_ttl_seconds: i64,
+    /// Base URL of the product's pages, for console links in results.
+    pub console_base: String,
     /// The key sealing `requestState`; every instance of a deployment needs the same one.
     /// `None` makes a random key for this process (fine for one local process).
     pub state_key: Option<Vec<u8>>,
@@ -56,6 +58,7 @@ impl Default for Settings {
             oauth: None,
             limits: mcp_pipeline::Limits::default(),
             state_ttl_seconds: 600,
+            console_base: "http://127.0.0.1:8787/app".into(),
             state_key: None,
         }
     }
@@ -84,6 +87,11 @@ pub fn registry(settings: &Settings, store: &Arc<dyn Store>) -> Result<Registry,
     registry.register(ToolSpec::new(status::GetServerStatus {
         backend: settings.backend.clone(),
     }))?;
+    let services = booking_tools::Services {
+        customers: booking::Customers::new(Arc::clone(store)),
+        console_base: settings.console_base.clone(),
+    };
+    booking_tools::register(&mut registry, &services)?;
     // The audit trail names the product's objects, so reading it needs the product's read right.
     registry.register(
         ToolSpec::new(recent::ListRecentChanges {

@@ -289,7 +289,11 @@ impl Server {
                 .map(|(_, descriptor)| descriptor.clone())
                 .collect(),
         };
-        if self.confirmations {
+        // The confirmation tools are listed only for callers who can prepare something.
+        let can_prepare = self.registry.iter().any(|spec| {
+            spec.effect.needs_confirmation() && caller.is_none_or(|c| spec.hidden_from(c).is_none())
+        });
+        if self.confirmations && can_prepare {
             tools.extend(crate::confirm::descriptors());
         }
         let mut result = json!({"tools": tools});

@@ -1,0 +1,83 @@
+//! From MCP to the services and back: the actor from the caller, the change into the
+//! pipeline's writes, service errors into errors the model can act on.
+
+use booking::{Actor, BookingError, Change, Customers};
+use mcp_pipeline::{CallError, ErrorKind, HandleKind, ToolContext, ToolError};
+
+/// The services the tools call.
+#[derive(Debug, Clone)]
+pub struct Services {
+    /// Customers.
+    pub customers: Customers,
+    /// Base URL of the product's pages, for console links.
+    pub console_base: String,
+}
+
+/// Customer handles (`cus_...`).
+#[derive(Debug)]
+pub struct CustomerKind;
+
+impl HandleKind for CustomerKind {
+    const PREFIX: &'static str = "cus";
+    const NOUN: &'static str = "customer";
+}
+
+/// The acting member: the connection's creator with the connection's live rights.
+pub(crate) fn actor(ctx: &ToolContext) -> Result<Actor, CallError> {
+    let caller = ctx.exec.caller.as_ref().ok_or_else(|| {
+        CallError::Tool(ToolError::new(
+            ErrorKind::Forbidden,
+            "This tool acts in a workspace and needs an authenticated connection",
+            "Connect with an MCP token",
+        ))
+    })?;
+    Ok(Actor {
+        tenant: caller.tenant.clone(),
+        member: caller.creator.clone(),
+        rights: caller.rights.clone(),
+    })
+}
+
+/// A service error as the model should see it.
+pub(crate) fn error(e: BookingError) -> CallError {
+    let tool_error = match e {
+        BookingError::NotFound { kind, id } => ToolError::new(ErrorKind::NotFound, format!("There is no {kind} {id} in this workspace"), format!("Search for the {kind} first"))
+            .next_call(format!("find_{kind}s {{\"query\": \"...\"}}"))
+            .detail("id", id),
+        BookingError::Invalid { field, reason } => ToolError::validation(format!("`{field}`: {reason}"), format!("Correct `{field}` and call again")).detail("field", field),
+        BookingError::Duplicate { kind, key, existing } => ToolError::new(
+            ErrorKind::Conflict,
+            format!("A {kind} with this {key} exists already: {existing}"),
+            format!("Change the existing {kind} instead; to create a second one anyway, send separate: true with a reason"),
+        )
+        .next_call(format!("get_{kind} {{\"{kind}\": \"{existing}\"}}"))
+        .detail("existing", existing),
+        BookingError::Stale { kind, expected, current } => ToolError::new(
+            ErrorKind::Conflict,
+            format!("The {kind} changed since version {expected} was read"),
+            format!("Read the {kind} again and apply the change to its current version"),
+        )
+        .detail("current", current),
+        BookingError::Forbidden { right } => ToolError::new(ErrorKind::Forbidden, format!("This needs the right {right}"), "Ask a person who has that right"),
+        BookingError::Rejected(reason) => ToolError::new(ErrorKind::Rejected, reason, "Read the current state and decide with the user"),
+        BookingError::Store(e) => return CallError::Other(Box::new(e)),
+    };
+    CallError::Tool(tool_error)
+}
+
+/// Hands a planned change to the pipeline, which commits it with the gates, and returns its
+/// value and the ids it touches.
+pub(crate) fn apply<T>(ctx: &ToolContext, change: Change<T>) -> T {
+    for op in change.ops {
+        let explain = op.on_conflict;
+        ctx.writes
+            .push_or(op.op, move |current| match error(explain(current)) {
+                CallError::Tool(e) => e,
+                other => ToolError::new(ErrorKind::Internal, format!("{other:?}"), "Try again"),
+            });
+    }
+    for id in change.ids {
+        ctx.writes.touch(id);
+    }
+    change.value
+}

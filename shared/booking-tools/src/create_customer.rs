@@ -1,0 +1,88 @@
+//! `create_customer`: a new customer (silent: nobody is told).
+
+use booking::{Customers, NewCustomer};
+use mcp_pipeline::{CallError, EffectClass, Success, Tool, ToolContext, ToolError};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::adapter::{actor, apply, error};
+use crate::present::CustomerView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// Full name.
+    name: String,
+    /// Email address; one customer per address.
+    email: String,
+    /// Phone number.
+    phone: Option<String>,
+    /// Postal address.
+    address: Option<String>,
+    /// Create a second customer with this email anyway (needs `reason`).
+    separate: Option<bool>,
+    /// Why a second customer with this email is needed.
+    reason: Option<String>,
+}
+
+/// The new customer.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    customer: CustomerView,
+    /// Who was told: nobody, this tool sends nothing.
+    notified: Vec<String>,
+}
+
+/// Creates a customer.
+#[derive(Debug)]
+pub(crate) struct CreateCustomer {
+    pub(crate) customers: Customers,
+    pub(crate) console_base: String,
+}
+
+impl Tool for CreateCustomer {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "create_customer";
+    const TITLE: &'static str = "Create a customer";
+    const DESCRIPTION: &'static str = "Creates a customer record. Use it for a person who is not a customer yet; if one exists with the email, the error names it and update_customer changes it. Sends nothing to anyone. Example: {\"name\": \"Ada Lovelace\", \"email\": \"ada@example.com\", \"phone\": \"+44 20 7946 0000\"}";
+    const EFFECT: EffectClass = EffectClass::SilentWrite;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let separate = input.separate.unwrap_or(false);
+        let reason = input.reason.as_deref().filter(|r| !r.trim().is_empty());
+        if separate && reason.is_none() {
+            return Err(ToolError::validation(
+                "`separate` needs a `reason`",
+                "Say why a second customer with this email is needed",
+            )
+            .into());
+        }
+        let new = NewCustomer {
+            name: input.name,
+            email: input.email,
+            phone: input.phone,
+            address: input.address,
+            notes: None,
+        };
+        let change = self
+            .customers
+            .create(&actor, new, if separate { reason } else { None })
+            .map_err(error)?;
+        let customer = apply(&ctx, change);
+        let handle = customer.handle();
+        Ok(Success::new(
+            format!(
+                "Created customer {} ({handle}); nobody was notified.",
+                customer.name
+            ),
+            Output {
+                customer: CustomerView::new(&customer, &self.console_base),
+                notified: Vec::new(),
+            },
+        )
+        .next_step(format!("get_customer {{\"customer\": \"{handle}\"}}")))
+    }
+}

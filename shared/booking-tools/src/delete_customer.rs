@@ -1,0 +1,67 @@
+//! `delete_customer`: prepares deleting a customer; `confirm_action` deletes.
+
+use booking::Customers;
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::adapter::{CustomerKind, actor, apply, error};
+use crate::present::CustomerView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// The customer's handle.
+    customer: Handle<CustomerKind>,
+}
+
+/// The customer that will be deleted.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    customer: CustomerView,
+    /// Who is told: nobody.
+    notified: Vec<String>,
+}
+
+/// Deletes a customer after confirmation.
+#[derive(Debug)]
+pub(crate) struct DeleteCustomer {
+    pub(crate) customers: Customers,
+    pub(crate) console_base: String,
+}
+
+impl Tool for DeleteCustomer {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "delete_customer";
+    const TITLE: &'static str = "Delete a customer";
+    const DESCRIPTION: &'static str = "Prepares deleting a customer record and returns a preview with a confirm_token; nothing is deleted until confirm_action. Does not cancel their bookings. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\"}";
+    const EFFECT: EffectClass = EffectClass::Delete;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let change = self
+            .customers
+            .delete(&actor, input.customer.id())
+            .await
+            .map_err(error)?;
+        let customer = apply(&ctx, change);
+        let handle = customer.handle();
+        ctx.writes.preview(
+            format!(
+                "Delete customer {} ({handle}, {}).",
+                customer.name, customer.email
+            ),
+            json!({"customer": handle, "version": customer.version}),
+        );
+        Ok(Success::new(
+            format!("Deleted customer {handle}."),
+            Output {
+                customer: CustomerView::new(&customer, &self.console_base),
+                notified: Vec::new(),
+            },
+        ))
+    }
+}

@@ -1,0 +1,72 @@
+//! `find_customers`: search customers by name or email.
+
+use booking::Customers;
+use mcp_pipeline::{CallError, EffectClass, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::adapter::{actor, error};
+use crate::present::CustomerView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// Part of the name or email; empty lists the first customers.
+    #[serde(default)]
+    query: String,
+    /// At most this many (1 to 50, default 10).
+    limit: Option<u32>,
+}
+
+/// Matches.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    /// The matching customers.
+    customers: Vec<CustomerView>,
+}
+
+/// Searches customers.
+#[derive(Debug)]
+pub(crate) struct FindCustomers {
+    pub(crate) customers: Customers,
+    pub(crate) console_base: String,
+}
+
+impl Tool for FindCustomers {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "find_customers";
+    const TITLE: &'static str = "Find customers";
+    const DESCRIPTION: &'static str = "Finds customers whose name or email contains the query, with their handles and versions. Use it to get a customer's handle before reading or changing it. Changes nothing; get_customer reads one customer. Example: {\"query\": \"ada\"}";
+    const EFFECT: EffectClass = EffectClass::Read;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let limit = input.limit.unwrap_or(10).clamp(1, 50) as usize;
+        let found = self
+            .customers
+            .find(&actor, &input.query, limit)
+            .await
+            .map_err(error)?;
+        let customers: Vec<CustomerView> = found
+            .iter()
+            .map(|c| CustomerView::new(c, &self.console_base))
+            .collect();
+        let summary = match customers.len() {
+            0 => format!("No customer matches {:?}.", input.query),
+            1 => "1 customer matches.".to_owned(),
+            n => format!("{n} customers match."),
+        };
+        let mut success = Success::new(summary, Output { customers });
+        if let Some(first) = found.first() {
+            success = success.next_step(format!(
+                "get_customer {{\"customer\": \"{}\"}}",
+                first.handle()
+            ));
+        } else {
+            success = success.next_step("create_customer {\"name\": \"...\", \"email\": \"...\"}");
+        }
+        Ok(success)
+    }
+}

@@ -1,0 +1,51 @@
+//! `get_customer`: one customer.
+
+use booking::Customers;
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::adapter::{CustomerKind, actor, error};
+use crate::present::CustomerView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// The customer's handle (`cus_...`).
+    customer: Handle<CustomerKind>,
+}
+
+/// The customer.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    customer: CustomerView,
+}
+
+/// Reads one customer.
+#[derive(Debug)]
+pub(crate) struct GetCustomer {
+    pub(crate) customers: Customers,
+    pub(crate) console_base: String,
+}
+
+impl Tool for GetCustomer {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "get_customer";
+    const TITLE: &'static str = "Get a customer";
+    const DESCRIPTION: &'static str = "Returns one customer with handle, version, contact details and the notes the customer wrote (as untrusted text). Changes nothing; find_customers searches. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\"}";
+    const EFFECT: EffectClass = EffectClass::Read;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let c = self
+            .customers
+            .get(&actor, input.customer.id())
+            .await
+            .map_err(error)?;
+        let handle = c.handle();
+        Ok(Success::new(format!("Customer {} ({handle}).", c.name), Output { customer: CustomerView::new(&c, &self.console_base) })
+            .next_step(format!("update_customer {{\"customer\": \"{handle}\", \"version\": \"{}\", \"phone\": \"...\"}}", c.version)))
+    }
+}

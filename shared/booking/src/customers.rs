@@ -1,0 +1,438 @@
+//! Customers: the people a field-service company works for.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use store::{Condition, Item, Put, Query, Store, Value};
+
+use crate::ids::Kind;
+use crate::text::{UntrustedText, untrusted, version_of};
+use crate::{Actor, BookingError, Change, keys, rights};
+
+/// A customer as services hand it out: public fields only. Secrets (the portal password hash)
+/// stay in the stored item and are never read into this type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Customer {
+    /// Random id part (the handle is `cus_<id>`).
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Email address.
+    pub email: String,
+    /// Phone number.
+    pub phone: Option<String>,
+    /// Postal address.
+    pub address: Option<String>,
+    /// What the customer wrote (third-party text).
+    pub notes: Option<UntrustedText>,
+    /// Content hash.
+    pub version: String,
+}
+
+impl Customer {
+    /// The public handle.
+    pub fn handle(&self) -> String {
+        Kind::Customer.handle(&self.id)
+    }
+
+    fn from_item(id: &str, item: &Item) -> Self {
+        let s = |k: &str| item.get(k).and_then(Value::as_s).map(str::to_owned);
+        Customer {
+            id: id.to_owned(),
+            name: s("name").unwrap_or_default(),
+            email: s("email").unwrap_or_default(),
+            phone: s("phone"),
+            address: s("address"),
+            notes: s("notes").map(|n| untrusted(&n, 500)),
+            version: s("version").unwrap_or_default(),
+        }
+    }
+}
+
+/// What a new customer needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewCustomer {
+    /// Name (1 to 100 characters).
+    pub name: String,
+    /// Email (the business key: one customer per address).
+    pub email: String,
+    /// Phone.
+    pub phone: Option<String>,
+    /// Address.
+    pub address: Option<String>,
+    /// Notes the customer wrote.
+    pub notes: Option<String>,
+}
+
+/// Changes to a customer; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CustomerPatch {
+    /// New name.
+    pub name: Option<String>,
+    /// New email.
+    pub email: Option<String>,
+    /// New phone.
+    pub phone: Option<String>,
+    /// New address.
+    pub address: Option<String>,
+}
+
+/// Normalizes an email for the uniqueness key; refuses what is not an address.
+pub fn normalize_email(email: &str) -> Result<String, BookingError> {
+    let e = email.trim().to_lowercase();
+    let valid = e.len() <= 254
+        && e.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && domain.contains('.')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+                && !e.contains(char::is_whitespace)
+        })
+        && e.matches('@').count() == 1;
+    if valid {
+        Ok(e)
+    } else {
+        Err(BookingError::invalid(
+            "email",
+            format!("{email:?} is not an email address like name@example.com"),
+        ))
+    }
+}
+
+fn check_len(field: &'static str, value: &str, max: usize) -> Result<String, BookingError> {
+    let v = value.trim();
+    if v.is_empty() || v.chars().count() > max {
+        return Err(BookingError::invalid(
+            field,
+            format!("must be 1 to {max} characters"),
+        ));
+    }
+    if v.chars().any(|c| c.is_control() && c != '\n') {
+        return Err(BookingError::invalid(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    Ok(v.to_owned())
+}
+
+fn check_phone(phone: &str) -> Result<String, BookingError> {
+    let p = phone.trim();
+    if p.is_empty()
+        || p.len() > 32
+        || !p
+            .chars()
+            .all(|c| c.is_ascii_digit() || " +-()/".contains(c))
+    {
+        return Err(BookingError::invalid(
+            "phone",
+            "digits, spaces and + - ( ) / only, at most 32 characters",
+        ));
+    }
+    Ok(p.to_owned())
+}
+
+fn public_json(
+    name: &str,
+    email: &str,
+    phone: Option<&str>,
+    address: Option<&str>,
+    notes: Option<&str>,
+) -> serde_json::Value {
+    json!({"name": name, "email": email, "phone": phone, "address": address, "notes": notes})
+}
+
+fn item_of(
+    name: &str,
+    email: &str,
+    phone: Option<&str>,
+    address: Option<&str>,
+    notes: Option<&str>,
+    secret: Option<&Value>,
+) -> Item {
+    let mut item = Item::new();
+    item.insert("name".into(), Value::s(name));
+    item.insert("email".into(), Value::s(email));
+    if let Some(p) = phone {
+        item.insert("phone".into(), Value::s(p));
+    }
+    if let Some(a) = address {
+        item.insert("address".into(), Value::s(a));
+    }
+    if let Some(n) = notes {
+        item.insert("notes".into(), Value::s(n));
+    }
+    if let Some(secret) = secret {
+        item.insert("portal_password_hash".into(), secret.clone());
+    }
+    item.insert(
+        "version".into(),
+        Value::s(version_of(&public_json(name, email, phone, address, notes))),
+    );
+    item
+}
+
+/// The customer service.
+#[derive(Debug, Clone)]
+pub struct Customers {
+    store: Arc<dyn Store>,
+}
+
+impl Customers {
+    /// The service over `store`.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Customers { store }
+    }
+
+    /// One customer of the actor's tenant.
+    pub async fn get(&self, actor: &Actor, id: &str) -> Result<Customer, BookingError> {
+        actor.require(rights::BOOKINGS_READ)?;
+        self.load(actor, id).await.map(|(c, _)| c)
+    }
+
+    async fn load(&self, actor: &Actor, id: &str) -> Result<(Customer, Item), BookingError> {
+        let item = self
+            .store
+            .get(&keys::object(&actor.tenant, Kind::Customer, id))
+            .await?
+            .ok_or_else(|| BookingError::NotFound {
+                kind: "customer",
+                id: Kind::Customer.handle(id),
+            })?;
+        Ok((Customer::from_item(id, &item), item))
+    }
+
+    /// Customers whose name or email contains `text` (case-insensitive), at most `limit`.
+    pub async fn find(
+        &self,
+        actor: &Actor,
+        text: &str,
+        limit: usize,
+    ) -> Result<Vec<Customer>, BookingError> {
+        actor.require(rights::BOOKINGS_READ)?;
+        let needle = text.trim().to_lowercase();
+        let mut out = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self
+                .store
+                .query(
+                    Query::partition(keys::partition(&actor.tenant, Kind::Customer))
+                        .limit(100)
+                        .after(cursor),
+                )
+                .await?;
+            for (key, item) in &page.items {
+                let c = Customer::from_item(&key.sk, item);
+                if needle.is_empty()
+                    || c.name.to_lowercase().contains(&needle)
+                    || c.email.contains(&needle)
+                {
+                    out.push(c);
+                    if out.len() == limit {
+                        return Ok(out);
+                    }
+                }
+            }
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// Plans a new customer. The email is unique per tenant unless `separate_reason` says why
+    /// a second customer with the address is needed.
+    pub fn create(
+        &self,
+        actor: &Actor,
+        new: NewCustomer,
+        separate_reason: Option<&str>,
+    ) -> Result<Change<Customer>, BookingError> {
+        self.create_with_secret(actor, new, separate_reason, None)
+    }
+
+    /// [`Customers::create`] with a portal password hash (seeding and the product's sign-up).
+    pub fn create_with_secret(
+        &self,
+        actor: &Actor,
+        new: NewCustomer,
+        separate_reason: Option<&str>,
+        portal_password_hash: Option<String>,
+    ) -> Result<Change<Customer>, BookingError> {
+        actor.require(rights::BOOKINGS_WRITE)?;
+        let name = check_len("name", &new.name, 100)?;
+        let email = normalize_email(&new.email)?;
+        let phone = new.phone.as_deref().map(check_phone).transpose()?;
+        let address = new
+            .address
+            .as_deref()
+            .map(|a| check_len("address", a, 300))
+            .transpose()?;
+        let notes = new
+            .notes
+            .as_deref()
+            .map(|n| check_len("notes", n, 2000))
+            .transpose()?;
+        if let Some(reason) = separate_reason {
+            check_len("reason", reason, 300)?;
+        }
+        let id = crate::ids::new_id();
+        let secret = portal_password_hash.map(Value::S);
+        let item = item_of(
+            &name,
+            &email,
+            phone.as_deref(),
+            address.as_deref(),
+            notes.as_deref(),
+            secret.as_ref(),
+        );
+        let customer = Customer::from_item(&id, &item);
+        let handle = customer.handle();
+        let mut change = Change::new(customer);
+        change.push(
+            Put::new(keys::object(&actor.tenant, Kind::Customer, &id), item)
+                .when(Condition::item_not_exists()),
+            |_| BookingError::Rejected("a customer with this id exists; try again".into()),
+        );
+        if separate_reason.is_none() {
+            let mut claim = Item::new();
+            claim.insert("holder".into(), Value::s(&handle));
+            let op = Put::new(keys::unique(&actor.tenant, "customer-email", &email), claim)
+                .when(Condition::item_not_exists())
+                .return_old_on_failure();
+            change.push(op, |current| BookingError::Duplicate {
+                kind: "customer",
+                key: "email",
+                existing: current
+                    .and_then(|i| i.get("holder"))
+                    .and_then(Value::as_s)
+                    .unwrap_or("an existing customer")
+                    .to_owned(),
+            });
+        }
+        change.ids.push(handle);
+        Ok(change)
+    }
+
+    /// Plans changes to a customer the caller read at `version`.
+    pub async fn update(
+        &self,
+        actor: &Actor,
+        id: &str,
+        version: &str,
+        patch: CustomerPatch,
+    ) -> Result<Change<Customer>, BookingError> {
+        actor.require(rights::BOOKINGS_WRITE)?;
+        let (current, item) = self.load(actor, id).await?;
+        if current.version != version {
+            return Err(BookingError::Stale {
+                kind: "customer",
+                expected: version.to_owned(),
+                current: json!({"version": current.version, "name": current.name, "email": current.email}),
+            });
+        }
+        let name = patch
+            .name
+            .as_deref()
+            .map(|n| check_len("name", n, 100))
+            .transpose()?
+            .unwrap_or(current.name.clone());
+        let email = patch
+            .email
+            .as_deref()
+            .map(normalize_email)
+            .transpose()?
+            .unwrap_or(current.email.clone());
+        let phone = match patch.phone.as_deref() {
+            Some(p) => Some(check_phone(p)?),
+            None => current.phone.clone(),
+        };
+        let address = match patch.address.as_deref() {
+            Some(a) => Some(check_len("address", a, 300)?),
+            None => current.address.clone(),
+        };
+        let notes = item.get("notes").and_then(Value::as_s).map(str::to_owned);
+        let new_item = item_of(
+            &name,
+            &email,
+            phone.as_deref(),
+            address.as_deref(),
+            notes.as_deref(),
+            item.get("portal_password_hash"),
+        );
+        let updated = Customer::from_item(id, &new_item);
+        let handle = updated.handle();
+        let key = keys::object(&actor.tenant, Kind::Customer, id);
+        let mut change = Change::new(updated);
+        let expected = version.to_owned();
+        change.push(
+            Put::new(key, new_item).when(Condition::eq("version", Value::s(version))),
+            move |_| BookingError::Stale {
+                kind: "customer",
+                expected: expected.clone(),
+                current: json!(null),
+            },
+        );
+        if email != current.email {
+            // The address moves: the old claim goes, the new one must be free.
+            change.push(
+                store::Delete::new(keys::unique(
+                    &actor.tenant,
+                    "customer-email",
+                    &current.email,
+                ))
+                .when(Condition::eq("holder", Value::s(&handle))),
+                |_| {
+                    BookingError::Rejected(
+                        "the customer's email claim changed meanwhile; read the customer again"
+                            .into(),
+                    )
+                },
+            );
+            let mut claim = Item::new();
+            claim.insert("holder".into(), Value::s(&handle));
+            change.push(
+                Put::new(keys::unique(&actor.tenant, "customer-email", &email), claim)
+                    .when(Condition::item_not_exists())
+                    .return_old_on_failure(),
+                |current| BookingError::Duplicate {
+                    kind: "customer",
+                    key: "email",
+                    existing: current
+                        .and_then(|i| i.get("holder"))
+                        .and_then(Value::as_s)
+                        .unwrap_or("an existing customer")
+                        .to_owned(),
+                },
+            );
+        }
+        change.ids.push(handle);
+        Ok(change)
+    }
+
+    /// Plans deleting a customer (and the claim on their email).
+    pub async fn delete(&self, actor: &Actor, id: &str) -> Result<Change<Customer>, BookingError> {
+        actor.require(rights::RECORDS_DELETE)?;
+        let (current, _) = self.load(actor, id).await?;
+        let handle = current.handle();
+        let version = current.version.clone();
+        let email = current.email.clone();
+        let mut change = Change::new(current);
+        change.push(
+            store::Delete::new(keys::object(&actor.tenant, Kind::Customer, id))
+                .when(Condition::eq("version", Value::s(&version))),
+            |_| {
+                BookingError::Rejected(
+                    "the customer changed since it was read; read it again".into(),
+                )
+            },
+        );
+        change.push(
+            store::Delete::new(keys::unique(&actor.tenant, "customer-email", &email)),
+            |_| BookingError::Rejected("the email claim could not be released".into()),
+        );
+        change.ids.push(handle);
+        Ok(change)
+    }
+}

@@ -1,0 +1,63 @@
+//! The booking product's one error type. Every variant names what the caller can do about it.
+
+/// What went wrong in a booking service.
+#[derive(Debug, thiserror::Error)]
+pub enum BookingError {
+    /// No such object in this tenant (another tenant's objects are never "found").
+    #[error("no {kind} {id} in this workspace")]
+    NotFound {
+        /// `customer`, `booking`, ...
+        kind: &'static str,
+        /// The public id asked for.
+        id: String,
+    },
+    /// An input is wrong.
+    #[error("{field}: {reason}")]
+    Invalid {
+        /// The field.
+        field: &'static str,
+        /// Why, and what is accepted.
+        reason: String,
+    },
+    /// An object with the same business key exists.
+    #[error("a {kind} with this {key} exists already: {existing}")]
+    Duplicate {
+        /// `customer`, `booking`.
+        kind: &'static str,
+        /// What makes it the same (`email`).
+        key: &'static str,
+        /// The existing object's public id.
+        existing: String,
+    },
+    /// The object changed since the caller read it.
+    #[error("the {kind} changed since version {expected}")]
+    Stale {
+        /// `customer`, `booking`.
+        kind: &'static str,
+        /// The version the caller sent.
+        expected: String,
+        /// The current state, presented.
+        current: serde_json::Value,
+    },
+    /// The acting member lacks a right.
+    #[error("this needs the right {right}")]
+    Forbidden {
+        /// The right.
+        right: &'static str,
+    },
+    /// A business rule refuses the change.
+    #[error("{0}")]
+    Rejected(String),
+    /// The store failed.
+    #[error("store failure")]
+    Store(#[from] store::StoreError),
+}
+
+impl BookingError {
+    pub(crate) fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
+        BookingError::Invalid {
+            field,
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! Public ids: a kind prefix and a random part (`cus_4fK2...`). Internal keys never leave.
+
+use rand::Rng as _;
+
+const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// A new random id part (20 characters, about 119 bits).
+pub fn new_id() -> String {
+    let mut rng = rand::rng();
+    (0..20)
+        .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
+        .collect()
+}
+
+/// Kinds of objects with public ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `cus_`
+    Customer,
+    /// `tec_`
+    Technician,
+    /// `bkg_`
+    Booking,
+    /// `quo_`
+    Quote,
+    /// `msg_` (outbox messages)
+    Message,
+}
+
+impl Kind {
+    /// The handle prefix (without `_`).
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Kind::Customer => "cus",
+            Kind::Technician => "tec",
+            Kind::Booking => "bkg",
+            Kind::Quote => "quo",
+            Kind::Message => "msg",
+        }
+    }
+
+    /// The noun.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Kind::Customer => "customer",
+            Kind::Technician => "technician",
+            Kind::Booking => "booking",
+            Kind::Quote => "quote",
+            Kind::Message => "message",
+        }
+    }
+
+    /// The public handle of an id.
+    pub fn handle(self, id: &str) -> String {
+        format!("{}_{id}", self.prefix())
+    }
+}

@@ -1,0 +1,33 @@
+//! Every key the booking product stores, in one place. The tenant id is the first segment.
+
+use store::Key;
+
+/// A tenant's settings.
+pub fn tenant(tenant: &str) -> Key {
+    Key::new(format!("{tenant}#tenant"), "settings")
+}
+
+/// A member (read by the identity layer's directory as well).
+pub fn member(tenant: &str, member: &str) -> Key {
+    Key::new(format!("{tenant}#member"), member)
+}
+
+/// The partition of a kind of object.
+pub fn partition(tenant: &str, kind: crate::ids::Kind) -> String {
+    format!("{tenant}#{}", kind.noun())
+}
+
+/// One object.
+pub fn object(tenant: &str, kind: crate::ids::Kind, id: &str) -> Key {
+    Key::new(partition(tenant, kind), id)
+}
+
+/// The claim on a unique business key (`email` of customers, ...).
+pub fn unique(tenant: &str, what: &str, value: &str) -> Key {
+    Key::new(format!("{tenant}#unique#{what}"), value)
+}
+
+/// An outbox message.
+pub fn outbox(tenant: &str, id: &str) -> Key {
+    Key::new(format!("{tenant}#outbox"), id)
+}
