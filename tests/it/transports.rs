@@ -339,3 +339,73 @@ async fn token_commands_work_on_dynamodb_too() {
         "off"
     );
 }
+
+#[tokio::test]
+async fn serve_seeds_demo_tenants_into_an_empty_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("demo");
+    let (_server, addr) = start_serve(&data);
+    // The seed runs before the server accepts connections, so the file is there once the
+    // first request is answered.
+    let probe = TestClient::http(addr)
+        .request("tools/list", json!({}))
+        .await;
+    assert_eq!(probe.status, 401);
+    let file = data.join("demo-connections.json");
+    let demo: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o600,
+            "owner-readable only"
+        );
+    }
+    let connections = demo["connections"].as_array().unwrap();
+    assert_eq!(
+        connections.len(),
+        2 * 4 * 3,
+        "one per tenant, role and toolset"
+    );
+    let token = |tenant: &str, role: &str, toolset: &str| {
+        connections
+            .iter()
+            .find(|c| c["tenant"] == tenant && c["role"] == role && c["toolset"] == toolset)
+            .map(|c| format!("Bearer {}", c["token"].as_str().unwrap()))
+            .unwrap()
+    };
+    let acme = TestClient::http(addr)
+        .with_header("authorization", &token("acme", "dispatcher", "standard"));
+    let found = acme
+        .call_tool("find_customers", json!({"query": "ada"}))
+        .await;
+    let ada = found.structured()["customers"][0]["customer"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(ada.starts_with("cus_"));
+    let globex =
+        TestClient::http(addr).with_header("authorization", &token("globex", "owner", "full"));
+    let other = globex
+        .call_tool("get_customer", json!({"customer": ada}))
+        .await;
+    assert_eq!(
+        other.structured()["code"],
+        "not_found",
+        "another tenant's handle is not found"
+    );
+    let viewer =
+        TestClient::http(addr).with_header("authorization", &token("acme", "viewer", "core"));
+    let list = viewer.list_tools().await;
+    let names: Vec<&str> = list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"find_customers") && !names.contains(&"create_customer"),
+        "{names:?}"
+    );
+}

@@ -121,6 +121,9 @@ struct ServeArgs {
     /// The claim that names the tenant.
     #[arg(long, env = "GATEHOUSE_OAUTH_TENANT_CLAIM", default_value = "tenant")]
     oauth_tenant_claim: String,
+    /// Do not seed the demo tenants into an empty store.
+    #[arg(long)]
+    no_demo: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -227,7 +230,7 @@ async fn main() -> anyhow::Result<()> {
         "sqlite"
     };
     match cli.command {
-        Command::Serve(args) => serve(store, backend, &described, args).await,
+        Command::Serve(args) => serve(store, backend, &described, &cli.store.data_dir, args).await,
         Command::Stdio => stdio(store, backend).await,
         Command::Member { command } => member(store, command).await,
         Command::Token { command } => token(store, command).await,
@@ -261,6 +264,7 @@ async fn serve(
     store: Arc<dyn store::Store>,
     backend: &str,
     described: &str,
+    data_dir: &std::path::Path,
     args: ServeArgs,
 ) -> anyhow::Result<()> {
     let oauth = match (args.oauth_issuer, args.oauth_resource, args.oauth_jwks) {
@@ -295,13 +299,24 @@ async fn serve(
         env!("CARGO_PKG_VERSION")
     );
     eprintln!("  store: {described}");
-    eprintln!("  every request needs an MCP token; make one with:");
-    eprintln!("    gatehouse member set --tenant acme --member ana --role owner");
-    eprintln!("    gatehouse token create --tenant acme --member ana --client \"my laptop\"");
-    eprintln!("  then connect a client, e.g.:");
-    eprintln!(
-        "    claude mcp add --transport http gatehouse http://{local}/mcp --header \"Authorization: Bearer <token>\""
-    );
+    let mut seeded = false;
+    if !args.no_demo
+        && let Some(demo) = app::demo::seed_if_empty(&app)
+            .await
+            .map_err(|e| anyhow::anyhow!(e))?
+    {
+        print_demo(&demo, data_dir, &format!("http://{local}/mcp"))?;
+        seeded = true;
+    }
+    if !seeded {
+        eprintln!("  every request needs an MCP token; make one with:");
+        eprintln!("    gatehouse member set --tenant acme --member ana --role owner");
+        eprintln!("    gatehouse token create --tenant acme --member ana --client \"my laptop\"");
+        eprintln!("  then connect a client, e.g.:");
+        eprintln!(
+            "    claude mcp add --transport http gatehouse http://{local}/mcp --header \"Authorization: Bearer <token>\""
+        );
+    }
     loop {
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => accepted?,
@@ -324,6 +339,59 @@ async fn serve(
             }
         });
     }
+}
+
+/// Prints one token per demo tenant with a client configuration, and writes every demo
+/// token to `demo-connections.json` (owner-readable only) for scripts.
+fn print_demo(
+    demo: &[app::demo::DemoConnection],
+    data_dir: &std::path::Path,
+    endpoint: &str,
+) -> anyhow::Result<()> {
+    eprintln!("  seeded the demo tenants acme (Europe/Berlin) and globex (America/New_York):");
+    for c in demo
+        .iter()
+        .filter(|c| c.role == "dispatcher" && c.toolset == "standard")
+    {
+        eprintln!(
+            "    {} dispatcher {} token: {}",
+            c.tenant, c.member, c.token
+        );
+    }
+    if let Some(first) = demo
+        .iter()
+        .find(|c| c.role == "dispatcher" && c.toolset == "standard")
+    {
+        let config = json!({"mcpServers": {"gatehouse": {"type": "http", "url": endpoint, "headers": {"Authorization": format!("Bearer {}", first.token)}}}});
+        eprintln!("  client configuration (acme dispatcher):");
+        eprintln!("    {config}");
+    }
+    std::fs::create_dir_all(data_dir)?;
+    let file = data_dir.join("demo-connections.json");
+    let body = serde_json::to_string_pretty(&json!({"endpoint": endpoint, "connections": demo}))?;
+    write_private(&file, body.as_bytes())?;
+    eprintln!(
+        "  every demo token (tenant x role x toolset): {}",
+        file.display()
+    );
+    Ok(())
+}
+
+/// Writes a file only its owner can read.
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    file.write_all(bytes)?;
+    Ok(())
 }
 
 async fn stdio(store: Arc<dyn store::Store>, backend: &str) -> anyhow::Result<()> {

@@ -2,6 +2,7 @@
 //! function, `gatehouse serve`, `gatehouse stdio`, the tests), so they cannot drift apart.
 //! Entry points read their environment and hand typed settings here; this crate reads none.
 
+pub mod demo;
 mod recent;
 pub mod rights;
 mod status;
@@ -89,6 +90,8 @@ pub fn registry(settings: &Settings, store: &Arc<dyn Store>) -> Result<Registry,
     }))?;
     let services = booking_tools::Services {
         customers: booking::Customers::new(Arc::clone(store)),
+        technicians: booking::Technicians::new(Arc::clone(store)),
+        bookings: booking::Bookings::new(Arc::clone(store)),
         console_base: settings.console_base.clone(),
     };
     booking_tools::register(&mut registry, &services)?;

@@ -1,7 +1,7 @@
 //! From MCP to the services and back: the actor from the caller, the change into the
 //! pipeline's writes, service errors into errors the model can act on.
 
-use booking::{Actor, BookingError, Change, Customers};
+use booking::{Actor, BookingError, Bookings, Change, Customers, Technicians, When};
 use mcp_pipeline::{CallError, ErrorKind, HandleKind, ToolContext, ToolError};
 
 /// The services the tools call.
@@ -9,6 +9,10 @@ use mcp_pipeline::{CallError, ErrorKind, HandleKind, ToolContext, ToolError};
 pub struct Services {
     /// Customers.
     pub customers: Customers,
+    /// Technicians.
+    pub technicians: Technicians,
+    /// Bookings.
+    pub bookings: Bookings,
     /// Base URL of the product's pages, for console links.
     pub console_base: String,
 }
@@ -20,6 +24,46 @@ pub struct CustomerKind;
 impl HandleKind for CustomerKind {
     const PREFIX: &'static str = "cus";
     const NOUN: &'static str = "customer";
+}
+
+/// Booking handles (`bkg_...`).
+#[derive(Debug)]
+pub struct BookingKind;
+
+impl HandleKind for BookingKind {
+    const PREFIX: &'static str = "bkg";
+    const NOUN: &'static str = "booking";
+}
+
+/// Technician handles (`tec_...`).
+#[derive(Debug)]
+pub struct TechnicianKind;
+
+impl HandleKind for TechnicianKind {
+    const PREFIX: &'static str = "tec";
+    const NOUN: &'static str = "technician";
+}
+
+/// A start time as a tool takes it: ISO 8601 with an offset, or a local time; `zone` is the
+/// IANA zone either way (for local times it is the zone they are in; for instants, the zone
+/// they are shown in).
+pub(crate) fn when(start: &str, zone: &str) -> When {
+    let t = start.trim();
+    let has_offset = t.ends_with('Z') || t.ends_with('z') || {
+        let tail: Vec<char> = t.chars().rev().take(6).collect();
+        tail.len() == 6 && (tail[5] == '+' || tail[5] == '-') && tail[2] == ':'
+    };
+    if has_offset {
+        When::Instant {
+            iso: t.to_owned(),
+            zone: zone.to_owned(),
+        }
+    } else {
+        When::Local {
+            local: t.to_owned(),
+            zone: zone.to_owned(),
+        }
+    }
 }
 
 /// The acting member: the connection's creator with the connection's live rights.
@@ -59,6 +103,12 @@ pub(crate) fn error(e: BookingError) -> CallError {
         )
         .detail("current", current),
         BookingError::Forbidden { right } => ToolError::new(ErrorKind::Forbidden, format!("This needs the right {right}"), "Ask a person who has that right"),
+        BookingError::Time { field, error } => {
+            let details = serde_json::to_value(&error).unwrap_or_default();
+            ToolError::validation(format!("`{field}`: {error}"), format!("Send `{field}` again as described"))
+                .detail("field", field)
+                .detail("time_error", details)
+        }
         BookingError::Rejected(reason) => ToolError::new(ErrorKind::Rejected, reason, "Read the current state and decide with the user"),
         BookingError::Store(e) => return CallError::Other(Box::new(e)),
     };

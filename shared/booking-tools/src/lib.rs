@@ -5,16 +5,24 @@
 //! the result with an explicit field list. Tools never touch the store.
 
 mod adapter;
+mod add_booking_note;
+mod cancel_booking;
+mod create_booking;
 mod create_customer;
 mod delete_customer;
+mod find_bookings;
 mod find_customers;
+mod get_booking;
 mod get_customer;
+mod list_technicians;
 mod present;
+mod send_booking_confirmation;
+mod update_booking;
 mod update_customer;
 
 use mcp_pipeline::{Registry, RegistryError, ToolSpec, Toolset};
 
-pub use adapter::{CustomerKind, Services};
+pub use adapter::{BookingKind, CustomerKind, Services, TechnicianKind};
 
 /// Registers the booking tools, in `tools/list` order.
 pub fn register(registry: &mut Registry, services: &Services) -> Result<(), RegistryError> {
@@ -52,6 +60,75 @@ pub fn register(registry: &mut Registry, services: &Services) -> Result<(), Regi
         })
         .requires(rights::BOOKINGS_WRITE)
         .toolset(Toolset::Core),
+    )?;
+    registry.register(
+        ToolSpec::new(list_technicians::ListTechnicians {
+            technicians: services.technicians.clone(),
+            console_base: base(),
+        })
+        .requires(rights::BOOKINGS_READ)
+        .toolset(Toolset::Core),
+    )?;
+    let bookings = || services.bookings.clone();
+    registry.register(
+        ToolSpec::new(find_bookings::FindBookings {
+            bookings: bookings(),
+            console_base: base(),
+        })
+        .requires(rights::BOOKINGS_READ)
+        .toolset(Toolset::Core),
+    )?;
+    registry.register(
+        ToolSpec::new(get_booking::GetBooking {
+            bookings: bookings(),
+            console_base: base(),
+        })
+        .requires(rights::BOOKINGS_READ)
+        .toolset(Toolset::Core),
+    )?;
+    registry.register(
+        ToolSpec::new(create_booking::CreateBooking {
+            bookings: bookings(),
+            console_base: base(),
+        })
+        .requires(rights::BOOKINGS_WRITE)
+        .toolset(Toolset::Core),
+    )?;
+    registry.register(
+        ToolSpec::new(update_booking::UpdateBooking {
+            bookings: bookings(),
+            console_base: base(),
+        })
+        .requires(rights::BOOKINGS_WRITE)
+        .toolset(Toolset::Core),
+    )?;
+    registry.register(
+        ToolSpec::new(add_booking_note::AddBookingNote {
+            bookings: bookings(),
+            console_base: base(),
+        })
+        .requires(rights::BOOKINGS_WRITE)
+        .toolset(Toolset::Standard),
+    )?;
+    registry.register(
+        ToolSpec::new(send_booking_confirmation::SendBookingConfirmation {
+            bookings: bookings(),
+            customers: customers(),
+            technicians: services.technicians.clone(),
+            console_base: base(),
+        })
+        .requires(rights::BOOKINGS_WRITE)
+        .requires(rights::CUSTOMERS_NOTIFY)
+        .toolset(Toolset::Core),
+    )?;
+    registry.register(
+        ToolSpec::new(cancel_booking::CancelBooking {
+            bookings: bookings(),
+            customers: customers(),
+            console_base: base(),
+        })
+        .requires(rights::BOOKINGS_WRITE)
+        .toolset(Toolset::Standard),
     )?;
     registry.register(
         ToolSpec::new(delete_customer::DeleteCustomer {

@@ -1,7 +1,8 @@
 //! Presenters: explicit field lists, never a whole record.
 
-use booking::Customer;
 use booking::text::UntrustedText;
+use booking::time::Moment;
+use booking::{Booking, Customer, Technician};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -57,6 +58,101 @@ impl CustomerView {
             phone: c.phone.clone(),
             address: c.address.clone(),
             notes: c.notes.as_ref().map(Untrusted::from),
+        }
+    }
+}
+
+/// A technician in results (never the private phone).
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct TechnicianView {
+    /// The handle (`tec_...`).
+    technician: String,
+    version: String,
+    /// `on_call` or `off_call`.
+    state: &'static str,
+    link: String,
+    name: String,
+    skills: Vec<String>,
+    /// Local to `zone`.
+    working_hours: String,
+    zone: String,
+}
+
+impl TechnicianView {
+    pub(crate) fn new(t: &Technician, console_base: &str) -> Self {
+        TechnicianView {
+            technician: t.handle(),
+            version: t.version.clone(),
+            state: if t.on_call { "on_call" } else { "off_call" },
+            link: format!("{console_base}/technicians/{}", t.handle()),
+            name: t.name.clone(),
+            skills: t.skills.clone(),
+            working_hours: t.working_hours.clone(),
+            zone: t.zone.clone(),
+        }
+    }
+}
+
+/// A time in results: weekday, local time with zone, UTC and distance from now.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct TimeView {
+    weekday: String,
+    local: String,
+    zone: String,
+    offset: String,
+    utc: String,
+    from_now: String,
+}
+
+impl From<Moment> for TimeView {
+    fn from(m: Moment) -> Self {
+        TimeView {
+            weekday: m.weekday,
+            local: m.local,
+            zone: m.zone,
+            offset: m.offset,
+            utc: m.utc,
+            from_now: m.from_now,
+        }
+    }
+}
+
+/// A booking in results.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct BookingView {
+    /// The handle (`bkg_...`).
+    booking: String,
+    /// Send it back with changes.
+    version: String,
+    /// `draft`, `confirmed`, `cancelled` or `completed`.
+    state: &'static str,
+    link: String,
+    /// The customer's handle.
+    customer: String,
+    /// The technician's handle.
+    technician: String,
+    service: String,
+    start: TimeView,
+    end: TimeView,
+    duration_minutes: i64,
+    /// Staff notes, oldest first.
+    notes: Vec<String>,
+}
+
+impl BookingView {
+    pub(crate) fn new(b: &Booking, console_base: &str, now: chrono::DateTime<chrono::Utc>) -> Self {
+        BookingView {
+            booking: b.handle(),
+            version: b.version.clone(),
+            state: b.status.as_str(),
+            link: format!("{console_base}/bookings/{}", b.handle()),
+            customer: booking::ids::Kind::Customer.handle(&b.customer),
+            technician: booking::ids::Kind::Technician.handle(&b.technician),
+            service: b.service.clone(),
+            start: Moment::new(b.start, b.zone, now).into(),
+            end: Moment::new(b.end, b.zone, now).into(),
+            duration_minutes: (b.end - b.start).num_minutes(),
+            notes: b.notes.clone(),
         }
     }
 }

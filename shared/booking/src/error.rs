@@ -45,6 +45,14 @@ pub enum BookingError {
         /// The right.
         right: &'static str,
     },
+    /// A time is wrong: nonexistent, ambiguous, unreadable or without a zone.
+    #[error("{field}: {error}")]
+    Time {
+        /// The field.
+        field: &'static str,
+        /// What is wrong, with the options where there are some.
+        error: crate::time::TimeError,
+    },
     /// A business rule refuses the change.
     #[error("{0}")]
     Rejected(String),

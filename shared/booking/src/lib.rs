@@ -7,17 +7,24 @@
 //! is the first segment of every one.
 
 mod actor;
+pub mod bookings;
 mod change;
 pub mod customers;
 mod error;
 pub mod ids;
 pub mod keys;
 pub mod money;
+mod outbox;
 pub mod rights;
+pub mod technicians;
+pub mod tenants;
 pub mod text;
 pub mod time;
 
 pub use actor::Actor;
+pub use bookings::{Booking, BookingFilter, Bookings, NewBooking, Status, When};
 pub use change::{Change, Op};
 pub use customers::{Customer, CustomerPatch, Customers, NewCustomer};
 pub use error::BookingError;
+pub use technicians::{NewTechnician, Technician, Technicians};
+pub use tenants::{Tenant, Tenants};

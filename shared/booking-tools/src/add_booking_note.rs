@@ -1,0 +1,60 @@
+//! `add_booking_note`: a staff note on a booking (silent).
+
+use booking::Bookings;
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::adapter::{BookingKind, actor, apply, error};
+use crate::present::BookingView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// The booking's handle.
+    booking: Handle<BookingKind>,
+    /// The note (staff only; the customer never sees it).
+    note: String,
+}
+
+/// The booking with the note.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    booking: BookingView,
+    /// Who was told: nobody.
+    notified: Vec<String>,
+}
+
+/// Adds a staff note.
+#[derive(Debug)]
+pub(crate) struct AddBookingNote {
+    pub(crate) bookings: Bookings,
+    pub(crate) console_base: String,
+}
+
+impl Tool for AddBookingNote {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "add_booking_note";
+    const TITLE: &'static str = "Add a booking note";
+    const DESCRIPTION: &'static str = "Adds a staff note to a booking, visible to staff only; the customer is not told. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"note\": \"Bring the long ladder.\"}";
+    const EFFECT: EffectClass = EffectClass::SilentWrite;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let change = self
+            .bookings
+            .add_note(&actor, input.booking.id(), &input.note)
+            .await
+            .map_err(error)?;
+        let b = apply(&ctx, change);
+        Ok(Success::new(
+            format!("Added a note to {}; nobody was told.", b.handle()),
+            Output {
+                booking: BookingView::new(&b, &self.console_base, chrono::Utc::now()),
+                notified: Vec::new(),
+            },
+        ))
+    }
+}

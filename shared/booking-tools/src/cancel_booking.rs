@@ -1,0 +1,100 @@
+//! `cancel_booking`: prepares cancelling a booking (and telling the customer if it was
+//! confirmed); `confirm_action` cancels.
+
+use booking::{Bookings, Customers};
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::adapter::{BookingKind, actor, apply, error};
+use crate::present::BookingView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// The booking's handle.
+    booking: Handle<BookingKind>,
+    /// The version you read.
+    version: String,
+}
+
+/// The cancelled booking and who is told.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    booking: BookingView,
+    /// Who gets a message (the customer, if the booking was confirmed).
+    notified: Vec<String>,
+}
+
+/// Cancels a booking.
+#[derive(Debug)]
+pub(crate) struct CancelBooking {
+    pub(crate) bookings: Bookings,
+    pub(crate) customers: Customers,
+    pub(crate) console_base: String,
+}
+
+impl Tool for CancelBooking {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "cancel_booking";
+    const TITLE: &'static str = "Cancel a booking";
+    const DESCRIPTION: &'static str = "Prepares cancelling one booking; if it was confirmed, the customer is emailed. Returns a preview and a confirm_token; nothing happens until confirm_action. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\"}";
+    const EFFECT: EffectClass = EffectClass::Notify;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let current = self
+            .bookings
+            .get(&actor, input.booking.id())
+            .await
+            .map_err(error)?;
+        let customer = self
+            .customers
+            .get(&actor, &current.customer)
+            .await
+            .map_err(error)?;
+        let text = format!(
+            "Hello {}, your {} booking ({}) is cancelled.",
+            customer.name,
+            current.service,
+            current.handle()
+        );
+        let change = self
+            .bookings
+            .cancel(
+                &actor,
+                input.booking.id(),
+                &input.version,
+                &customer.email,
+                &text,
+            )
+            .await
+            .map_err(error)?;
+        let notified = change.notified.clone();
+        let b = apply(&ctx, change);
+        let summary = if notified.is_empty() {
+            format!(
+                "Cancel booking {} (a {}); nobody is emailed.",
+                b.handle(),
+                current.status.as_str()
+            )
+        } else {
+            format!(
+                "Cancel booking {} and email {}: \"{text}\"",
+                b.handle(),
+                customer.email
+            )
+        };
+        ctx.writes.preview(summary, json!({"booking": b.handle(), "notified": notified, "body": if notified.is_empty() { None } else { Some(&text) }}));
+        Ok(Success::new(
+            format!("Cancelled booking {}.", b.handle()),
+            Output {
+                booking: BookingView::new(&b, &self.console_base, chrono::Utc::now()),
+                notified,
+            },
+        ))
+    }
+}

@@ -1,0 +1,91 @@
+//! `find_bookings`: bookings by customer, technician or status.
+
+use booking::{BookingFilter, Bookings, Status};
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::adapter::{CustomerKind, TechnicianKind, actor, error};
+use crate::present::BookingView;
+
+/// A booking status.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum StatusArg {
+    Draft,
+    Confirmed,
+    Cancelled,
+    Completed,
+}
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// Only this customer's bookings.
+    customer: Option<Handle<CustomerKind>>,
+    /// Only this technician's bookings.
+    technician: Option<Handle<TechnicianKind>>,
+    /// Only bookings in this status.
+    status: Option<StatusArg>,
+    /// At most this many (1 to 50, default 20).
+    limit: Option<u32>,
+}
+
+/// Matches, earliest first.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    bookings: Vec<BookingView>,
+}
+
+/// Finds bookings.
+#[derive(Debug)]
+pub(crate) struct FindBookings {
+    pub(crate) bookings: Bookings,
+    pub(crate) console_base: String,
+}
+
+impl Tool for FindBookings {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "find_bookings";
+    const TITLE: &'static str = "Find bookings";
+    const DESCRIPTION: &'static str = "Finds bookings by customer, technician or status, earliest first, with times shown as weekday, local time with zone, UTC and distance from now. Changes nothing; get_booking reads one. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"status\": \"draft\"}";
+    const EFFECT: EffectClass = EffectClass::Read;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let filter = BookingFilter {
+            customer: input.customer.map(|h| h.id().to_owned()),
+            technician: input.technician.map(|h| h.id().to_owned()),
+            status: input.status.map(|s| match s {
+                StatusArg::Draft => Status::Draft,
+                StatusArg::Confirmed => Status::Confirmed,
+                StatusArg::Cancelled => Status::Cancelled,
+                StatusArg::Completed => Status::Completed,
+            }),
+        };
+        let limit = input.limit.unwrap_or(20).clamp(1, 50) as usize;
+        let found = self
+            .bookings
+            .find(&actor, &filter, limit)
+            .await
+            .map_err(error)?;
+        let now = chrono::Utc::now();
+        let bookings: Vec<BookingView> = found
+            .iter()
+            .map(|b| BookingView::new(b, &self.console_base, now))
+            .collect();
+        let mut success = Success::new(
+            format!("{} bookings match.", bookings.len()),
+            Output { bookings },
+        );
+        if let Some(first) = found.first() {
+            success = success.next_step(format!(
+                "get_booking {{\"booking\": \"{}\"}}",
+                first.handle()
+            ));
+        }
+        Ok(success)
+    }
+}

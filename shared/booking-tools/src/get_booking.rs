@@ -1,0 +1,67 @@
+//! `get_booking`: one booking.
+
+use booking::Bookings;
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::adapter::{BookingKind, actor, error};
+use crate::present::BookingView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// The booking's handle (`bkg_...`).
+    booking: Handle<BookingKind>,
+}
+
+/// The booking.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    booking: BookingView,
+}
+
+/// Reads one booking.
+#[derive(Debug)]
+pub(crate) struct GetBooking {
+    pub(crate) bookings: Bookings,
+    pub(crate) console_base: String,
+}
+
+impl Tool for GetBooking {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "get_booking";
+    const TITLE: &'static str = "Get a booking";
+    const DESCRIPTION: &'static str = "Returns one booking with handle, version, state, customer, technician and times. Changes nothing; find_bookings searches. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\"}";
+    const EFFECT: EffectClass = EffectClass::Read;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let b = self
+            .bookings
+            .get(&actor, input.booking.id())
+            .await
+            .map_err(error)?;
+        let handle = b.handle();
+        let next = if b.status == booking::Status::Draft {
+            format!(
+                "send_booking_confirmation {{\"booking\": \"{handle}\", \"version\": \"{}\"}}",
+                b.version
+            )
+        } else {
+            format!(
+                "find_bookings {{\"customer\": \"{}\"}}",
+                booking::ids::Kind::Customer.handle(&b.customer)
+            )
+        };
+        Ok(Success::new(
+            format!("Booking {handle} is {}.", b.status.as_str()),
+            Output {
+                booking: BookingView::new(&b, &self.console_base, chrono::Utc::now()),
+            },
+        )
+        .next_step(next))
+    }
+}

@@ -1,0 +1,49 @@
+//! `list_technicians`: every technician of the workspace.
+
+use booking::Technicians;
+use mcp_pipeline::{CallError, EffectClass, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::adapter::{actor, error};
+use crate::present::TechnicianView;
+
+/// No arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {}
+
+/// The technicians.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    technicians: Vec<TechnicianView>,
+}
+
+/// Lists technicians.
+#[derive(Debug)]
+pub(crate) struct ListTechnicians {
+    pub(crate) technicians: Technicians,
+    pub(crate) console_base: String,
+}
+
+impl Tool for ListTechnicians {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "list_technicians";
+    const TITLE: &'static str = "List technicians";
+    const DESCRIPTION: &'static str = "Lists the workspace's technicians with handles, skills, working hours, time zone and on-call state. Use it to pick a technician for a booking. Changes nothing. Example: {}";
+    const EFFECT: EffectClass = EffectClass::Read;
+
+    async fn call(&self, ctx: ToolContext, _input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let list = self.technicians.list(&actor).await.map_err(error)?;
+        let technicians: Vec<TechnicianView> = list
+            .iter()
+            .map(|t| TechnicianView::new(t, &self.console_base))
+            .collect();
+        Ok(Success::new(
+            format!("{} technicians.", technicians.len()),
+            Output { technicians },
+        ))
+    }
+}

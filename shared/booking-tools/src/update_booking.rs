@@ -1,0 +1,90 @@
+//! `update_booking`: change a draft booking (silent).
+
+use booking::Bookings;
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext, ToolError};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::adapter::{BookingKind, actor, apply, error, when};
+use crate::present::BookingView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// The booking's handle.
+    booking: Handle<BookingKind>,
+    /// The version you read.
+    version: String,
+    /// New service text.
+    service: Option<String>,
+    /// New start (local time in `zone`, or ISO 8601 with an offset).
+    start: Option<String>,
+    /// IANA zone for `start` (required with `start`).
+    zone: Option<String>,
+    /// New length in minutes.
+    duration_minutes: Option<i64>,
+}
+
+/// The changed draft.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    booking: BookingView,
+    /// Who was told: nobody.
+    notified: Vec<String>,
+}
+
+/// Changes a draft booking.
+#[derive(Debug)]
+pub(crate) struct UpdateBooking {
+    pub(crate) bookings: Bookings,
+    pub(crate) console_base: String,
+}
+
+impl Tool for UpdateBooking {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "update_booking";
+    const TITLE: &'static str = "Update a draft booking";
+    const DESCRIPTION: &'static str = "Changes a draft booking's service, start or length; send the version you read. Only drafts: nobody is told. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\", \"start\": \"2026-06-04 14:00\", \"zone\": \"Europe/Berlin\"}";
+    const EFFECT: EffectClass = EffectClass::SilentWrite;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let start = match (input.start, input.zone) {
+            (Some(start), Some(zone)) => Some(when(&start, &zone)),
+            (None, _) => None,
+            (Some(_), None) => {
+                return Err(ToolError::validation(
+                    "`start` needs `zone`",
+                    "Send the IANA zone of the start, e.g. Europe/Berlin",
+                )
+                .into());
+            }
+        };
+        let now = chrono::Utc::now();
+        let change = self
+            .bookings
+            .update_draft(
+                &actor,
+                input.booking.id(),
+                &input.version,
+                input.service,
+                start,
+                input.duration_minutes,
+                now,
+            )
+            .await
+            .map_err(error)?;
+        let b = apply(&ctx, change);
+        let handle = b.handle();
+        Ok(Success::new(
+            format!("Updated draft {handle}; nobody was told."),
+            Output {
+                booking: BookingView::new(&b, &self.console_base, now),
+                notified: Vec::new(),
+            },
+        )
+        .next_step(format!("get_booking {{\"booking\": \"{handle}\"}}")))
+    }
+}

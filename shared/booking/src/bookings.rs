@@ -1,0 +1,559 @@
+//! Bookings: a technician's visit to a customer, from draft to confirmed, cancelled or done.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde_json::json;
+use store::{Condition, Item, Put, Query, Store, Value};
+
+use crate::ids::Kind;
+use crate::text::version_of;
+use crate::time::{self, TimeError};
+use crate::{Actor, BookingError, Change, keys, rights};
+
+/// Where a booking is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Planned; the customer knows nothing yet.
+    Draft,
+    /// Confirmed to the customer.
+    Confirmed,
+    /// Called off.
+    Cancelled,
+    /// Done.
+    Completed,
+}
+
+impl Status {
+    /// The status name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Draft => "draft",
+            Status::Confirmed => "confirmed",
+            Status::Cancelled => "cancelled",
+            Status::Completed => "completed",
+        }
+    }
+
+    /// Reads a status name.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "draft" => Some(Status::Draft),
+            "confirmed" => Some(Status::Confirmed),
+            "cancelled" => Some(Status::Cancelled),
+            "completed" => Some(Status::Completed),
+            _ => None,
+        }
+    }
+}
+
+/// A booking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Booking {
+    /// Random id part (`bkg_<id>`).
+    pub id: String,
+    /// The customer's id part.
+    pub customer: String,
+    /// The technician's id part.
+    pub technician: String,
+    /// What is done (`boiler service`).
+    pub service: String,
+    /// Start.
+    pub start: DateTime<Utc>,
+    /// End.
+    pub end: DateTime<Utc>,
+    /// The zone the booking is shown in (the customer's site).
+    pub zone: Tz,
+    /// Status.
+    pub status: Status,
+    /// Staff notes, oldest first.
+    pub notes: Vec<String>,
+    /// Content hash.
+    pub version: String,
+}
+
+impl Booking {
+    /// The public handle.
+    pub fn handle(&self) -> String {
+        Kind::Booking.handle(&self.id)
+    }
+
+    fn from_item(id: &str, item: &Item) -> Option<Self> {
+        let s = |k: &str| item.get(k).and_then(Value::as_s).map(str::to_owned);
+        let instant = |k: &str| {
+            s(k).and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
+                .map(|t| t.with_timezone(&Utc))
+        };
+        Some(Booking {
+            id: id.to_owned(),
+            customer: s("customer")?,
+            technician: s("technician")?,
+            service: s("service").unwrap_or_default(),
+            start: instant("start")?,
+            end: instant("end")?,
+            zone: s("zone")?.parse().ok()?,
+            status: Status::parse(&s("status")?)?,
+            notes: match item.get("notes") {
+                Some(Value::L(list)) => list
+                    .iter()
+                    .filter_map(Value::as_s)
+                    .map(str::to_owned)
+                    .collect(),
+                _ => Vec::new(),
+            },
+            version: s("version").unwrap_or_default(),
+        })
+    }
+
+    fn to_item(&self) -> Item {
+        let mut item = Item::new();
+        item.insert("customer".into(), Value::s(&self.customer));
+        item.insert("technician".into(), Value::s(&self.technician));
+        item.insert("service".into(), Value::s(&self.service));
+        item.insert("start".into(), Value::s(self.start.to_rfc3339()));
+        item.insert("end".into(), Value::s(self.end.to_rfc3339()));
+        item.insert("zone".into(), Value::s(self.zone.name()));
+        item.insert("status".into(), Value::s(self.status.as_str()));
+        item.insert(
+            "notes".into(),
+            Value::L(self.notes.iter().map(Value::s).collect()),
+        );
+        item.insert("version".into(), Value::s(&self.version));
+        item
+    }
+
+    fn with_version(mut self) -> Self {
+        self.version = version_of(&json!({
+            "customer": self.customer,
+            "technician": self.technician,
+            "service": self.service,
+            "start": self.start.to_rfc3339(),
+            "end": self.end.to_rfc3339(),
+            "zone": self.zone.name(),
+            "status": self.status.as_str(),
+            "notes": self.notes,
+        }));
+        self
+    }
+}
+
+/// When something starts: local time in an IANA zone, or ISO 8601 with an offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum When {
+    /// `2026-06-01 09:00` in `Europe/Berlin`.
+    Local {
+        /// Local date-time.
+        local: String,
+        /// IANA zone.
+        zone: String,
+    },
+    /// `2026-06-01T09:00:00+02:00`, shown in `zone`.
+    Instant {
+        /// ISO 8601 with offset.
+        iso: String,
+        /// IANA zone to show it in.
+        zone: String,
+    },
+}
+
+/// A new draft booking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewBooking {
+    /// The customer's id part.
+    pub customer: String,
+    /// The technician's id part.
+    pub technician: String,
+    /// What is done.
+    pub service: String,
+    /// When it starts.
+    pub start: When,
+    /// How long, in minutes.
+    pub duration_minutes: i64,
+}
+
+/// Filters for [`Bookings::find`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BookingFilter {
+    /// Only this customer's.
+    pub customer: Option<String>,
+    /// Only this technician's.
+    pub technician: Option<String>,
+    /// Only in this status.
+    pub status: Option<Status>,
+}
+
+fn resolve(when: &When, now: DateTime<Utc>) -> Result<time::Resolved, BookingError> {
+    let result = match when {
+        When::Local { local, zone } => time::parse_local(local, zone, now),
+        When::Instant { iso, zone } => time::parse_instant(iso, zone, now),
+    };
+    result.map_err(|e| BookingError::Time {
+        field: "start",
+        error: e,
+    })
+}
+
+fn check_service(service: &str) -> Result<String, BookingError> {
+    let s = service.trim();
+    if s.is_empty() || s.chars().count() > 200 {
+        return Err(BookingError::invalid(
+            "service",
+            "must be 1 to 200 characters",
+        ));
+    }
+    Ok(s.to_owned())
+}
+
+/// The booking service.
+#[derive(Debug, Clone)]
+pub struct Bookings {
+    store: Arc<dyn Store>,
+}
+
+impl Bookings {
+    /// The service over `store`.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Bookings { store }
+    }
+
+    /// One booking.
+    pub async fn get(&self, actor: &Actor, id: &str) -> Result<Booking, BookingError> {
+        actor.require(rights::BOOKINGS_READ)?;
+        let item = self
+            .store
+            .get(&keys::object(&actor.tenant, Kind::Booking, id))
+            .await?;
+        item.as_ref()
+            .and_then(|i| Booking::from_item(id, i))
+            .ok_or_else(|| BookingError::NotFound {
+                kind: "booking",
+                id: Kind::Booking.handle(id),
+            })
+    }
+
+    /// Bookings matching the filter, earliest start first, at most `limit`.
+    pub async fn find(
+        &self,
+        actor: &Actor,
+        filter: &BookingFilter,
+        limit: usize,
+    ) -> Result<Vec<Booking>, BookingError> {
+        actor.require(rights::BOOKINGS_READ)?;
+        let mut out = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self
+                .store
+                .query(
+                    Query::partition(keys::partition(&actor.tenant, Kind::Booking))
+                        .limit(100)
+                        .after(cursor),
+                )
+                .await?;
+            out.extend(
+                page.items
+                    .iter()
+                    .filter_map(|(k, i)| Booking::from_item(&k.sk, i))
+                    .filter(|b| {
+                        filter.customer.as_ref().is_none_or(|c| *c == b.customer)
+                            && filter
+                                .technician
+                                .as_ref()
+                                .is_none_or(|t| *t == b.technician)
+                            && filter.status.is_none_or(|s| s == b.status)
+                    }),
+            );
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        out.sort_by_key(|b| b.start);
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    async fn exists(&self, actor: &Actor, kind: Kind, id: &str) -> Result<(), BookingError> {
+        match self
+            .store
+            .get(&keys::object(&actor.tenant, kind, id))
+            .await?
+        {
+            Some(_) => Ok(()),
+            None => Err(BookingError::NotFound {
+                kind: kind.noun(),
+                id: kind.handle(id),
+            }),
+        }
+    }
+
+    /// Plans a draft booking; nobody is told. The business key is customer + technician +
+    /// start: a second draft with the same key needs `separate_reason`.
+    pub async fn create_draft(
+        &self,
+        actor: &Actor,
+        new: NewBooking,
+        separate_reason: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<Change<Booking>, BookingError> {
+        actor.require(rights::BOOKINGS_WRITE)?;
+        let service = check_service(&new.service)?;
+        if !(15..=time::MAX_DURATION_MINUTES).contains(&new.duration_minutes) {
+            return Err(BookingError::invalid(
+                "duration_minutes",
+                format!("must be 15 to {} minutes", time::MAX_DURATION_MINUTES),
+            ));
+        }
+        // Every referenced record must be this tenant's.
+        self.exists(actor, Kind::Customer, &new.customer).await?;
+        self.exists(actor, Kind::Technician, &new.technician)
+            .await?;
+        let start = resolve(&new.start, now)?;
+        let end = start
+            .plus_minutes(new.duration_minutes)
+            .map_err(|e| BookingError::Time {
+                field: "duration_minutes",
+                error: e,
+            })?;
+        let booking = Booking {
+            id: crate::ids::new_id(),
+            customer: new.customer.clone(),
+            technician: new.technician.clone(),
+            service,
+            start: start.instant,
+            end: end.instant,
+            zone: start.zone,
+            status: Status::Draft,
+            notes: Vec::new(),
+            version: String::new(),
+        }
+        .with_version();
+        let handle = booking.handle();
+        let key = keys::object(&actor.tenant, Kind::Booking, &booking.id);
+        let item = booking.to_item();
+        let mut change = Change::new(booking.clone());
+        change.push(
+            Put::new(key, item).when(Condition::item_not_exists()),
+            |_| BookingError::Rejected("a booking with this id exists; try again".into()),
+        );
+        if separate_reason.is_none() {
+            let business_key = format!(
+                "{}|{}|{}",
+                new.customer,
+                new.technician,
+                booking.start.to_rfc3339()
+            );
+            let mut claim = Item::new();
+            claim.insert("holder".into(), Value::s(&handle));
+            change.push(
+                Put::new(
+                    keys::unique(&actor.tenant, "booking-slot", &business_key),
+                    claim,
+                )
+                .when(Condition::item_not_exists())
+                .return_old_on_failure(),
+                |current| BookingError::Duplicate {
+                    kind: "booking",
+                    key: "customer, technician and start",
+                    existing: current
+                        .and_then(|i| i.get("holder"))
+                        .and_then(Value::as_s)
+                        .unwrap_or("an existing booking")
+                        .to_owned(),
+                },
+            );
+        }
+        change.ids.push(handle);
+        Ok(change)
+    }
+
+    fn save(change: &mut Change<Booking>, tenant: &str, expected_version: &str, booking: &Booking) {
+        let expected = expected_version.to_owned();
+        change.push(
+            Put::new(
+                keys::object(tenant, Kind::Booking, &booking.id),
+                booking.to_item(),
+            )
+            .when(Condition::eq("version", Value::s(expected_version))),
+            move |_| BookingError::Stale {
+                kind: "booking",
+                expected: expected.clone(),
+                current: json!(null),
+            },
+        );
+    }
+
+    async fn current(
+        &self,
+        actor: &Actor,
+        id: &str,
+        version: &str,
+    ) -> Result<Booking, BookingError> {
+        let booking = self.get(actor, id).await?;
+        if booking.version != version {
+            return Err(BookingError::Stale {
+                kind: "booking",
+                expected: version.to_owned(),
+                current: json!({"booking": booking.handle(), "version": booking.version, "status": booking.status.as_str(), "service": booking.service, "start": booking.start.to_rfc3339()}),
+            });
+        }
+        Ok(booking)
+    }
+
+    /// Plans changes to a draft (a confirmed booking is changed with a message to the
+    /// customer, by `reschedule`, not here).
+    pub async fn update_draft(
+        &self,
+        actor: &Actor,
+        id: &str,
+        version: &str,
+        service: Option<String>,
+        start: Option<When>,
+        duration_minutes: Option<i64>,
+        now: DateTime<Utc>,
+    ) -> Result<Change<Booking>, BookingError> {
+        actor.require(rights::BOOKINGS_WRITE)?;
+        let mut booking = self.current(actor, id, version).await?;
+        if booking.status != Status::Draft {
+            return Err(BookingError::Rejected(format!(
+                "booking {} is {}; only drafts change silently (a confirmed booking is moved with reschedule_booking, which tells the customer)",
+                booking.handle(),
+                booking.status.as_str()
+            )));
+        }
+        if let Some(service) = service {
+            booking.service = check_service(&service)?;
+        }
+        let minutes =
+            duration_minutes.unwrap_or_else(|| (booking.end - booking.start).num_minutes());
+        if !(15..=time::MAX_DURATION_MINUTES).contains(&minutes) {
+            return Err(BookingError::invalid(
+                "duration_minutes",
+                format!("must be 15 to {} minutes", time::MAX_DURATION_MINUTES),
+            ));
+        }
+        if let Some(when) = start {
+            let resolved = resolve(&when, now)?;
+            booking.start = resolved.instant;
+            booking.zone = resolved.zone;
+        }
+        booking.end = time::end_after(booking.start, minutes).map_err(|e| BookingError::Time {
+            field: "duration_minutes",
+            error: e,
+        })?;
+        let booking = booking.with_version();
+        let mut change = Change::new(booking.clone());
+        Self::save(&mut change, &actor.tenant, version, &booking);
+        change.ids.push(booking.handle());
+        Ok(change)
+    }
+
+    /// Plans adding a staff note (silent).
+    pub async fn add_note(
+        &self,
+        actor: &Actor,
+        id: &str,
+        note: &str,
+    ) -> Result<Change<Booking>, BookingError> {
+        actor.require(rights::BOOKINGS_WRITE)?;
+        let text = note.trim();
+        if text.is_empty() || text.chars().count() > 1000 {
+            return Err(BookingError::invalid(
+                "note",
+                "must be 1 to 1000 characters",
+            ));
+        }
+        let current = self.get(actor, id).await?;
+        let version = current.version.clone();
+        let mut booking = current;
+        booking.notes.push(text.to_owned());
+        let booking = booking.with_version();
+        let mut change = Change::new(booking.clone());
+        Self::save(&mut change, &actor.tenant, &version, &booking);
+        change.ids.push(booking.handle());
+        Ok(change)
+    }
+
+    /// Plans confirming a draft to the customer: the booking becomes confirmed and a message
+    /// to the customer goes to the outbox, in one change.
+    pub async fn confirm(
+        &self,
+        actor: &Actor,
+        id: &str,
+        version: &str,
+        customer_email: &str,
+        text: &str,
+    ) -> Result<Change<Booking>, BookingError> {
+        actor.require(rights::BOOKINGS_WRITE)?;
+        actor.require(rights::CUSTOMERS_NOTIFY)?;
+        let mut booking = self.current(actor, id, version).await?;
+        if booking.status != Status::Draft {
+            return Err(BookingError::Rejected(format!(
+                "booking {} is {}, not a draft; it was confirmed or closed already",
+                booking.handle(),
+                booking.status.as_str()
+            )));
+        }
+        booking.status = Status::Confirmed;
+        let booking = booking.with_version();
+        let mut change = Change::new(booking.clone());
+        Self::save(&mut change, &actor.tenant, version, &booking);
+        crate::outbox::queue(
+            &mut change,
+            &actor.tenant,
+            customer_email,
+            "Your booking is confirmed",
+            text,
+            &booking.handle(),
+        );
+        change.ids.push(booking.handle());
+        Ok(change)
+    }
+
+    /// Plans cancelling a booking; a confirmed one's customer is told.
+    pub async fn cancel(
+        &self,
+        actor: &Actor,
+        id: &str,
+        version: &str,
+        customer_email: &str,
+        text: &str,
+    ) -> Result<Change<Booking>, BookingError> {
+        actor.require(rights::BOOKINGS_WRITE)?;
+        let mut booking = self.current(actor, id, version).await?;
+        if matches!(booking.status, Status::Cancelled | Status::Completed) {
+            return Err(BookingError::Rejected(format!(
+                "booking {} is {} already",
+                booking.handle(),
+                booking.status.as_str()
+            )));
+        }
+        let tell = booking.status == Status::Confirmed;
+        if tell {
+            actor.require(rights::CUSTOMERS_NOTIFY)?;
+        }
+        booking.status = Status::Cancelled;
+        let booking = booking.with_version();
+        let mut change = Change::new(booking.clone());
+        Self::save(&mut change, &actor.tenant, version, &booking);
+        if tell {
+            crate::outbox::queue(
+                &mut change,
+                &actor.tenant,
+                customer_email,
+                "Your booking is cancelled",
+                text,
+                &booking.handle(),
+            );
+        }
+        change.ids.push(booking.handle());
+        Ok(change)
+    }
+}
+
+impl From<(&'static str, TimeError)> for BookingError {
+    fn from((field, error): (&'static str, TimeError)) -> Self {
+        BookingError::Time { field, error }
+    }
+}

@@ -1,0 +1,192 @@
+//! Technicians: the people who go out to customers.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use store::{Condition, Item, Put, Query, Store, Value};
+
+use crate::ids::Kind;
+use crate::text::version_of;
+use crate::{Actor, BookingError, Change, keys, rights};
+
+/// A technician as services hand it out. The private phone number stays in the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Technician {
+    /// Random id part (`tec_<id>`).
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Skills (`boiler`, `electrics`, ...).
+    pub skills: Vec<String>,
+    /// Working hours, local to `zone` (`08:00-17:00`).
+    pub working_hours: String,
+    /// IANA time zone.
+    pub zone: String,
+    /// Whether on call now.
+    pub on_call: bool,
+    /// Content hash.
+    pub version: String,
+}
+
+impl Technician {
+    /// The public handle.
+    pub fn handle(&self) -> String {
+        Kind::Technician.handle(&self.id)
+    }
+
+    fn from_item(id: &str, item: &Item) -> Self {
+        let s = |k: &str| {
+            item.get(k)
+                .and_then(Value::as_s)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let skills = match item.get("skills") {
+            Some(Value::L(list)) => list
+                .iter()
+                .filter_map(Value::as_s)
+                .map(str::to_owned)
+                .collect(),
+            _ => Vec::new(),
+        };
+        Technician {
+            id: id.to_owned(),
+            name: s("name"),
+            skills,
+            working_hours: s("working_hours"),
+            zone: s("zone"),
+            on_call: matches!(item.get("on_call"), Some(Value::Bool(true))),
+            version: s("version"),
+        }
+    }
+}
+
+/// A new technician.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTechnician {
+    /// Name.
+    pub name: String,
+    /// Skills.
+    pub skills: Vec<String>,
+    /// Working hours (`HH:MM-HH:MM`).
+    pub working_hours: String,
+    /// IANA zone.
+    pub zone: String,
+    /// On call.
+    pub on_call: bool,
+    /// Private phone (a secret: never in results).
+    pub private_phone: String,
+}
+
+fn valid_hours(h: &str) -> bool {
+    let parse = |t: &str| chrono::NaiveTime::parse_from_str(t, "%H:%M").ok();
+    h.split_once('-')
+        .and_then(|(a, b)| Some((parse(a)?, parse(b)?)))
+        .is_some_and(|(a, b)| a < b)
+}
+
+/// The technician service.
+#[derive(Debug, Clone)]
+pub struct Technicians {
+    store: Arc<dyn Store>,
+}
+
+impl Technicians {
+    /// The service over `store`.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Technicians { store }
+    }
+
+    /// Every technician of the tenant, by name.
+    pub async fn list(&self, actor: &Actor) -> Result<Vec<Technician>, BookingError> {
+        actor.require(rights::BOOKINGS_READ)?;
+        let mut out = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self
+                .store
+                .query(
+                    Query::partition(keys::partition(&actor.tenant, Kind::Technician))
+                        .limit(100)
+                        .after(cursor),
+                )
+                .await?;
+            out.extend(
+                page.items
+                    .iter()
+                    .map(|(k, i)| Technician::from_item(&k.sk, i)),
+            );
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// One technician.
+    pub async fn get(&self, actor: &Actor, id: &str) -> Result<Technician, BookingError> {
+        actor.require(rights::BOOKINGS_READ)?;
+        let item = self
+            .store
+            .get(&keys::object(&actor.tenant, Kind::Technician, id))
+            .await?
+            .ok_or_else(|| BookingError::NotFound {
+                kind: "technician",
+                id: Kind::Technician.handle(id),
+            })?;
+        Ok(Technician::from_item(id, &item))
+    }
+
+    /// Plans a new technician (the product's staff pages and seeding).
+    pub fn create(
+        &self,
+        actor: &Actor,
+        new: NewTechnician,
+    ) -> Result<Change<Technician>, BookingError> {
+        actor.require(rights::BOOKINGS_WRITE)?;
+        let name = new.name.trim();
+        if name.is_empty() || name.chars().count() > 100 {
+            return Err(BookingError::invalid("name", "must be 1 to 100 characters"));
+        }
+        if !valid_hours(&new.working_hours) {
+            return Err(BookingError::invalid(
+                "working_hours",
+                "use HH:MM-HH:MM with the start before the end, e.g. 08:00-17:00",
+            ));
+        }
+        if new.zone.parse::<chrono_tz::Tz>().is_err() {
+            return Err(BookingError::invalid(
+                "zone",
+                format!(
+                    "{:?} is not an IANA time zone such as Europe/Berlin",
+                    new.zone
+                ),
+            ));
+        }
+        let id = crate::ids::new_id();
+        let mut item = Item::new();
+        item.insert("name".into(), Value::s(name));
+        item.insert(
+            "skills".into(),
+            Value::L(new.skills.iter().map(Value::s).collect()),
+        );
+        item.insert("working_hours".into(), Value::s(&new.working_hours));
+        item.insert("zone".into(), Value::s(&new.zone));
+        item.insert("on_call".into(), Value::Bool(new.on_call));
+        item.insert("private_phone".into(), Value::s(&new.private_phone));
+        let public = json!({"name": name, "skills": new.skills, "hours": new.working_hours, "zone": new.zone, "on_call": new.on_call});
+        item.insert("version".into(), Value::s(version_of(&public)));
+        let technician = Technician::from_item(&id, &item);
+        let handle = technician.handle();
+        let mut change = Change::new(technician);
+        change.push(
+            Put::new(keys::object(&actor.tenant, Kind::Technician, &id), item)
+                .when(Condition::item_not_exists()),
+            |_| BookingError::Rejected("a technician with this id exists; try again".into()),
+        );
+        change.ids.push(handle);
+        Ok(change)
+    }
+}
