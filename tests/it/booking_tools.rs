@@ -373,3 +373,234 @@ async fn a_viewer_cannot_see_or_use_write_tools(world: World) {
     assert_eq!(call.structured()["hidden_by"], "rights");
 }
 on_every_backend!(customers_rights, a_viewer_cannot_see_or_use_write_tools);
+
+// ===== bookings =====
+
+async fn seeded_technician(world: &World, tenant: &str, name: &str, zone: &str) -> String {
+    let new = booking::NewTechnician {
+        name: name.into(),
+        skills: vec!["boiler".into()],
+        working_hours: "08:00-17:00".into(),
+        zone: zone.into(),
+        on_call: false,
+        private_phone: format!("+49 {CANARY_SECRET}"),
+    };
+    let change = booking::Technicians::new(world.app.store.clone())
+        .create(&owner(tenant), new)
+        .unwrap();
+    change
+        .commit(world.app.store.as_ref(), vec![])
+        .await
+        .unwrap()
+        .handle()
+}
+
+async fn outbox(world: &World, tenant: &str) -> Vec<store::Item> {
+    let page = world
+        .app
+        .store
+        .query(store::Query::partition(format!("{tenant}#outbox")))
+        .await
+        .unwrap();
+    page.items.into_iter().map(|(_, i)| i).collect()
+}
+
+fn draft(customer: &str, technician: &str, start: &str) -> Value {
+    json!({"customer": customer, "technician": technician, "service": "boiler service", "start": start, "zone": "Europe/Berlin", "duration_minutes": 90})
+}
+
+async fn booking_lifecycle(world: World) {
+    let (c, _) = setup(&world).await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let created = c
+        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .await;
+    assert!(!created.is_error(), "{}", created.text());
+    let b = created.structured()["booking"].clone();
+    assert_eq!(b["state"], "draft");
+    assert_eq!(b["start"]["weekday"], "Monday");
+    assert_eq!(b["start"]["local"], "2027-06-07 09:00");
+    assert_eq!(b["start"]["zone"], "Europe/Berlin");
+    assert_eq!(b["start"]["utc"], "2027-06-07T07:00:00Z");
+    assert!(b["start"]["from_now"].as_str().unwrap().starts_with("in "));
+    assert_eq!(b["end"]["local"], "2027-06-07 10:30");
+    assert_eq!(created.structured()["notified"], json!([]));
+    assert!(
+        outbox(&world, "acme").await.is_empty(),
+        "a draft sends nothing"
+    );
+    assert_no_secret(&created.result);
+    // The same slot again is a duplicate naming the first booking.
+    let dup = c
+        .call_tool(
+            "create_booking",
+            draft(&ada, &tom, "2027-06-07T09:00:00+02:00"),
+        )
+        .await;
+    assert_eq!(dup.structured()["existing"], b["booking"], "{}", dup.text());
+    // The next step, sent verbatim, prepares the confirmation.
+    let next = created.structured()["next_steps"][0].as_str().unwrap();
+    let (tool, args) = next.split_once(' ').unwrap();
+    let preview = c.call_tool(tool, serde_json::from_str(args).unwrap()).await;
+    assert_eq!(
+        preview.structured()["status"],
+        "PREVIEW",
+        "{}",
+        preview.text()
+    );
+    let summary = preview.structured()["confirm_summary"].as_str().unwrap();
+    assert!(
+        summary.contains("ada@example.com") && summary.contains("Monday 2027-06-07 09:00"),
+        "{summary}"
+    );
+    assert!(
+        outbox(&world, "acme").await.is_empty(),
+        "a preview sends nothing"
+    );
+    let confirm =
+        json!({"confirm_token": preview.structured()["confirm_token"], "confirm_summary": summary});
+    let done = c.call_tool("confirm_action", confirm).await;
+    assert!(!done.is_error(), "{}", done.text());
+    assert_eq!(done.structured()["booking"]["state"], "confirmed");
+    assert_eq!(done.structured()["notified"], json!(["ada@example.com"]));
+    let sent = outbox(&world, "acme").await;
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["to"], store::Value::s("ada@example.com"));
+    // A confirmed booking does not change silently.
+    let confirmed = done.structured()["booking"].clone();
+    let silent = c.call_tool("update_booking", json!({"booking": confirmed["booking"], "version": confirmed["version"], "service": "other"})).await;
+    assert_eq!(silent.structured()["code"], "rejected", "{}", silent.text());
+    assert!(silent.text().contains("reschedule"));
+    // Cancelling it tells the customer.
+    let cancel = c
+        .call_tool(
+            "cancel_booking",
+            json!({"booking": confirmed["booking"], "version": confirmed["version"]}),
+        )
+        .await;
+    assert!(
+        cancel.structured()["confirm_summary"]
+            .as_str()
+            .unwrap()
+            .contains("ada@example.com")
+    );
+    let confirm = json!({"confirm_token": cancel.structured()["confirm_token"], "confirm_summary": cancel.structured()["confirm_summary"]});
+    let cancelled = c.call_tool("confirm_action", confirm).await;
+    assert_eq!(
+        cancelled.structured()["booking"]["state"],
+        "cancelled",
+        "{}",
+        cancelled.text()
+    );
+    assert_eq!(outbox(&world, "acme").await.len(), 2);
+}
+on_every_backend!(bookings_lifecycle, booking_lifecycle);
+
+async fn times_across_daylight_saving(world: World) {
+    let (c, _) = setup(&world).await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let gap = c
+        .call_tool("create_booking", draft(&ada, &tom, "2026-03-29 02:30"))
+        .await;
+    assert!(gap.is_error());
+    assert_eq!(
+        gap.structured()["time_error"]["code"],
+        "nonexistent",
+        "{}",
+        gap.text()
+    );
+    assert_eq!(
+        gap.structured()["time_error"]["options"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let fold = c
+        .call_tool("create_booking", draft(&ada, &tom, "2026-10-25 02:30"))
+        .await;
+    assert_eq!(
+        fold.structured()["time_error"]["code"],
+        "ambiguous",
+        "{}",
+        fold.text()
+    );
+    let options = fold.structured()["time_error"]["options"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let offsets: Vec<&str> = options
+        .iter()
+        .map(|o| o["offset"].as_str().unwrap())
+        .collect();
+    assert_eq!(offsets, ["+02:00", "+01:00"]);
+    // Choosing one option by its ISO time books exactly that instant.
+    let later = c
+        .call_tool(
+            "create_booking",
+            draft(&ada, &tom, options[1]["iso"].as_str().unwrap()),
+        )
+        .await;
+    assert!(!later.is_error(), "{}", later.text());
+    assert_eq!(
+        later.structured()["booking"]["start"]["utc"],
+        "2026-10-25T01:30:00Z"
+    );
+    assert_eq!(later.structured()["booking"]["start"]["offset"], "+01:00");
+    assert!(outbox_is_empty(&world, "acme").await);
+    let bad_zone = c.call_tool("create_booking", json!({"customer": ada, "technician": tom, "service": "x", "start": "2026-06-01 09:00", "zone": "CEST", "duration_minutes": 60})).await;
+    assert_eq!(
+        bad_zone.structured()["time_error"]["code"],
+        "unknown_zone",
+        "{}",
+        bad_zone.text()
+    );
+}
+on_every_backend!(bookings_dst, times_across_daylight_saving);
+
+async fn bookings_reference_only_this_tenants_records(world: World) {
+    let (c, _) = setup(&world).await;
+    world.member("globex", "gus", "owner").await;
+    let theirs = seeded_customer(&world, "globex", "Globex Buyer", "buyer@globex.example").await;
+    let their_tech = seeded_technician(&world, "globex", "Sam", "America/New_York").await;
+    let ours = seeded_customer(&world, "acme", "Ada", "ada@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom", "Europe/Berlin").await;
+    let foreign_customer = c
+        .call_tool("create_booking", draft(&theirs, &tom, "2026-06-01 09:00"))
+        .await;
+    assert_eq!(
+        foreign_customer.structured()["code"],
+        "not_found",
+        "{}",
+        foreign_customer.text()
+    );
+    let foreign_tech = c
+        .call_tool(
+            "create_booking",
+            draft(&ours, &their_tech, "2026-06-01 09:00"),
+        )
+        .await;
+    assert_eq!(foreign_tech.structured()["code"], "not_found");
+    let page = world
+        .app
+        .store
+        .query(store::Query::partition("acme#booking"))
+        .await
+        .unwrap();
+    assert!(page.items.is_empty(), "nothing was written");
+    let techs = c.call_tool("list_technicians", json!({})).await;
+    let names: Vec<&str> = techs.structured()["technicians"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Tom"], "only this tenant's technicians");
+    assert_no_secret(&techs.result);
+}
+on_every_backend!(
+    bookings_foreign,
+    bookings_reference_only_this_tenants_records
+);
