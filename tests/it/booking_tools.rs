@@ -604,3 +604,84 @@ on_every_backend!(
     bookings_foreign,
     bookings_reference_only_this_tenants_records
 );
+
+// ===== quotes =====
+
+async fn tenant_settings(world: &World, tenant: &str, currency: &str, tax: &str) {
+    let t = booking::Tenant {
+        id: tenant.into(),
+        name: "Test".into(),
+        zone: "Europe/Berlin".into(),
+        currency: currency.into(),
+        tax_rate: tax.parse().unwrap(),
+    };
+    let change = booking::Tenants::new(world.app.store.clone())
+        .create(&owner(tenant), &t)
+        .unwrap();
+    change
+        .commit(world.app.store.as_ref(), vec![])
+        .await
+        .unwrap();
+}
+
+async fn quotes_compute_money_on_the_server(world: World) {
+    let (c, _) = setup(&world).await;
+    tenant_settings(&world, "acme", "EUR", "19").await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let created = c
+        .call_tool("create_quote", json!({"customer": ada, "lines": [{"description": "Filter", "quantity": "3", "unit_price": "19.99"}]}))
+        .await;
+    assert!(!created.is_error(), "{}", created.text());
+    let q = created.structured()["quote"].clone();
+    assert_eq!(q["lines"][0]["total"], "59.97");
+    assert_eq!(q["net"]["amount"], "59.97");
+    assert_eq!(q["tax"]["amount"], "11.39");
+    assert_eq!(q["gross"]["amount"], "71.36");
+    assert_eq!(q["gross"]["minor_units"], 7136);
+    assert_eq!(q["gross"]["currency"], "EUR");
+    // Floats never touch money: a number for a price is refused.
+    let float = c.call_tool("create_quote", json!({"customer": ada, "lines": [{"description": "Filter", "quantity": "3", "unit_price": 19.99}]})).await;
+    assert_eq!(float.structured()["code"], "validation", "{}", float.text());
+    let bad = c.call_tool("create_quote", json!({"customer": ada, "lines": [{"description": "Filter", "quantity": "3", "unit_price": "1,000.50"}]})).await;
+    assert_eq!(bad.structured()["code"], "validation");
+    assert!(
+        bad.structured()["money_error"].is_object(),
+        "{}",
+        bad.text()
+    );
+    // Update with the read version; a stale one is a conflict.
+    let v = q["version"].as_str().unwrap();
+    let updated = c.call_tool("update_quote", json!({"quote": q["quote"], "version": v, "lines": [{"description": "Filter", "quantity": "2", "unit_price": "19.99"}]})).await;
+    assert_eq!(
+        updated.structured()["quote"]["gross"]["amount"],
+        "47.58",
+        "{}",
+        updated.text()
+    );
+    let stale = c.call_tool("update_quote", json!({"quote": q["quote"], "version": v, "lines": [{"description": "X", "quantity": "1", "unit_price": "1"}]})).await;
+    assert_eq!(stale.structured()["code"], "conflict");
+    // Sending binds the company to a price: approved in the product, never by confirm_action.
+    let current = updated.structured()["quote"].clone();
+    let send = c
+        .call_tool(
+            "send_quote",
+            json!({"quote": current["quote"], "version": current["version"]}),
+        )
+        .await;
+    assert_eq!(send.structured()["status"], "PREVIEW", "{}", send.text());
+    assert!(
+        send.structured()["approval_url"]
+            .as_str()
+            .unwrap()
+            .contains("/approvals/cfm_")
+    );
+    let confirm = json!({"confirm_token": send.structured()["confirm_token"], "confirm_summary": send.structured()["confirm_summary"]});
+    let refused = c.call_tool("confirm_action", confirm).await;
+    assert_eq!(refused.structured()["code"], "forbidden");
+    assert!(outbox_is_empty(&world, "acme").await, "nothing was sent");
+    let got = c
+        .call_tool("get_quote", json!({"quote": current["quote"]}))
+        .await;
+    assert_eq!(got.structured()["quote"]["state"], "draft");
+}
+on_every_backend!(quotes, quotes_compute_money_on_the_server);

@@ -573,6 +573,55 @@ impl Tool for SlowWrite {
     }
 }
 
+/// Charges a customer for a note: moves money, so it is approved only in the product.
+struct ChargeNote {
+    store: Arc<dyn Store>,
+}
+
+impl Tool for ChargeNote {
+    type Input = GetNoteInput;
+    type Output = NoteOutput;
+    const NAME: &'static str = "charge_note";
+    const TITLE: &'static str = "Charge for a note";
+    const DESCRIPTION: &'static str =
+        "Prepares charging the customer; approved in the product only.";
+    const EFFECT: EffectClass = EffectClass::Notify;
+
+    async fn call(
+        &self,
+        ctx: ToolContext,
+        input: GetNoteInput,
+    ) -> Result<Success<NoteOutput>, CallError> {
+        let tenant = tenant_of(&ctx)?;
+        let Some(item) = self
+            .store
+            .get(&note_key(&tenant, input.note.id()))
+            .await
+            .map_err(|e| CallError::Other(Box::new(e)))?
+        else {
+            return Err(ToolError::new(
+                ErrorKind::NotFound,
+                format!("No note {}", input.note),
+                "Find the note first",
+            )
+            .into());
+        };
+        let note = view(input.note.id(), &item);
+        let mut charge = Item::new();
+        charge.insert("amount".into(), SV::s("49.00"));
+        ctx.writes.push(Put::new(
+            Key::new(format!("{tenant}#outbox"), "charge"),
+            charge,
+        ));
+        ctx.writes.touch(note.note.clone());
+        ctx.writes.preview(
+            format!("Charge 49.00 EUR for note {}", note.note),
+            json!({"amount": "49.00", "note": note.note}),
+        );
+        Ok(Success::new("Charged.", NoteOutput { note }))
+    }
+}
+
 /// Flips the kill switch after the body ran and before the pipeline commits, when armed.
 struct IncidentMidFlight {
     switches: identity::SwitchService,
@@ -675,11 +724,18 @@ impl Notes {
             .unwrap();
         registry
             .register(
-                // Deleting is approved in the product, never through the client's elicitation.
                 ToolSpec::new(DeleteNote {
                     store: store.clone(),
                 })
-                .requires(app::rights::BOOKINGS_WRITE)
+                .requires(app::rights::BOOKINGS_WRITE),
+            )
+            .unwrap();
+        registry
+            .register(
+                ToolSpec::new(ChargeNote {
+                    store: store.clone(),
+                })
+                .requires(app::rights::CUSTOMERS_NOTIFY)
                 .approval_in_product(),
             )
             .unwrap();
@@ -1573,14 +1629,41 @@ async fn a_declined_approval_does_nothing(n: Notes) {
         .await;
     assert!(late.is_error());
     assert!(n.outbox().await.is_empty());
-    // Steps approved only in the product never use the client's elicitation.
-    let delete = c
+    // Steps that move money never use the client's elicitation nor confirm_action: only a
+    // person in the product's page approves them.
+    let charge = c
         .call_tool_with(
-            "delete_note",
-            with_elicitation("delete_note", json!({"note": note})),
+            "charge_note",
+            with_elicitation("charge_note", json!({"note": note})),
         )
         .await;
-    assert_eq!(delete.structured()["status"], "PREVIEW");
+    assert_eq!(
+        charge.structured()["status"],
+        "PREVIEW",
+        "{}",
+        charge.text()
+    );
+    let url = charge.structured()["approval_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(url.ends_with(charge.structured()["confirm_token"].as_str().unwrap()));
+    assert!(
+        charge.structured()["next_steps"][0]
+            .as_str()
+            .unwrap()
+            .contains(&url)
+    );
+    let confirm = json!({"confirm_token": charge.structured()["confirm_token"], "confirm_summary": charge.structured()["confirm_summary"]});
+    let refused = c.call_tool("confirm_action", confirm).await;
+    assert_eq!(
+        refused.structured()["code"],
+        "forbidden",
+        "{}",
+        refused.text()
+    );
+    assert_eq!(refused.structured()["approval_url"], url.as_str());
+    assert!(n.outbox().await.is_empty(), "nothing was charged");
 }
 on_both!(approval_declined, a_declined_approval_does_nothing);
 

@@ -92,6 +92,7 @@ pub fn registry(settings: &Settings, store: &Arc<dyn Store>) -> Result<Registry,
         customers: booking::Customers::new(Arc::clone(store)),
         technicians: booking::Technicians::new(Arc::clone(store)),
         bookings: booking::Bookings::new(Arc::clone(store)),
+        quotes: booking::Quotes::new(Arc::clone(store)),
         console_base: settings.console_base.clone(),
     };
     booking_tools::register(&mut registry, &services)?;
@@ -143,6 +144,7 @@ pub fn build_with(
         gates: Some(gates),
         sleep: Some(sleep),
         state_ttl_seconds: settings.state_ttl_seconds,
+        approval_url_base: format!("{}/approvals", settings.console_base),
         ..config
     };
     let server = Server::new(config, tools);

@@ -1,7 +1,7 @@
 //! From MCP to the services and back: the actor from the caller, the change into the
 //! pipeline's writes, service errors into errors the model can act on.
 
-use booking::{Actor, BookingError, Bookings, Change, Customers, Technicians, When};
+use booking::{Actor, BookingError, Bookings, Change, Customers, Quotes, Technicians, When};
 use mcp_pipeline::{CallError, ErrorKind, HandleKind, ToolContext, ToolError};
 
 /// The services the tools call.
@@ -13,6 +13,8 @@ pub struct Services {
     pub technicians: Technicians,
     /// Bookings.
     pub bookings: Bookings,
+    /// Quotes.
+    pub quotes: Quotes,
     /// Base URL of the product's pages, for console links.
     pub console_base: String,
 }
@@ -33,6 +35,15 @@ pub struct BookingKind;
 impl HandleKind for BookingKind {
     const PREFIX: &'static str = "bkg";
     const NOUN: &'static str = "booking";
+}
+
+/// Quote handles (`quo_...`).
+#[derive(Debug)]
+pub struct QuoteKind;
+
+impl HandleKind for QuoteKind {
+    const PREFIX: &'static str = "quo";
+    const NOUN: &'static str = "quote";
 }
 
 /// Technician handles (`tec_...`).
@@ -108,6 +119,12 @@ pub(crate) fn error(e: BookingError) -> CallError {
             ToolError::validation(format!("`{field}`: {error}"), format!("Send `{field}` again as described"))
                 .detail("field", field)
                 .detail("time_error", details)
+        }
+        BookingError::Money { field, error } => {
+            let details = serde_json::to_value(&error).unwrap_or_default();
+            ToolError::validation(format!("`{field}`: {error}"), "Send amounts and quantities as decimal strings like \"19.99\", never as floating-point numbers")
+                .detail("field", field)
+                .detail("money_error", details)
         }
         BookingError::Rejected(reason) => ToolError::new(ErrorKind::Rejected, reason, "Read the current state and decide with the user"),
         BookingError::Store(e) => return CallError::Other(Box::new(e)),

@@ -9,20 +9,25 @@ mod add_booking_note;
 mod cancel_booking;
 mod create_booking;
 mod create_customer;
+mod create_quote;
 mod delete_customer;
 mod find_bookings;
 mod find_customers;
 mod get_booking;
 mod get_customer;
+mod get_quote;
 mod list_technicians;
 mod present;
+mod quote_lines;
 mod send_booking_confirmation;
+mod send_quote;
 mod update_booking;
 mod update_customer;
+mod update_quote;
 
 use mcp_pipeline::{Registry, RegistryError, ToolSpec, Toolset};
 
-pub use adapter::{BookingKind, CustomerKind, Services, TechnicianKind};
+pub use adapter::{BookingKind, CustomerKind, QuoteKind, Services, TechnicianKind};
 
 /// Registers the booking tools, in `tools/list` order.
 pub fn register(registry: &mut Registry, services: &Services) -> Result<(), RegistryError> {
@@ -129,6 +134,41 @@ pub fn register(registry: &mut Registry, services: &Services) -> Result<(), Regi
         })
         .requires(rights::BOOKINGS_WRITE)
         .toolset(Toolset::Standard),
+    )?;
+    let quotes = || services.quotes.clone();
+    registry.register(
+        ToolSpec::new(get_quote::GetQuote {
+            quotes: quotes(),
+            console_base: base(),
+        })
+        .requires(rights::BOOKINGS_READ)
+        .toolset(Toolset::Standard),
+    )?;
+    registry.register(
+        ToolSpec::new(create_quote::CreateQuote {
+            quotes: quotes(),
+            console_base: base(),
+        })
+        .requires(rights::BOOKINGS_WRITE)
+        .toolset(Toolset::Standard),
+    )?;
+    registry.register(
+        ToolSpec::new(update_quote::UpdateQuote {
+            quotes: quotes(),
+            console_base: base(),
+        })
+        .requires(rights::BOOKINGS_WRITE)
+        .toolset(Toolset::Standard),
+    )?;
+    registry.register(
+        ToolSpec::new(send_quote::SendQuote {
+            quotes: quotes(),
+            customers: customers(),
+            console_base: base(),
+        })
+        .requires(rights::CUSTOMERS_NOTIFY)
+        .toolset(Toolset::Full)
+        .approval_in_product(),
     )?;
     registry.register(
         ToolSpec::new(delete_customer::DeleteCustomer {

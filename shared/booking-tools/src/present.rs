@@ -2,7 +2,7 @@
 
 use booking::text::UntrustedText;
 use booking::time::Moment;
-use booking::{Booking, Customer, Technician};
+use booking::{Booking, Customer, Quote, Technician};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -153,6 +153,77 @@ impl BookingView {
             end: Moment::new(b.end, b.zone, now).into(),
             duration_minutes: (b.end - b.start).num_minutes(),
             notes: b.notes.clone(),
+        }
+    }
+}
+
+/// A quote line in results.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct QuoteLineView {
+    description: String,
+    quantity: String,
+    unit_price: String,
+    total: String,
+}
+
+/// Money in results: a decimal string with the currency's decimals, and minor units.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct AmountView {
+    amount: String,
+    minor_units: i64,
+    currency: String,
+}
+
+/// A quote in results.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct QuoteView {
+    /// The handle (`quo_...`).
+    quote: String,
+    version: String,
+    /// `draft` or `sent`.
+    state: String,
+    link: String,
+    /// The customer's handle.
+    customer: String,
+    lines: Vec<QuoteLineView>,
+    /// Tax rate in percent.
+    tax_rate: String,
+    net: AmountView,
+    tax: AmountView,
+    gross: AmountView,
+}
+
+impl QuoteView {
+    pub(crate) fn new(q: &Quote, console_base: &str) -> Self {
+        let amount = |m: &booking::money::Money| {
+            let v = m.view();
+            AmountView {
+                amount: v.amount,
+                minor_units: v.minor_units,
+                currency: v.currency.to_owned(),
+            }
+        };
+        QuoteView {
+            quote: q.handle(),
+            version: q.version.clone(),
+            state: q.status.clone(),
+            link: format!("{console_base}/quotes/{}", q.handle()),
+            customer: booking::ids::Kind::Customer.handle(&q.customer),
+            lines: q
+                .lines
+                .iter()
+                .zip(&q.totals.line_totals)
+                .map(|(l, t)| QuoteLineView {
+                    description: l.description.clone(),
+                    quantity: l.quantity.to_string(),
+                    unit_price: l.unit_price.to_string(),
+                    total: t.view().amount,
+                })
+                .collect(),
+            tax_rate: q.totals.tax_rate.percent().to_string(),
+            net: amount(&q.totals.net),
+            tax: amount(&q.totals.tax),
+            gross: amount(&q.totals.gross),
         }
     }
 }

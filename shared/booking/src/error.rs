@@ -53,6 +53,14 @@ pub enum BookingError {
         /// What is wrong, with the options where there are some.
         error: crate::time::TimeError,
     },
+    /// An amount, quantity or tax rate is wrong.
+    #[error("{field}: {error}")]
+    Money {
+        /// The field.
+        field: &'static str,
+        /// What is wrong.
+        error: crate::money::MoneyError,
+    },
     /// A business rule refuses the change.
     #[error("{0}")]
     Rejected(String),

@@ -37,6 +37,8 @@ pub struct ServerConfig {
     /// A timer from the runtime, for per-tool deadlines (the pipeline itself has no clock of
     /// its own to wait on, so that it runs on any async runtime). Without one, no deadline.
     pub sleep: Option<Sleep>,
+    /// Where people approve actions that move money (`<base>/<confirm_token>`).
+    pub approval_url_base: String,
     /// How long a sealed `requestState` stays valid, in seconds.
     pub state_ttl_seconds: i64,
     /// Key sealing `requestState`. Every instance of a deployment must share it (set it from a
@@ -58,6 +60,7 @@ impl Default for ServerConfig {
             gates: None,
             sleep: None,
             state_ttl_seconds: crate::state::STATE_TTL_SECONDS,
+            approval_url_base: "http://127.0.0.1:8787/app/approvals".into(),
             state_key: {
                 use rand::Rng as _;
                 let mut key = vec![0u8; 32];
@@ -882,11 +885,29 @@ impl Server {
                         "_meta": {META_SERVER_INFO: self.config.info.to_json()},
                     })));
                 }
-                Ok(ToolResult::success(preview_result(
-                    result.structured,
-                    &fresh,
-                    &content,
-                )))
+                let mut preview = preview_result(result.structured, &fresh, &content);
+                if tool.approval_in_product {
+                    // Money: only a person with the right approves, in the product's page.
+                    let url = format!("{}/{}", self.config.approval_url_base, fresh.token);
+                    if let Value::Object(obj) = &mut preview {
+                        obj.insert("summary".into(), json!(format!("Prepared, not done yet: {} A person with the right must approve it in the product.", fresh.summary)));
+                        obj.insert("approval_url".into(), json!(url));
+                        obj.insert(
+                            "next_steps".into(),
+                            json!([
+                                format!(
+                                    "Give the user this link to approve it in the product: {url}"
+                                ),
+                                format!(
+                                    "If the user declines: {} {}",
+                                    crate::confirm::REJECT_ACTION,
+                                    json!({"confirm_token": fresh.token})
+                                ),
+                            ]),
+                        );
+                    }
+                }
+                Ok(ToolResult::success(preview))
             }
             Phase::Confirm(old) if old.content_hash != content_hash => {
                 // What would go out changed since the person approved it: the old token dies
@@ -1028,6 +1049,17 @@ impl Server {
                     "Prepare the action again",
                 )));
             };
+            if tool.approval_in_product {
+                let url = format!("{}/{}", self.config.approval_url_base, pending.token);
+                return Ok(ToolResult::error(
+                    &ToolError::new(
+                        ErrorKind::Forbidden,
+                        "This action moves money or binds the company, so it is approved only in the product, by a person with the right",
+                        format!("Give the user the approval link: {url}"),
+                    )
+                    .detail("approval_url", url),
+                ));
+            }
             // Re-run the original tool with the stored arguments: live rights, guards and a
             // fresh preparation all apply again.
             let mut params = Map::new();

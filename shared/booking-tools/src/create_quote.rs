@@ -1,0 +1,67 @@
+//! `create_quote`: a draft quote (silent).
+
+use booking::Quotes;
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::adapter::{CustomerKind, actor, apply, error};
+use crate::present::QuoteView;
+use crate::quote_lines::{LineArg, lines};
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// The customer's handle.
+    customer: Handle<CustomerKind>,
+    /// The lines (1 to 100).
+    lines: Vec<LineArg>,
+}
+
+/// The draft quote with totals computed by the server.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    quote: QuoteView,
+    /// Who was told: nobody.
+    notified: Vec<String>,
+}
+
+/// Creates a draft quote.
+#[derive(Debug)]
+pub(crate) struct CreateQuote {
+    pub(crate) quotes: Quotes,
+    pub(crate) console_base: String,
+}
+
+impl Tool for CreateQuote {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "create_quote";
+    const TITLE: &'static str = "Create a draft quote";
+    const DESCRIPTION: &'static str = "Creates a draft quote for a customer in the workspace's currency and tax rate; the server computes line totals, tax and total. The customer is not told; send_quote sends it after approval in the product. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"lines\": [{\"description\": \"Filter\", \"quantity\": \"3\", \"unit_price\": \"19.99\"}]}";
+    const EFFECT: EffectClass = EffectClass::SilentWrite;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let change = self
+            .quotes
+            .create(&actor, input.customer.id(), &lines(input.lines))
+            .await
+            .map_err(error)?;
+        let q = apply(&ctx, change);
+        let view = QuoteView::new(&q, &self.console_base);
+        Ok(Success::new(
+            format!(
+                "Created draft quote {} over {}; the customer was not told.",
+                q.handle(),
+                q.totals.gross
+            ),
+            Output {
+                quote: view,
+                notified: Vec::new(),
+            },
+        )
+        .next_step(format!("get_quote {{\"quote\": \"{}\"}}", q.handle())))
+    }
+}

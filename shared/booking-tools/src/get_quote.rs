@@ -1,0 +1,59 @@
+//! `get_quote`: one quote with its totals.
+
+use booking::Quotes;
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::adapter::{QuoteKind, actor, error};
+use crate::present::QuoteView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// The quote's handle (`quo_...`).
+    quote: Handle<QuoteKind>,
+}
+
+/// The quote.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    quote: QuoteView,
+}
+
+/// Reads one quote.
+#[derive(Debug)]
+pub(crate) struct GetQuote {
+    pub(crate) quotes: Quotes,
+    pub(crate) console_base: String,
+}
+
+impl Tool for GetQuote {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "get_quote";
+    const TITLE: &'static str = "Get a quote";
+    const DESCRIPTION: &'static str = "Returns one quote with its lines, tax and totals as exact decimal strings. Changes nothing. Example: {\"quote\": \"quo_2bX9kL4mQ7vZ1cN8pR3t\"}";
+    const EFFECT: EffectClass = EffectClass::Read;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let q = self
+            .quotes
+            .get(&actor, input.quote.id())
+            .await
+            .map_err(error)?;
+        Ok(Success::new(
+            format!(
+                "Quote {} is {} over {}.",
+                q.handle(),
+                q.status,
+                q.totals.gross
+            ),
+            Output {
+                quote: QuoteView::new(&q, &self.console_base),
+            },
+        ))
+    }
+}

@@ -1,0 +1,94 @@
+//! `send_quote`: prepares sending a quote; it binds the company to a price, so only a person
+//! with the right approves it, in the product's page.
+
+use booking::{Customers, Quotes};
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::adapter::{QuoteKind, actor, apply, error};
+use crate::present::QuoteView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// The draft quote's handle.
+    quote: Handle<QuoteKind>,
+    /// The version you read.
+    version: String,
+}
+
+/// The quote and who is told.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    quote: QuoteView,
+    notified: Vec<String>,
+}
+
+/// Sends a quote after approval in the product.
+#[derive(Debug)]
+pub(crate) struct SendQuote {
+    pub(crate) quotes: Quotes,
+    pub(crate) customers: Customers,
+    pub(crate) console_base: String,
+}
+
+impl Tool for SendQuote {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "send_quote";
+    const TITLE: &'static str = "Send a quote to the customer";
+    const DESCRIPTION: &'static str = "Prepares emailing a draft quote to its customer and returns an approval link: a quote binds the company to a price, so a person with the quotes:approve right approves it in the product; confirm_action cannot send it. Example: {\"quote\": \"quo_2bX9kL4mQ7vZ1cN8pR3t\", \"version\": \"3f9a1c2b7d4e\"}";
+    const EFFECT: EffectClass = EffectClass::Notify;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let current = self
+            .quotes
+            .get(&actor, input.quote.id())
+            .await
+            .map_err(error)?;
+        let customer = self
+            .customers
+            .get(&actor, &current.customer)
+            .await
+            .map_err(error)?;
+        let text = format!(
+            "Hello {}, your quote {} totals {} including tax.",
+            customer.name,
+            current.handle(),
+            current.totals.gross
+        );
+        let change = self
+            .quotes
+            .send(
+                &actor,
+                input.quote.id(),
+                &input.version,
+                &customer.email,
+                &text,
+            )
+            .await
+            .map_err(error)?;
+        let notified = change.notified.clone();
+        let q = apply(&ctx, change);
+        ctx.writes.preview(
+            format!(
+                "Send quote {} ({}) to {}",
+                q.handle(),
+                q.totals.gross,
+                customer.email
+            ),
+            json!({"to": customer.email, "body": text, "gross": q.totals.gross.view().amount}),
+        );
+        Ok(Success::new(
+            format!("Sent quote {} to {}.", q.handle(), customer.email),
+            Output {
+                quote: QuoteView::new(&q, &self.console_base),
+                notified,
+            },
+        ))
+    }
+}

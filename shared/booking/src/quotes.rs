@@ -1,0 +1,326 @@
+//! Quotes: priced lines for a customer, with tax and totals computed here from decimals.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use store::{Condition, Item, Put, Store, Value};
+
+use crate::ids::Kind;
+use crate::money::{Currency, Line, TaxRate, Totals, compute_totals};
+use crate::text::version_of;
+use crate::{Actor, BookingError, Change, Tenants, keys, rights};
+
+/// A line as a caller sends it: decimal strings, never floats.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineInput {
+    /// What is sold.
+    pub description: String,
+    /// How many (decimal string, up to 3 decimals).
+    pub quantity: String,
+    /// Price of one (decimal string).
+    pub unit_price: String,
+}
+
+/// A quote.
+#[derive(Debug, Clone)]
+pub struct Quote {
+    /// Random id part (`quo_<id>`).
+    pub id: String,
+    /// The customer's id part.
+    pub customer: String,
+    /// The lines.
+    pub lines: Vec<Line>,
+    /// Totals, computed from the lines.
+    pub totals: Totals,
+    /// `draft` or `sent`.
+    pub status: String,
+    /// Content hash.
+    pub version: String,
+}
+
+impl Quote {
+    /// The public handle.
+    pub fn handle(&self) -> String {
+        Kind::Quote.handle(&self.id)
+    }
+}
+
+fn parse_lines(lines: &[LineInput]) -> Result<Vec<Line>, BookingError> {
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            Line::parse(&l.description, &l.quantity, &l.unit_price).map_err(|e| {
+                BookingError::Money {
+                    field: "lines",
+                    error: crate::money::MoneyError::InLine {
+                        line: i,
+                        error: Box::new(e),
+                    },
+                }
+            })
+        })
+        .collect()
+}
+
+fn item_of(
+    customer: &str,
+    lines: &[Line],
+    currency: Currency,
+    tax_rate: &TaxRate,
+    status: &str,
+) -> Item {
+    let lines_json: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| json!({"description": l.description, "quantity": l.quantity.to_string(), "unit_price": l.unit_price.to_string()}))
+        .collect();
+    let mut item = Item::new();
+    item.insert("customer".into(), Value::s(customer));
+    item.insert(
+        "lines".into(),
+        Value::L(
+            lines
+                .iter()
+                .map(|l| {
+                    let mut m = std::collections::BTreeMap::new();
+                    m.insert("description".to_owned(), Value::s(&l.description));
+                    m.insert("quantity".to_owned(), Value::s(l.quantity.to_string()));
+                    m.insert("unit_price".to_owned(), Value::s(l.unit_price.to_string()));
+                    Value::M(m)
+                })
+                .collect(),
+        ),
+    );
+    item.insert("currency".into(), Value::s(currency.code()));
+    item.insert("tax_rate".into(), Value::s(tax_rate.percent().to_string()));
+    item.insert("status".into(), Value::s(status));
+    let version = version_of(
+        &json!({"customer": customer, "lines": lines_json, "currency": currency.code(), "tax": tax_rate.percent().to_string(), "status": status}),
+    );
+    item.insert("version".into(), Value::s(version));
+    item
+}
+
+fn from_item(id: &str, item: &Item) -> Result<Quote, BookingError> {
+    let s = |k: &str| {
+        item.get(k)
+            .and_then(Value::as_s)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let corrupt = |what: &str| {
+        BookingError::Rejected(format!(
+            "quote {} is unreadable ({what})",
+            Kind::Quote.handle(id)
+        ))
+    };
+    let currency = Currency::parse(&s("currency")).map_err(|_| corrupt("currency"))?;
+    let tax_rate = TaxRate::parse(&s("tax_rate")).map_err(|_| corrupt("tax rate"))?;
+    let lines: Vec<Line> = match item.get("lines") {
+        Some(Value::L(list)) => list
+            .iter()
+            .filter_map(|v| match v {
+                Value::M(m) => {
+                    let f = |k: &str| {
+                        m.get(k)
+                            .and_then(Value::as_s)
+                            .unwrap_or_default()
+                            .to_owned()
+                    };
+                    Line::parse(&f("description"), &f("quantity"), &f("unit_price")).ok()
+                }
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let totals = compute_totals(&lines, currency, tax_rate).map_err(|_| corrupt("lines"))?;
+    Ok(Quote {
+        id: id.to_owned(),
+        customer: s("customer"),
+        lines,
+        totals,
+        status: s("status"),
+        version: s("version"),
+    })
+}
+
+/// The quote service.
+#[derive(Debug, Clone)]
+pub struct Quotes {
+    store: Arc<dyn Store>,
+}
+
+impl Quotes {
+    /// The service over `store`.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Quotes { store }
+    }
+
+    /// One quote.
+    pub async fn get(&self, actor: &Actor, id: &str) -> Result<Quote, BookingError> {
+        actor.require(rights::BOOKINGS_READ)?;
+        let item = self
+            .store
+            .get(&keys::object(&actor.tenant, Kind::Quote, id))
+            .await?
+            .ok_or_else(|| BookingError::NotFound {
+                kind: "quote",
+                id: Kind::Quote.handle(id),
+            })?;
+        from_item(id, &item)
+    }
+
+    /// Plans a draft quote in the workspace's currency and tax rate.
+    pub async fn create(
+        &self,
+        actor: &Actor,
+        customer: &str,
+        lines: &[LineInput],
+    ) -> Result<Change<Quote>, BookingError> {
+        actor.require(rights::BOOKINGS_WRITE)?;
+        if self
+            .store
+            .get(&keys::object(&actor.tenant, Kind::Customer, customer))
+            .await?
+            .is_none()
+        {
+            return Err(BookingError::NotFound {
+                kind: "customer",
+                id: Kind::Customer.handle(customer),
+            });
+        }
+        let tenant = Tenants::new(self.store.clone()).get(actor).await?;
+        let currency = Currency::parse(&tenant.currency).map_err(|e| BookingError::Money {
+            field: "currency",
+            error: e,
+        })?;
+        let tax_rate =
+            TaxRate::parse(&tenant.tax_rate.to_string()).map_err(|e| BookingError::Money {
+                field: "tax_rate",
+                error: e,
+            })?;
+        let parsed = parse_lines(lines)?;
+        compute_totals(&parsed, currency, tax_rate).map_err(|e| BookingError::Money {
+            field: "lines",
+            error: e,
+        })?;
+        let id = crate::ids::new_id();
+        let item = item_of(customer, &parsed, currency, &tax_rate, "draft");
+        let quote = from_item(&id, &item)?;
+        let handle = quote.handle();
+        let mut change = Change::new(quote);
+        change.push(
+            Put::new(keys::object(&actor.tenant, Kind::Quote, &id), item)
+                .when(Condition::item_not_exists()),
+            |_| BookingError::Rejected("a quote with this id exists; try again".into()),
+        );
+        change.ids.push(handle);
+        Ok(change)
+    }
+
+    /// Plans replacing the lines of a draft quote read at `version`.
+    pub async fn update(
+        &self,
+        actor: &Actor,
+        id: &str,
+        version: &str,
+        lines: &[LineInput],
+    ) -> Result<Change<Quote>, BookingError> {
+        actor.require(rights::BOOKINGS_WRITE)?;
+        let current = self.get(actor, id).await?;
+        if current.version != version {
+            return Err(BookingError::Stale {
+                kind: "quote",
+                expected: version.to_owned(),
+                current: json!({"quote": current.handle(), "version": current.version, "status": current.status}),
+            });
+        }
+        if current.status != "draft" {
+            return Err(BookingError::Rejected(format!(
+                "quote {} was sent; make a new quote instead of changing it",
+                current.handle()
+            )));
+        }
+        let parsed = parse_lines(lines)?;
+        compute_totals(&parsed, current.totals.currency, current.totals.tax_rate).map_err(|e| {
+            BookingError::Money {
+                field: "lines",
+                error: e,
+            }
+        })?;
+        let item = item_of(
+            &current.customer,
+            &parsed,
+            current.totals.currency,
+            &current.totals.tax_rate,
+            "draft",
+        );
+        let quote = from_item(id, &item)?;
+        let handle = quote.handle();
+        let expected = version.to_owned();
+        let mut change = Change::new(quote);
+        change.push(
+            Put::new(keys::object(&actor.tenant, Kind::Quote, id), item)
+                .when(Condition::eq("version", Value::s(version))),
+            move |_| BookingError::Stale {
+                kind: "quote",
+                expected: expected.clone(),
+                current: json!(null),
+            },
+        );
+        change.ids.push(handle);
+        Ok(change)
+    }
+
+    /// Plans sending a draft quote to the customer (it binds the company to a price).
+    pub async fn send(
+        &self,
+        actor: &Actor,
+        id: &str,
+        version: &str,
+        customer_email: &str,
+        text: &str,
+    ) -> Result<Change<Quote>, BookingError> {
+        actor.require(rights::QUOTES_APPROVE)?;
+        let current = self.get(actor, id).await?;
+        if current.version != version {
+            return Err(BookingError::Stale {
+                kind: "quote",
+                expected: version.to_owned(),
+                current: json!({"quote": current.handle(), "version": current.version}),
+            });
+        }
+        if current.status != "draft" {
+            return Err(BookingError::Rejected(format!(
+                "quote {} was sent already",
+                current.handle()
+            )));
+        }
+        let item = item_of(
+            &current.customer,
+            &current.lines,
+            current.totals.currency,
+            &current.totals.tax_rate,
+            "sent",
+        );
+        let quote = from_item(id, &item)?;
+        let handle = quote.handle();
+        let mut change = Change::new(quote);
+        change.push(
+            Put::new(keys::object(&actor.tenant, Kind::Quote, id), item)
+                .when(Condition::eq("version", Value::s(version))),
+            |_| BookingError::Rejected("the quote changed meanwhile; read it again".into()),
+        );
+        crate::outbox::queue(
+            &mut change,
+            &actor.tenant,
+            customer_email,
+            "Your quote",
+            text,
+            &handle,
+        );
+        change.ids.push(handle);
+        Ok(change)
+    }
+}
