@@ -9,6 +9,7 @@ mod endpoint;
 mod gates;
 mod identity_contract;
 mod infra;
+mod manifest;
 mod store_conformance;
 mod support;
 mod transports;

@@ -78,6 +78,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Writes what tools/list returns for each toolset (core, standard, full) with every right.
+    Manifest {
+        /// Folder for core.json, standard.json and full.json; without it, print them.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Checks tools/list dumps against the tool rules (names, hints, schemas, descriptions).
+    CheckManifest {
+        /// Dumps to check (a tools/list result or a manifest file).
+        files: Vec<PathBuf>,
+        /// At most this many tools (use 20 for the core toolset).
+        #[arg(long)]
+        max_tools: Option<usize>,
+        /// Prove the checker catches each defect class, then exit.
+        #[arg(long)]
+        self_test: bool,
+    },
     /// A tenant's agent access (off answers 503 to that tenant's connections).
     AgentAccess {
         /// on or off.
@@ -223,6 +240,16 @@ fn init_tracing() {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_tracing();
+    // Commands about the tool manifest need no store: run them without opening one.
+    match &cli.command {
+        Command::Manifest { out } => return manifest(out.clone()).await,
+        Command::CheckManifest {
+            files,
+            max_tools,
+            self_test,
+        } => return check_manifest(files, *max_tools, *self_test),
+        _ => {}
+    }
     let (store, described) = open_store(&cli.store).await?;
     let backend = if cli.store.dynamodb_table.is_some() {
         "dynamodb"
@@ -245,6 +272,12 @@ async fn main() -> anyhow::Result<()> {
             tenant,
             member,
         } => agent_access(store, state, &tenant, &member).await,
+        Command::Manifest { out } => manifest(out).await,
+        Command::CheckManifest {
+            files,
+            max_tools,
+            self_test,
+        } => check_manifest(&files, max_tools, self_test),
     }
 }
 
@@ -391,6 +424,56 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
         .open(path)
         .with_context(|| format!("writing {}", path.display()))?;
     file.write_all(bytes)?;
+    Ok(())
+}
+
+async fn manifest(out: Option<PathBuf>) -> anyhow::Result<()> {
+    for toolset in [Toolset::Core, Toolset::Standard, Toolset::Full] {
+        let dump = app::manifest::dump(&app::Settings::default(), toolset).await?;
+        let text = serde_json::to_string_pretty(&dump)? + "\n";
+        match &out {
+            Some(dir) => {
+                std::fs::create_dir_all(dir)?;
+                std::fs::write(dir.join(format!("{}.json", toolset.as_str())), text)?;
+            }
+            None => print!("{text}"),
+        }
+    }
+    Ok(())
+}
+
+fn check_manifest(
+    files: &[PathBuf],
+    max_tools: Option<usize>,
+    self_test: bool,
+) -> anyhow::Result<()> {
+    if self_test {
+        let classes =
+            manifest_check::self_test().map_err(|e| anyhow::anyhow!("self-test failed: {e}"))?;
+        println!("check-manifest self-test: every one of {classes} defect classes is caught");
+        return Ok(());
+    }
+    if files.is_empty() {
+        bail!("name the dumps to check, or use --self-test");
+    }
+    let mut defects = 0;
+    for file in files {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        let dump: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not JSON", file.display()))?;
+        let report = manifest_check::check_with(&dump, manifest_check::Options { max_tools });
+        if report.is_clean() {
+            println!("{}: ok", file.display());
+        } else {
+            defects += report.defects.len();
+            println!("{}: {} defects", file.display(), report.defects.len());
+            print!("{}", report.to_text());
+        }
+    }
+    if defects > 0 {
+        bail!("{defects} defects");
+    }
     Ok(())
 }
 

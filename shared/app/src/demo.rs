@@ -4,7 +4,10 @@
 
 use std::collections::BTreeSet;
 
-use booking::{Actor, Customers, NewCustomer, NewTechnician, Technicians, Tenant, Tenants};
+use booking::{
+    Actor, Bookings, Customers, LineInput, NewBooking, NewCustomer, NewTechnician, Quotes,
+    Technicians, Tenant, Tenants, When,
+};
 use identity::{Channel, NewConnection};
 use mcp_pipeline::Toolset;
 use rust_decimal::Decimal;
@@ -48,6 +51,7 @@ struct DemoTenant {
     tax_rate: &'static str,
     customers: &'static [(&'static str, &'static str, &'static str)],
     technicians: &'static [(&'static str, &'static [&'static str], &'static str)],
+    bookings: &'static [(&'static str, &'static str)],
 }
 
 const TENANTS: [DemoTenant; 2] = [
@@ -74,6 +78,12 @@ const TENANTS: [DemoTenant; 2] = [
             ("Tom Weber", &["boiler", "gas"], "07:00-16:00"),
             ("Lena Koch", &["electrics", "heat pump"], "09:00-18:00"),
         ],
+        // 2027-03-28 is the night Europe/Berlin moves its clocks forward.
+        bookings: &[
+            ("2027-03-27 22:00", "night boiler check"),
+            ("2027-03-28 09:00", "boiler service"),
+            ("2027-06-07 09:00", "heat pump install"),
+        ],
     },
     DemoTenant {
         id: "globex",
@@ -86,6 +96,11 @@ const TENANTS: [DemoTenant; 2] = [
             ("Alan Turing", "alan@example.com", "Gate code is 4711."),
         ],
         technicians: &[("Sam Rivera", &["plumbing", "drains"], "08:00-17:00")],
+        // 2027-03-14 is the night America/New_York moves its clocks forward.
+        bookings: &[
+            ("2027-03-13 23:00", "emergency drain"),
+            ("2027-03-14 10:00", "pipe repair"),
+        ],
     },
 ];
 
@@ -145,6 +160,7 @@ pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, Dem
             change.commit(app.store.as_ref(), vec![]).await?;
         }
         let technicians = Technicians::new(app.store.clone());
+        let mut technician_ids = Vec::new();
         for (name, skills, hours) in t.technicians {
             let new = NewTechnician {
                 name: (*name).into(),
@@ -154,11 +170,47 @@ pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, Dem
                 on_call: false,
                 private_phone: "+00 0000 000000".into(),
             };
-            technicians
-                .create(&seed, new)?
+            technician_ids.push(
+                technicians
+                    .create(&seed, new)?
+                    .commit(app.store.as_ref(), vec![])
+                    .await?
+                    .id,
+            );
+        }
+        // Bookings in the tenant's zone, one of them on the night the clocks change, and a
+        // quote, so that times and money can be tried by hand.
+        let found = customers.find(&seed, "", 10).await?;
+        let bookings = Bookings::new(app.store.clone());
+        let now = chrono::Utc::now();
+        for (i, (local, service)) in t.bookings.iter().enumerate() {
+            let customer = &found[i % found.len()];
+            let new = NewBooking {
+                customer: customer.id.clone(),
+                technician: technician_ids[i % technician_ids.len()].clone(),
+                service: (*service).into(),
+                start: When::Local {
+                    local: (*local).into(),
+                    zone: t.zone.into(),
+                },
+                duration_minutes: 90,
+            };
+            bookings
+                .create_draft(&seed, new, None, now)
+                .await?
                 .commit(app.store.as_ref(), vec![])
                 .await?;
         }
+        let lines = vec![LineInput {
+            description: "Filter cartridge".into(),
+            quantity: "3".into(),
+            unit_price: "19.99".into(),
+        }];
+        Quotes::new(app.store.clone())
+            .create(&seed, &found[0].id, &lines)
+            .await?
+            .commit(app.store.as_ref(), vec![])
+            .await?;
         for (member, role) in ROLES {
             for toolset in [Toolset::Core, Toolset::Standard, Toolset::Full] {
                 let rights: BTreeSet<String> = booking::rights::for_role(role)

@@ -3,6 +3,7 @@
 //! Entry points read their environment and hand typed settings here; this crate reads none.
 
 pub mod demo;
+pub mod manifest;
 mod recent;
 pub mod rights;
 mod status;

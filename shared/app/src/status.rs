@@ -34,7 +34,7 @@ impl Tool for GetServerStatus {
     const TITLE: &'static str = "Server status";
     const DESCRIPTION: &'static str = "Returns this gatehouse server's version, its store backend and the MCP \
         protocol revisions it answers. Takes no arguments and changes nothing; use it to check the \
-        connection works.";
+        connection works. Example: {}";
     const EFFECT: EffectClass = EffectClass::Read;
 
     async fn call(

@@ -84,6 +84,8 @@ impl McpAuthenticator {
             return Err(Rejection::invalid_token(what));
         };
         if switch::global_is_on(got[1].as_ref()) {
+            // The alarm on the kill switch counts this line (infra/template.json).
+            tracing::warn!("kill switch is on: agent call refused with 503");
             return Err(Rejection::switched_off(
                 "agent access is switched off for maintenance",
                 switch::RETRY_AFTER_SECONDS,

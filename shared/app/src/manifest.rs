@@ -1,0 +1,50 @@
+//! The tool manifest: what `tools/list` returns to a connection of each toolset with every
+//! right, so that it can be checked and snapshotted.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use mcp_pipeline::{Caller, Request, Toolset};
+use mcp_protocol::Message;
+use serde_json::{Map, Value, json};
+
+use crate::Settings;
+
+/// `tools/list` for a connection of `toolset` holding every right.
+pub async fn dump(
+    settings: &Settings,
+    toolset: Toolset,
+) -> Result<Value, mcp_pipeline::RegistryError> {
+    let app = crate::build(settings, Arc::new(store::MemoryStore::new()))?;
+    let rights: BTreeSet<String> = booking::rights::ALL
+        .iter()
+        .map(|r| (*r).to_owned())
+        .collect();
+    let caller = Caller {
+        tenant: "manifest".into(),
+        connection: "con_manifest".into(),
+        creator: "manifest".into(),
+        client_name: "manifest".into(),
+        rights,
+        toolset,
+    };
+    let message = Message {
+        id: Some(mcp_protocol::RequestId::Number(1)),
+        method: "tools/list".into(),
+        params: Map::new(),
+    };
+    let outcome = app
+        .server
+        .handle(Request {
+            message,
+            headers: None,
+            version_header: Some("2025-11-25".into()),
+            caller: Some(caller),
+        })
+        .await;
+    let tools = outcome
+        .body
+        .and_then(|b| b.get("result").and_then(|r| r.get("tools")).cloned())
+        .unwrap_or_else(|| json!([]));
+    Ok(json!({"toolset": toolset.as_str(), "tools": tools}))
+}

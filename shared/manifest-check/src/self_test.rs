@@ -1,0 +1,170 @@
+//! Proof that the checker catches every defect class.
+
+use serde_json::{Value, json};
+
+use crate::{DefectClass, Options, Report, check, check_same_order, check_with};
+
+/// A descriptor that breaks no rule.
+fn good_tool() -> Value {
+    json!({
+        "name": "get_widget",
+        "title": "Get a widget",
+        "description": "Returns one widget with its handle, version and state. Use it when you \
+            know the widget's handle; find_widgets searches. Changes nothing. \
+            Example: {\"widget\": \"wdg_4fK2aZ9qLm\"}",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"widget": {"type": "string", "description": "The widget's handle."}},
+            "required": ["widget"],
+            "additionalProperties": false
+        },
+        "outputSchema": {"type": "object", "properties": {"summary": {"type": "string"}}},
+        "annotations": {
+            "title": "Get a widget",
+            "readOnlyHint": true,
+            "destructiveHint": false,
+            "idempotentHint": true,
+            "openWorldHint": false
+        }
+    })
+}
+
+/// A second good descriptor, for order and uniqueness cases.
+fn other_tool() -> Value {
+    let mut tool = good_tool();
+    tool["name"] = json!("get_gadget");
+    tool
+}
+
+fn mutated(change: impl FnOnce(&mut Value)) -> Report {
+    let mut tool = good_tool();
+    change(&mut tool);
+    check(&json!({ "tools": [tool] }))
+}
+
+fn remove(value: &mut Value, key: &str) {
+    if let Some(map) = value.as_object_mut() {
+        map.remove(key);
+    }
+}
+
+fn with_description(prose: &str) -> impl FnOnce(&mut Value) {
+    let description = format!("{prose} Example: {{\"widget\": \"wdg_4fK2aZ9qLm\"}}");
+    move |tool| tool["description"] = json!(description)
+}
+
+/// The report of the case built to show `class`.
+fn case(class: DefectClass) -> Report {
+    match class {
+        DefectClass::Malformed => check(&json!([good_tool(), "not a descriptor"])),
+        DefectClass::Name => mutated(|t| t["name"] = json!("GetWidget")),
+        DefectClass::DuplicateName => check(&json!([good_tool(), good_tool()])),
+        DefectClass::OrderChanged => check_same_order(
+            &json!({ "tools": [good_tool(), other_tool()] }),
+            &json!([other_tool(), good_tool()]),
+        ),
+        DefectClass::MissingTitle => mutated(|t| {
+            remove(t, "title");
+            remove(&mut t["annotations"], "title");
+        }),
+        DefectClass::MissingAnnotations => {
+            mutated(|t| remove(&mut t["annotations"], "openWorldHint"))
+        }
+        DefectClass::ReadOnlyDestructive => {
+            mutated(|t| t["annotations"]["destructiveHint"] = json!(true))
+        }
+        DefectClass::ReadNotReadOnly => {
+            mutated(|t| t["annotations"]["readOnlyHint"] = json!(false))
+        }
+        DefectClass::DeleteNotDestructive => mutated(|t| t["name"] = json!("delete_widget")),
+        DefectClass::ReachNotOpenWorld => mutated(|t| t["name"] = json!("send_widget")),
+        DefectClass::NoEffectClass => {
+            mutated(|t| t["annotations"]["idempotentHint"] = json!(false))
+        }
+        DefectClass::TenantParameter => mutated(|t| {
+            t["inputSchema"]["properties"]["workspace_id"] = json!({"type": "string"});
+        }),
+        DefectClass::InputSchema => {
+            mutated(|t| t["inputSchema"]["additionalProperties"] = json!(true))
+        }
+        DefectClass::OutputSchema => mutated(|t| remove(t, "outputSchema")),
+        DefectClass::MissingDescription => mutated(|t| t["description"] = json!("  ")),
+        DefectClass::NonEnglishDescription => mutated(with_description(
+            "Liefert genau ein Objekt über seinen Schlüssel zurück. Ändert nichts.",
+        )),
+        DefectClass::LongLead => mutated(with_description(&format!(
+            "Returns one widget{}.",
+            " and the state of the widget".repeat(12)
+        ))),
+        DefectClass::LongDescription => mutated(with_description(&format!(
+            "Returns one widget. {}",
+            "It changes nothing at all. ".repeat(40)
+        ))),
+        DefectClass::MissingExample => mutated(|t| {
+            t["description"] = json!("Returns one widget with its handle. Changes nothing.");
+        }),
+        DefectClass::InvalidExample => mutated(|t| {
+            t["description"] =
+                json!("Returns one widget with its handle. Example: {widget: wdg_1}");
+        }),
+        DefectClass::ExampleUnknownProperty => mutated(|t| {
+            t["description"] = json!(
+                "Returns one widget with its handle. Example: {\"widget\": \"wdg_1\", \"colour\": \"red\"}"
+            );
+        }),
+        DefectClass::ModelInstruction => mutated(with_description(
+            "Returns one widget with its handle. Always call it before find_widgets.",
+        )),
+        DefectClass::TooManyTools => {
+            check_with(&json!([good_tool()]), Options { max_tools: Some(0) })
+        }
+    }
+}
+
+/// Proves the checker: the good descriptor yields nothing, and for each defect class a mutated
+/// copy yields that class and no other. Returns how many classes were proven, or names the
+/// first class that was not caught (or that came with another class).
+pub fn self_test() -> Result<usize, String> {
+    let good = [
+        ("one good tool", check(&json!({ "tools": [good_tool()] }))),
+        (
+            "two good tools",
+            check_with(
+                &json!([good_tool(), other_tool()]),
+                Options { max_tools: Some(2) },
+            ),
+        ),
+        (
+            "the same order twice",
+            check_same_order(
+                &json!([good_tool(), other_tool()]),
+                &json!({ "result": { "tools": [other_tool()] } }),
+            ),
+        ),
+    ];
+    for (what, report) in good {
+        if !report.is_clean() {
+            return Err(format!(
+                "{what} should be clean but the check found:\n{}",
+                report.to_text()
+            ));
+        }
+    }
+    for class in DefectClass::ALL {
+        let report = case(class);
+        let classes = report.classes();
+        if !classes.contains(&class) {
+            return Err(format!(
+                "defect class `{class}` was not caught; the mutated copy gave:\n{}",
+                report.to_text()
+            ));
+        }
+        if classes.len() != 1 {
+            return Err(format!(
+                "defect class `{class}` came with other classes:\n{}",
+                report.to_text()
+            ));
+        }
+    }
+    Ok(DefectClass::ALL.len())
+}

@@ -1,0 +1,61 @@
+//! The tool manifest: what each toolset lists is checked against the tool rules and pinned by
+//! committed snapshots, so a change of a name, schema or description is a reviewed change.
+//! To re-approve after an intended change: `cargo run -p gatehouse -- manifest --out tests/manifest`.
+
+use mcp_pipeline::Toolset;
+use serde_json::Value;
+
+async fn dump(toolset: Toolset) -> Value {
+    app::manifest::dump(&app::Settings::default(), toolset)
+        .await
+        .unwrap()
+}
+
+fn snapshot(toolset: Toolset) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("manifest/{}.json", toolset.as_str()));
+    serde_json::from_str(
+        &std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn every_toolset_matches_its_committed_snapshot() {
+    for toolset in [Toolset::Core, Toolset::Standard, Toolset::Full] {
+        assert!(
+            dump(toolset).await == snapshot(toolset),
+            "the {} toolset drifted from tests/manifest/{}.json; review the change and re-approve with \
+             `cargo run -p gatehouse -- manifest --out tests/manifest`",
+            toolset.as_str(),
+            toolset.as_str()
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_toolset_passes_the_manifest_check() {
+    for (toolset, max_tools) in [
+        (Toolset::Core, Some(manifest_check::CORE_TOOLSET_MAX)),
+        (Toolset::Standard, None),
+        (Toolset::Full, None),
+    ] {
+        let report =
+            manifest_check::check_with(&dump(toolset).await, manifest_check::Options { max_tools });
+        assert!(
+            report.is_clean(),
+            "{}:\n{}",
+            toolset.as_str(),
+            report.to_text()
+        );
+    }
+    let (core, full) = (dump(Toolset::Core).await, dump(Toolset::Full).await);
+    let order = manifest_check::check_same_order(&core, &full);
+    assert!(order.is_clean(), "{}", order.to_text());
+}
+
+#[test]
+fn the_manifest_checker_catches_every_defect_class() {
+    let classes = manifest_check::self_test().unwrap();
+    assert!(classes >= 20, "{classes}");
+}
