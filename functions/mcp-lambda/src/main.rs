@@ -7,6 +7,49 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use lambda_http::{Body, Error, Request, Response, service_fn};
 
+mod secrets;
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// The key sealing `requestState`: from the secret named by `GATEHOUSE_STATE_KEY_SECRET_ARN`
+/// (the deployment's way), or `GATEHOUSE_STATE_KEY` (local tests of the binary).
+async fn state_key() -> anyhow::Result<Vec<u8>> {
+    if let Some(key) = env("GATEHOUSE_STATE_KEY") {
+        return Ok(key.into_bytes());
+    }
+    let arn = env("GATEHOUSE_STATE_KEY_SECRET_ARN").context(
+        "GATEHOUSE_STATE_KEY_SECRET_ARN must name the requestState sealing key's secret",
+    )?;
+    let token = env("AWS_SESSION_TOKEN")
+        .context("AWS_SESSION_TOKEN is missing; the secrets extension needs it")?;
+    Ok(secrets::fetch(secrets::port(), &arn, &token)
+        .await?
+        .into_bytes())
+}
+
+/// OAuth access tokens, when the deployment names an issuer: its resource URL and its keys
+/// (public, so they may sit in the environment) must come with it.
+fn oauth() -> anyhow::Result<Option<app::OAuth>> {
+    let Some(issuer) = env("GATEHOUSE_OAUTH_ISSUER") else {
+        return Ok(None);
+    };
+    let resource = env("GATEHOUSE_OAUTH_RESOURCE")
+        .context("GATEHOUSE_OAUTH_RESOURCE must be set with GATEHOUSE_OAUTH_ISSUER")?;
+    let jwks = env("GATEHOUSE_OAUTH_JWKS")
+        .context("GATEHOUSE_OAUTH_JWKS must hold the issuer's JSON Web Key Set")?;
+    let jwks =
+        serde_json::from_str(&jwks).context("GATEHOUSE_OAUTH_JWKS is not a JSON Web Key Set")?;
+    let tenant_claim = env("GATEHOUSE_OAUTH_TENANT_CLAIM").unwrap_or_else(|| "tenant".into());
+    Ok(Some(app::OAuth {
+        resource,
+        issuer,
+        tenant_claim,
+        jwks,
+    }))
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     tracing_subscriber::fmt()
@@ -35,13 +78,12 @@ async fn main() -> Result<(), Error> {
     })
     .await;
     // Every instance must seal and open `requestState` with the same key.
-    let state_key = std::env::var("GATEHOUSE_STATE_KEY")
-        .context("GATEHOUSE_STATE_KEY must hold the requestState sealing key (from the deployment's secret)")?
-        .into_bytes();
+    let state_key = state_key().await?;
     let settings = app::Settings {
         backend: "dynamodb".into(),
         allowed_origins,
         state_key: Some(state_key),
+        oauth: oauth()?,
         ..app::Settings::default()
     };
     let app = app::build(&settings, Arc::new(store))?;
