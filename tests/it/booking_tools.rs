@@ -685,3 +685,325 @@ async fn quotes_compute_money_on_the_server(world: World) {
     assert_eq!(got.structured()["quote"]["state"], "draft");
 }
 on_every_backend!(quotes, quotes_compute_money_on_the_server);
+
+// ===== the rest of the effect classes =====
+
+async fn confirm(
+    c: &mcp_test_client::TestClient,
+    preview: &mcp_test_client::ToolCall,
+) -> mcp_test_client::ToolCall {
+    assert_eq!(
+        preview.structured()["status"],
+        "PREVIEW",
+        "{}",
+        preview.text()
+    );
+    let args = json!({"confirm_token": preview.structured()["confirm_token"], "confirm_summary": preview.structured()["confirm_summary"]});
+    c.call_tool("confirm_action", args).await
+}
+
+async fn confirmed_booking(
+    c: &mcp_test_client::TestClient,
+    customer: &str,
+    technician: &str,
+    start: &str,
+) -> Value {
+    let created = c
+        .call_tool("create_booking", draft(customer, technician, start))
+        .await;
+    let b = created.structured()["booking"].clone();
+    let preview = c
+        .call_tool(
+            "send_booking_confirmation",
+            json!({"booking": b["booking"], "version": b["version"]}),
+        )
+        .await;
+    confirm(c, &preview).await.structured()["booking"].clone()
+}
+
+async fn every_effect_class(world: World) {
+    let (c, _) = setup(&world).await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    // Free slots skip booked time.
+    let slots = c
+        .call_tool(
+            "find_available_slots",
+            json!({"technician": tom, "date": "2027-06-07", "duration_minutes": 60}),
+        )
+        .await;
+    let first = slots.structured()["slots"][0]["start"]["local"].clone();
+    assert_eq!(first, "2027-06-07 08:00", "{}", slots.text());
+    let b = confirmed_booking(&c, &ada, &tom, "2027-06-07 08:00").await;
+    let slots = c
+        .call_tool(
+            "find_available_slots",
+            json!({"technician": tom, "date": "2027-06-07", "duration_minutes": 60}),
+        )
+        .await;
+    assert_eq!(
+        slots.structured()["slots"][0]["start"]["local"],
+        "2027-06-07 09:30",
+        "the booked 08:00-09:30 is skipped"
+    );
+    let sent_before = outbox(&world, "acme").await.len();
+    // Reschedule (notify).
+    let preview = c.call_tool("reschedule_booking", json!({"booking": b["booking"], "version": b["version"], "start": "2027-06-08 10:00", "zone": "Europe/Berlin"})).await;
+    assert_eq!(
+        outbox(&world, "acme").await.len(),
+        sent_before,
+        "a preview sends nothing"
+    );
+    let moved = confirm(&c, &preview).await;
+    assert_eq!(
+        moved.structured()["booking"]["start"]["local"],
+        "2027-06-08 10:00",
+        "{}",
+        moved.text()
+    );
+    assert_eq!(outbox(&world, "acme").await.len(), sent_before + 1);
+    // Mute (alerting).
+    let mute = c
+        .call_tool(
+            "mute_booking_alerts",
+            json!({"booking": b["booking"], "hours": 24}),
+        )
+        .await;
+    let muted = confirm(&c, &mute).await;
+    assert!(
+        muted.structured()["muted_until"]
+            .as_str()
+            .unwrap()
+            .starts_with("20"),
+        "{}",
+        muted.text()
+    );
+    // Page (wake): the private phone never shows.
+    let page = c
+        .call_tool(
+            "page_technician",
+            json!({"technician": tom, "message": "Burst pipe, please call"}),
+        )
+        .await;
+    assert_no_secret(&page.result);
+    let paged = confirm(&c, &page).await;
+    assert_no_secret(&paged.result);
+    assert_eq!(paged.structured()["notified"], json!([tom]));
+    let messages = outbox(&world, "acme").await;
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["to"].as_s().unwrap_or_default().contains(CANARY_SECRET)),
+        "the page goes to the private phone"
+    );
+    // Delete: a confirmed booking is cancelled first.
+    let moved_b = moved.structured()["booking"].clone();
+    let refuse = c
+        .call_tool(
+            "delete_booking",
+            json!({"booking": moved_b["booking"], "version": moved_b["version"]}),
+        )
+        .await;
+    assert_eq!(refuse.structured()["code"], "rejected", "{}", refuse.text());
+    let d = c
+        .call_tool("create_booking", draft(&ada, &tom, "2027-06-09 11:00"))
+        .await
+        .structured()["booking"]
+        .clone();
+    let delete = c
+        .call_tool(
+            "delete_booking",
+            json!({"booking": d["booking"], "version": d["version"]}),
+        )
+        .await;
+    assert!(
+        !c.call_tool("get_booking", json!({"booking": d["booking"]}))
+            .await
+            .is_error(),
+        "a preview deletes nothing"
+    );
+    confirm(&c, &delete).await;
+    assert_eq!(
+        c.call_tool("get_booking", json!({"booking": d["booking"]}))
+            .await
+            .structured()["code"],
+        "not_found"
+    );
+    // Batch: the count must match.
+    c.call_tool("create_booking", draft(&ada, &tom, "2027-06-10 11:00"))
+        .await;
+    let wrong = c
+        .call_tool(
+            "cancel_bookings",
+            json!({"technician": tom, "expected_count": 1}),
+        )
+        .await;
+    assert_eq!(
+        wrong.structured()["matches"].as_array().unwrap().len(),
+        2,
+        "{}",
+        wrong.text()
+    );
+    let before = outbox(&world, "acme").await.len();
+    let batch = c
+        .call_tool(
+            "cancel_bookings",
+            json!({"technician": tom, "expected_count": 2}),
+        )
+        .await;
+    assert_eq!(
+        outbox(&world, "acme").await.len(),
+        before,
+        "the batch preview sends nothing"
+    );
+    let done = confirm(&c, &batch).await;
+    assert_eq!(
+        done.structured()["bookings"].as_array().unwrap().len(),
+        2,
+        "{}",
+        done.text()
+    );
+    assert_eq!(
+        done.structured()["notified"],
+        json!(["ada@example.com"]),
+        "only the confirmed booking's customer is told"
+    );
+    assert_eq!(outbox(&world, "acme").await.len(), before + 1);
+}
+on_every_backend!(effect_classes, every_effect_class);
+
+async fn every_handle_of_another_tenant_is_not_found(world: World) {
+    let (c, _) = setup(&world).await;
+    world.member("globex", "gus", "owner").await;
+    let their_customer = seeded_customer(&world, "globex", "Buyer", "buyer@globex.example").await;
+    let their_tech = seeded_technician(&world, "globex", "Sam", "America/New_York").await;
+    let gus = {
+        let (_, token) = world.connect("globex", "gus", Toolset::Full).await;
+        world.client(&token)
+    };
+    tenant_settings(&world, "globex", "USD", "8.875").await;
+    let their_booking = gus
+        .call_tool("create_booking", json!({"customer": their_customer, "technician": their_tech, "service": "x", "start": "2027-06-07 09:00", "zone": "America/New_York", "duration_minutes": 60}))
+        .await
+        .structured()["booking"]["booking"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let their_quote = gus
+        .call_tool("create_quote", json!({"customer": their_customer, "lines": [{"description": "x", "quantity": "1", "unit_price": "1"}]}))
+        .await
+        .structured()["quote"]["quote"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let v = "000000000000";
+    let calls = [
+        ("get_customer", json!({"customer": their_customer})),
+        (
+            "update_customer",
+            json!({"customer": their_customer, "version": v, "name": "x"}),
+        ),
+        ("delete_customer", json!({"customer": their_customer})),
+        ("get_booking", json!({"booking": their_booking})),
+        ("find_bookings", json!({"customer": their_customer})),
+        (
+            "cancel_bookings",
+            json!({"technician": their_tech, "expected_count": 1}),
+        ),
+        (
+            "update_booking",
+            json!({"booking": their_booking, "version": v, "service": "x"}),
+        ),
+        (
+            "add_booking_note",
+            json!({"booking": their_booking, "note": "x"}),
+        ),
+        (
+            "send_booking_confirmation",
+            json!({"booking": their_booking, "version": v}),
+        ),
+        (
+            "reschedule_booking",
+            json!({"booking": their_booking, "version": v, "start": "2027-06-08 09:00", "zone": "Europe/Berlin"}),
+        ),
+        (
+            "cancel_booking",
+            json!({"booking": their_booking, "version": v}),
+        ),
+        (
+            "delete_booking",
+            json!({"booking": their_booking, "version": v}),
+        ),
+        (
+            "mute_booking_alerts",
+            json!({"booking": their_booking, "hours": 2}),
+        ),
+        (
+            "page_technician",
+            json!({"technician": their_tech, "message": "x"}),
+        ),
+        (
+            "find_available_slots",
+            json!({"technician": their_tech, "date": "2027-06-07", "duration_minutes": 60}),
+        ),
+        (
+            "create_booking",
+            json!({"customer": their_customer, "technician": their_tech, "service": "x", "start": "2027-06-07 09:00", "zone": "Europe/Berlin", "duration_minutes": 60}),
+        ),
+        ("get_quote", json!({"quote": their_quote})),
+        (
+            "update_quote",
+            json!({"quote": their_quote, "version": v, "lines": [{"description": "x", "quantity": "1", "unit_price": "2"}]}),
+        ),
+        ("send_quote", json!({"quote": their_quote, "version": v})),
+        (
+            "create_quote",
+            json!({"customer": their_customer, "lines": [{"description": "x", "quantity": "1", "unit_price": "1"}]}),
+        ),
+    ];
+    let listed = c.list_tools().await;
+    let with_handles: Vec<String> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["inputSchema"].to_string().contains("handle, `"))
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    for name in &with_handles {
+        assert!(
+            calls.iter().any(|(tool, _)| tool == name),
+            "{name} takes a handle but has no foreign-handle case here"
+        );
+    }
+    for (tool, args) in calls {
+        let call = c.call_tool(tool, args).await;
+        assert!(call.is_error(), "{tool}");
+        assert_eq!(
+            call.structured()["code"],
+            "not_found",
+            "{tool}: {}",
+            call.text()
+        );
+    }
+    let mine = world
+        .app
+        .store
+        .query(store::Query::partition("acme#booking"))
+        .await
+        .unwrap();
+    assert!(
+        mine.items.is_empty()
+            && outbox_is_empty(&world, "acme").await
+            && outbox_is_empty(&world, "globex").await,
+        "nothing changed"
+    );
+    let theirs = gus
+        .call_tool("get_booking", json!({"booking": their_booking}))
+        .await;
+    assert_eq!(
+        theirs.structured()["booking"]["state"],
+        "draft",
+        "their booking is unchanged"
+    );
+}
+on_every_backend!(foreign_handles, every_handle_of_another_tenant_is_not_found);

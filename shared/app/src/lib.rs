@@ -94,6 +94,7 @@ pub fn registry(settings: &Settings, store: &Arc<dyn Store>) -> Result<Registry,
         technicians: booking::Technicians::new(Arc::clone(store)),
         bookings: booking::Bookings::new(Arc::clone(store)),
         quotes: booking::Quotes::new(Arc::clone(store)),
+        alerts: booking::Alerts::new(Arc::clone(store)),
         console_base: settings.console_base.clone(),
     };
     booking_tools::register(&mut registry, &services)?;

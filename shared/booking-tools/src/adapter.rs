@@ -1,7 +1,9 @@
 //! From MCP to the services and back: the actor from the caller, the change into the
 //! pipeline's writes, service errors into errors the model can act on.
 
-use booking::{Actor, BookingError, Bookings, Change, Customers, Quotes, Technicians, When};
+use booking::{
+    Actor, Alerts, BookingError, Bookings, Change, Customers, Quotes, Technicians, When,
+};
 use mcp_pipeline::{CallError, ErrorKind, HandleKind, ToolContext, ToolError};
 
 /// The services the tools call.
@@ -15,6 +17,8 @@ pub struct Services {
     pub bookings: Bookings,
     /// Quotes.
     pub quotes: Quotes,
+    /// Alert rules.
+    pub alerts: Alerts,
     /// Base URL of the product's pages, for console links.
     pub console_base: String,
 }

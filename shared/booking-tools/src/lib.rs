@@ -7,18 +7,24 @@
 mod adapter;
 mod add_booking_note;
 mod cancel_booking;
+mod cancel_bookings;
 mod create_booking;
 mod create_customer;
 mod create_quote;
+mod delete_booking;
 mod delete_customer;
+mod find_available_slots;
 mod find_bookings;
 mod find_customers;
 mod get_booking;
 mod get_customer;
 mod get_quote;
 mod list_technicians;
+mod mute_booking_alerts;
+mod page_technician;
 mod present;
 mod quote_lines;
+mod reschedule_booking;
 mod send_booking_confirmation;
 mod send_quote;
 mod update_booking;
@@ -87,6 +93,14 @@ pub fn register(registry: &mut Registry, services: &Services) -> Result<(), Regi
         ToolSpec::new(get_booking::GetBooking {
             bookings: bookings(),
             console_base: base(),
+        })
+        .requires(rights::BOOKINGS_READ)
+        .toolset(Toolset::Core),
+    )?;
+    registry.register(
+        ToolSpec::new(find_available_slots::FindAvailableSlots {
+            technicians: services.technicians.clone(),
+            bookings: bookings(),
         })
         .requires(rights::BOOKINGS_READ)
         .toolset(Toolset::Core),
@@ -169,6 +183,48 @@ pub fn register(registry: &mut Registry, services: &Services) -> Result<(), Regi
         .requires(rights::CUSTOMERS_NOTIFY)
         .toolset(Toolset::Full)
         .approval_in_product(),
+    )?;
+    registry.register(
+        ToolSpec::new(reschedule_booking::RescheduleBooking {
+            bookings: bookings(),
+            customers: customers(),
+            console_base: base(),
+        })
+        .requires(rights::BOOKINGS_WRITE)
+        .requires(rights::CUSTOMERS_NOTIFY)
+        .toolset(Toolset::Standard),
+    )?;
+    registry.register(
+        ToolSpec::new(cancel_bookings::CancelBookings {
+            bookings: bookings(),
+            customers: customers(),
+            console_base: base(),
+        })
+        .requires(rights::BOOKINGS_WRITE)
+        .toolset(Toolset::Full),
+    )?;
+    registry.register(
+        ToolSpec::new(page_technician::PageTechnician {
+            technicians: services.technicians.clone(),
+            console_base: base(),
+        })
+        .requires(rights::TECHNICIANS_PAGE)
+        .toolset(Toolset::Standard),
+    )?;
+    registry.register(
+        ToolSpec::new(mute_booking_alerts::MuteBookingAlerts {
+            alerts: services.alerts.clone(),
+        })
+        .requires(rights::ALERTS_MANAGE)
+        .toolset(Toolset::Full),
+    )?;
+    registry.register(
+        ToolSpec::new(delete_booking::DeleteBooking {
+            bookings: bookings(),
+            console_base: base(),
+        })
+        .requires(rights::RECORDS_DELETE)
+        .toolset(Toolset::Standard),
     )?;
     registry.register(
         ToolSpec::new(delete_customer::DeleteCustomer {

@@ -240,6 +240,14 @@ impl Bookings {
         limit: usize,
     ) -> Result<Vec<Booking>, BookingError> {
         actor.require(rights::BOOKINGS_READ)?;
+        // A filter names records: they must be this tenant's (another tenant's handle is not
+        // found, rather than silently matching nothing).
+        if let Some(customer) = &filter.customer {
+            self.exists(actor, Kind::Customer, customer).await?;
+        }
+        if let Some(technician) = &filter.technician {
+            self.exists(actor, Kind::Technician, technician).await?;
+        }
         let mut out = Vec::new();
         let mut cursor = None;
         loop {
@@ -548,6 +556,112 @@ impl Bookings {
             );
         }
         change.ids.push(booking.handle());
+        Ok(change)
+    }
+}
+
+impl Bookings {
+    /// Plans moving a confirmed booking; the customer is told. Drafts move silently with
+    /// `update_draft` instead.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn reschedule(
+        &self,
+        actor: &Actor,
+        id: &str,
+        version: &str,
+        start: When,
+        duration_minutes: Option<i64>,
+        customer_email: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Change<Booking>, BookingError> {
+        actor.require(rights::BOOKINGS_WRITE)?;
+        actor.require(rights::CUSTOMERS_NOTIFY)?;
+        let mut booking = self.current(actor, id, version).await?;
+        if booking.status != Status::Confirmed {
+            return Err(BookingError::Rejected(format!(
+                "booking {} is {}; only confirmed bookings are rescheduled with a message (drafts change with update_booking)",
+                booking.handle(),
+                booking.status.as_str()
+            )));
+        }
+        let minutes =
+            duration_minutes.unwrap_or_else(|| (booking.end - booking.start).num_minutes());
+        if !(15..=time::MAX_DURATION_MINUTES).contains(&minutes) {
+            return Err(BookingError::invalid(
+                "duration_minutes",
+                format!("must be 15 to {} minutes", time::MAX_DURATION_MINUTES),
+            ));
+        }
+        let resolved = resolve(&start, now)?;
+        booking.start = resolved.instant;
+        booking.zone = resolved.zone;
+        booking.end = time::end_after(booking.start, minutes).map_err(|e| BookingError::Time {
+            field: "duration_minutes",
+            error: e,
+        })?;
+        let booking = booking.with_version();
+        let moment = time::Moment::new(booking.start, booking.zone, now);
+        let text = format!(
+            "Your {} booking ({}) moves to {} {} ({}).",
+            booking.service,
+            booking.handle(),
+            moment.weekday,
+            moment.local,
+            moment.zone
+        );
+        let mut change = Change::new(booking.clone());
+        Self::save(&mut change, &actor.tenant, version, &booking);
+        crate::outbox::queue(
+            &mut change,
+            &actor.tenant,
+            customer_email,
+            "Your booking moves",
+            &text,
+            &booking.handle(),
+        );
+        change.ids.push(booking.handle());
+        Ok(change)
+    }
+
+    /// Plans deleting a booking (drafts and cancelled ones; a confirmed booking is cancelled
+    /// first, so that the customer is told).
+    pub async fn delete(
+        &self,
+        actor: &Actor,
+        id: &str,
+        version: &str,
+    ) -> Result<Change<Booking>, BookingError> {
+        actor.require(rights::RECORDS_DELETE)?;
+        let booking = self.current(actor, id, version).await?;
+        if booking.status == Status::Confirmed {
+            return Err(BookingError::Rejected(format!(
+                "booking {} is confirmed; cancel it first so the customer is told",
+                booking.handle()
+            )));
+        }
+        let handle = booking.handle();
+        let mut change = Change::new(booking.clone());
+        change.push(
+            store::Delete::new(keys::object(&actor.tenant, Kind::Booking, id))
+                .when(Condition::eq("version", Value::s(version))),
+            |_| {
+                BookingError::Rejected(
+                    "the booking changed since it was read; read it again".into(),
+                )
+            },
+        );
+        let business_key = format!(
+            "{}|{}|{}",
+            booking.customer,
+            booking.technician,
+            booking.start.to_rfc3339()
+        );
+        change.push(
+            store::Delete::new(keys::unique(&actor.tenant, "booking-slot", &business_key))
+                .when(Condition::eq("holder", Value::s(&handle))),
+            |_| BookingError::Rejected("the booking's slot claim changed meanwhile".into()),
+        );
+        change.ids.push(handle);
         Ok(change)
     }
 }

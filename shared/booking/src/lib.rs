@@ -7,6 +7,7 @@
 //! is the first segment of every one.
 
 mod actor;
+pub mod alerts;
 pub mod bookings;
 mod change;
 pub mod customers;
@@ -23,6 +24,7 @@ pub mod text;
 pub mod time;
 
 pub use actor::Actor;
+pub use alerts::{AlertRule, Alerts};
 pub use bookings::{Booking, BookingFilter, Bookings, NewBooking, Status, When};
 pub use change::{Change, Op};
 pub use customers::{Customer, CustomerPatch, Customers, NewCustomer};

@@ -139,6 +139,45 @@ impl Technicians {
         Ok(Technician::from_item(id, &item))
     }
 
+    /// Plans paging a technician: a text to their private phone, which stays on the server.
+    /// Returns the change and the message (without the number).
+    pub async fn page(
+        &self,
+        actor: &Actor,
+        id: &str,
+        message: &str,
+    ) -> Result<Change<Technician>, BookingError> {
+        actor.require(rights::TECHNICIANS_PAGE)?;
+        let text = message.trim();
+        if text.is_empty() || text.chars().count() > 300 {
+            return Err(BookingError::invalid(
+                "message",
+                "must be 1 to 300 characters",
+            ));
+        }
+        let item = self
+            .store
+            .get(&keys::object(&actor.tenant, Kind::Technician, id))
+            .await?
+            .ok_or_else(|| BookingError::NotFound {
+                kind: "technician",
+                id: Kind::Technician.handle(id),
+            })?;
+        let phone = item
+            .get("private_phone")
+            .and_then(Value::as_s)
+            .unwrap_or_default()
+            .to_owned();
+        let technician = Technician::from_item(id, &item);
+        let handle = technician.handle();
+        let mut change = Change::new(technician);
+        crate::outbox::queue(&mut change, &actor.tenant, &phone, "Page", text, &handle);
+        // The number is a secret: what callers see names the technician, not the phone.
+        change.notified = vec![handle.clone()];
+        change.ids.push(handle);
+        Ok(change)
+    }
+
     /// Plans a new technician (the product's staff pages and seeding).
     pub fn create(
         &self,

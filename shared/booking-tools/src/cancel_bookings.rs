@@ -1,0 +1,134 @@
+//! `cancel_bookings`: prepares cancelling several bookings matched by a filter, only when the
+//! match count is what the caller expects.
+
+use booking::{BookingFilter, Bookings, Customers, Status};
+use mcp_pipeline::{
+    CallError, EffectClass, ErrorKind, Handle, Success, Tool, ToolContext, ToolError,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::adapter::{CustomerKind, TechnicianKind, actor, apply, error};
+use crate::present::BookingView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// Only this customer's bookings.
+    customer: Option<Handle<CustomerKind>>,
+    /// Only this technician's bookings.
+    technician: Option<Handle<TechnicianKind>>,
+    /// How many open bookings you expect the filter to match (1 to 25).
+    expected_count: u32,
+}
+
+/// The cancelled bookings and who is told.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    bookings: Vec<BookingView>,
+    notified: Vec<String>,
+}
+
+/// Cancels several bookings.
+#[derive(Debug)]
+pub(crate) struct CancelBookings {
+    pub(crate) bookings: Bookings,
+    pub(crate) customers: Customers,
+    pub(crate) console_base: String,
+}
+
+impl Tool for CancelBookings {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "cancel_bookings";
+    const TITLE: &'static str = "Cancel several bookings";
+    const DESCRIPTION: &'static str = "Prepares cancelling every open booking of a customer or technician; the customers of confirmed ones are emailed. If the filter matches a different number than expected_count, it lists the matches and does nothing. Waits for confirm_action. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"expected_count\": 3}";
+    const EFFECT: EffectClass = EffectClass::Notify;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        if input.customer.is_none() && input.technician.is_none() {
+            return Err(ToolError::validation(
+                "Name a `customer` or a `technician`",
+                "Cancelling every booking of the workspace is not offered",
+            )
+            .into());
+        }
+        if !(1..=25).contains(&input.expected_count) {
+            return Err(ToolError::validation(
+                "`expected_count` must be 1 to 25",
+                "Cancel larger sets in the product",
+            )
+            .into());
+        }
+        let filter = BookingFilter {
+            customer: input.customer.map(|h| h.id().to_owned()),
+            technician: input.technician.map(|h| h.id().to_owned()),
+            status: None,
+        };
+        let open: Vec<booking::Booking> = self
+            .bookings
+            .find(&actor, &filter, 100)
+            .await
+            .map_err(error)?
+            .into_iter()
+            .filter(|b| matches!(b.status, Status::Draft | Status::Confirmed))
+            .collect();
+        let handles: Vec<String> = open.iter().map(booking::Booking::handle).collect();
+        if open.len() != input.expected_count as usize {
+            return Err(ToolError::new(
+                ErrorKind::Rejected,
+                format!("The filter matches {} open bookings, not {}; nothing was cancelled", open.len(), input.expected_count),
+                "Check the matches listed below with the user, then send the right expected_count or a narrower filter",
+            )
+            .detail("matches", handles)
+            .into());
+        }
+        let now = chrono::Utc::now();
+        let mut views = Vec::new();
+        let mut notified = Vec::new();
+        for b in &open {
+            let customer = self
+                .customers
+                .get(&actor, &b.customer)
+                .await
+                .map_err(error)?;
+            let text = format!(
+                "Hello {}, your {} booking ({}) is cancelled.",
+                customer.name,
+                b.service,
+                b.handle()
+            );
+            let change = self
+                .bookings
+                .cancel(&actor, &b.id, &b.version, &customer.email, &text)
+                .await
+                .map_err(error)?;
+            notified.extend(change.notified.clone());
+            let cancelled = apply(&ctx, change);
+            views.push(BookingView::new(&cancelled, &self.console_base, now));
+        }
+        ctx.writes.preview(
+            format!(
+                "Cancel {} bookings ({}) and email {}",
+                handles.len(),
+                handles.join(", "),
+                if notified.is_empty() {
+                    "nobody".to_owned()
+                } else {
+                    notified.join(", ")
+                }
+            ),
+            json!({"bookings": handles, "notified": notified}),
+        );
+        Ok(Success::new(
+            format!("Cancelled {} bookings.", views.len()),
+            Output {
+                bookings: views,
+                notified,
+            },
+        ))
+    }
+}

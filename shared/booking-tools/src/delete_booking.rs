@@ -1,0 +1,70 @@
+//! `delete_booking`: prepares deleting a draft or cancelled booking.
+
+use booking::Bookings;
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::adapter::{BookingKind, actor, apply, error};
+use crate::present::BookingView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// The booking's handle.
+    booking: Handle<BookingKind>,
+    /// The version you read.
+    version: String,
+}
+
+/// The booking that will be deleted.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    booking: BookingView,
+    /// Who is told: nobody.
+    notified: Vec<String>,
+}
+
+/// Deletes a booking after confirmation.
+#[derive(Debug)]
+pub(crate) struct DeleteBooking {
+    pub(crate) bookings: Bookings,
+    pub(crate) console_base: String,
+}
+
+impl Tool for DeleteBooking {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "delete_booking";
+    const TITLE: &'static str = "Delete a booking";
+    const DESCRIPTION: &'static str = "Prepares deleting a draft or cancelled booking; nothing is deleted until confirm_action. A confirmed booking is cancelled first with cancel_booking. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\"}";
+    const EFFECT: EffectClass = EffectClass::Delete;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let change = self
+            .bookings
+            .delete(&actor, input.booking.id(), &input.version)
+            .await
+            .map_err(error)?;
+        let b = apply(&ctx, change);
+        ctx.writes.preview(
+            format!(
+                "Delete booking {} ({}, {})",
+                b.handle(),
+                b.service,
+                b.status.as_str()
+            ),
+            json!({"booking": b.handle(), "version": b.version}),
+        );
+        Ok(Success::new(
+            format!("Deleted booking {}.", b.handle()),
+            Output {
+                booking: BookingView::new(&b, &self.console_base, chrono::Utc::now()),
+                notified: Vec::new(),
+            },
+        ))
+    }
+}

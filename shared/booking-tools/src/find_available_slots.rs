@@ -1,0 +1,135 @@
+//! `find_available_slots`: free times of a technician on a day.
+
+use booking::time::{self, TimeRange};
+use booking::{BookingFilter, Bookings, Status, Technicians};
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext, ToolError};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::adapter::{TechnicianKind, actor, error};
+use crate::present::TimeView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// The technician's handle.
+    technician: Handle<TechnicianKind>,
+    /// The day, `YYYY-MM-DD`, in the technician's time zone.
+    date: String,
+    /// How long the visit takes, in minutes (15 to 600).
+    duration_minutes: i64,
+}
+
+/// One free slot.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Slot {
+    start: TimeView,
+    /// Pass this as `start` to create_booking (with the `zone`).
+    start_iso: String,
+}
+
+/// Free slots, earliest first (at most 10).
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    slots: Vec<Slot>,
+    /// The technician's zone.
+    zone: String,
+}
+
+/// Finds free slots.
+#[derive(Debug)]
+pub(crate) struct FindAvailableSlots {
+    pub(crate) technicians: Technicians,
+    pub(crate) bookings: Bookings,
+}
+
+impl Tool for FindAvailableSlots {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "find_available_slots";
+    const TITLE: &'static str = "Find free slots";
+    const DESCRIPTION: &'static str = "Lists up to 10 free start times for a technician on one day, within their working hours and around their open bookings, in half-hour steps. Changes nothing; create_booking books one. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"date\": \"2027-06-07\", \"duration_minutes\": 90}";
+    const EFFECT: EffectClass = EffectClass::Read;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        if !(15..=600).contains(&input.duration_minutes) {
+            return Err(ToolError::validation(
+                "`duration_minutes` must be 15 to 600",
+                "Send the visit's length in minutes",
+            )
+            .into());
+        }
+        let date =
+            chrono::NaiveDate::parse_from_str(input.date.trim(), "%Y-%m-%d").map_err(|_| {
+                ToolError::validation(
+                    format!("`date` {:?} is not a day like 2027-06-07", input.date),
+                    "Send the day as YYYY-MM-DD",
+                )
+            })?;
+        let technician = self
+            .technicians
+            .get(&actor, input.technician.id())
+            .await
+            .map_err(error)?;
+        let (from, to) = technician
+            .working_hours
+            .split_once('-')
+            .unwrap_or(("08:00", "17:00"));
+        let parse = |t: &str| chrono::NaiveTime::parse_from_str(t, "%H:%M").ok();
+        let (Some(from), Some(to)) = (parse(from), parse(to)) else {
+            return Err(ToolError::validation(
+                "The technician's working hours are unreadable",
+                "Fix them in the product",
+            )
+            .into());
+        };
+        let filter = BookingFilter {
+            technician: Some(technician.id.clone()),
+            ..BookingFilter::default()
+        };
+        let busy: Vec<TimeRange> = self
+            .bookings
+            .find(&actor, &filter, 500)
+            .await
+            .map_err(error)?
+            .into_iter()
+            .filter(|b| matches!(b.status, Status::Draft | Status::Confirmed))
+            .filter_map(|b| TimeRange::new(b.start, b.end).ok())
+            .collect();
+        let now = chrono::Utc::now();
+        let mut slots = Vec::new();
+        let mut local = date.and_time(from);
+        let last_start = date.and_time(to) - chrono::Duration::minutes(input.duration_minutes);
+        while local <= last_start && slots.len() < 10 {
+            let text = local.format("%Y-%m-%d %H:%M").to_string();
+            // A start that falls into a DST gap does not exist: skip it.
+            if let Ok(start) = time::parse_local(&text, &technician.zone, now)
+                && let Ok(range) = TimeRange::from_minutes(start.instant, input.duration_minutes)
+                && start.instant > now
+                && !busy.iter().any(|b| b.overlaps(&range))
+            {
+                let moment = start.moment(now);
+                slots.push(Slot {
+                    start_iso: moment.iso.clone(),
+                    start: moment.into(),
+                });
+            }
+            local += chrono::Duration::minutes(30);
+        }
+        let summary = format!(
+            "{} free slots for {} on {}.",
+            slots.len(),
+            technician.name,
+            input.date
+        );
+        Ok(Success::new(
+            summary,
+            Output {
+                slots,
+                zone: technician.zone,
+            },
+        ))
+    }
+}

@@ -1,0 +1,72 @@
+//! `mute_booking_alerts`: prepares muting a booking's reminders for a while.
+
+use booking::Alerts;
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::adapter::{BookingKind, actor, apply, error};
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// The booking's handle.
+    booking: Handle<BookingKind>,
+    /// For how many hours (1 to 168).
+    hours: i64,
+}
+
+/// The muted rule.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    /// The booking.
+    booking: String,
+    /// Muted until (UTC).
+    muted_until: String,
+    /// Who is told: nobody; the reminders stop.
+    notified: Vec<String>,
+}
+
+/// Mutes a booking's reminders.
+#[derive(Debug)]
+pub(crate) struct MuteBookingAlerts {
+    pub(crate) alerts: Alerts,
+}
+
+impl Tool for MuteBookingAlerts {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "mute_booking_alerts";
+    const TITLE: &'static str = "Mute a booking's reminders";
+    const DESCRIPTION: &'static str = "Prepares muting the reminders of one booking for 1 to 168 hours; nobody is told and the reminders stop, so it waits for confirm_action. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"hours\": 24}";
+    const EFFECT: EffectClass = EffectClass::Alerting;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let change = self
+            .alerts
+            .mute(&actor, input.booking.id(), input.hours, chrono::Utc::now())
+            .await
+            .map_err(error)?;
+        let rule = apply(&ctx, change);
+        let handle = input.booking.to_string();
+        ctx.writes.preview(
+            format!(
+                "Mute the reminders of booking {handle} for {} hours",
+                input.hours
+            ),
+            json!({"booking": handle, "hours": input.hours}),
+        );
+        let until = rule.muted_until.map(|t| t.to_rfc3339()).unwrap_or_default();
+        Ok(Success::new(
+            format!("Muted the reminders of {handle} until {until}."),
+            Output {
+                booking: handle,
+                muted_until: until,
+                notified: Vec::new(),
+            },
+        ))
+    }
+}

@@ -1,0 +1,71 @@
+//! `page_technician`: prepares paging a technician by text message.
+
+use booking::Technicians;
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::adapter::{TechnicianKind, actor, apply, error};
+use crate::present::TechnicianView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// The technician's handle.
+    technician: Handle<TechnicianKind>,
+    /// The text to send (1 to 300 characters).
+    message: String,
+}
+
+/// The paged technician.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    technician: TechnicianView,
+    /// Who is paged (by handle; the number stays private).
+    notified: Vec<String>,
+}
+
+/// Pages a technician.
+#[derive(Debug)]
+pub(crate) struct PageTechnician {
+    pub(crate) technicians: Technicians,
+    pub(crate) console_base: String,
+}
+
+impl Tool for PageTechnician {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "page_technician";
+    const TITLE: &'static str = "Page a technician";
+    const DESCRIPTION: &'static str = "Prepares paging a technician with a text message to their private phone, which may wake them; returns a preview and a confirm_token, nothing is sent until confirm_action. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"message\": \"Burst pipe at Hauptstr. 1, please call.\"}";
+    const EFFECT: EffectClass = EffectClass::Wake;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let change = self
+            .technicians
+            .page(&actor, input.technician.id(), &input.message)
+            .await
+            .map_err(error)?;
+        let notified = change.notified.clone();
+        let t = apply(&ctx, change);
+        ctx.writes.preview(
+            format!(
+                "Page {} ({}): \"{}\"",
+                t.name,
+                t.handle(),
+                input.message.trim()
+            ),
+            json!({"technician": t.handle(), "message": input.message.trim()}),
+        );
+        Ok(Success::new(
+            format!("Paged {}.", t.name),
+            Output {
+                technician: TechnicianView::new(&t, &self.console_base),
+                notified,
+            },
+        ))
+    }
+}

@@ -1,0 +1,104 @@
+//! `reschedule_booking`: prepares moving a confirmed booking and telling the customer.
+
+use booking::{Bookings, Customers};
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::adapter::{BookingKind, actor, apply, error, when};
+use crate::present::BookingView;
+
+/// Arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Input {
+    /// The confirmed booking's handle.
+    booking: Handle<BookingKind>,
+    /// The version you read.
+    version: String,
+    /// New start: local time `YYYY-MM-DD HH:MM` in `zone`, or ISO 8601 with an offset.
+    start: String,
+    /// IANA zone of the site.
+    zone: String,
+    /// New length in minutes (default: unchanged).
+    duration_minutes: Option<i64>,
+}
+
+/// The moved booking and who is told.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Output {
+    booking: BookingView,
+    notified: Vec<String>,
+}
+
+/// Moves a confirmed booking.
+#[derive(Debug)]
+pub(crate) struct RescheduleBooking {
+    pub(crate) bookings: Bookings,
+    pub(crate) customers: Customers,
+    pub(crate) console_base: String,
+}
+
+impl Tool for RescheduleBooking {
+    type Input = Input;
+    type Output = Output;
+    const NAME: &'static str = "reschedule_booking";
+    const TITLE: &'static str = "Reschedule a booking";
+    const DESCRIPTION: &'static str = "Prepares moving a confirmed booking to a new time and emailing the customer; returns a preview and a confirm_token, nothing changes until confirm_action. Drafts move with update_booking. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\", \"start\": \"2027-06-10 14:00\", \"zone\": \"Europe/Berlin\"}";
+    const EFFECT: EffectClass = EffectClass::Notify;
+
+    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+        let actor = actor(&ctx)?;
+        let current = self
+            .bookings
+            .get(&actor, input.booking.id())
+            .await
+            .map_err(error)?;
+        let customer = self
+            .customers
+            .get(&actor, &current.customer)
+            .await
+            .map_err(error)?;
+        let now = chrono::Utc::now();
+        let change = self
+            .bookings
+            .reschedule(
+                &actor,
+                input.booking.id(),
+                &input.version,
+                when(&input.start, &input.zone),
+                input.duration_minutes,
+                &customer.email,
+                now,
+            )
+            .await
+            .map_err(error)?;
+        let notified = change.notified.clone();
+        let b = apply(&ctx, change);
+        let view = BookingView::new(&b, &self.console_base, now);
+        let start = booking::time::Moment::new(b.start, b.zone, now);
+        ctx.writes.preview(
+            format!(
+                "Move booking {} to {} {} ({}) and email {}",
+                b.handle(),
+                start.weekday,
+                start.local,
+                start.zone,
+                customer.email
+            ),
+            json!({"booking": b.handle(), "start": start.iso, "to": customer.email}),
+        );
+        Ok(Success::new(
+            format!(
+                "Moved booking {} and emailed {}.",
+                b.handle(),
+                customer.email
+            ),
+            Output {
+                booking: view,
+                notified,
+            },
+        ))
+    }
+}
