@@ -131,9 +131,7 @@ async fn customer_reads(world: World) {
     // The next step works verbatim.
     let next = got.structured()["next_steps"][0].as_str().unwrap();
     let (tool, args) = next.split_once(' ').unwrap();
-    let mut args: Value = serde_json::from_str(args).unwrap();
-    args["phone"] = json!("+49 30 7654321");
-    let followed = c.call_tool(tool, args).await;
+    let followed = c.call_tool(tool, serde_json::from_str(args).unwrap()).await;
     assert!(!followed.is_error(), "{}", followed.text());
     assert!(
         outbox_is_empty(&world, "acme").await,
@@ -1007,3 +1005,144 @@ async fn every_handle_of_another_tenant_is_not_found(world: World) {
     );
 }
 on_every_backend!(foreign_handles, every_handle_of_another_tenant_is_not_found);
+
+/// Every `next_steps` entry that is a call is sent exactly as written and accepted.
+async fn next_steps_are_exact_calls(world: World) {
+    let (c, _) = setup(&world).await;
+    tenant_settings(&world, "acme", "EUR", "19").await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let booking = c
+        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .await;
+    let handle = booking.structured()["booking"]["booking"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let calls = [
+        ("find_customers", json!({"query": "ada"})),
+        ("get_customer", json!({"customer": ada})),
+        (
+            "create_customer",
+            json!({"name": "Grace", "email": "grace@example.com"}),
+        ),
+        ("find_bookings", json!({"customer": ada})),
+        ("get_booking", json!({"booking": handle})),
+        ("create_booking", draft(&ada, &tom, "2027-06-08 09:00")),
+        (
+            "create_quote",
+            json!({"customer": ada, "lines": [{"description": "x", "quantity": "1", "unit_price": "5"}]}),
+        ),
+        ("list_recent_changes", json!({})),
+    ];
+    let mut executed = 0;
+    for (tool, args) in calls {
+        let result = c.call_tool(tool, args).await;
+        assert!(!result.is_error(), "{tool}: {}", result.text());
+        for step in result.structured()["next_steps"].as_array().unwrap() {
+            let step = step.as_str().unwrap();
+            let Some((name, json_args)) = step.split_once(' ') else {
+                continue;
+            };
+            let Ok(args) = serde_json::from_str::<Value>(json_args) else {
+                continue;
+            };
+            assert!(
+                !json_args.contains("..."),
+                "{tool}: a next step with a placeholder: {step}"
+            );
+            let followed = c.call_tool(name, args).await;
+            assert!(
+                !followed.is_error(),
+                "{tool} suggested {step}, which failed: {}",
+                followed.text()
+            );
+            executed += 1;
+            // A preview's own steps: confirm (first) is sent verbatim too.
+            if followed.structured()["status"] == "PREVIEW" {
+                let confirm = followed.structured()["next_steps"][0].as_str().unwrap();
+                let (name, args) = confirm.split_once(": ").unwrap().1.split_once(' ').unwrap();
+                let done = c.call_tool(name, serde_json::from_str(args).unwrap()).await;
+                assert!(!done.is_error(), "{confirm}: {}", done.text());
+                executed += 1;
+            }
+        }
+    }
+    // A preview's reject step, verbatim.
+    let fresh = c
+        .call_tool("create_booking", draft(&ada, &tom, "2027-06-09 09:00"))
+        .await
+        .structured()["booking"]
+        .clone();
+    let preview = c
+        .call_tool(
+            "send_booking_confirmation",
+            json!({"booking": fresh["booking"], "version": fresh["version"]}),
+        )
+        .await;
+    let reject = preview.structured()["next_steps"][1].as_str().unwrap();
+    let (name, args) = reject.split_once(": ").unwrap().1.split_once(' ').unwrap();
+    let rejected = c.call_tool(name, serde_json::from_str(args).unwrap()).await;
+    assert_eq!(rejected.structured()["status"], "REJECTED", "{reject}");
+    assert!(executed >= 8, "{executed}");
+}
+on_every_backend!(next_steps, next_steps_are_exact_calls);
+
+/// A writer that keeps everything logged, to search it.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn secrets_appear_in_no_log_line() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let world = World::on(crate::world::Backend::Sqlite).await.unwrap();
+    let (c, _) = setup(&world).await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    c.call_tool("find_customers", json!({"query": ""})).await;
+    c.call_tool("get_customer", json!({"customer": ada})).await;
+    c.call_tool("list_technicians", json!({})).await;
+    let page = c
+        .call_tool(
+            "page_technician",
+            json!({"technician": tom, "message": "call the office"}),
+        )
+        .await;
+    confirm(&c, &page).await;
+    // Something is logged (so the capture works): the kill switch's line.
+    let oncall = identity::Actor {
+        tenant: "system".into(),
+        member: "oncall".into(),
+        channel: identity::Channel::Cli,
+    };
+    world
+        .app
+        .switches
+        .set_global(&oncall, true, "test")
+        .await
+        .unwrap();
+    assert_eq!(c.request("tools/list", json!({})).await.status, 503);
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("kill switch is on"),
+        "the capture saw nothing: {logs}"
+    );
+    assert!(!logs.contains(CANARY_SECRET), "a secret was logged");
+    assert!(!logs.contains("ghm_"), "a token was logged");
+}

@@ -64,8 +64,6 @@ impl Tool for FindCustomers {
                 "get_customer {{\"customer\": \"{}\"}}",
                 first.handle()
             ));
-        } else {
-            success = success.next_step("create_customer {\"name\": \"...\", \"email\": \"...\"}");
         }
         Ok(success)
     }

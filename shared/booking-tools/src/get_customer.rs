@@ -46,6 +46,6 @@ impl Tool for GetCustomer {
             .map_err(error)?;
         let handle = c.handle();
         Ok(Success::new(format!("Customer {} ({handle}).", c.name), Output { customer: CustomerView::new(&c, &self.console_base) })
-            .next_step(format!("update_customer {{\"customer\": \"{handle}\", \"version\": \"{}\", \"phone\": \"...\"}}", c.version)))
+            .next_step(format!("find_bookings {{\"customer\": \"{handle}\"}}")))
     }
 }
