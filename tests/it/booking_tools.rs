@@ -1146,3 +1146,79 @@ async fn secrets_appear_in_no_log_line() {
     assert!(!logs.contains(CANARY_SECRET), "a secret was logged");
     assert!(!logs.contains("ghm_"), "a token was logged");
 }
+
+/// Every silent write sends nothing: the outbox stays empty through all of them, and each
+/// answers `notified: []`.
+async fn silent_tools_send_nothing(world: World) {
+    let (c, _) = setup(&world).await;
+    tenant_settings(&world, "acme", "EUR", "19").await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let created = c
+        .call_tool(
+            "create_customer",
+            json!({"name": "Grace", "email": "grace@example.com"}),
+        )
+        .await;
+    let grace = created.structured()["customer"].clone();
+    let b = c
+        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .await
+        .structured()["booking"]
+        .clone();
+    let q = c.call_tool("create_quote", json!({"customer": ada, "lines": [{"description": "x", "quantity": "1", "unit_price": "5"}]})).await.structured()["quote"].clone();
+    let noted = c
+        .call_tool(
+            "add_booking_note",
+            json!({"booking": b["booking"], "note": "Bring the long ladder."}),
+        )
+        .await;
+    assert_eq!(
+        noted.structured()["booking"]["notes"],
+        json!(["Bring the long ladder."]),
+        "{}",
+        noted.text()
+    );
+    let b2 = noted.structured()["booking"].clone();
+    let results = [
+        created,
+        c.call_tool("update_customer", json!({"customer": grace["customer"], "version": grace["version"], "phone": "+1 555 0100"})).await,
+        c.call_tool("update_booking", json!({"booking": b2["booking"], "version": b2["version"], "duration_minutes": 120})).await,
+        c.call_tool("update_quote", json!({"quote": q["quote"], "version": q["version"], "lines": [{"description": "y", "quantity": "2", "unit_price": "5"}]})).await,
+        noted,
+    ];
+    let listed = c.list_tools().await;
+    let silent: Vec<String> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| {
+            t["annotations"]["readOnlyHint"] == false
+                && t["annotations"]["openWorldHint"] == false
+                && t["annotations"]["destructiveHint"] == false
+        })
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .filter(|n| n != "reject_action")
+        .collect();
+    assert_eq!(
+        silent,
+        [
+            "create_customer",
+            "update_customer",
+            "create_booking",
+            "update_booking",
+            "add_booking_note",
+            "create_quote",
+            "update_quote"
+        ]
+    );
+    for r in &results {
+        assert!(!r.is_error(), "{}", r.text());
+        assert_eq!(r.structured()["notified"], json!([]), "{}", r.text());
+    }
+    assert!(
+        outbox_is_empty(&world, "acme").await,
+        "a silent tool wrote to the outbox"
+    );
+}
+on_every_backend!(silent_tools, silent_tools_send_nothing);
