@@ -223,3 +223,24 @@ fn product_tools_never_reach_the_store() {
     }
     assert!(offenders.is_empty(), "{offenders:?}");
 }
+
+#[test]
+fn the_product_knows_nothing_of_mcp_http_or_aws() {
+    let booking = members()
+        .into_iter()
+        .find(|m| m.name == "booking")
+        .expect("the booking crate");
+    let offenders: Vec<&String> = booking
+        .deps
+        .iter()
+        .filter(|d| {
+            d.starts_with("mcp-")
+                || d.starts_with("aws-")
+                || d.starts_with("lambda")
+                || *d == "http"
+                || *d == "hyper"
+                || *d == "identity"
+        })
+        .collect();
+    assert!(offenders.is_empty(), "booking depends on {offenders:?}");
+}
