@@ -45,7 +45,12 @@ impl Tool for GetCustomer {
             .await
             .map_err(error)?;
         let handle = c.handle();
-        Ok(Success::new(format!("Customer {} ({handle}).", c.name), Output { customer: CustomerView::new(&c, &self.console_base) })
-            .next_step(format!("find_bookings {{\"customer\": \"{handle}\"}}")))
+        Ok(Success::new(
+            format!("Customer {} ({handle}).", c.name),
+            Output {
+                customer: CustomerView::new(&c, &self.console_base),
+            },
+        )
+        .next_step(format!("find_bookings {{\"customer\": \"{handle}\"}}")))
     }
 }

@@ -348,9 +348,11 @@ impl Server {
             return Outcome::error(Some(id), &e);
         }
         let notifications = Notifications::default();
+        let started = std::time::Instant::now();
         let result = self
             .run_tool(tool, &req, arguments, notifications.clone(), &Phase::Call)
             .await;
+        log_call(&req, name, &result, started);
         self.answer(&req, era, result, notifications)
     }
 
@@ -980,6 +982,7 @@ impl Server {
         use crate::confirm::{
             CONFIRM_ACTION, check, consume_op, parse_args, pending_key, read_pending,
         };
+        let started = std::time::Instant::now();
         let notifications = Notifications::default();
         let result = async {
             let Some(caller) = req.caller.as_ref() else {
@@ -1089,8 +1092,55 @@ impl Server {
             .await
         }
         .await;
+        log_call(req, name, &result, started);
         self.answer(req, era, result, notifications)
     }
+}
+
+/// One structured line per tool call, for logs and metrics: who, which tool, how it ended and
+/// how long it took. Never arguments or results.
+fn log_call(
+    req: &Request,
+    tool: &str,
+    result: &Result<ToolResult, Interrupt>,
+    started: std::time::Instant,
+) {
+    let outcome = match result {
+        Ok(r) if r.is_error() => r
+            .structured
+            .get("code")
+            .and_then(Value::as_str)
+            .unwrap_or("error")
+            .to_owned(),
+        Ok(r) if r.structured.get("replayed") == Some(&Value::Bool(true)) => "replayed".to_owned(),
+        Ok(r) => r
+            .structured
+            .get("status")
+            .and_then(Value::as_str)
+            .map_or("ok".to_owned(), str::to_lowercase),
+        Err(Interrupt::InputRequired(_)) => "input_required".to_owned(),
+        Err(Interrupt::Refused(_)) => "refused".to_owned(),
+    };
+    let (tenant, connection) = req
+        .caller
+        .as_ref()
+        .map_or(("-", "-"), |c| (c.tenant.as_str(), c.connection.as_str()));
+    let request = req
+        .message
+        .id
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    tracing::info!(
+        target: "gatehouse::call",
+        request_id = %request,
+        tenant,
+        connection,
+        tool,
+        outcome = %outcome,
+        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "tool call"
+    );
 }
 
 /// Why a tool call ended without a `CallToolResult`.
