@@ -867,6 +867,36 @@ async fn every_effect_class(world: World) {
         "only the confirmed booking's customer is told"
     );
     assert_eq!(outbox(&world, "acme").await.len(), before + 1);
+    // One audit row per executed write; previews and refusals leave none.
+    let audit = identity::audit::recent(world.app.store.as_ref(), "acme", None, 100)
+        .await
+        .unwrap();
+    let count = |tool: &str| {
+        audit
+            .iter()
+            .filter(|a| a.action == tool && a.channel.name() == "mcp")
+            .count()
+    };
+    for (tool, n) in [
+        ("send_booking_confirmation", 1),
+        ("reschedule_booking", 1),
+        ("mute_booking_alerts", 1),
+        ("page_technician", 1),
+        ("delete_booking", 1),
+        ("cancel_bookings", 1),
+        ("create_booking", 3),
+    ] {
+        assert_eq!(count(tool), n, "{tool}");
+    }
+    let batch_row = audit
+        .iter()
+        .find(|a| a.action == "cancel_bookings")
+        .unwrap();
+    assert_eq!(
+        batch_row.ids.len(),
+        2,
+        "the batch's audit row names both bookings"
+    );
 }
 on_every_backend!(effect_classes, every_effect_class);
 
@@ -1219,6 +1249,28 @@ async fn silent_tools_send_nothing(world: World) {
     assert!(
         outbox_is_empty(&world, "acme").await,
         "a silent tool wrote to the outbox"
+    );
+    // Exactly one audit row per write, channel mcp, naming the tool.
+    let audit = identity::audit::recent(world.app.store.as_ref(), "acme", None, 100)
+        .await
+        .unwrap();
+    let mut actions: Vec<&str> = audit
+        .iter()
+        .filter(|a| a.channel.name() == "mcp")
+        .map(|a| a.action.as_str())
+        .collect();
+    actions.sort_unstable();
+    assert_eq!(
+        actions,
+        [
+            "add_booking_note",
+            "create_booking",
+            "create_customer",
+            "create_quote",
+            "update_booking",
+            "update_customer",
+            "update_quote"
+        ]
     );
 }
 on_every_backend!(silent_tools, silent_tools_send_nothing);

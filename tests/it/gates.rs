@@ -740,7 +740,11 @@ impl Notes {
             )
             .unwrap();
         registry
-            .register(ToolSpec::new(SlowRead).requires(app::rights::BOOKINGS_READ))
+            .register(
+                ToolSpec::new(SlowRead)
+                    .requires(app::rights::BOOKINGS_READ)
+                    .expensive(),
+            )
             .unwrap();
         registry
             .register(
@@ -1215,6 +1219,7 @@ on_both!(
 
 const SMALL: ClassLimits = ClassLimits {
     read: 4,
+    expensive_read: 4,
     write: 4,
     notify: 1,
     wake: 1,
@@ -1797,4 +1802,50 @@ async fn one_object_is_notified_at_most_n_times_per_window(n: Notes) {
 on_both!(
     notify_per_object,
     one_object_is_notified_at_most_n_times_per_window
+);
+
+async fn expensive_reads_have_their_own_smaller_bucket(n: Notes) {
+    let c = n.client();
+    for i in 0..2 {
+        let r = c
+            .call_tool("get_slowly", json!({"millis": 0, "tag": format!("e{i}")}))
+            .await;
+        assert!(!r.is_error(), "{}", r.text());
+    }
+    let third = c
+        .call_tool("get_slowly", json!({"millis": 0, "tag": "e2"}))
+        .await;
+    assert_eq!(
+        third.structured()["code"],
+        "rate_limited",
+        "{}",
+        third.text()
+    );
+    // Cheap reads still have room.
+    let cheap = c
+        .call_tool("get_note", json!({"note": "not_Nope000000000000000"}))
+        .await;
+    assert_eq!(cheap.structured()["code"], "not_found");
+}
+on_both!(
+    expensive_reads,
+    expensive_reads_have_their_own_smaller_bucket,
+    Limits {
+        window_seconds: 3600,
+        per_connection: ClassLimits {
+            read: 10,
+            expensive_read: 2,
+            write: 10,
+            notify: 1,
+            wake: 1
+        },
+        per_tenant: ClassLimits {
+            read: 10,
+            expensive_read: 2,
+            write: 10,
+            notify: 1,
+            wake: 1
+        },
+        ..Limits::default()
+    }
 );

@@ -103,6 +103,7 @@ pub fn register(registry: &mut Registry, services: &Services) -> Result<(), Regi
             bookings: bookings(),
         })
         .requires(rights::BOOKINGS_READ)
+        .expensive()
         .toolset(Toolset::Core),
     )?;
     registry.register(

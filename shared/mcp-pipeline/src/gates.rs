@@ -39,6 +39,8 @@ pub struct CommitContext<'a> {
 pub struct ClassLimits {
     /// Read tools.
     pub read: u32,
+    /// Read tools registered as expensive (searches that scan, slot finders).
+    pub expensive_read: u32,
     /// Silent writes.
     pub write: u32,
     /// Notify, alerting and delete previews and confirmations.
@@ -48,8 +50,9 @@ pub struct ClassLimits {
 }
 
 impl ClassLimits {
-    fn for_class(&self, class: EffectClass) -> u32 {
+    fn for_class(&self, class: EffectClass, expensive: bool) -> u32 {
         match class {
+            EffectClass::Read if expensive => self.expensive_read,
             EffectClass::Read => self.read,
             EffectClass::SilentWrite => self.write,
             EffectClass::Notify | EffectClass::Alerting | EffectClass::Delete => self.notify,
@@ -81,12 +84,14 @@ impl Default for Limits {
             window_seconds: 60,
             per_connection: ClassLimits {
                 read: 120,
+                expensive_read: 20,
                 write: 30,
                 notify: 10,
                 wake: 3,
             },
             per_tenant: ClassLimits {
                 read: 600,
+                expensive_read: 100,
                 write: 150,
                 notify: 50,
                 wake: 10,
@@ -233,6 +238,7 @@ pub(crate) async fn admit(
     gates: &Gates,
     caller: &Caller,
     class: EffectClass,
+    expensive: bool,
     request_id: &str,
     lease_seconds: i64,
     now: i64,
@@ -243,7 +249,7 @@ pub(crate) async fn admit(
     let bucket = |who: &str, limit: u32| -> TransactOp {
         let key = Key::new(
             format!("{}#rate", caller.tenant),
-            format!("{who}#{class:?}#{start}"),
+            format!("{who}#{}#{start}", bucket_name(class, expensive)),
         );
         let under = Condition::NotExists("count".into()).or(Condition::Cmp(
             "count".into(),
@@ -264,9 +270,12 @@ pub(crate) async fn admit(
         let ops = vec![
             bucket(
                 &caller.connection,
-                gates.limits.per_connection.for_class(class),
+                gates.limits.per_connection.for_class(class, expensive),
             ),
-            bucket("tenant", gates.limits.per_tenant.for_class(class)),
+            bucket(
+                "tenant",
+                gates.limits.per_tenant.for_class(class, expensive),
+            ),
         ];
         return match gates.store.transact_write(ops).await {
             Ok(()) => Ok(Ok(Slot {
@@ -294,9 +303,12 @@ pub(crate) async fn admit(
         let ops = vec![
             bucket(
                 &caller.connection,
-                gates.limits.per_connection.for_class(class),
+                gates.limits.per_connection.for_class(class, expensive),
             ),
-            bucket("tenant", gates.limits.per_tenant.for_class(class)),
+            bucket(
+                "tenant",
+                gates.limits.per_tenant.for_class(class, expensive),
+            ),
             Put::new(key.clone(), lease)
                 .when(Condition::item_not_exists())
                 .into(),
@@ -330,6 +342,14 @@ pub(crate) async fn admit(
     .detail("retry_after_seconds", 1)
     .detail("retryable", true)
     .detail("concurrency", true)))
+}
+
+fn bucket_name(class: EffectClass, expensive: bool) -> String {
+    if expensive && class == EffectClass::Read {
+        "ExpensiveRead".into()
+    } else {
+        format!("{class:?}")
+    }
 }
 
 /// Gives a slot back (only if this call still holds it).

@@ -109,6 +109,7 @@ pub struct ToolSpec {
     pub(crate) required_rights: Vec<&'static str>,
     pub(crate) toolset: crate::Toolset,
     pub(crate) approval_in_product: bool,
+    pub(crate) expensive: bool,
     pub(crate) deadline: std::time::Duration,
 }
 
@@ -226,6 +227,7 @@ impl ToolSpec {
             required_rights: Vec::new(),
             toolset: crate::Toolset::Core,
             approval_in_product: false,
+            expensive: false,
             deadline: DEFAULT_DEADLINE,
         }
     }
@@ -274,6 +276,12 @@ impl ToolSpec {
     /// (elicitation); only a person in the product's own page may approve.
     pub fn approval_in_product(mut self) -> Self {
         self.approval_in_product = true;
+        self
+    }
+
+    /// Counts the tool in the smaller bucket of expensive reads (searches that scan).
+    pub fn expensive(mut self) -> Self {
+        self.expensive = true;
         self
     }
 

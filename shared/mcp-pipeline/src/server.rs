@@ -552,7 +552,17 @@ impl Server {
             if let Some(caller) = caller {
                 // Leases outlive the deadline a little, so a crashed instance frees its slot.
                 let lease = i64::try_from(tool.deadline.as_secs()).unwrap_or(60) + 5;
-                match gates::admit(g, caller, tool.effect, &exec.request_id, lease, now).await {
+                match gates::admit(
+                    g,
+                    caller,
+                    tool.effect,
+                    tool.expensive,
+                    &exec.request_id,
+                    lease,
+                    now,
+                )
+                .await
+                {
                     Ok(Ok(held)) => *slot = Some(held),
                     Ok(Err(refusal)) => return Ok(ToolResult::error(&refusal)),
                     Err(e) => return Ok(ToolResult::error(&e)),
