@@ -13,5 +13,6 @@ mod manifest;
 mod store_conformance;
 mod support;
 mod transports;
+mod web;
 mod workspace;
 mod world;

@@ -158,6 +158,23 @@ enum MemberCommand {
         #[arg(long)]
         inactive: bool,
     },
+    /// Sets a member's sign-in password for the product's pages.
+    Password {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        member: String,
+        /// The new password (at least 8 characters).
+        #[arg(long)]
+        password: String,
+    },
+    /// Creates a product API token for a member (for /api/..., never accepted at /mcp).
+    ApiToken {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        member: String,
+    },
     /// Removes a member (their connections stop working).
     Remove {
         #[arg(long)]
@@ -316,17 +333,20 @@ async fn serve(
         }
         _ => bail!("OAuth needs all three of --oauth-issuer, --oauth-resource and --oauth-jwks"),
     };
-    let settings = app::Settings {
-        backend: backend.into(),
-        allowed_origins: args.allowed_origins,
-        oauth,
-        ..app::Settings::default()
-    };
-    let app = build(store, settings)?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("binding {}", args.addr))?;
     let local = listener.local_addr()?;
+    // Plain local HTTP: cookies cannot be Secure; links point at this server.
+    let settings = app::Settings {
+        backend: backend.into(),
+        allowed_origins: args.allowed_origins,
+        oauth,
+        console_base: format!("http://{local}/app"),
+        secure_cookies: false,
+        ..app::Settings::default()
+    };
+    let app = build(store, settings)?;
     eprintln!(
         "gatehouse {} serving MCP at http://{local}/mcp",
         env!("CARGO_PKG_VERSION")
@@ -359,10 +379,16 @@ async fn serve(
             }
         };
         let http = app.http.clone();
+        let web = app.web.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |req| {
-                let http = http.clone();
-                async move { Ok::<_, std::convert::Infallible>(http.handle(req).await) }
+            let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                let (http, web) = (http.clone(), web.clone());
+                async move {
+                    // The product's pages and API live beside the MCP endpoint, with their own
+                    // credentials.
+                    let response = if web::is_product_path(req.uri().path()) { web.handle(req).await } else { http.handle(req).await };
+                    Ok::<_, std::convert::Infallible>(response)
+                }
             });
             if let Err(e) = http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service)
@@ -562,6 +588,18 @@ async fn member(store: Arc<dyn store::Store>, command: MemberCommand) -> anyhow:
                 "{member} is {} {role} of {tenant}",
                 if inactive { "an inactive" } else { "an active" }
             );
+        }
+        MemberCommand::Password { tenant, member, password } => {
+            identity::product::set_password(store.as_ref(), &tenant, &member, &password).await?;
+            println!("password of {member} in {tenant} set");
+        }
+        MemberCommand::ApiToken { tenant, member } => {
+            use identity::Directory as _;
+            if directory.member(&tenant, &member).await?.is_none_or(|m| !m.active) {
+                bail!("{member} is not an active member of {tenant}");
+            }
+            let token = identity::product::create_api_token(&store, &tenant, &member).await?;
+            println!("product API token (shown once): {token}");
         }
         MemberCommand::Remove { tenant, member } => {
             store

@@ -33,6 +33,9 @@ pub struct DemoConnection {
     pub token: String,
 }
 
+/// The sign-in password of every demo member (documented in the README; demo data only).
+pub const DEMO_PASSWORD: &str = "gatehouse-demo";
+
 /// Why seeding failed.
 pub type DemoError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -140,6 +143,7 @@ pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, Dem
             .await?;
         for (member, role) in ROLES {
             app.directory.put_member(t.id, member, role, true).await?;
+            identity::product::set_password(app.store.as_ref(), t.id, member, DEMO_PASSWORD).await?;
         }
         let customers = Customers::new(app.store.clone());
         for (name, email, notes) in t.customers {

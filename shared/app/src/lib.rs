@@ -33,6 +33,8 @@ pub struct Settings {
     pub state_ttl_seconds: i64,
     /// Base URL of the product's pages, for console links in results.
     pub console_base: String,
+    /// Whether the product's session cookies carry `Secure` (all but plain local HTTP).
+    pub secure_cookies: bool,
     /// The key sealing `requestState`; every instance of a deployment needs the same one.
     /// `None` makes a random key for this process (fine for one local process).
     pub state_key: Option<Vec<u8>>,
@@ -61,6 +63,7 @@ impl Default for Settings {
             limits: mcp_pipeline::Limits::default(),
             state_ttl_seconds: 600,
             console_base: "http://127.0.0.1:8787/app".into(),
+            secure_cookies: true,
             state_key: None,
         }
     }
@@ -81,6 +84,8 @@ pub struct App {
     pub connections: identity::ConnectionService,
     /// The kill switch and agent access.
     pub switches: identity::SwitchService,
+    /// The product's pages and JSON API.
+    pub web: web::Web,
 }
 
 /// The tools every gatehouse serves, in `tools/list` order.
@@ -179,11 +184,23 @@ pub fn build_with(
         },
     )
     .with_authenticator(Arc::new(authenticator));
+    let connections = identity::ConnectionService::new(Arc::clone(&store), directory.clone());
+    let switches = identity::SwitchService::new(Arc::clone(&store));
+    let web = web::Web {
+        store: Arc::clone(&store),
+        server: Arc::clone(&server),
+        directory: directory.clone(),
+        connections: connections.clone(),
+        switches: switches.clone(),
+        customers: booking::Customers::new(Arc::clone(&store)),
+        secure_cookies: settings.secure_cookies,
+    };
     Ok(App {
         server,
         http,
-        connections: identity::ConnectionService::new(Arc::clone(&store), directory.clone()),
-        switches: identity::SwitchService::new(Arc::clone(&store)),
+        connections,
+        switches,
+        web,
         directory,
         store,
     })

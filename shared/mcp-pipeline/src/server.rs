@@ -1107,6 +1107,87 @@ impl Server {
     }
 }
 
+/// A pending action as the product's approval page shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingView {
+    /// The token.
+    pub token: String,
+    /// The tool that prepared it.
+    pub tool: String,
+    /// The server-written summary.
+    pub summary: String,
+    /// `pending`, `used`, `rejected` or `superseded`.
+    pub status: String,
+    /// The connection that asked.
+    pub connection: String,
+    /// Whether the tool is approved only in the product (money).
+    pub approval_in_product: bool,
+}
+
+impl Server {
+    /// A pending action of `tenant`, for the approval page (`None`: unknown or expired).
+    pub async fn pending_action(&self, tenant: &str, token: &str) -> Option<PendingView> {
+        let g = self.config.gates.as_ref()?;
+        let item = g.store.get(&crate::confirm::pending_key(tenant, token)).await.ok()??;
+        let p = crate::confirm::read_pending(token, &item)?;
+        let approval_in_product = self.registry.get(&p.tool).is_some_and(|t| t.approval_in_product);
+        Some(PendingView { token: p.token, tool: p.tool, summary: p.summary, status: p.status, connection: p.connection, approval_in_product })
+    }
+
+    /// Approves a pending action from the product's page: the same checks as `confirm_action`
+    /// (unused, unexpired, a fresh preparation with unchanged content, exactly once), with the
+    /// approving member's live rights standing in for the connection's. `approver` carries the
+    /// pending action's connection and the member's rights.
+    pub async fn approve(&self, tenant: &str, token: &str, approver: crate::Caller) -> ToolResult {
+        let Some(g) = self.config.gates.as_ref() else {
+            return ToolResult::error(&ToolError::new(ErrorKind::Internal, "This server keeps no pending actions", "Nothing to approve"));
+        };
+        let stored = match g.store.get(&crate::confirm::pending_key(tenant, token)).await {
+            Ok(item) => item.and_then(|i| crate::confirm::read_pending(token, &i)),
+            Err(e) => return ToolResult::error(&ToolError::new(ErrorKind::Internal, format!("The store failed: {e}"), "Try again")),
+        };
+        let pending = match crate::confirm::check(stored, &approver, None) {
+            Ok(p) => p,
+            Err(e) => return ToolResult::error(&e),
+        };
+        let Some(tool) = self.registry.get(&pending.tool) else {
+            return ToolResult::error(&ToolError::new(ErrorKind::NotFound, "The prepared tool no longer exists", "Prepare the action again"));
+        };
+        let mut params = Map::new();
+        params.insert("name".into(), json!(pending.tool));
+        params.insert("arguments".into(), Value::Object(pending.args.clone()));
+        let request = Request {
+            message: Message { id: Some(mcp_protocol::RequestId::String(format!("approval-{token}"))), method: "tools/call".into(), params },
+            headers: None,
+            version_header: None,
+            caller: Some(approver),
+        };
+        let args = pending.args.clone();
+        let result = self.run_tool(tool, &request, args, Notifications::default(), &Phase::Confirm(Box::new(pending))).await;
+        log_call(&request, "approve", &result, std::time::Instant::now());
+        match result {
+            Ok(r) => r,
+            Err(Interrupt::Refused(e)) => ToolResult::error(&ToolError::new(ErrorKind::Rejected, e.message, "Prepare the action again")),
+            Err(Interrupt::InputRequired(_)) => ToolResult::error(&ToolError::new(ErrorKind::Internal, "The action asked for more input", "Prepare it again")),
+        }
+    }
+
+    /// Rejects a pending action from the product's page.
+    pub async fn reject_pending(&self, tenant: &str, token: &str, rejecter: &crate::Caller) -> ToolResult {
+        let Some(g) = self.config.gates.as_ref() else {
+            return ToolResult::error(&ToolError::new(ErrorKind::Internal, "This server keeps no pending actions", "Nothing to reject"));
+        };
+        let stored = g.store.get(&crate::confirm::pending_key(tenant, token)).await.ok().flatten().and_then(|i| crate::confirm::read_pending(token, &i));
+        if let Err(e) = crate::confirm::check(stored, rejecter, None) {
+            return ToolResult::error(&e);
+        }
+        match g.store.update(crate::confirm::consume_op(tenant, token, "rejected")).await {
+            Ok(_) => ToolResult::success(json!({"summary": "Rejected; nothing was done.", "status": "REJECTED", "warnings": [], "next_steps": []})),
+            Err(_) => ToolResult::error(&ToolError::new(ErrorKind::Conflict, "This action is no longer pending", "Nothing to reject")),
+        }
+    }
+}
+
 /// One structured line per tool call, for logs and metrics: who, which tool, how it ended and
 /// how long it took. Never arguments or results.
 fn log_call(

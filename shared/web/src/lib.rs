@@ -1,0 +1,86 @@
+//! The product's own adapters beside MCP, on the same services: server-rendered pages for
+//! people (sign-in, approvals, connections, agent access, recent agent activity) and a small
+//! JSON API. Pages take a session cookie, the API a product API token; an MCP token is refused
+//! on every route here, as product credentials are refused at the MCP endpoint.
+
+mod api;
+mod form;
+mod pages;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::{BodyExt as _, Full, Limited};
+use mcp_pipeline::Server;
+use store::Store;
+
+/// Everything the pages and the API act on.
+#[derive(Debug, Clone)]
+pub struct Web {
+    /// The store (sessions, API tokens, switches).
+    pub store: Arc<dyn Store>,
+    /// The MCP server, whose confirmation service approvals run.
+    pub server: Arc<Server>,
+    /// Members and their rights.
+    pub directory: Arc<identity::StoreDirectory>,
+    /// Connections.
+    pub connections: identity::ConnectionService,
+    /// Switches.
+    pub switches: identity::SwitchService,
+    /// Customers (the API).
+    pub customers: booking::Customers,
+    /// Whether cookies carry `Secure` (everywhere but plain local HTTP).
+    pub secure_cookies: bool,
+}
+
+/// The response type.
+pub type WebResponse = Response<Full<Bytes>>;
+
+pub(crate) fn respond(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> WebResponse {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        r.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r.headers_mut().insert("x-frame-options", HeaderValue::from_static("DENY"));
+    r.headers_mut().insert("content-security-policy", HeaderValue::from_static("default-src 'self'; style-src 'unsafe-inline'"));
+    r
+}
+
+pub(crate) fn json_response(status: StatusCode, body: &serde_json::Value) -> WebResponse {
+    respond(status, "application/json", body.to_string())
+}
+
+/// Whether a path belongs to the product (pages or API).
+pub fn is_product_path(path: &str) -> bool {
+    path == "/app" || path.starts_with("/app/") || path.starts_with("/api/")
+}
+
+impl Web {
+    /// Handles one request to `/app/...` or `/api/...`.
+    pub async fn handle<B>(&self, req: http::Request<B>) -> WebResponse
+    where
+        B: http_body::Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (parts, body) = req.into_parts();
+        // MCP credentials never open a product route.
+        if let Some(auth) = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+            let bearer = auth.strip_prefix("Bearer ").unwrap_or(auth).trim();
+            if identity::token::classify(bearer) == identity::token::BearerKind::Mcp {
+                return json_response(StatusCode::UNAUTHORIZED, &serde_json::json!({"error": "MCP tokens are not accepted here; sign in or use a product API token"}));
+            }
+        }
+        let bytes = match Limited::new(body, 64 * 1024).collect().await {
+            Ok(c) => c.to_bytes(),
+            Err(_) => return respond(StatusCode::PAYLOAD_TOO_LARGE, "text/plain", "request too large\n"),
+        };
+        let path = parts.uri.path().to_owned();
+        if path.starts_with("/api/") {
+            return api::handle(self, &parts, &path, &bytes).await;
+        }
+        pages::handle(self, &parts, &path, &bytes).await
+    }
+}

@@ -1,0 +1,432 @@
+//! The product's own adapters: pages (sessions, CSRF, approvals, agent access) and the JSON API
+//! (product API tokens), and that credentials never cross between them and the MCP endpoint.
+
+use bytes::Bytes;
+use http_body_util::BodyExt as _;
+use mcp_pipeline::Toolset;
+use serde_json::{Value, json};
+
+use crate::world::{World, on_every_backend};
+
+struct Reply {
+    status: u16,
+    headers: http::HeaderMap,
+    body: String,
+}
+
+async fn send(
+    world: &World,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
+    let mut req = http::Request::builder().method(method).uri(path);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req
+        .body(http_body_util::Full::new(Bytes::from(body.to_owned())))
+        .unwrap();
+    let response = if web::is_product_path(path) {
+        world.app.web.handle(req).await
+    } else {
+        world.app.http.handle(req).await
+    };
+    let (parts, body) = response.into_parts();
+    let bytes = body.collect().await.unwrap().to_bytes();
+    Reply {
+        status: parts.status.as_u16(),
+        headers: parts.headers,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}
+
+const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
+
+async fn sign_in(world: &World, tenant: &str, member: &str) -> (String, String) {
+    identity::product::set_password(
+        world.app.store.as_ref(),
+        tenant,
+        member,
+        "correct horse battery",
+    )
+    .await
+    .unwrap();
+    let r = send(
+        world,
+        "POST",
+        "/app/login",
+        &[FORM],
+        &format!("tenant={tenant}&member={member}&password=correct+horse+battery"),
+    )
+    .await;
+    assert_eq!(r.status, 303, "{}", r.body);
+    let cookie = r
+        .headers
+        .get("set-cookie")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let pair = cookie.split(';').next().unwrap().to_owned();
+    // The CSRF token is in every form of the session's pages.
+    let home = send(world, "GET", "/app/", &[("cookie", &pair)], "").await;
+    let csrf = home
+        .body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_owned();
+    (pair, csrf)
+}
+
+async fn credentials_do_not_cross(world: World) {
+    world.member("acme", "ana", "owner").await;
+    let (_, mcp_token) = world.connect("acme", "ana", Toolset::Full).await;
+    let bearer = format!("Bearer {mcp_token}");
+    for path in [
+        "/app/",
+        "/app/connections",
+        "/app/approvals/cfm_x",
+        "/api/customers",
+    ] {
+        let r = send(&world, "GET", path, &[("authorization", &bearer)], "").await;
+        assert_eq!(r.status, 401, "an MCP token opened {path}");
+    }
+    let api = identity::product::create_api_token(&world.app.store, "acme", "ana")
+        .await
+        .unwrap();
+    let r = send(
+        &world,
+        "GET",
+        "/api/customers",
+        &[("authorization", &format!("Bearer {api}"))],
+        "",
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    let r = send(
+        &world,
+        "POST",
+        "/mcp",
+        &[
+            ("content-type", "application/json"),
+            ("authorization", &format!("Bearer {api}")),
+        ],
+        &list,
+    )
+    .await;
+    assert_eq!(r.status, 401, "a product API token opened the MCP endpoint");
+    let (cookie, _) = sign_in(&world, "acme", "ana").await;
+    let r = send(
+        &world,
+        "POST",
+        "/mcp",
+        &[("content-type", "application/json"), ("cookie", &cookie)],
+        &list,
+    )
+    .await;
+    assert_eq!(r.status, 401, "a session cookie opened the MCP endpoint");
+}
+on_every_backend!(credentials_cross, credentials_do_not_cross);
+
+async fn sign_in_sets_a_safe_cookie_and_forms_need_csrf(world: World) {
+    world.member("acme", "ana", "owner").await;
+    identity::product::set_password(
+        world.app.store.as_ref(),
+        "acme",
+        "ana",
+        "correct horse battery",
+    )
+    .await
+    .unwrap();
+    let wrong = send(
+        &world,
+        "POST",
+        "/app/login",
+        &[FORM],
+        "tenant=acme&member=ana&password=nope",
+    )
+    .await;
+    assert_eq!(wrong.status, 401);
+    assert!(wrong.headers.get("set-cookie").is_none());
+    let ok = send(
+        &world,
+        "POST",
+        "/app/login",
+        &[FORM],
+        "tenant=acme&member=ana&password=correct+horse+battery",
+    )
+    .await;
+    let cookie = ok
+        .headers
+        .get("set-cookie")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    for flag in ["HttpOnly", "SameSite=Strict", "Secure", "Path=/app"] {
+        assert!(cookie.contains(flag), "{flag} missing: {cookie}");
+    }
+    let (pair, csrf) = sign_in(&world, "acme", "ana").await;
+    for body in [
+        "client=x&toolset=core".to_owned(),
+        "client=x&toolset=core&csrf=wrong".to_owned(),
+    ] {
+        let r = send(
+            &world,
+            "POST",
+            "/app/connections",
+            &[FORM, ("cookie", &pair)],
+            &body,
+        )
+        .await;
+        assert_eq!(r.status, 403, "{body}");
+    }
+    assert!(
+        world.app.connections.list("acme").await.unwrap().is_empty(),
+        "no connection was made without the token"
+    );
+    let r = send(
+        &world,
+        "POST",
+        "/app/connections",
+        &[FORM, ("cookie", &pair)],
+        &format!("client=laptop&toolset=core&csrf={csrf}"),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("ghm_"), "the new token is shown once");
+    assert_eq!(world.app.connections.list("acme").await.unwrap().len(), 1);
+    let anonymous = send(&world, "GET", "/app/connections", &[], "").await;
+    assert_eq!(anonymous.status, 303, "pages need a session");
+}
+on_every_backend!(sessions, sign_in_sets_a_safe_cookie_and_forms_need_csrf);
+
+async fn the_api_and_the_tools_refuse_the_same_inputs(world: World) {
+    world.member("acme", "ana", "owner").await;
+    let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
+    let client = world.client(&token);
+    let api = format!(
+        "Bearer {}",
+        identity::product::create_api_token(&world.app.store, "acme", "ana")
+            .await
+            .unwrap()
+    );
+    let post = |body: Value| {
+        let world = &world;
+        let api = api.clone();
+        async move {
+            send(
+                world,
+                "POST",
+                "/api/customers",
+                &[
+                    ("content-type", "application/json"),
+                    ("authorization", &api),
+                ],
+                &body.to_string(),
+            )
+            .await
+        }
+    };
+    for (input, field) in [
+        (json!({"name": "X", "email": "not-an-email"}), "email"),
+        (json!({"name": "", "email": "x@example.com"}), "name"),
+        (
+            json!({"name": "X", "email": "x@example.com", "phone": "call me"}),
+            "phone",
+        ),
+    ] {
+        let r = post(input.clone()).await;
+        assert_eq!(r.status, 400, "{input}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&r.body).unwrap()["field"],
+            field
+        );
+        let tool = client.call_tool("create_customer", input.clone()).await;
+        assert_eq!(
+            tool.structured()["field"],
+            field,
+            "the tool refuses {input} for the same reason"
+        );
+    }
+    // A duplicate made through one adapter is refused by the other.
+    let made = post(json!({"name": "Ada", "email": "ada@example.com"})).await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    let handle = serde_json::from_str::<Value>(&made.body).unwrap()["customer"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tool = client
+        .call_tool(
+            "create_customer",
+            json!({"name": "Ada L", "email": "ADA@example.com"}),
+        )
+        .await;
+    assert_eq!(tool.structured()["existing"], handle.as_str());
+    let tool_made = client
+        .call_tool(
+            "create_customer",
+            json!({"name": "Grace", "email": "grace@example.com"}),
+        )
+        .await;
+    let grace = tool_made.structured()["customer"]["customer"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = post(json!({"name": "G", "email": "grace@example.com"})).await;
+    assert_eq!(r.status, 409);
+    assert_eq!(
+        serde_json::from_str::<Value>(&r.body).unwrap()["existing"],
+        grace.as_str()
+    );
+    let unknown = post(json!({"name": "X", "email": "y@example.com", "tenant_id": "globex"})).await;
+    assert_eq!(
+        unknown.status, 400,
+        "unknown fields are refused by the API too"
+    );
+}
+on_every_backend!(api_and_tools, the_api_and_the_tools_refuse_the_same_inputs);
+
+async fn money_is_approved_in_the_product_by_a_member_with_the_right(world: World) {
+    world.member("acme", "ana", "owner").await;
+    world.member("acme", "vic", "viewer").await;
+    let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
+    let agent = world.client(&token);
+    let tenant = booking::Tenant {
+        id: "acme".into(),
+        name: "Acme".into(),
+        zone: "Europe/Berlin".into(),
+        currency: "EUR".into(),
+        tax_rate: "19".parse().unwrap(),
+    };
+    let seed = booking::Actor {
+        tenant: "acme".into(),
+        member: "seed".into(),
+        rights: booking::rights::ALL
+            .iter()
+            .map(|r| (*r).to_owned())
+            .collect(),
+    };
+    booking::Tenants::new(world.app.store.clone())
+        .create(&seed, &tenant)
+        .unwrap()
+        .commit(world.app.store.as_ref(), vec![])
+        .await
+        .unwrap();
+    let customer = agent
+        .call_tool(
+            "create_customer",
+            json!({"name": "Ada", "email": "ada@example.com"}),
+        )
+        .await
+        .structured()["customer"]["customer"]
+        .clone();
+    let quote = agent.call_tool("create_quote", json!({"customer": customer, "lines": [{"description": "Filter", "quantity": "3", "unit_price": "19.99"}]})).await.structured()["quote"].clone();
+    let preview = agent
+        .call_tool(
+            "send_quote",
+            json!({"quote": quote["quote"], "version": quote["version"]}),
+        )
+        .await;
+    let url = preview.structured()["approval_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = url
+        .split_once("/app/")
+        .map(|(_, p)| format!("/app/{p}"))
+        .unwrap();
+    let outbox = || async {
+        world
+            .app
+            .store
+            .query(store::Query::partition("acme#outbox"))
+            .await
+            .unwrap()
+            .items
+            .len()
+    };
+    // A viewer sees the page but cannot approve.
+    let (viewer, viewer_csrf) = sign_in(&world, "acme", "vic").await;
+    let page = send(&world, "GET", &path, &[("cookie", &viewer)], "").await;
+    assert!(
+        page.body.contains("71.36"),
+        "the summary shows the amount: {}",
+        page.body
+    );
+    let refused = send(
+        &world,
+        "POST",
+        &path,
+        &[FORM, ("cookie", &viewer)],
+        &format!("decision=approve&csrf={viewer_csrf}"),
+    )
+    .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(outbox().await, 0);
+    // The owner approves; exactly once.
+    let (owner, csrf) = sign_in(&world, "acme", "ana").await;
+    let no_csrf = send(
+        &world,
+        "POST",
+        &path,
+        &[FORM, ("cookie", &owner)],
+        "decision=approve",
+    )
+    .await;
+    assert_eq!(no_csrf.status, 403);
+    assert_eq!(outbox().await, 0);
+    let approved = send(
+        &world,
+        "POST",
+        &path,
+        &[FORM, ("cookie", &owner)],
+        &format!("decision=approve&csrf={csrf}"),
+    )
+    .await;
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    assert!(approved.body.contains("Done."), "{}", approved.body);
+    assert_eq!(outbox().await, 1, "exactly one outbox entry");
+    let again = send(
+        &world,
+        "POST",
+        &path,
+        &[FORM, ("cookie", &owner)],
+        &format!("decision=approve&csrf={csrf}"),
+    )
+    .await;
+    assert_eq!(again.status, 403, "a second approval fails");
+    let reused = agent.call_tool("confirm_action", json!({"confirm_token": preview.structured()["confirm_token"], "confirm_summary": preview.structured()["confirm_summary"]})).await;
+    assert!(
+        reused.is_error(),
+        "the token cannot be reused by the agent either"
+    );
+    assert_eq!(outbox().await, 1);
+    // The agent sees the outcome on its next read.
+    let read = agent
+        .call_tool("get_quote", json!({"quote": quote["quote"]}))
+        .await;
+    assert_eq!(read.structured()["quote"]["state"], "sent");
+    // Agent access off in the page: the next MCP call is refused.
+    let off = send(
+        &world,
+        "POST",
+        "/app/agent-access",
+        &[FORM, ("cookie", &owner)],
+        &format!("state=off&csrf={csrf}"),
+    )
+    .await;
+    assert_eq!(off.status, 200, "{}", off.body);
+    assert_eq!(agent.request("tools/list", json!({})).await.status, 503);
+}
+on_every_backend!(
+    approvals,
+    money_is_approved_in_the_product_by_a_member_with_the_right
+);
