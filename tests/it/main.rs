@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod booking_tools;
+mod browser;
 mod endpoint;
 mod gates;
 mod identity_contract;

@@ -1,0 +1,53 @@
+// A person approves an agent's prepared action in the product's page, in headless Chromium.
+//
+//   PLAYWRIGHT_MODULES=DIR node approve.mjs BASE_URL APPROVAL_PATH SCREENSHOT_DIR
+//
+// Signs in as the demo owner of acme, opens the approval link, checks the summary, approves,
+// takes screenshots of the approval and connections pages, then turns agent access off.
+// Prints one JSON line with what it saw; exits non-zero on any surprise.
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const [base, approvalPath, shots] = process.argv.slice(2);
+const modules = process.env.PLAYWRIGHT_MODULES;
+if (!base || !approvalPath || !shots || !modules) {
+  console.error("usage: PLAYWRIGHT_MODULES=DIR node approve.mjs BASE_URL APPROVAL_PATH SCREENSHOT_DIR");
+  process.exit(2);
+}
+const require = createRequire(path.join(modules, "..", "package.json"));
+const { chromium } = require("playwright-core");
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const seen = {};
+try {
+  const page = await browser.newPage({ viewport: { width: 1000, height: 700 } });
+  await page.goto(`${base}/app/login?next=${approvalPath}`);
+  await page.fill("input[name=tenant]", "acme");
+  await page.fill("input[name=member]", "olivia");
+  await page.fill("input[name=password]", "gatehouse-demo");
+  await Promise.all([page.waitForURL(`**${approvalPath}`), page.click("button[type=submit]")]);
+  seen.summary = (await page.textContent(".box p")) ?? "";
+  await page.screenshot({ path: path.join(shots, "approval-page.png"), fullPage: true });
+  await Promise.all([page.waitForLoadState("load"), page.click("button[value=approve]")]);
+  await page.waitForSelector("text=Done.");
+  seen.approved = (await page.textContent("body")).includes("Done.");
+  await page.screenshot({ path: path.join(shots, "approval-done.png"), fullPage: true });
+  await page.goto(`${base}/app/connections`);
+  seen.connections = await page.locator("table tr").count();
+  await page.screenshot({ path: path.join(shots, "connections-page.png"), fullPage: true });
+  await page.goto(`${base}/app/agent-access`);
+  await Promise.all([page.waitForLoadState("load"), page.click("button")]);
+  await page.waitForSelector("text=Agent access is off");
+  seen.agent_access = "off";
+  console.log(JSON.stringify(seen));
+} catch (e) {
+  console.error(`browser: ${e}`);
+  console.log(JSON.stringify(seen));
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,218 @@
+//! End to end in a real browser: an agent prepares a quote over MCP, a person with the right
+//! approves it in the product's page in headless Chromium, exactly once; a second approval, a
+//! reused token and an approval by a member without the right all fail; agent access turned
+//! off in the page stops the agent's next call. Screenshots go to `target/screenshots/`.
+
+use std::process::Command;
+
+use mcp_test_client::TestClient;
+use serde_json::{Value, json};
+
+use crate::transports::start_serve;
+
+fn browser_env() -> Option<(String, String)> {
+    match (
+        std::env::var("GATEHOUSE_TEST_BROWSER"),
+        std::env::var("PLAYWRIGHT_MODULES"),
+    ) {
+        (Ok(_), Ok(modules)) => Some((
+            modules,
+            std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
+        )),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "the browser test needs tests/browser.sh's environment in CI"
+            );
+            eprintln!(
+                "browser test: SKIPPED (run `eval \"$(tests/browser.sh)\"` first; tests/run does)"
+            );
+            None
+        }
+    }
+}
+
+async fn form_login(addr: std::net::SocketAddr, member: &str) -> (String, String) {
+    let c = TestClient::http(addr);
+    let headers = [(
+        "content-type".to_owned(),
+        "application/x-www-form-urlencoded".to_owned(),
+    )];
+    let r = c
+        .send(
+            http::Method::POST,
+            "/app/login",
+            &headers,
+            format!("tenant=acme&member={member}&password=gatehouse-demo").into(),
+        )
+        .await;
+    assert_eq!(r.status, 303, "{member} signs in");
+    let cookie = r
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let home = c
+        .send(
+            http::Method::GET,
+            "/app/",
+            &[("cookie".into(), cookie.clone())],
+            bytes::Bytes::new(),
+        )
+        .await;
+    let body = String::from_utf8_lossy(&home.body).into_owned();
+    let csrf = body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_owned();
+    (cookie, csrf)
+}
+
+async fn approve_by_form(addr: std::net::SocketAddr, path: &str, cookie: &str, csrf: &str) -> u16 {
+    let headers = [
+        (
+            "content-type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        ),
+        ("cookie".to_owned(), cookie.to_owned()),
+    ];
+    TestClient::http(addr)
+        .send(
+            http::Method::POST,
+            path,
+            &headers,
+            format!("decision=approve&csrf={csrf}").into(),
+        )
+        .await
+        .status
+}
+
+async fn prepare_quote(
+    agent: &TestClient,
+    customer: &Value,
+) -> (mcp_test_client::ToolCall, String) {
+    let quote = agent.call_tool("create_quote", json!({"customer": customer, "lines": [{"description": "Filter", "quantity": "3", "unit_price": "19.99"}]})).await;
+    let q = quote.structured()["quote"].clone();
+    let preview = agent
+        .call_tool(
+            "send_quote",
+            json!({"quote": q["quote"], "version": q["version"]}),
+        )
+        .await;
+    let url = preview.structured()["approval_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = format!("/app/{}", url.split_once("/app/").unwrap().1);
+    (preview, path)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_approves_an_agents_quote_in_the_browser() {
+    let Some((modules, chromium)) = browser_env() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (_server, addr) = start_serve(&data);
+    let probe = TestClient::http(addr)
+        .request("tools/list", json!({}))
+        .await;
+    assert_eq!(probe.status, 401);
+    let demo: Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("demo-connections.json")).unwrap())
+            .unwrap();
+    let token = demo["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["tenant"] == "acme" && c["role"] == "owner" && c["toolset"] == "full")
+        .unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let agent = TestClient::http(addr).with_header("authorization", &format!("Bearer {token}"));
+    let customer = agent
+        .call_tool("find_customers", json!({"query": "ada"}))
+        .await
+        .structured()["customers"][0]["customer"]
+        .clone();
+    let (preview, path) = prepare_quote(&agent, &customer).await;
+
+    // A member without the right cannot approve.
+    let (viewer, viewer_csrf) = form_login(addr, "victor").await;
+    assert_eq!(
+        approve_by_form(addr, &path, &viewer, &viewer_csrf).await,
+        403,
+        "a viewer may not approve money"
+    );
+
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let out = Command::new("node")
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("browser/approve.mjs"))
+        .args([
+            format!("http://{addr}"),
+            path.clone(),
+            shots.display().to_string(),
+        ])
+        .env("PLAYWRIGHT_MODULES", modules)
+        .env("CHROMIUM", chromium)
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the browser run failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert!(
+        seen["summary"].as_str().unwrap().contains("71.36"),
+        "the page showed the summary: {seen}"
+    );
+    assert_eq!(seen["approved"], true);
+    assert_eq!(seen["agent_access"], "off");
+    for shot in [
+        "approval-page.png",
+        "approval-done.png",
+        "connections-page.png",
+    ] {
+        assert!(shots.join(shot).exists(), "{shot} was not saved");
+    }
+
+    // Exactly one outbox entry, read from the store file beside the running server.
+    let store = store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap();
+    use store::Store as _;
+    let outbox = store
+        .query(store::Query::partition("acme#outbox"))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(outbox.len(), 1, "one message to the customer");
+    // A second approval and the reused token fail; nothing more is sent.
+    let (owner, owner_csrf) = form_login(addr, "olivia").await;
+    assert_eq!(
+        approve_by_form(addr, &path, &owner, &owner_csrf).await,
+        403,
+        "a second approval fails"
+    );
+    // The browser turned agent access off: the agent's next call is refused.
+    let refused = agent.request("tools/call", json!({"name": "confirm_action", "arguments": {"confirm_token": preview.structured()["confirm_token"], "confirm_summary": preview.structured()["confirm_summary"]}})).await;
+    assert_eq!(refused.status, 503, "agent access is off");
+    assert_eq!(
+        store
+            .query(store::Query::partition("acme#outbox"))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+}
