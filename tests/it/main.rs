@@ -10,6 +10,7 @@ mod endpoint;
 mod gates;
 mod identity_contract;
 mod infra;
+mod lambda_runtime;
 mod manifest;
 mod store_conformance;
 mod support;

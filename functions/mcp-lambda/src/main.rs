@@ -1,105 +1,723 @@
-//! The MCP endpoint on AWS Lambda: reads its settings from the environment, builds the app
-//! once per cold start, and serves every invocation with the same HTTP service that
-//! `gatehouse serve` runs.
+//! The MCP endpoint on AWS Lambda: reads and checks its whole configuration from the environment
+//! at cold start ([`Config`], failing fast with a message naming the variable), builds the app
+//! once, and serves every invocation with the same HTTP service that `gatehouse serve` runs.
+//! Logs and metrics are JSON lines on stdout (`telemetry`). A failed cold start is logged and
+//! reported to the Runtime API's `init/error`.
 
+use std::fmt;
+use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use lambda_http::{Body, Error, Request, Response, service_fn};
+use lambda_http::{Error, Request, service_fn};
 
+mod runtime_api;
 mod secrets;
+mod telemetry;
+mod test_tool;
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+// The variables the function reads, named as in `infra/template.json` and `infra/README.md`.
+/// The DynamoDB table (required).
+const TABLE: &str = "GATEHOUSE_TABLE";
+/// An endpoint URL instead of AWS's: a local DynamoDB-compatible server (tests only).
+const DYNAMODB_ENDPOINT: &str = "GATEHOUSE_DYNAMODB_ENDPOINT";
+/// Comma-separated browser origins allowed to call.
+const ALLOWED_ORIGINS: &str = "GATEHOUSE_ALLOWED_ORIGINS";
+/// The `requestState` sealing key itself (local tests of the binary only).
+const STATE_KEY: &str = "GATEHOUSE_STATE_KEY";
+/// The Secrets Manager secret holding the sealing key (the deployment's way).
+const STATE_KEY_SECRET_ARN: &str = "GATEHOUSE_STATE_KEY_SECRET_ARN";
+/// The authorization server whose access tokens are accepted; empty: MCP tokens only.
+const OAUTH_ISSUER: &str = "GATEHOUSE_OAUTH_ISSUER";
+/// This server's resource URL, the tokens' audience (with the issuer).
+const OAUTH_RESOURCE: &str = "GATEHOUSE_OAUTH_RESOURCE";
+/// The issuer's JSON Web Key Set (with the issuer).
+const OAUTH_JWKS: &str = "GATEHOUSE_OAUTH_JWKS";
+/// The access-token claim naming the tenant (default `tenant`).
+const OAUTH_TENANT_CLAIM: &str = "GATEHOUSE_OAUTH_TENANT_CLAIM";
+/// The log filter (default `info`).
+const LOG: &str = "GATEHOUSE_LOG";
+/// The largest accepted request body (default 1 MiB).
+const MAX_BODY_BYTES: &str = "GATEHOUSE_MAX_BODY_BYTES";
+
+/// Every instance seals with the same key; shorter keys are refused.
+const MIN_STATE_KEY_BYTES: usize = 32;
+/// The body limit's bounds: a useful floor, and Lambda's 6 MB payload limit.
+const BODY_BYTES_RANGE: std::ops::RangeInclusive<usize> = 1024..=6 * 1024 * 1024;
+
+/// Where the `requestState` sealing key comes from.
+#[derive(Clone, PartialEq, Eq)]
+enum StateKey {
+    /// The key itself (`GATEHOUSE_STATE_KEY`).
+    Inline(Vec<u8>),
+    /// The secret to read through the secrets extension (`GATEHOUSE_STATE_KEY_SECRET_ARN`).
+    Secret { arn: String },
 }
 
-/// The key sealing `requestState`: from the secret named by `GATEHOUSE_STATE_KEY_SECRET_ARN`
-/// (the deployment's way), or `GATEHOUSE_STATE_KEY` (local tests of the binary).
-async fn state_key() -> anyhow::Result<Vec<u8>> {
-    if let Some(key) = env("GATEHOUSE_STATE_KEY") {
-        return Ok(key.into_bytes());
+impl fmt::Debug for StateKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StateKey::Inline(key) => write!(f, "Inline(<{} bytes, redacted>)", key.len()),
+            StateKey::Secret { arn } => f.debug_struct("Secret").field("arn", arn).finish(),
+        }
     }
-    let arn = env("GATEHOUSE_STATE_KEY_SECRET_ARN").context(
-        "GATEHOUSE_STATE_KEY_SECRET_ARN must name the requestState sealing key's secret",
-    )?;
-    let token = env("AWS_SESSION_TOKEN")
-        .context("AWS_SESSION_TOKEN is missing; the secrets extension needs it")?;
-    Ok(secrets::fetch(secrets::port(), &arn, &token)
-        .await?
-        .into_bytes())
 }
 
-/// OAuth access tokens, when the deployment names an issuer: its resource URL and its keys
-/// (public, so they may sit in the environment) must come with it.
-fn oauth() -> anyhow::Result<Option<app::OAuth>> {
-    let Some(issuer) = env("GATEHOUSE_OAUTH_ISSUER") else {
-        return Ok(None);
+/// The function's configuration, read once at cold start.
+#[derive(Debug, Clone)]
+struct Config {
+    table: String,
+    dynamodb_endpoint: Option<String>,
+    allowed_origins: Vec<String>,
+    state_key: StateKey,
+    oauth: Option<app::OAuth>,
+    log_filter: String,
+    max_body_bytes: usize,
+    /// Test-only: registers `test_panic_tool` (see `test_tool`).
+    test_panic_tool: bool,
+}
+
+/// Every missing or malformed variable, each named.
+#[derive(Debug, PartialEq, Eq)]
+struct ConfigError(Vec<String>);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid configuration: {}", self.0.join("; "))
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Keeps the value, or notes the error.
+fn ok<T>(errors: &mut Vec<String>, result: Result<T, String>) -> Option<T> {
+    result.map_err(|e| errors.push(e)).ok()
+}
+
+fn is_http_url(text: &str) -> bool {
+    let rest = text
+        .strip_prefix("https://")
+        .or_else(|| text.strip_prefix("http://"));
+    rest.is_some_and(|r| !r.is_empty() && !r.contains(char::is_whitespace))
+}
+
+fn parse_table(value: Option<String>) -> Result<String, String> {
+    let table = value.ok_or_else(|| format!("{TABLE} is missing: it names the DynamoDB table"))?;
+    let valid = (3..=255).contains(&table.len())
+        && table
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+    if valid {
+        Ok(table)
+    } else {
+        Err(format!(
+            "{TABLE}={table:?} is not a DynamoDB table name (3 to 255 of A-Z a-z 0-9 _ . -)"
+        ))
+    }
+}
+
+fn parse_endpoint(value: Option<String>) -> Result<Option<String>, String> {
+    match value {
+        Some(url) if !is_http_url(&url) => {
+            Err(format!("{DYNAMODB_ENDPOINT}={url:?} is not an http(s) URL"))
+        }
+        other => Ok(other),
+    }
+}
+
+fn parse_origins(value: Option<String>) -> Result<Vec<String>, String> {
+    let Some(list) = value else {
+        return Ok(Vec::new());
     };
-    let resource = env("GATEHOUSE_OAUTH_RESOURCE")
-        .context("GATEHOUSE_OAUTH_RESOURCE must be set with GATEHOUSE_OAUTH_ISSUER")?;
-    let jwks = env("GATEHOUSE_OAUTH_JWKS")
-        .context("GATEHOUSE_OAUTH_JWKS must hold the issuer's JSON Web Key Set")?;
-    let jwks =
-        serde_json::from_str(&jwks).context("GATEHOUSE_OAUTH_JWKS is not a JSON Web Key Set")?;
-    let tenant_claim = env("GATEHOUSE_OAUTH_TENANT_CLAIM").unwrap_or_else(|| "tenant".into());
-    Ok(Some(app::OAuth {
+    let origins: Vec<String> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let bad: Vec<&String> = origins
+        .iter()
+        .filter(|o| !is_http_url(o) || o.split_once("://").is_some_and(|(_, h)| h.contains('/')))
+        .collect();
+    if bad.is_empty() {
+        Ok(origins)
+    } else {
+        Err(format!(
+            "{ALLOWED_ORIGINS}: {bad:?} is not a list of origins (scheme://host[:port], no path, comma-separated)"
+        ))
+    }
+}
+
+fn parse_state_key(key: Option<String>, arn: Option<String>) -> Result<StateKey, String> {
+    match (key, arn) {
+        (Some(_), Some(_)) => Err(format!(
+            "{STATE_KEY} and {STATE_KEY_SECRET_ARN} are both set: set only one (the secret's ARN in a deployment)"
+        )),
+        // The key's value is never echoed.
+        (Some(key), None) if key.len() < MIN_STATE_KEY_BYTES => Err(format!(
+            "{STATE_KEY} is too short ({} bytes; at least {MIN_STATE_KEY_BYTES})",
+            key.len()
+        )),
+        (Some(key), None) => Ok(StateKey::Inline(key.into_bytes())),
+        (None, Some(arn)) if arn.starts_with("arn:") && arn.contains(":secretsmanager:") => {
+            Ok(StateKey::Secret { arn })
+        }
+        (None, Some(arn)) => Err(format!(
+            "{STATE_KEY_SECRET_ARN}={arn:?} is not a Secrets Manager secret ARN"
+        )),
+        (None, None) => Err(format!(
+            "{STATE_KEY_SECRET_ARN} is missing: it names the secret holding the requestState \
+             sealing key (or set {STATE_KEY} to the key itself, for local tests)"
+        )),
+    }
+}
+
+fn parse_oauth(
+    issuer: Option<String>,
+    resource: Option<String>,
+    jwks: Option<String>,
+    tenant_claim: Option<String>,
+) -> Result<Option<app::OAuth>, String> {
+    let Some(issuer) = issuer else {
+        return match (resource, jwks) {
+            (None, None) => Ok(None),
+            (resource, _) => Err(format!(
+                "{} is set but {OAUTH_ISSUER} is not: set the issuer too, or neither",
+                if resource.is_some() {
+                    OAUTH_RESOURCE
+                } else {
+                    OAUTH_JWKS
+                }
+            )),
+        };
+    };
+    let mut errors = Vec::new();
+    if !is_http_url(&issuer) {
+        errors.push(format!("{OAUTH_ISSUER}={issuer:?} is not a URL"));
+    }
+    let resource = match resource {
+        Some(r) if is_http_url(&r) => Some(r),
+        Some(r) => {
+            errors.push(format!("{OAUTH_RESOURCE}={r:?} is not a URL"));
+            None
+        }
+        None => {
+            errors.push(format!(
+                "{OAUTH_RESOURCE} is missing: with {OAUTH_ISSUER} it must name this server's resource URL (the tokens' audience)"
+            ));
+            None
+        }
+    };
+    // The type is `app::OAuth`'s, inferred below.
+    let jwks = match jwks {
+        Some(text) => match serde_json::from_str(&text) {
+            Ok(set) => Some(set),
+            Err(e) => {
+                errors.push(format!("{OAUTH_JWKS} is not a JSON Web Key Set: {e}"));
+                None
+            }
+        },
+        None => {
+            errors.push(format!(
+                "{OAUTH_JWKS} is missing: with {OAUTH_ISSUER} it must hold the issuer's JSON Web Key Set"
+            ));
+            None
+        }
+    };
+    let tenant_claim = tenant_claim.unwrap_or_else(|| "tenant".to_owned());
+    let (Some(resource), Some(jwks), true) = (resource, jwks, errors.is_empty()) else {
+        return Err(errors.join("; "));
+    };
+    let oauth = app::OAuth {
         resource,
         issuer,
         tenant_claim,
         jwks,
-    }))
+    };
+    if oauth.jwks.keys.is_empty() {
+        return Err(format!(
+            "{OAUTH_JWKS} holds no key: every access token would be refused"
+        ));
+    }
+    Ok(Some(oauth))
 }
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("GATEHOUSE_LOG")
-                .unwrap_or_else(|_| "info".into()),
+fn parse_log(value: Option<String>) -> Result<String, String> {
+    let filter = value.unwrap_or_else(|| "info".to_owned());
+    tracing_subscriber::EnvFilter::try_new(&filter)
+        .map(|_| filter.clone())
+        .map_err(|e| format!("{LOG}={filter:?} is not a log filter (e.g. info, or warn,store_dynamodb=debug): {e}"))
+}
+
+fn parse_max_body(value: Option<String>) -> Result<usize, String> {
+    let Some(text) = value else {
+        return Ok(app::Settings::default().max_body_bytes);
+    };
+    match text.parse::<usize>() {
+        Ok(n) if BODY_BYTES_RANGE.contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{MAX_BODY_BYTES}={text:?} is not a number of bytes from {} to {}",
+            BODY_BYTES_RANGE.start(),
+            BODY_BYTES_RANGE.end()
+        )),
+    }
+}
+
+impl Config {
+    /// From the process environment.
+    fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// From `get` (a variable's value by name); empty or blank values count as unset.
+    fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let var = |name: &str| {
+            get(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let mut errors = Vec::new();
+        let table = ok(&mut errors, parse_table(var(TABLE)));
+        let dynamodb_endpoint = ok(&mut errors, parse_endpoint(var(DYNAMODB_ENDPOINT)));
+        let allowed_origins = ok(&mut errors, parse_origins(var(ALLOWED_ORIGINS)));
+        let state_key = ok(
+            &mut errors,
+            parse_state_key(var(STATE_KEY), var(STATE_KEY_SECRET_ARN)),
+        );
+        let oauth = ok(
+            &mut errors,
+            parse_oauth(
+                var(OAUTH_ISSUER),
+                var(OAUTH_RESOURCE),
+                var(OAUTH_JWKS),
+                var(OAUTH_TENANT_CLAIM),
+            ),
+        );
+        let log_filter = ok(&mut errors, parse_log(var(LOG)));
+        let max_body_bytes = ok(&mut errors, parse_max_body(var(MAX_BODY_BYTES)));
+        let test_panic_tool = ok(
+            &mut errors,
+            test_tool::enabled(var(test_tool::VAR).as_deref()),
+        );
+        let (
+            Some(table),
+            Some(dynamodb_endpoint),
+            Some(allowed_origins),
+            Some(state_key),
+            Some(oauth),
+            Some(log_filter),
+            Some(max_body_bytes),
+            Some(test_panic_tool),
+            true,
+        ) = (
+            table,
+            dynamodb_endpoint,
+            allowed_origins,
+            state_key,
+            oauth,
+            log_filter,
+            max_body_bytes,
+            test_panic_tool,
+            errors.is_empty(),
         )
-        .with_ansi(false)
-        .without_time()
-        .init();
-    let table =
-        std::env::var("GATEHOUSE_TABLE").context("GATEHOUSE_TABLE must name the DynamoDB table")?;
-    let allowed_origins = std::env::var("GATEHOUSE_ALLOWED_ORIGINS")
-        .map(|v| {
-            v.split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect()
+        else {
+            return Err(ConfigError(errors));
+        };
+        Ok(Config {
+            table,
+            dynamodb_endpoint,
+            allowed_origins,
+            state_key,
+            oauth,
+            log_filter,
+            max_body_bytes,
+            test_panic_tool,
         })
-        .unwrap_or_default();
+    }
+
+    /// The app's settings, with the sealing key once read.
+    fn settings(&self, state_key: Vec<u8>) -> app::Settings {
+        app::Settings {
+            backend: "dynamodb".into(),
+            allowed_origins: self.allowed_origins.clone(),
+            max_body_bytes: self.max_body_bytes,
+            oauth: self.oauth.clone(),
+            state_key: Some(state_key),
+            ..app::Settings::default()
+        }
+    }
+}
+
+/// The sealing key: as configured, or from its secret through the secrets extension (which
+/// authenticates with the function's session token).
+async fn read_state_key(key: &StateKey) -> anyhow::Result<Vec<u8>> {
+    match key {
+        StateKey::Inline(key) => Ok(key.clone()),
+        StateKey::Secret { arn } => {
+            let token = std::env::var("AWS_SESSION_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty())
+                .context("AWS_SESSION_TOKEN is missing; the secrets extension needs it")?;
+            let key = secrets::fetch(secrets::port(), arn, &token)
+                .await
+                .with_context(|| format!("reading the requestState key from {arn}"))?;
+            Ok(key.into_bytes())
+        }
+    }
+}
+
+/// Everything a cold start does after reading the configuration.
+async fn start(config: &Config) -> anyhow::Result<app::App> {
+    // Every instance must seal and open `requestState` with the same key.
+    let state_key = read_state_key(&config.state_key).await?;
     let store = store_dynamodb::DynamoStore::from_env(store_dynamodb::DynamoConfig {
-        table,
-        endpoint: std::env::var("GATEHOUSE_DYNAMODB_ENDPOINT").ok(),
+        table: config.table.clone(),
+        endpoint: config.dynamodb_endpoint.clone(),
         region: None,
     })
     .await;
-    // Every instance must seal and open `requestState` with the same key.
-    let state_key = state_key().await?;
-    let settings = app::Settings {
-        backend: "dynamodb".into(),
-        allowed_origins,
-        state_key: Some(state_key),
-        oauth: oauth()?,
-        ..app::Settings::default()
-    };
-    let app = app::build(&settings, Arc::new(store))?;
-    lambda_http::run(service_fn(move |req: Request| {
-        let http = app.http.clone();
-        async move {
-            let response = http.handle(req).await;
-            let (parts, body) = response.into_parts();
-            let bytes = http_body_util_collect(body).await;
-            Ok::<_, Error>(Response::from_parts(parts, Body::from(bytes)))
-        }
-    }))
-    .await
+    let store: Arc<dyn store::Store> = Arc::new(store);
+    let settings = config.settings(state_key);
+    let mut tools = app::registry(&settings, &store)?;
+    if config.test_panic_tool {
+        tools.register(mcp_pipeline::ToolSpec::new(test_tool::TestPanicTool))?;
+        tracing::warn!(
+            variable = test_tool::VAR,
+            "test-only tool test_panic_tool is registered; never set this in a deployment"
+        );
+    }
+    let app = app::build_with(&settings, store, tools)?;
+    tracing::info!(
+        table = %config.table,
+        oauth = config.oauth.is_some(),
+        allowed_origins = config.allowed_origins.len(),
+        max_body_bytes = config.max_body_bytes,
+        "cold start: ready"
+    );
+    Ok(app)
 }
 
-/// The service's body is already complete in memory; take its bytes.
-async fn http_body_util_collect(body: app::HttpBody) -> Vec<u8> {
-    app::body_bytes(body).await
+/// Logs why the cold start failed, reports it to the Runtime API, and exits non-zero.
+async fn fail(error_type: &str, error: &anyhow::Error) -> ExitCode {
+    let message = format!("{error:#}");
+    tracing::error!(error_type, "cold start failed: {message}");
+    if let Ok(api) = std::env::var("AWS_LAMBDA_RUNTIME_API")
+        && let Err(e) = runtime_api::report_init_error(&api, error_type, &message).await
+    {
+        tracing::error!("could not report the init error: {e:#}");
+    }
+    ExitCode::FAILURE
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let config = Config::from_env();
+    telemetry::init(config.as_ref().map_or("info", |c| c.log_filter.as_str()));
+    let config = match config {
+        Ok(config) => config,
+        Err(e) => return fail("ConfigError", &e.into()).await,
+    };
+    let app = match start(&config).await {
+        Ok(app) => app,
+        Err(e) => return fail("InitError", &e).await,
+    };
+    let http = app.http.clone();
+    let served = lambda_http::run(service_fn(move |req: Request| {
+        let http = http.clone();
+        async move { Ok::<_, Error>(http.handle(req).await) }
+    }))
+    .await;
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("the Lambda runtime stopped: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    const SECRET_ARN: &str = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:StateKey-AbCd";
+
+    fn parse(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    fn problems(vars: &[(&str, &str)]) -> Vec<String> {
+        parse(vars).expect_err("a configuration error").0
+    }
+
+    fn with_base<'a>(extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut vars = vec![
+            (TABLE, "gatehouse-Table-1ABC"),
+            (STATE_KEY_SECRET_ARN, SECRET_ARN),
+        ];
+        vars.extend_from_slice(extra);
+        vars
+    }
+
+    const JWKS: &str = r#"{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","alg":"ES256","use":"sig","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}"#;
+
+    #[test]
+    fn the_templates_environment_with_its_empty_defaults() {
+        // What infra/template.json sets with every parameter left at its default.
+        let config = parse(&[
+            (TABLE, "gatehouse-Table-1ABC"),
+            (ALLOWED_ORIGINS, ""),
+            (OAUTH_ISSUER, ""),
+            (OAUTH_RESOURCE, ""),
+            (OAUTH_TENANT_CLAIM, "tenant"),
+            (STATE_KEY_SECRET_ARN, SECRET_ARN),
+            (LOG, "info"),
+            (OAUTH_JWKS, ""),
+            (MAX_BODY_BYTES, "1048576"),
+        ])
+        .unwrap();
+        assert_eq!(config.table, "gatehouse-Table-1ABC");
+        assert_eq!(config.dynamodb_endpoint, None);
+        assert!(config.allowed_origins.is_empty());
+        assert_eq!(
+            config.state_key,
+            StateKey::Secret {
+                arn: SECRET_ARN.into()
+            }
+        );
+        assert!(config.oauth.is_none());
+        assert_eq!(config.log_filter, "info");
+        assert_eq!(config.max_body_bytes, 1024 * 1024);
+        assert!(!config.test_panic_tool);
+    }
+
+    #[test]
+    fn defaults_when_optional_variables_are_unset() {
+        let config = parse(&with_base(&[])).unwrap();
+        assert_eq!(config.log_filter, "info");
+        assert_eq!(
+            config.max_body_bytes,
+            app::Settings::default().max_body_bytes
+        );
+        let settings = config.settings(b"k".to_vec());
+        assert_eq!(settings.backend, "dynamodb");
+        assert_eq!(settings.state_key.as_deref(), Some(&b"k"[..]));
+    }
+
+    #[test]
+    fn every_missing_required_variable_is_named_at_once() {
+        let errors = problems(&[(LOG, "info")]);
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(
+            errors[0].starts_with("GATEHOUSE_TABLE is missing"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].starts_with("GATEHOUSE_STATE_KEY_SECRET_ARN is missing"),
+            "{errors:?}"
+        );
+        let message = ConfigError(errors).to_string();
+        assert!(message.starts_with("invalid configuration: GATEHOUSE_TABLE is missing"));
+    }
+
+    #[test]
+    fn blank_values_count_as_unset() {
+        let errors = problems(&[(TABLE, "  "), (STATE_KEY_SECRET_ARN, SECRET_ARN)]);
+        assert!(
+            errors[0].starts_with("GATEHOUSE_TABLE is missing"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn malformed_values_are_named_with_the_variable() {
+        let cases = [
+            (
+                TABLE,
+                "my table",
+                "GATEHOUSE_TABLE=\"my table\" is not a DynamoDB table name",
+            ),
+            (
+                TABLE,
+                "ab",
+                "GATEHOUSE_TABLE=\"ab\" is not a DynamoDB table name",
+            ),
+            (
+                DYNAMODB_ENDPOINT,
+                "localhost:8000",
+                "GATEHOUSE_DYNAMODB_ENDPOINT=\"localhost:8000\" is not an http(s) URL",
+            ),
+            (
+                MAX_BODY_BYTES,
+                "1MB",
+                "GATEHOUSE_MAX_BODY_BYTES=\"1MB\" is not a number of bytes",
+            ),
+            (
+                MAX_BODY_BYTES,
+                "10",
+                "GATEHOUSE_MAX_BODY_BYTES=\"10\" is not a number of bytes",
+            ),
+            (
+                MAX_BODY_BYTES,
+                "7000000",
+                "GATEHOUSE_MAX_BODY_BYTES=\"7000000\" is not a number of bytes",
+            ),
+            (
+                LOG,
+                "info,foo=loud",
+                "GATEHOUSE_LOG=\"info,foo=loud\" is not a log filter",
+            ),
+            (
+                ALLOWED_ORIGINS,
+                "https://a.example,https://b.example/app",
+                "GATEHOUSE_ALLOWED_ORIGINS: [\"https://b.example/app\"] is not a list of origins",
+            ),
+            (
+                ALLOWED_ORIGINS,
+                "a.example",
+                "GATEHOUSE_ALLOWED_ORIGINS: [\"a.example\"]",
+            ),
+            (
+                test_tool::VAR,
+                "true",
+                "GATEHOUSE_TEST_PANIC_TOOL=\"true\": must be 1 or unset",
+            ),
+        ];
+        for (name, value, expected) in cases {
+            let mut vars = with_base(&[]);
+            vars.retain(|(n, _)| *n != name);
+            vars.push((name, value));
+            let errors = problems(&vars);
+            assert_eq!(errors.len(), 1, "{name}={value}: {errors:?}");
+            assert!(
+                errors[0].starts_with(expected),
+                "{name}={value}: {:?} should start with {expected:?}",
+                errors[0]
+            );
+        }
+    }
+
+    #[test]
+    fn origins_are_a_trimmed_comma_separated_list() {
+        let config = parse(&with_base(&[(
+            ALLOWED_ORIGINS,
+            " https://app.example.com , http://localhost:5173,",
+        )]))
+        .unwrap();
+        assert_eq!(
+            config.allowed_origins,
+            ["https://app.example.com", "http://localhost:5173"]
+        );
+    }
+
+    #[test]
+    fn the_state_key_comes_from_one_place_and_is_never_shown() {
+        let key = "k".repeat(40);
+        let config = parse(&[(TABLE, "t-1"), (STATE_KEY, &key)]).unwrap();
+        assert_eq!(config.state_key, StateKey::Inline(key.clone().into_bytes()));
+        let shown = format!("{config:?}");
+        assert!(!shown.contains(&key), "{shown}");
+        assert!(shown.contains("40 bytes, redacted"), "{shown}");
+
+        let errors = problems(&[(TABLE, "t-1"), (STATE_KEY, "short-key-value")]);
+        assert_eq!(
+            errors,
+            ["GATEHOUSE_STATE_KEY is too short (15 bytes; at least 32)"]
+        );
+        let errors = problems(&[
+            (TABLE, "t-1"),
+            (STATE_KEY, &key),
+            (STATE_KEY_SECRET_ARN, SECRET_ARN),
+        ]);
+        assert!(errors[0].contains("are both set"), "{errors:?}");
+        let errors = problems(&[(TABLE, "t-1"), (STATE_KEY_SECRET_ARN, "my-secret")]);
+        assert!(
+            errors[0].starts_with(
+                "GATEHOUSE_STATE_KEY_SECRET_ARN=\"my-secret\" is not a Secrets Manager secret ARN"
+            ),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn oauth_needs_issuer_resource_and_keys_together() {
+        let config = parse(&with_base(&[
+            (OAUTH_ISSUER, "https://auth.example.com"),
+            (OAUTH_RESOURCE, "https://mcp.example.com/mcp"),
+            (OAUTH_JWKS, JWKS),
+        ]))
+        .unwrap();
+        let oauth = config.oauth.expect("oauth");
+        assert_eq!(oauth.issuer, "https://auth.example.com");
+        assert_eq!(oauth.resource, "https://mcp.example.com/mcp");
+        assert_eq!(oauth.tenant_claim, "tenant");
+        assert_eq!(oauth.jwks.keys.len(), 1);
+
+        let errors = problems(&with_base(&[(OAUTH_ISSUER, "https://auth.example.com")]));
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].contains("GATEHOUSE_OAUTH_RESOURCE is missing"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[0].contains("GATEHOUSE_OAUTH_JWKS is missing"),
+            "{errors:?}"
+        );
+
+        let errors = problems(&with_base(&[
+            (OAUTH_ISSUER, "https://auth.example.com"),
+            (OAUTH_RESOURCE, "https://mcp.example.com/mcp"),
+            (OAUTH_JWKS, "{\"kty\":\"EC\"}"),
+        ]));
+        assert!(
+            errors[0].starts_with("GATEHOUSE_OAUTH_JWKS is not a JSON Web Key Set"),
+            "{errors:?}"
+        );
+
+        let errors = problems(&with_base(&[
+            (OAUTH_ISSUER, "https://auth.example.com"),
+            (OAUTH_RESOURCE, "https://mcp.example.com/mcp"),
+            (OAUTH_JWKS, "{\"keys\":[]}"),
+        ]));
+        assert!(
+            errors[0].starts_with("GATEHOUSE_OAUTH_JWKS holds no key"),
+            "{errors:?}"
+        );
+
+        let errors = problems(&with_base(&[(
+            OAUTH_RESOURCE,
+            "https://mcp.example.com/mcp",
+        )]));
+        assert_eq!(
+            errors,
+            [
+                "GATEHOUSE_OAUTH_RESOURCE is set but GATEHOUSE_OAUTH_ISSUER is not: set the issuer too, or neither"
+            ]
+        );
+
+        let config = parse(&with_base(&[
+            (OAUTH_ISSUER, "https://auth.example.com"),
+            (OAUTH_RESOURCE, "https://mcp.example.com/mcp"),
+            (OAUTH_JWKS, JWKS),
+            (OAUTH_TENANT_CLAIM, "org_id"),
+        ]))
+        .unwrap();
+        assert_eq!(config.oauth.unwrap().tenant_claim, "org_id");
+    }
+
+    #[test]
+    fn the_test_panic_tool_is_opt_in() {
+        assert!(!parse(&with_base(&[])).unwrap().test_panic_tool);
+        assert!(
+            parse(&with_base(&[(test_tool::VAR, "1")]))
+                .unwrap()
+                .test_panic_tool
+        );
+    }
 }
