@@ -386,7 +386,11 @@ async fn serve(
                 async move {
                     // The product's pages and API live beside the MCP endpoint, with their own
                     // credentials.
-                    let response = if web::is_product_path(req.uri().path()) { web.handle(req).await } else { http.handle(req).await };
+                    let response = if web::is_product_path(req.uri().path()) {
+                        web.handle(req).await
+                    } else {
+                        http.handle(req).await
+                    };
                     Ok::<_, std::convert::Infallible>(response)
                 }
             });
@@ -589,13 +593,21 @@ async fn member(store: Arc<dyn store::Store>, command: MemberCommand) -> anyhow:
                 if inactive { "an inactive" } else { "an active" }
             );
         }
-        MemberCommand::Password { tenant, member, password } => {
+        MemberCommand::Password {
+            tenant,
+            member,
+            password,
+        } => {
             identity::product::set_password(store.as_ref(), &tenant, &member, &password).await?;
             println!("password of {member} in {tenant} set");
         }
         MemberCommand::ApiToken { tenant, member } => {
             use identity::Directory as _;
-            if directory.member(&tenant, &member).await?.is_none_or(|m| !m.active) {
+            if directory
+                .member(&tenant, &member)
+                .await?
+                .is_none_or(|m| !m.active)
+            {
                 bail!("{member} is not an active member of {tenant}");
             }
             let token = identity::product::create_api_token(&store, &tenant, &member).await?;

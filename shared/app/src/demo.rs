@@ -143,7 +143,8 @@ pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, Dem
             .await?;
         for (member, role) in ROLES {
             app.directory.put_member(t.id, member, role, true).await?;
-            identity::product::set_password(app.store.as_ref(), t.id, member, DEMO_PASSWORD).await?;
+            identity::product::set_password(app.store.as_ref(), t.id, member, DEMO_PASSWORD)
+                .await?;
         }
         let customers = Customers::new(app.store.clone());
         for (name, email, notes) in t.customers {

@@ -1128,10 +1128,24 @@ impl Server {
     /// A pending action of `tenant`, for the approval page (`None`: unknown or expired).
     pub async fn pending_action(&self, tenant: &str, token: &str) -> Option<PendingView> {
         let g = self.config.gates.as_ref()?;
-        let item = g.store.get(&crate::confirm::pending_key(tenant, token)).await.ok()??;
+        let item = g
+            .store
+            .get(&crate::confirm::pending_key(tenant, token))
+            .await
+            .ok()??;
         let p = crate::confirm::read_pending(token, &item)?;
-        let approval_in_product = self.registry.get(&p.tool).is_some_and(|t| t.approval_in_product);
-        Some(PendingView { token: p.token, tool: p.tool, summary: p.summary, status: p.status, connection: p.connection, approval_in_product })
+        let approval_in_product = self
+            .registry
+            .get(&p.tool)
+            .is_some_and(|t| t.approval_in_product);
+        Some(PendingView {
+            token: p.token,
+            tool: p.tool,
+            summary: p.summary,
+            status: p.status,
+            connection: p.connection,
+            approval_in_product,
+        })
     }
 
     /// Approves a pending action from the product's page: the same checks as `confirm_action`
@@ -1140,50 +1154,113 @@ impl Server {
     /// pending action's connection and the member's rights.
     pub async fn approve(&self, tenant: &str, token: &str, approver: crate::Caller) -> ToolResult {
         let Some(g) = self.config.gates.as_ref() else {
-            return ToolResult::error(&ToolError::new(ErrorKind::Internal, "This server keeps no pending actions", "Nothing to approve"));
+            return ToolResult::error(&ToolError::new(
+                ErrorKind::Internal,
+                "This server keeps no pending actions",
+                "Nothing to approve",
+            ));
         };
-        let stored = match g.store.get(&crate::confirm::pending_key(tenant, token)).await {
+        let stored = match g
+            .store
+            .get(&crate::confirm::pending_key(tenant, token))
+            .await
+        {
             Ok(item) => item.and_then(|i| crate::confirm::read_pending(token, &i)),
-            Err(e) => return ToolResult::error(&ToolError::new(ErrorKind::Internal, format!("The store failed: {e}"), "Try again")),
+            Err(e) => {
+                return ToolResult::error(&ToolError::new(
+                    ErrorKind::Internal,
+                    format!("The store failed: {e}"),
+                    "Try again",
+                ));
+            }
         };
         let pending = match crate::confirm::check(stored, &approver, None) {
             Ok(p) => p,
             Err(e) => return ToolResult::error(&e),
         };
         let Some(tool) = self.registry.get(&pending.tool) else {
-            return ToolResult::error(&ToolError::new(ErrorKind::NotFound, "The prepared tool no longer exists", "Prepare the action again"));
+            return ToolResult::error(&ToolError::new(
+                ErrorKind::NotFound,
+                "The prepared tool no longer exists",
+                "Prepare the action again",
+            ));
         };
         let mut params = Map::new();
         params.insert("name".into(), json!(pending.tool));
         params.insert("arguments".into(), Value::Object(pending.args.clone()));
         let request = Request {
-            message: Message { id: Some(mcp_protocol::RequestId::String(format!("approval-{token}"))), method: "tools/call".into(), params },
+            message: Message {
+                id: Some(mcp_protocol::RequestId::String(format!("approval-{token}"))),
+                method: "tools/call".into(),
+                params,
+            },
             headers: None,
             version_header: None,
             caller: Some(approver),
         };
         let args = pending.args.clone();
-        let result = self.run_tool(tool, &request, args, Notifications::default(), &Phase::Confirm(Box::new(pending))).await;
+        let result = self
+            .run_tool(
+                tool,
+                &request,
+                args,
+                Notifications::default(),
+                &Phase::Confirm(Box::new(pending)),
+            )
+            .await;
         log_call(&request, "approve", &result, std::time::Instant::now());
         match result {
             Ok(r) => r,
-            Err(Interrupt::Refused(e)) => ToolResult::error(&ToolError::new(ErrorKind::Rejected, e.message, "Prepare the action again")),
-            Err(Interrupt::InputRequired(_)) => ToolResult::error(&ToolError::new(ErrorKind::Internal, "The action asked for more input", "Prepare it again")),
+            Err(Interrupt::Refused(e)) => ToolResult::error(&ToolError::new(
+                ErrorKind::Rejected,
+                e.message,
+                "Prepare the action again",
+            )),
+            Err(Interrupt::InputRequired(_)) => ToolResult::error(&ToolError::new(
+                ErrorKind::Internal,
+                "The action asked for more input",
+                "Prepare it again",
+            )),
         }
     }
 
     /// Rejects a pending action from the product's page.
-    pub async fn reject_pending(&self, tenant: &str, token: &str, rejecter: &crate::Caller) -> ToolResult {
+    pub async fn reject_pending(
+        &self,
+        tenant: &str,
+        token: &str,
+        rejecter: &crate::Caller,
+    ) -> ToolResult {
         let Some(g) = self.config.gates.as_ref() else {
-            return ToolResult::error(&ToolError::new(ErrorKind::Internal, "This server keeps no pending actions", "Nothing to reject"));
+            return ToolResult::error(&ToolError::new(
+                ErrorKind::Internal,
+                "This server keeps no pending actions",
+                "Nothing to reject",
+            ));
         };
-        let stored = g.store.get(&crate::confirm::pending_key(tenant, token)).await.ok().flatten().and_then(|i| crate::confirm::read_pending(token, &i));
+        let stored = g
+            .store
+            .get(&crate::confirm::pending_key(tenant, token))
+            .await
+            .ok()
+            .flatten()
+            .and_then(|i| crate::confirm::read_pending(token, &i));
         if let Err(e) = crate::confirm::check(stored, rejecter, None) {
             return ToolResult::error(&e);
         }
-        match g.store.update(crate::confirm::consume_op(tenant, token, "rejected")).await {
-            Ok(_) => ToolResult::success(json!({"summary": "Rejected; nothing was done.", "status": "REJECTED", "warnings": [], "next_steps": []})),
-            Err(_) => ToolResult::error(&ToolError::new(ErrorKind::Conflict, "This action is no longer pending", "Nothing to reject")),
+        match g
+            .store
+            .update(crate::confirm::consume_op(tenant, token, "rejected"))
+            .await
+        {
+            Ok(_) => ToolResult::success(
+                json!({"summary": "Rejected; nothing was done.", "status": "REJECTED", "warnings": [], "next_steps": []}),
+            ),
+            Err(_) => ToolResult::error(&ToolError::new(
+                ErrorKind::Conflict,
+                "This action is no longer pending",
+                "Nothing to reject",
+            )),
         }
     }
 }

@@ -12,15 +12,39 @@ use crate::{Web, WebResponse, json_response};
 fn error(e: booking::BookingError) -> WebResponse {
     use booking::BookingError as E;
     let (status, body) = match &e {
-        E::NotFound { kind, id } => (StatusCode::NOT_FOUND, json!({"error": "not_found", "kind": kind, "id": id})),
-        E::Invalid { field, reason } => (StatusCode::BAD_REQUEST, json!({"error": "validation", "field": field, "reason": reason})),
-        E::Duplicate { existing, .. } => (StatusCode::CONFLICT, json!({"error": "duplicate", "existing": existing})),
+        E::NotFound { kind, id } => (
+            StatusCode::NOT_FOUND,
+            json!({"error": "not_found", "kind": kind, "id": id}),
+        ),
+        E::Invalid { field, reason } => (
+            StatusCode::BAD_REQUEST,
+            json!({"error": "validation", "field": field, "reason": reason}),
+        ),
+        E::Duplicate { existing, .. } => (
+            StatusCode::CONFLICT,
+            json!({"error": "duplicate", "existing": existing}),
+        ),
         E::Stale { .. } => (StatusCode::CONFLICT, json!({"error": "conflict"})),
-        E::Forbidden { right } => (StatusCode::FORBIDDEN, json!({"error": "forbidden", "right": right})),
-        E::Time { field, error } => (StatusCode::BAD_REQUEST, json!({"error": "validation", "field": field, "reason": error.to_string()})),
-        E::Money { field, error } => (StatusCode::BAD_REQUEST, json!({"error": "validation", "field": field, "reason": error.to_string()})),
-        E::Rejected(reason) => (StatusCode::UNPROCESSABLE_ENTITY, json!({"error": "rejected", "reason": reason})),
-        E::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, json!({"error": "unavailable"})),
+        E::Forbidden { right } => (
+            StatusCode::FORBIDDEN,
+            json!({"error": "forbidden", "right": right}),
+        ),
+        E::Time { field, error } => (
+            StatusCode::BAD_REQUEST,
+            json!({"error": "validation", "field": field, "reason": error.to_string()}),
+        ),
+        E::Money { field, error } => (
+            StatusCode::BAD_REQUEST,
+            json!({"error": "validation", "field": field, "reason": error.to_string()}),
+        ),
+        E::Rejected(reason) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({"error": "rejected", "reason": reason}),
+        ),
+        E::Store(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({"error": "unavailable"}),
+        ),
     };
     json_response(status, &body)
 }
@@ -32,8 +56,12 @@ async fn actor(web: &Web, parts: &Parts) -> Result<booking::Actor, WebResponse> 
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
-        .ok_or_else(|| unauthorized("a product API token is required (Authorization: Bearer gha_...)"))?;
-    let Ok(Some((tenant, member))) = identity::product::api_token(web.store.as_ref(), bearer.trim()).await else {
+        .ok_or_else(|| {
+            unauthorized("a product API token is required (Authorization: Bearer gha_...)")
+        })?;
+    let Ok(Some((tenant, member))) =
+        identity::product::api_token(web.store.as_ref(), bearer.trim()).await
+    else {
         return Err(unauthorized("the product API token is unknown"));
     };
     let Ok(Some(m)) = web.directory.member(&tenant, &member).await else {
@@ -42,7 +70,11 @@ async fn actor(web: &Web, parts: &Parts) -> Result<booking::Actor, WebResponse> 
     if !m.active {
         return Err(unauthorized("the token's member no longer has access"));
     }
-    Ok(booking::Actor { tenant, member, rights: m.rights })
+    Ok(booking::Actor {
+        tenant,
+        member,
+        rights: m.rights,
+    })
 }
 
 fn customer_json(c: &booking::Customer) -> Value {
@@ -56,19 +88,37 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
     };
     match (parts.method.as_str(), path) {
         ("GET", "/api/customers") => match web.customers.find(&actor, "", 50).await {
-            Ok(list) => json_response(StatusCode::OK, &json!({"customers": list.iter().map(customer_json).collect::<Vec<_>>()})),
+            Ok(list) => json_response(
+                StatusCode::OK,
+                &json!({"customers": list.iter().map(customer_json).collect::<Vec<_>>()}),
+            ),
             Err(e) => error(e),
         },
         ("POST", "/api/customers") => {
             let Ok(input) = serde_json::from_slice::<Value>(body) else {
-                return json_response(StatusCode::BAD_REQUEST, &json!({"error": "the body must be a JSON object"}));
+                return json_response(
+                    StatusCode::BAD_REQUEST,
+                    &json!({"error": "the body must be a JSON object"}),
+                );
             };
             let allowed = ["name", "email", "phone", "address"];
-            if let Some(unknown) = input.as_object().and_then(|o| o.keys().find(|k| !allowed.contains(&k.as_str()))) {
-                return json_response(StatusCode::BAD_REQUEST, &json!({"error": "validation", "field": unknown, "reason": "unknown field", "allowed": allowed}));
+            if let Some(unknown) = input
+                .as_object()
+                .and_then(|o| o.keys().find(|k| !allowed.contains(&k.as_str())))
+            {
+                return json_response(
+                    StatusCode::BAD_REQUEST,
+                    &json!({"error": "validation", "field": unknown, "reason": "unknown field", "allowed": allowed}),
+                );
             }
             let s = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_owned);
-            let new = booking::NewCustomer { name: s("name").unwrap_or_default(), email: s("email").unwrap_or_default(), phone: s("phone"), address: s("address"), notes: None };
+            let new = booking::NewCustomer {
+                name: s("name").unwrap_or_default(),
+                email: s("email").unwrap_or_default(),
+                phone: s("phone"),
+                address: s("address"),
+                notes: None,
+            };
             let change = match web.customers.create(&actor, new, None) {
                 Ok(c) => c,
                 Err(e) => return error(e),
@@ -87,6 +137,9 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
                 Err(e) => error(e),
             }
         }
-        _ => json_response(StatusCode::NOT_FOUND, &json!({"error": "no such API route"})),
+        _ => json_response(
+            StatusCode::NOT_FOUND,
+            &json!({"error": "no such API route"}),
+        ),
     }
 }

@@ -9,15 +9,13 @@ fn decode(text: &str) -> String {
     while i < bytes.len() {
         match bytes[i] {
             b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                match u8::from_str_radix(&text[i + 1..i + 3], 16) {
-                    Ok(b) => {
-                        out.push(b);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
+            b'%' if i + 2 < bytes.len() => match u8::from_str_radix(&text[i + 1..i + 3], 16) {
+                Ok(b) => {
+                    out.push(b);
+                    i += 2;
                 }
-            }
+                Err(_) => out.push(b'%'),
+            },
             b => out.push(b),
         }
         i += 1;
@@ -39,7 +37,11 @@ pub(crate) fn parse(body: &[u8]) -> BTreeMap<String, String> {
 
 /// Escapes text for HTML.
 pub(crate) fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 #[cfg(test)]
@@ -52,6 +54,9 @@ mod tests {
         assert_eq!(f["member"], "ana b");
         assert_eq!(f["password"], "p@ss&word");
         assert_eq!(f["empty"], "");
-        assert_eq!(escape("<b onclick=\"x\">&'"), "&lt;b onclick=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(
+            escape("<b onclick=\"x\">&'"),
+            "&lt;b onclick=&quot;x&quot;&gt;&amp;&#39;"
+        );
     }
 }

@@ -37,15 +37,24 @@ pub struct Web {
 /// The response type.
 pub type WebResponse = Response<Full<Bytes>>;
 
-pub(crate) fn respond(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> WebResponse {
+pub(crate) fn respond(
+    status: StatusCode,
+    content_type: &str,
+    body: impl Into<Bytes>,
+) -> WebResponse {
     let mut r = Response::new(Full::new(body.into()));
     *r.status_mut() = status;
     if let Ok(v) = HeaderValue::from_str(content_type) {
         r.headers_mut().insert(header::CONTENT_TYPE, v);
     }
-    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    r.headers_mut().insert("x-frame-options", HeaderValue::from_static("DENY"));
-    r.headers_mut().insert("content-security-policy", HeaderValue::from_static("default-src 'self'; style-src 'unsafe-inline'"));
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r.headers_mut()
+        .insert("x-frame-options", HeaderValue::from_static("DENY"));
+    r.headers_mut().insert(
+        "content-security-policy",
+        HeaderValue::from_static("default-src 'self'; style-src 'unsafe-inline'"),
+    );
     r
 }
 
@@ -67,15 +76,28 @@ impl Web {
     {
         let (parts, body) = req.into_parts();
         // MCP credentials never open a product route.
-        if let Some(auth) = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        if let Some(auth) = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+        {
             let bearer = auth.strip_prefix("Bearer ").unwrap_or(auth).trim();
             if identity::token::classify(bearer) == identity::token::BearerKind::Mcp {
-                return json_response(StatusCode::UNAUTHORIZED, &serde_json::json!({"error": "MCP tokens are not accepted here; sign in or use a product API token"}));
+                return json_response(
+                    StatusCode::UNAUTHORIZED,
+                    &serde_json::json!({"error": "MCP tokens are not accepted here; sign in or use a product API token"}),
+                );
             }
         }
         let bytes = match Limited::new(body, 64 * 1024).collect().await {
             Ok(c) => c.to_bytes(),
-            Err(_) => return respond(StatusCode::PAYLOAD_TOO_LARGE, "text/plain", "request too large\n"),
+            Err(_) => {
+                return respond(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "text/plain",
+                    "request too large\n",
+                );
+            }
         };
         let path = parts.uri.path().to_owned();
         if path.starts_with("/api/") {

@@ -45,25 +45,39 @@ fn cookie_value(parts: &Parts) -> Option<String> {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
-        .find_map(|c| c.trim().strip_prefix(&format!("{COOKIE}=")).map(str::to_owned))
+        .find_map(|c| {
+            c.trim()
+                .strip_prefix(&format!("{COOKIE}="))
+                .map(str::to_owned)
+        })
 }
 
 async fn session(web: &Web, parts: &Parts) -> Option<(String, Session)> {
     let id = cookie_value(parts)?;
-    let s = identity::product::session(web.store.as_ref(), &id).await.ok()??;
+    let s = identity::product::session(web.store.as_ref(), &id)
+        .await
+        .ok()??;
     Some((id, s))
 }
 
 fn csrf_field(s: &Session) -> String {
-    format!("<input type=\"hidden\" name=\"csrf\" value=\"{}\">", escape(&s.csrf))
+    format!(
+        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+        escape(&s.csrf)
+    )
 }
 
 fn csrf_ok(s: &Session, form: &std::collections::BTreeMap<String, String>) -> bool {
-    form.get("csrf").is_some_and(|t| !t.is_empty() && *t == s.csrf)
+    form.get("csrf")
+        .is_some_and(|t| !t.is_empty() && *t == s.csrf)
 }
 
 fn forbidden_csrf() -> WebResponse {
-    html(StatusCode::FORBIDDEN, "Form expired", "<p>This form's security token is missing or wrong. Open the page again and retry.</p>")
+    html(
+        StatusCode::FORBIDDEN,
+        "Form expired",
+        "<p>This form's security token is missing or wrong. Open the page again and retry.</p>",
+    )
 }
 
 async fn rights(web: &Web, s: &Session) -> BTreeSet<String> {
@@ -82,7 +96,11 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
         if method == "GET" {
             return redirect(&format!("/app/login?next={}", escape(path)));
         }
-        return html(StatusCode::UNAUTHORIZED, "Sign in", "<p>Sign in first: <a href=\"/app/login\">sign in</a>.</p>");
+        return html(
+            StatusCode::UNAUTHORIZED,
+            "Sign in",
+            "<p>Sign in first: <a href=\"/app/login\">sign in</a>.</p>",
+        );
     };
     let form = parse(body);
     if method == "POST" && !csrf_ok(&s, &form) {
@@ -93,7 +111,12 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
         ("POST", "/app/logout") => {
             let _ = identity::product::end_session(web.store.as_ref(), &id).await;
             let mut r = redirect("/app/login");
-            r.headers_mut().insert(header::SET_COOKIE, HeaderValue::from_static("gh_session=; Path=/app; Max-Age=0; HttpOnly; SameSite=Strict"));
+            r.headers_mut().insert(
+                header::SET_COOKIE,
+                HeaderValue::from_static(
+                    "gh_session=; Path=/app; Max-Age=0; HttpOnly; SameSite=Strict",
+                ),
+            );
             r
         }
         ("GET", "/app/connections") => connections(web, &s, None).await,
@@ -105,7 +128,11 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
         _ => match path.strip_prefix("/app/approvals/") {
             Some(token) if method == "GET" => approval(web, &s, token, None).await,
             Some(token) if method == "POST" => decide(web, &s, token, &form).await,
-            _ => html(StatusCode::NOT_FOUND, "Not found", "<p>There is no such page.</p>"),
+            _ => html(
+                StatusCode::NOT_FOUND,
+                "Not found",
+                "<p>There is no such page.</p>",
+            ),
         },
     }
 }
@@ -130,16 +157,34 @@ async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -> WebRespon
         return html(StatusCode::OK, "Sign in", &form_html(""));
     }
     let form = parse(body);
-    let (tenant, member, password) = (form.get("tenant").cloned().unwrap_or_default(), form.get("member").cloned().unwrap_or_default(), form.get("password").cloned().unwrap_or_default());
-    let ok = identity::product::check_password(web.store.as_ref(), &tenant, &member, &password).await.unwrap_or(false);
+    let (tenant, member, password) = (
+        form.get("tenant").cloned().unwrap_or_default(),
+        form.get("member").cloned().unwrap_or_default(),
+        form.get("password").cloned().unwrap_or_default(),
+    );
+    let ok = identity::product::check_password(web.store.as_ref(), &tenant, &member, &password)
+        .await
+        .unwrap_or(false);
     if !ok {
-        return html(StatusCode::UNAUTHORIZED, "Sign in", &form_html("<p><strong>Those details do not match an active member.</strong></p>"));
+        return html(
+            StatusCode::UNAUTHORIZED,
+            "Sign in",
+            &form_html("<p><strong>Those details do not match an active member.</strong></p>"),
+        );
     }
-    let Ok((id, _)) = identity::product::start_session(web.store.as_ref(), &tenant, &member).await else {
-        return html(StatusCode::SERVICE_UNAVAILABLE, "Sign in", "<p>Sign-in is unavailable; try again.</p>");
+    let Ok((id, _)) = identity::product::start_session(web.store.as_ref(), &tenant, &member).await
+    else {
+        return html(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Sign in",
+            "<p>Sign-in is unavailable; try again.</p>",
+        );
     };
     let secure = if web.secure_cookies { "; Secure" } else { "" };
-    let cookie = format!("{COOKIE}={id}; Path=/app; Max-Age={}; HttpOnly; SameSite=Strict{secure}", identity::product::SESSION_SECONDS);
+    let cookie = format!(
+        "{COOKIE}={id}; Path=/app; Max-Age={}; HttpOnly; SameSite=Strict{secure}",
+        identity::product::SESSION_SECONDS
+    );
     let mut r = redirect(&next);
     if let Ok(v) = HeaderValue::from_str(&cookie) {
         r.headers_mut().insert(header::SET_COOKIE, v);
@@ -159,13 +204,26 @@ fn index(s: &Session) -> WebResponse {
     html(StatusCode::OK, "gatehouse", &body)
 }
 
-async fn approval(web: &Web, s: &Session, token: &str, outcome: Option<(&str, bool)>) -> WebResponse {
+async fn approval(
+    web: &Web,
+    s: &Session,
+    token: &str,
+    outcome: Option<(&str, bool)>,
+) -> WebResponse {
     let Some(p) = web.server.pending_action(&s.tenant, token).await else {
-        return html(StatusCode::NOT_FOUND, "Approval", "<p>This approval link is unknown or has expired.</p>");
+        return html(
+            StatusCode::NOT_FOUND,
+            "Approval",
+            "<p>This approval link is unknown or has expired.</p>",
+        );
     };
     let mut body = String::new();
     if let Some((message, ok)) = outcome {
-        body.push_str(&format!("<div class=\"box\"><strong>{}</strong> {}</div>", if ok { "Done." } else { "Not done." }, escape(message)));
+        body.push_str(&format!(
+            "<div class=\"box\"><strong>{}</strong> {}</div>",
+            if ok { "Done." } else { "Not done." },
+            escape(message)
+        ));
     }
     body.push_str(&format!(
         "<div class=\"box\"><p>{}</p><p class=\"muted\">Tool <code>{}</code> · asked by connection <code>{}</code> · status <strong>{}</strong></p></div>",
@@ -183,9 +241,18 @@ async fn approval(web: &Web, s: &Session, token: &str, outcome: Option<(&str, bo
     html(StatusCode::OK, "Approve an agent's action", &body)
 }
 
-async fn decide(web: &Web, s: &Session, token: &str, form: &std::collections::BTreeMap<String, String>) -> WebResponse {
+async fn decide(
+    web: &Web,
+    s: &Session,
+    token: &str,
+    form: &std::collections::BTreeMap<String, String>,
+) -> WebResponse {
     let Some(p) = web.server.pending_action(&s.tenant, token).await else {
-        return html(StatusCode::NOT_FOUND, "Approval", "<p>This approval link is unknown or has expired.</p>");
+        return html(
+            StatusCode::NOT_FOUND,
+            "Approval",
+            "<p>This approval link is unknown or has expired.</p>",
+        );
     };
     // The approving member acts with their own live rights, for the connection that asked.
     let caller = mcp_pipeline::Caller {
@@ -199,10 +266,26 @@ async fn decide(web: &Web, s: &Session, token: &str, form: &std::collections::BT
     let result = match form.get("decision").map(String::as_str) {
         Some("approve") => web.server.approve(&s.tenant, token, caller).await,
         Some("reject") => web.server.reject_pending(&s.tenant, token, &caller).await,
-        _ => return html(StatusCode::BAD_REQUEST, "Approval", "<p>Choose Approve or Reject.</p>"),
+        _ => {
+            return html(
+                StatusCode::BAD_REQUEST,
+                "Approval",
+                "<p>Choose Approve or Reject.</p>",
+            );
+        }
     };
-    let message = result.structured.get("message").or_else(|| result.structured.get("summary")).and_then(|v| v.as_str()).unwrap_or_default().to_owned();
-    let status = if result.is_error() { StatusCode::FORBIDDEN } else { StatusCode::OK };
+    let message = result
+        .structured
+        .get("message")
+        .or_else(|| result.structured.get("summary"))
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let status = if result.is_error() {
+        StatusCode::FORBIDDEN
+    } else {
+        StatusCode::OK
+    };
     let mut r = approval(web, s, token, Some((&message, !result.is_error()))).await;
     *r.status_mut() = status;
     r
@@ -246,54 +329,120 @@ async fn connections(web: &Web, s: &Session, created: Option<&str>) -> WebRespon
 }
 
 fn actor(s: &Session) -> identity::Actor {
-    identity::Actor { tenant: s.tenant.clone(), member: s.member.clone(), channel: identity::Channel::Web }
-}
-
-async fn create_connection(web: &Web, s: &Session, form: &std::collections::BTreeMap<String, String>) -> WebResponse {
-    let toolset = form.get("toolset").and_then(|t| mcp_pipeline::Toolset::parse(t)).unwrap_or(mcp_pipeline::Toolset::Standard);
-    let new = identity::NewConnection { rights: rights(web, s).await, toolset, client_name: form.get("client").cloned().unwrap_or_default() };
-    match web.connections.create_token(&actor(s), new).await {
-        Ok((_, token)) => connections(web, s, Some(&token)).await,
-        Err(e) => html(StatusCode::FORBIDDEN, "MCP connections", &format!("<p>{}</p>", escape(&e.to_string()))),
+    identity::Actor {
+        tenant: s.tenant.clone(),
+        member: s.member.clone(),
+        channel: identity::Channel::Web,
     }
 }
 
-async fn revoke_connection(web: &Web, s: &Session, form: &std::collections::BTreeMap<String, String>) -> WebResponse {
+async fn create_connection(
+    web: &Web,
+    s: &Session,
+    form: &std::collections::BTreeMap<String, String>,
+) -> WebResponse {
+    let toolset = form
+        .get("toolset")
+        .and_then(|t| mcp_pipeline::Toolset::parse(t))
+        .unwrap_or(mcp_pipeline::Toolset::Standard);
+    let new = identity::NewConnection {
+        rights: rights(web, s).await,
+        toolset,
+        client_name: form.get("client").cloned().unwrap_or_default(),
+    };
+    match web.connections.create_token(&actor(s), new).await {
+        Ok((_, token)) => connections(web, s, Some(&token)).await,
+        Err(e) => html(
+            StatusCode::FORBIDDEN,
+            "MCP connections",
+            &format!("<p>{}</p>", escape(&e.to_string())),
+        ),
+    }
+}
+
+async fn revoke_connection(
+    web: &Web,
+    s: &Session,
+    form: &std::collections::BTreeMap<String, String>,
+) -> WebResponse {
     let id = form.get("connection").cloned().unwrap_or_default();
     match web.connections.revoke(&actor(s), &id).await {
         Ok(_) => redirect("/app/connections"),
-        Err(e) => html(StatusCode::FORBIDDEN, "MCP connections", &format!("<p>{}</p>", escape(&e.to_string()))),
+        Err(e) => html(
+            StatusCode::FORBIDDEN,
+            "MCP connections",
+            &format!("<p>{}</p>", escape(&e.to_string())),
+        ),
     }
 }
 
 async fn agent_access_page(web: &Web, s: &Session, message: Option<&str>) -> WebResponse {
-    let on = web.store.get(&identity::keys::tenant_switch(&s.tenant)).await.ok().flatten();
+    let on = web
+        .store
+        .get(&identity::keys::tenant_switch(&s.tenant))
+        .await
+        .ok()
+        .flatten();
     let enabled = identity::switch::tenant_allows(on.as_ref());
     let body = format!(
         "{}<p>Agent access for <strong>{}</strong> is <strong>{}</strong>.</p><form method=\"post\">{}<input type=\"hidden\" name=\"state\" value=\"{}\"><button>{}</button></form>",
-        message.map(|m| format!("<div class=\"box\">{}</div>", escape(m))).unwrap_or_default(),
+        message
+            .map(|m| format!("<div class=\"box\">{}</div>", escape(m)))
+            .unwrap_or_default(),
         escape(&s.tenant),
         if enabled { "on" } else { "off" },
         csrf_field(s),
         if enabled { "off" } else { "on" },
-        if enabled { "Turn agent access off" } else { "Turn agent access on" }
+        if enabled {
+            "Turn agent access off"
+        } else {
+            "Turn agent access on"
+        }
     );
     html(StatusCode::OK, "Agent access", &body)
 }
 
-async fn set_agent_access(web: &Web, s: &Session, form: &std::collections::BTreeMap<String, String>) -> WebResponse {
-    if !rights(web, s).await.contains(booking::rights::AGENT_ACCESS_MANAGE) {
-        return html(StatusCode::FORBIDDEN, "Agent access", "<p>Changing agent access needs the agent_access:manage right.</p>");
+async fn set_agent_access(
+    web: &Web,
+    s: &Session,
+    form: &std::collections::BTreeMap<String, String>,
+) -> WebResponse {
+    if !rights(web, s)
+        .await
+        .contains(booking::rights::AGENT_ACCESS_MANAGE)
+    {
+        return html(
+            StatusCode::FORBIDDEN,
+            "Agent access",
+            "<p>Changing agent access needs the agent_access:manage right.</p>",
+        );
     }
     let on = form.get("state").map(String::as_str) == Some("on");
     match web.switches.set_agent_access(&actor(s), on).await {
-        Ok(()) => agent_access_page(web, s, Some(if on { "Agent access is on." } else { "Agent access is off: agents' next calls are refused." })).await,
-        Err(e) => html(StatusCode::SERVICE_UNAVAILABLE, "Agent access", &format!("<p>{}</p>", escape(&e.to_string()))),
+        Ok(()) => {
+            agent_access_page(
+                web,
+                s,
+                Some(if on {
+                    "Agent access is on."
+                } else {
+                    "Agent access is off: agents' next calls are refused."
+                }),
+            )
+            .await
+        }
+        Err(e) => html(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Agent access",
+            &format!("<p>{}</p>", escape(&e.to_string())),
+        ),
     }
 }
 
 async fn activity(web: &Web, s: &Session) -> WebResponse {
-    let entries = identity::audit::recent(web.store.as_ref(), &s.tenant, None, 50).await.unwrap_or_default();
+    let entries = identity::audit::recent(web.store.as_ref(), &s.tenant, None, 50)
+        .await
+        .unwrap_or_default();
     let mut rows = String::new();
     for e in entries.iter().filter(|e| e.channel.name() == "mcp") {
         let (connection, client) = match &e.channel {
@@ -309,5 +458,11 @@ async fn activity(web: &Web, s: &Session) -> WebResponse {
             escape(connection)
         ));
     }
-    html(StatusCode::OK, "Recent agent activity", &format!("<table><tr><th>When</th><th>What</th><th>Objects</th><th>Client</th><th>Connection</th></tr>{rows}</table>"))
+    html(
+        StatusCode::OK,
+        "Recent agent activity",
+        &format!(
+            "<table><tr><th>When</th><th>What</th><th>Objects</th><th>Client</th><th>Connection</th></tr>{rows}</table>"
+        ),
+    )
 }
