@@ -563,8 +563,11 @@ fn function_with_binary<'a>(t: &'a Value, binary: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no function builds the `{binary}` binary"))
 }
 
+/// The functions that run the whole app on the table: the MCP endpoint and the product's pages.
+const APP_FUNCTIONS: [&str; 2] = ["mcp-lambda", "web-lambda"];
+
 #[test]
-fn the_mcp_role_grants_exactly_what_the_dynamodb_backend_calls() {
+fn the_app_roles_grant_exactly_what_the_dynamodb_backend_calls() {
     let calls = dynamodb_client_calls();
     assert!(
         calls.contains("get_item"),
@@ -580,17 +583,23 @@ fn the_mcp_role_grants_exactly_what_the_dynamodb_backend_calls() {
         });
         needed.extend(actions.iter().map(|a| (*a).to_owned()));
     }
-    let lambda = std::fs::read_to_string(root().join("functions/mcp-lambda/src/main.rs"))
-        .expect("read mcp-lambda");
-    assert!(
-        !lambda.contains("create_table"),
-        "mcp-lambda creates its table: its role then needs CreateTable, DescribeTable, \
-         DescribeTimeToLive and UpdateTimeToLive"
-    );
+    for binary in APP_FUNCTIONS {
+        let lambda =
+            std::fs::read_to_string(root().join(format!("functions/{binary}/src/main.rs")))
+                .expect("read the function");
+        assert!(
+            !lambda.contains("create_table"),
+            "{binary} creates its table: its role then needs CreateTable, DescribeTable, \
+             DescribeTimeToLive and UpdateTimeToLive"
+        );
+        role_grants_exactly(binary, &needed);
+    }
+}
 
+fn role_grants_exactly(binary: &str, needed: &BTreeSet<String>) {
     let t = template();
     let (table, _) = one_of_type(&t, "AWS::DynamoDB::Table");
-    let function = function_with_binary(&t, "mcp-lambda");
+    let function = function_with_binary(&t, binary);
     let (role, r) = role_of(&t, function);
     let mut granted = BTreeSet::new();
     for s in statements(r) {
@@ -614,7 +623,7 @@ fn the_mcp_role_grants_exactly_what_the_dynamodb_backend_calls() {
         granted.extend(actions.iter().map(|a| (*a).to_owned()));
     }
     assert_eq!(
-        granted, needed,
+        &granted, needed,
         "{role}: DynamoDB actions granted (left) and called by store-dynamodb (right) differ"
     );
 }
@@ -623,7 +632,10 @@ fn the_mcp_role_grants_exactly_what_the_dynamodb_backend_calls() {
 fn other_roles_only_read_the_stream_and_the_dispatcher_updates_entries() {
     let t = template();
     let (table, _) = one_of_type(&t, "AWS::DynamoDB::Table");
-    let mcp_role = role_of(&t, function_with_binary(&t, "mcp-lambda")).0;
+    let app_roles: Vec<&str> = APP_FUNCTIONS
+        .iter()
+        .map(|binary| role_of(&t, function_with_binary(&t, binary)).0)
+        .collect();
     let stream_reads = [
         "dynamodb:DescribeStream",
         "dynamodb:GetRecords",
@@ -631,7 +643,7 @@ fn other_roles_only_read_the_stream_and_the_dispatcher_updates_entries() {
         "dynamodb:ListStreams",
     ];
     for (role, r) in of_type(&t, "AWS::IAM::Role") {
-        if role == mcp_role {
+        if app_roles.contains(&role) {
             continue;
         }
         for s in statements(r) {
@@ -839,9 +851,15 @@ fn no_secret_travels_in_the_environment() {
 }
 
 #[test]
-fn the_template_sets_what_mcp_lambda_reads() {
-    let source = std::fs::read_to_string(root().join("functions/mcp-lambda/src/main.rs"))
-        .expect("read mcp-lambda");
+fn the_template_sets_what_the_app_functions_read() {
+    for binary in APP_FUNCTIONS {
+        the_template_sets_what_it_reads(binary);
+    }
+}
+
+fn the_template_sets_what_it_reads(binary: &str) {
+    let source = std::fs::read_to_string(root().join(format!("functions/{binary}/src/main.rs")))
+        .expect("read the function");
     // Every string literal that is exactly an environment variable name.
     let read: BTreeSet<&str> = source
         .match_indices("\"GATEHOUSE_")
@@ -857,12 +875,12 @@ fn the_template_sets_what_mcp_lambda_reads() {
     // function is given the secret's ARN instead, see infra/README.md).
     let not_set = ["GATEHOUSE_DYNAMODB_ENDPOINT", "GATEHOUSE_STATE_KEY"];
     let t = template();
-    let mcp = function_with_binary(&t, "mcp-lambda");
-    let vars = &resources(&t)[mcp]["Properties"]["Environment"]["Variables"];
+    let function = function_with_binary(&t, binary);
+    let vars = &resources(&t)[function]["Properties"]["Environment"]["Variables"];
     for name in read {
         assert!(
             vars.get(name).is_some() || not_set.contains(&name),
-            "{mcp}: mcp-lambda reads {name} but the template does not set it"
+            "{function}: {binary} reads {name} but the template does not set it"
         );
     }
 }
@@ -941,4 +959,24 @@ fn every_checkov_skip_is_justified_next_to_its_resource() {
         }
     }
     assert!(count > 0, "no checkov skips found where they are expected");
+}
+
+#[test]
+fn approval_links_point_at_the_product_web_function() {
+    let t = template();
+    let mcp = function_with_binary(&t, "mcp-lambda");
+    let web = function_with_binary(&t, "web-lambda");
+    let (url, _) = of_type(&t, "AWS::Lambda::Url")
+        .into_iter()
+        .find(|(_, u)| {
+            get_att(&u["Properties"]["TargetFunctionArn"]).is_some_and(|(id, _)| id == web)
+        })
+        .unwrap_or_else(|| panic!("{web} has no Function URL"));
+    let base = &resources(&t)[mcp]["Properties"]["Environment"]["Variables"]["GATEHOUSE_CONSOLE_BASE"]
+        ["Fn::Sub"];
+    assert_eq!(
+        base.as_str(),
+        Some(format!("${{{url}.FunctionUrl}}app").as_str()),
+        "{mcp}: approval and console links must point at {web}'s pages"
+    );
 }

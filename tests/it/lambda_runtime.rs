@@ -38,6 +38,11 @@ fn report(line: &str) {
 
 /// The release `mcp-lambda` binary of this target directory.
 fn release_binary() -> std::path::PathBuf {
+    release_binary_named("mcp-lambda")
+}
+
+/// A release binary of this target directory.
+fn release_binary_named(name: &str) -> std::path::PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     // target/<profile>/deps/it-<hash> -> target
     let target = exe
@@ -45,10 +50,10 @@ fn release_binary() -> std::path::PathBuf {
         .and_then(|deps| deps.parent())
         .and_then(|profile| profile.parent())
         .expect("target dir");
-    let bin = target.join("release").join("mcp-lambda");
+    let bin = target.join("release").join(name);
     assert!(
         bin.exists(),
-        "{} is missing: run `cargo build --release -p mcp-lambda` first (tests/run does)",
+        "{} is missing: run `cargo build --release -p {name}` first (tests/run does)",
         bin.display()
     );
     bin
@@ -386,7 +391,11 @@ impl Function {
     /// Starts the binary as Lambda does: the Runtime API's address and the function's identity
     /// in the environment, and nothing else of this process's environment.
     fn start(api: &RuntimeApi, vars: &[(&str, &str)]) -> Function {
-        let mut command = Command::new(release_binary());
+        Function::start_binary(&release_binary(), api, vars)
+    }
+
+    fn start_binary(binary: &std::path::Path, api: &RuntimeApi, vars: &[(&str, &str)]) -> Function {
+        let mut command = Command::new(binary);
         command
             .env_clear()
             .env("AWS_LAMBDA_RUNTIME_API", api.addr.to_string())
@@ -920,5 +929,149 @@ fn a_broken_configuration_is_reported_to_init_error() {
             .unwrap()
             .starts_with("cold start failed: invalid configuration: GATEHOUSE_TABLE is missing"),
         "{line}"
+    );
+}
+
+// ---- the product's web function ------------------------------------------------------------
+
+/// A Function URL event for the pages: `method` on `path` with a form body.
+fn page_event(method: &str, path: &str, query: &str, body: &str, cookie: Option<&str>) -> Value {
+    let mut event: Value =
+        serde_json::from_str(include_str!("../fixtures/lambda_function_url_event.json")).unwrap();
+    let headers = event["headers"].as_object_mut().unwrap();
+    headers.retain(|k, _| !k.starts_with("mcp-"));
+    headers.insert("accept".into(), json!("text/html"));
+    headers.insert(
+        "content-type".into(),
+        json!("application/x-www-form-urlencoded"),
+    );
+    event["rawPath"] = json!(path);
+    event["rawQueryString"] = json!(query);
+    event["requestContext"]["http"]["method"] = json!(method);
+    event["requestContext"]["http"]["path"] = json!(path);
+    event["body"] = json!(body);
+    event["isBase64Encoded"] = json!(false);
+    if let Some(cookie) = cookie {
+        event["cookies"] = json!([cookie]);
+    }
+    event
+}
+
+/// The status, headers, cookies and text body a function posted.
+fn page_answer(payload: &Value) -> (u64, Value, Vec<String>, String) {
+    let text = payload["body"].as_str().unwrap_or_default();
+    let body = if payload["isBase64Encoded"] == true {
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .expect("base64 body"),
+        )
+        .expect("UTF-8 page")
+    } else {
+        text.to_owned()
+    };
+    let cookies = payload["cookies"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    (
+        payload["statusCode"].as_u64().unwrap_or_default(),
+        payload["headers"].clone(),
+        cookies,
+        body,
+    )
+}
+
+#[test]
+fn the_release_web_function_serves_the_pages_on_the_runtime_api() {
+    let Some(endpoint) = crate::support::dynamodb_endpoint("lambda runtime web [dynamodb]") else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let table = format!("gatehouse-web-{:08x}", rand_u32());
+    let (app, mcp_token) = setup(&rt, &endpoint, &table);
+    rt.block_on(identity::product::set_password(
+        app.store.as_ref(),
+        "acme",
+        "ana",
+        "correct horse battery",
+    ))
+    .unwrap();
+
+    let mut api = RuntimeApi::start();
+    let function = Function::start_binary(
+        &release_binary_named("web-lambda"),
+        &api,
+        &[
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("GATEHOUSE_TABLE", &table),
+            ("GATEHOUSE_DYNAMODB_ENDPOINT", &endpoint),
+        ],
+    );
+
+    let (_, payload, _) = api.invoke(&page_event("GET", "/app/login", "", "", None));
+    let (status, headers, _, body) = page_answer(&payload);
+    assert_eq!(status, 200, "{payload}");
+    assert!(body.contains("<form"), "the sign-in page: {body}");
+    assert_eq!(headers["x-frame-options"], "DENY");
+
+    // A wrong password signs nobody in and sets no cookie.
+    let (_, payload, _) = api.invoke(&page_event(
+        "POST",
+        "/app/login",
+        "",
+        "tenant=acme&member=ana&password=wrong-password",
+        None,
+    ));
+    let (status, _, cookies, _) = page_answer(&payload);
+    assert_ne!(status, 303, "{payload}");
+    assert!(cookies.is_empty(), "{cookies:?}");
+
+    // The right one: a session cookie that is HttpOnly, Secure and SameSite=Strict.
+    let (_, payload, _) = api.invoke(&page_event(
+        "POST",
+        "/app/login",
+        "",
+        "tenant=acme&member=ana&password=correct+horse+battery",
+        None,
+    ));
+    let (status, _, cookies, _) = page_answer(&payload);
+    assert_eq!(status, 303, "{payload}");
+    let session = cookies
+        .first()
+        .unwrap_or_else(|| panic!("no cookie: {payload}"));
+    for flag in ["HttpOnly", "Secure", "SameSite=Strict"] {
+        assert!(session.contains(flag), "{flag} missing: {session}");
+    }
+    let pair = session.split(';').next().unwrap().to_owned();
+    let (_, payload, _) = api.invoke(&page_event("GET", "/app/connections", "", "", Some(&pair)));
+    let (status, _, _, body) = page_answer(&payload);
+    assert_eq!(status, 200, "{payload}");
+    assert!(
+        body.contains("lambda runtime test"),
+        "the connection is listed: {body}"
+    );
+
+    // An MCP token opens no page, and the MCP endpoint is not served here.
+    let mut with_mcp = page_event("GET", "/app/connections", "", "", None);
+    with_mcp["headers"]["authorization"] = json!(format!("Bearer {mcp_token}"));
+    let (_, payload, _) = api.invoke(&with_mcp);
+    assert_eq!(page_answer(&payload).0, 401, "{payload}");
+    let (_, payload, _) = api.invoke(&function_url_event(&mcp_token));
+    assert_eq!(page_answer(&payload).0, 404, "{payload}");
+
+    let (out, err) = function.stop();
+    assert!(
+        !out.iter().chain(&err).any(|l| l.contains("correct horse")),
+        "a password reached the logs"
     );
 }

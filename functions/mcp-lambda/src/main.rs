@@ -39,6 +39,9 @@ const OAUTH_TENANT_CLAIM: &str = "GATEHOUSE_OAUTH_TENANT_CLAIM";
 const LOG: &str = "GATEHOUSE_LOG";
 /// The largest accepted request body (default 1 MiB).
 const MAX_BODY_BYTES: &str = "GATEHOUSE_MAX_BODY_BYTES";
+/// Where the product's pages are (the web function's URL + `app`): approval links and console
+/// links in tool results point there. Unset: links point at a local `gatehouse serve`.
+const CONSOLE_BASE: &str = "GATEHOUSE_CONSOLE_BASE";
 
 /// Every instance seals with the same key; shorter keys are refused.
 const MIN_STATE_KEY_BYTES: usize = 32;
@@ -73,6 +76,7 @@ struct Config {
     oauth: Option<app::OAuth>,
     log_filter: String,
     max_body_bytes: usize,
+    console_base: Option<String>,
     /// Test-only: registers `test_panic_tool` (see `test_tool`).
     test_panic_tool: bool,
 }
@@ -249,6 +253,16 @@ fn parse_log(value: Option<String>) -> Result<String, String> {
         .map_err(|e| format!("{LOG}={filter:?} is not a log filter (e.g. info, or warn,store_dynamodb=debug): {e}"))
 }
 
+fn parse_console_base(value: Option<String>) -> Result<Option<String>, String> {
+    match value {
+        Some(url) if !is_http_url(&url) => Err(format!(
+            "{CONSOLE_BASE}={url:?} is not an http(s) URL (the product pages' base, ending in /app)"
+        )),
+        Some(url) => Ok(Some(url.trim_end_matches('/').to_owned())),
+        None => Ok(None),
+    }
+}
+
 fn parse_max_body(value: Option<String>) -> Result<usize, String> {
     let Some(text) = value else {
         return Ok(app::Settings::default().max_body_bytes);
@@ -295,6 +309,7 @@ impl Config {
         );
         let log_filter = ok(&mut errors, parse_log(var(LOG)));
         let max_body_bytes = ok(&mut errors, parse_max_body(var(MAX_BODY_BYTES)));
+        let console_base = ok(&mut errors, parse_console_base(var(CONSOLE_BASE)));
         let test_panic_tool = ok(
             &mut errors,
             test_tool::enabled(var(test_tool::VAR).as_deref()),
@@ -307,6 +322,7 @@ impl Config {
             Some(oauth),
             Some(log_filter),
             Some(max_body_bytes),
+            Some(console_base),
             Some(test_panic_tool),
             true,
         ) = (
@@ -317,6 +333,7 @@ impl Config {
             oauth,
             log_filter,
             max_body_bytes,
+            console_base,
             test_panic_tool,
             errors.is_empty(),
         )
@@ -331,6 +348,7 @@ impl Config {
             oauth,
             log_filter,
             max_body_bytes,
+            console_base,
             test_panic_tool,
         })
     }
@@ -343,6 +361,10 @@ impl Config {
             max_body_bytes: self.max_body_bytes,
             oauth: self.oauth.clone(),
             state_key: Some(state_key),
+            console_base: self
+                .console_base
+                .clone()
+                .unwrap_or_else(|| app::Settings::default().console_base),
             ..app::Settings::default()
         }
     }
@@ -480,9 +502,14 @@ mod tests {
             (LOG, "info"),
             (OAUTH_JWKS, ""),
             (MAX_BODY_BYTES, "1048576"),
+            (CONSOLE_BASE, "https://abc.lambda-url.eu-west-1.on.aws/app"),
         ])
         .unwrap();
         assert_eq!(config.table, "gatehouse-Table-1ABC");
+        assert_eq!(
+            config.settings(vec![0; 32]).console_base,
+            "https://abc.lambda-url.eu-west-1.on.aws/app"
+        );
         assert_eq!(config.dynamodb_endpoint, None);
         assert!(config.allowed_origins.is_empty());
         assert_eq!(
@@ -495,6 +522,15 @@ mod tests {
         assert_eq!(config.log_filter, "info");
         assert_eq!(config.max_body_bytes, 1024 * 1024);
         assert!(!config.test_panic_tool);
+    }
+
+    #[test]
+    fn a_console_base_that_is_not_a_url_is_refused() {
+        let problems = problems(&with_base(&[(CONSOLE_BASE, "pages.example.com/app")]));
+        assert!(
+            problems.iter().any(|p| p.contains(CONSOLE_BASE)),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -1,0 +1,148 @@
+//! The product's own pages (`/app`) and JSON API (`/api`) on AWS Lambda, on the same table as
+//! the MCP function. It is a separate function so that people's sessions and API tokens never
+//! share a process or an HTTP front with agents' credentials, and so each side scales, deploys
+//! and rolls back on its own.
+//!
+//! It needs no `requestState` key: approvals run the stored pending action through the
+//! confirmation service, which seals nothing.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use lambda_http::{Body, Error, Request, Response, service_fn};
+
+/// The DynamoDB table (required; the MCP function's table).
+const TABLE: &str = "GATEHOUSE_TABLE";
+/// An endpoint URL instead of AWS's: a local DynamoDB-compatible server (tests only).
+const DYNAMODB_ENDPOINT: &str = "GATEHOUSE_DYNAMODB_ENDPOINT";
+/// The log filter (default `info`).
+const LOG: &str = "GATEHOUSE_LOG";
+
+/// Reads the configuration: every problem named, none echoed beyond its variable.
+fn config(
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<(String, Option<String>), Vec<String>> {
+    let mut problems = Vec::new();
+    let table = lookup(TABLE).filter(|t| !t.is_empty());
+    let table = match table {
+        Some(t)
+            if (3..=255).contains(&t.len())
+                && t.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)) =>
+        {
+            Some(t)
+        }
+        Some(t) => {
+            problems.push(format!("{TABLE}={t:?} is not a DynamoDB table name"));
+            None
+        }
+        None => {
+            problems.push(format!("{TABLE} is missing: it names the DynamoDB table"));
+            None
+        }
+    };
+    let endpoint = lookup(DYNAMODB_ENDPOINT).filter(|e| !e.is_empty());
+    if let Some(e) = &endpoint
+        && !(e.starts_with("http://") || e.starts_with("https://"))
+    {
+        problems.push(format!("{DYNAMODB_ENDPOINT}={e:?} is not an http(s) URL"));
+    }
+    match table {
+        Some(table) if problems.is_empty() => Ok((table, endpoint)),
+        _ => Err(problems),
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let filter = std::env::var(LOG).unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .init();
+    let (table, endpoint) = match config(|name| std::env::var(name).ok()) {
+        Ok(c) => c,
+        Err(problems) => {
+            tracing::error!("invalid configuration: {}", problems.join("; "));
+            return ExitCode::FAILURE;
+        }
+    };
+    let store = store_dynamodb::DynamoStore::from_env(store_dynamodb::DynamoConfig {
+        table,
+        endpoint,
+        region: None,
+    })
+    .await;
+    let store: Arc<dyn store::Store> = Arc::new(store);
+    let settings = app::Settings {
+        backend: "dynamodb".into(),
+        secure_cookies: true,
+        ..app::Settings::default()
+    };
+    let app = match app::build(&settings, store) {
+        Ok(app) => app,
+        Err(e) => {
+            tracing::error!("cold start failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let web = app.web.clone();
+    let served = lambda_http::run(service_fn(move |req: Request| {
+        let web = web.clone();
+        async move {
+            // Only the product's paths live here; anything else is not found.
+            if !web::is_product_path(req.uri().path()) {
+                let mut missing = Response::new(Body::from("not found\n"));
+                *missing.status_mut() = lambda_http::http::StatusCode::NOT_FOUND;
+                return Ok::<_, Error>(missing);
+            }
+            let (parts, body) = web.handle(req).await.into_parts();
+            Ok(Response::from_parts(
+                parts,
+                Body::from(app::body_bytes(body).await),
+            ))
+        }
+    }))
+    .await;
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("the Lambda runtime stopped: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(vars: &[(&str, &str)]) -> Result<(String, Option<String>), Vec<String>> {
+        config(|name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn the_table_is_required_and_checked() {
+        assert_eq!(
+            with(&[(TABLE, "gatehouse-Table-1")]),
+            Ok(("gatehouse-Table-1".into(), None))
+        );
+        let missing = with(&[]).unwrap_err();
+        assert!(
+            missing[0].contains("GATEHOUSE_TABLE is missing"),
+            "{missing:?}"
+        );
+        let bad = with(&[(TABLE, "a b")]).unwrap_err();
+        assert!(bad[0].contains("not a DynamoDB table name"), "{bad:?}");
+        let endpoint = with(&[(TABLE, "t-1"), (DYNAMODB_ENDPOINT, "localhost")]).unwrap_err();
+        assert!(
+            endpoint[0].contains("GATEHOUSE_DYNAMODB_ENDPOINT"),
+            "{endpoint:?}"
+        );
+    }
+}
