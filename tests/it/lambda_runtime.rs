@@ -591,21 +591,7 @@ fn setup(rt: &tokio::runtime::Runtime, endpoint: &str, table: &str) -> (app::App
             ..app::Settings::default()
         };
         let app = app::build(&settings, std::sync::Arc::new(store)).expect("app");
-        app.directory
-            .put_member("acme", "ana", "owner", true)
-            .await
-            .unwrap();
-        let actor = identity::Actor {
-            tenant: "acme".into(),
-            member: "ana".into(),
-            channel: identity::Channel::Cli,
-        };
-        let new = identity::NewConnection {
-            rights: ["bookings:read".into()].into(),
-            toolset: mcp_pipeline::Toolset::Standard,
-            client_name: "lambda runtime test".into(),
-        };
-        let (_, token) = app.connections.create_token(&actor, new).await.unwrap();
+        let token = crate::support::owner_connection(&app, "lambda runtime test").await;
         (app, token)
     })
 }

@@ -20,3 +20,24 @@ pub(crate) fn dynamodb_endpoint(what: &str) -> Option<String> {
         }
     }
 }
+
+/// Makes `ana` the owner of `acme` and gives her a standard connection that reads bookings,
+/// named `client`; returns its MCP token.
+pub(crate) async fn owner_connection(app: &app::App, client: &str) -> String {
+    app.directory
+        .put_member("acme", "ana", "owner", true)
+        .await
+        .unwrap();
+    let actor = identity::Actor {
+        tenant: "acme".into(),
+        member: "ana".into(),
+        channel: identity::Channel::Cli,
+    };
+    let new = identity::NewConnection {
+        rights: ["bookings:read".into()].into(),
+        toolset: mcp_pipeline::Toolset::Standard,
+        client_name: client.into(),
+    };
+    let (_, token) = app.connections.create_token(&actor, new).await.unwrap();
+    token
+}

@@ -15,21 +15,7 @@ async fn app_with_token() -> (app::App, String) {
         std::sync::Arc::new(store::MemoryStore::new()),
     )
     .expect("app");
-    app.directory
-        .put_member("acme", "ana", "owner", true)
-        .await
-        .unwrap();
-    let actor = identity::Actor {
-        tenant: "acme".into(),
-        member: "ana".into(),
-        channel: identity::Channel::Cli,
-    };
-    let new = identity::NewConnection {
-        rights: ["bookings:read".into()].into(),
-        toolset: mcp_pipeline::Toolset::Standard,
-        client_name: "lambda test".into(),
-    };
-    let (_, token) = app.connections.create_token(&actor, new).await.unwrap();
+    let token = crate::support::owner_connection(&app, "lambda test").await;
     (app, token)
 }
 
