@@ -12,6 +12,7 @@ mod identity_contract;
 mod infra;
 mod lambda_runtime;
 mod manifest;
+mod round_trips;
 mod store_conformance;
 mod support;
 mod transports;
