@@ -735,3 +735,50 @@ async fn recent_changes_show_this_connections_work(world: World) {
     );
 }
 on_every_backend!(recent_changes, recent_changes_show_this_connections_work);
+
+/// The connections page shows when each connection was last used; recording it costs one write
+/// per connection per hour, never one per call, and never revives a revoked credential.
+async fn last_use_is_recorded_once_an_hour(world: World) {
+    world.member("acme", "ana", "owner").await;
+    let (id, token) = world.connect("acme", "ana", Toolset::Core).await;
+    let last_used = |list: Vec<identity::Connection>| {
+        list.into_iter()
+            .find(|c| c.id == id)
+            .expect("the connection is listed")
+            .last_used
+    };
+    let before = world.app.connections.list("acme").await.unwrap();
+    assert_eq!(last_used(before), None, "never used yet");
+
+    let client = world.client(&token);
+    client.list_tools().await;
+    let first = last_used(world.app.connections.list("acme").await.unwrap())
+        .expect("the first call records the time");
+    let at = chrono::DateTime::parse_from_rfc3339(&first).expect("an RFC 3339 time");
+    assert!((chrono::Utc::now() - at.to_utc()).num_seconds().abs() < 60);
+
+    client.list_tools().await;
+    assert_eq!(
+        last_used(world.app.connections.list("acme").await.unwrap()),
+        Some(first.clone()),
+        "a second call within the hour writes nothing"
+    );
+
+    let actor = identity::Actor {
+        tenant: "acme".into(),
+        member: "ana".into(),
+        channel: identity::Channel::Cli,
+    };
+    world.app.connections.revoke(&actor, &id).await.unwrap();
+    let refused = client.request("tools/list", serde_json::json!({})).await;
+    assert_eq!(refused.status, 401);
+    let listed = world.app.connections.list("acme").await.unwrap();
+    let revoked = listed.iter().find(|c| c.id == id).unwrap();
+    assert!(revoked.revoked);
+    assert_eq!(
+        revoked.last_used,
+        Some(first),
+        "a refused call is not a use"
+    );
+}
+on_every_backend!(last_use, last_use_is_recorded_once_an_hour);

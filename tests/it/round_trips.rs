@@ -1,6 +1,7 @@
 //! Store round trips per call, counted with `CountingStore` around SQLite on the real pipeline
 //! with every gate on (authentication, switches, replay, rate buckets, concurrency slots, audit).
 //!
+//! The first call of a connection in each hour makes one more (recording when it was last used).
 //! Each call is held to the count measured when this test was written, so a change that adds a
 //! round trip fails here. These are *calls to the store* (two reads issued at once count twice),
 //! an upper bound on sequential round trips. They are above the performance issue's budgets
@@ -40,6 +41,9 @@ async fn counted_demo() -> Counted {
         .expect("acme's owner has a full connection");
     let client = mcp_test_client::TestClient::in_process(app.http.clone())
         .with_header("authorization", &format!("Bearer {}", owner.token));
+    // The first call of a connection in an hour also records when it was last used (one
+    // update); make it here so that the counts below are those of every other call.
+    client.list_tools().await;
     Counted {
         store,
         client,

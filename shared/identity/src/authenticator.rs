@@ -71,7 +71,7 @@ impl McpAuthenticator {
         // One round trip for the credential and the global switch.
         let got = self
             .store
-            .batch_get(&[index_key, keys::global_switch()])
+            .batch_get(&[index_key.clone(), keys::global_switch()])
             .await
             .map_err(|e| unavailable(&e))?;
         let connection = got[0].as_ref().and_then(Connection::from_item);
@@ -115,6 +115,23 @@ impl McpAuthenticator {
                 "the person who created this connection no longer has access; the connection has ended",
             ));
         };
+        // Bookkeeping for the connections page: at most one write per connection per hour, and
+        // only onto an item that still exists (a revoked credential is never brought back). A
+        // failure here does not fail the call.
+        let now = chrono::Utc::now();
+        if connection.last_used_is_stale(now) {
+            let touch = store::Update::new(
+                index_key,
+                vec![store::UpdateAction::Set(
+                    "last_used".into(),
+                    store::Value::s(crate::now_rfc3339()),
+                )],
+            )
+            .when(store::Condition::item_exists());
+            if let Err(e) = self.store.update(touch).await {
+                tracing::debug!(error = %e, "could not record when the connection was last used");
+            }
+        }
         let rights: BTreeSet<String> = connection
             .rights
             .intersection(&member.rights)

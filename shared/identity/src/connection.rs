@@ -34,7 +34,15 @@ pub struct Connection {
     pub kind: String,
     /// The OAuth subject, for `oauth` connections.
     pub subject: Option<String>,
+    /// When its credential last authenticated a request, to the hour
+    /// ([`LAST_USED_RESOLUTION_SECONDS`]); `None`: never. Kept on the credential's index item,
+    /// which authentication reads anyway, so that recording it costs one write per connection
+    /// per hour rather than one per call.
+    pub last_used: Option<String>,
 }
+
+/// How stale `last_used` may get before authentication records a new time.
+pub const LAST_USED_RESOLUTION_SECONDS: i64 = 3600;
 
 impl Connection {
     pub(crate) fn to_item(&self) -> Item {
@@ -54,7 +62,29 @@ impl Connection {
         if let Some(subject) = &self.subject {
             item.insert("subject".into(), Value::s(subject));
         }
+        if let Some(at) = &self.last_used {
+            item.insert("last_used".into(), Value::s(at));
+        }
         item
+    }
+
+    /// Whether `last_used` is missing or older than [`LAST_USED_RESOLUTION_SECONDS`] at `now`.
+    pub fn last_used_is_stale(&self, now: chrono::DateTime<chrono::Utc>) -> bool {
+        let seen = self
+            .last_used
+            .as_deref()
+            .and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok());
+        seen.is_none_or(|at| (now - at.to_utc()).num_seconds() >= LAST_USED_RESOLUTION_SECONDS)
+    }
+
+    /// The key of the item authentication reads for this connection's credential (which holds
+    /// `last_used`), from the stored connection item.
+    fn credential_key(item: &Item) -> Option<store::Key> {
+        let s = |k: &str| item.get(k).and_then(Value::as_s);
+        match s("kind").unwrap_or("token") {
+            "oauth" => Some(keys::oauth_subject(s("tenant")?, s("subject")?)),
+            _ => Some(keys::mcp_token(s("token_hash")?)),
+        }
     }
 
     /// Reads a connection back from a stored item (the connection or an index copy).
@@ -79,6 +109,7 @@ impl Connection {
             revoked: matches!(item.get("revoked"), Some(Value::Bool(true))),
             kind: s("kind").unwrap_or_else(|| "token".into()),
             subject: s("subject"),
+            last_used: s("last_used"),
         })
     }
 }
@@ -157,6 +188,7 @@ impl ConnectionService {
             revoked: false,
             kind: kind.into(),
             subject: subject.map(str::to_owned),
+            last_used: None,
         }
     }
 
@@ -245,6 +277,7 @@ impl ConnectionService {
     /// The tenant's connections, oldest first.
     pub async fn list(&self, tenant: &str) -> Result<Vec<Connection>, IdentityError> {
         let mut out = Vec::new();
+        let mut credentials = Vec::new();
         let mut cursor = None;
         loop {
             let page = self
@@ -255,14 +288,32 @@ impl ConnectionService {
                         .after(cursor),
                 )
                 .await?;
-            out.extend(
-                page.items
-                    .iter()
-                    .filter_map(|(_, item)| Connection::from_item(item)),
-            );
+            for (_, item) in &page.items {
+                if let Some(connection) = Connection::from_item(item) {
+                    credentials.push(Connection::credential_key(item));
+                    out.push(connection);
+                }
+            }
             match page.next {
                 Some(next) => cursor = Some(next),
                 None => break,
+            }
+        }
+        // `last_used` lives on the credentials' index items: read them in batches.
+        let wanted: Vec<(usize, store::Key)> = credentials
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, key)| key.map(|k| (i, k)))
+            .collect();
+        for chunk in wanted.chunks(100) {
+            let keys: Vec<store::Key> = chunk.iter().map(|(_, k)| k.clone()).collect();
+            let got = self.store.batch_get(&keys).await?;
+            for ((i, _), item) in chunk.iter().zip(got) {
+                out[*i].last_used = item
+                    .as_ref()
+                    .and_then(|item| item.get("last_used"))
+                    .and_then(Value::as_s)
+                    .map(str::to_owned);
             }
         }
         out.sort_by(|a, b| a.created_at.cmp(&b.created_at));

@@ -305,12 +305,13 @@ async fn connections(web: &Web, s: &Session, created: Option<&str>) -> WebRespon
             )
         };
         rows.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&c.client_name),
             escape(&c.creator),
             escape(c.toolset.as_str()),
             escape(&c.rights.iter().cloned().collect::<Vec<_>>().join(", ")),
             escape(&c.created_at),
+            escape(c.last_used.as_deref().unwrap_or("never")),
             action
         ));
     }
@@ -319,7 +320,7 @@ async fn connections(web: &Web, s: &Session, created: Option<&str>) -> WebRespon
         body.push_str(&format!("<div class=\"box\"><p>New connection. Copy the token now; it is not shown again:</p><pre>{}</pre></div>", escape(token)));
     }
     body.push_str(&format!(
-        "<table><tr><th>Client</th><th>Created by</th><th>Toolset</th><th>Rights</th><th>Created</th><th></th></tr>{rows}</table>\
+        "<table><tr><th>Client</th><th>Created by</th><th>Toolset</th><th>Rights</th><th>Created</th><th>Last used (to the hour)</th><th></th></tr>{rows}</table>\
          <h2>New connection</h2><form method=\"post\" action=\"/app/connections\">{}<p><label>Client <input name=\"client\" required></label></p>\
          <p><label>Toolset <select name=\"toolset\"><option>core</option><option selected>standard</option><option>full</option></select></label></p>\
          <p><button>Create</button></p></form>",
