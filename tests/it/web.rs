@@ -430,3 +430,100 @@ on_every_backend!(
     approvals,
     money_is_approved_in_the_product_by_a_member_with_the_right
 );
+
+/// Every `link` in a tool result opens the record's page for a signed-in member of the same
+/// tenant; text the customer wrote is escaped; another tenant's record is not found; nobody
+/// signed in is sent to sign in.
+async fn links_in_tool_results_open_the_records_pages(world: World) {
+    world.member("acme", "ana", "owner").await;
+    world.member("globex", "gus", "owner").await;
+    let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
+    let agent = world.client(&token);
+    let created = agent
+        .call_tool(
+            "create_customer",
+            json!({"name": "Grace <b>Hopper</b>", "email": "grace@example.com"}),
+        )
+        .await;
+    assert!(!created.is_error(), "{}", created.text());
+    let link = created.structured()["customer"]["link"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = link
+        .split_once("/app/")
+        .map(|(_, rest)| format!("/app/{rest}"))
+        .unwrap();
+    assert!(path.starts_with("/app/customers/cus_"), "{path}");
+
+    let anonymous = send(&world, "GET", &path, &[], "").await;
+    assert_eq!(anonymous.status, 303, "nobody signed in is sent to sign in");
+
+    let (ana, _) = sign_in(&world, "acme", "ana").await;
+    let page = send(&world, "GET", &path, &[("cookie", &ana)], "").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("grace@example.com"), "{}", page.body);
+    assert!(
+        page.body.contains("Grace &lt;b&gt;Hopper&lt;/b&gt;") && !page.body.contains("<b>Hopper"),
+        "the name is escaped: {}",
+        page.body
+    );
+
+    let (gus, _) = sign_in(&world, "globex", "gus").await;
+    let foreign = send(&world, "GET", &path, &[("cookie", &gus)], "").await;
+    assert_eq!(
+        foreign.status, 404,
+        "another tenant's record: {}",
+        foreign.body
+    );
+    assert!(!foreign.body.contains("grace@example.com"));
+
+    // A quote's page shows the money the server computed.
+    let owner = booking::Actor {
+        tenant: "acme".into(),
+        member: "ana".into(),
+        rights: booking::rights::ALL
+            .iter()
+            .map(|r| (*r).to_owned())
+            .collect(),
+    };
+    let settings = booking::Tenant {
+        id: "acme".into(),
+        name: "Acme".into(),
+        zone: "Europe/Berlin".into(),
+        currency: "EUR".into(),
+        tax_rate: "19".parse().unwrap(),
+    };
+    booking::Tenants::new(world.app.store.clone())
+        .create(&owner, &settings)
+        .unwrap()
+        .commit(world.app.store.as_ref(), vec![])
+        .await
+        .unwrap();
+    let customer = created.structured()["customer"]["customer"].clone();
+    let quoted = agent
+        .call_tool(
+            "create_quote",
+            json!({"customer": customer, "lines": [{"description": "Filter", "quantity": "3", "unit_price": "19.99"}]}),
+        )
+        .await;
+    assert!(!quoted.is_error(), "{}", quoted.text());
+    let link = quoted.structured()["quote"]["link"].as_str().unwrap();
+    let path = format!("/app/{}", link.split_once("/app/").unwrap().1);
+    let page = send(&world, "GET", &path, &[("cookie", &ana)], "").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("71.36 EUR"), "{}", page.body);
+    let foreign = send(&world, "GET", &path, &[("cookie", &gus)], "").await;
+    assert_eq!(foreign.status, 404);
+
+    for wrong in [
+        "/app/customers/tec_abc",
+        "/app/customers/cus_",
+        "/app/customers/cus_a%2Fb",
+        "/app/invoices/inv_abc",
+    ] {
+        let r = send(&world, "GET", wrong, &[("cookie", &ana)], "").await;
+        assert_eq!(r.status, 404, "{wrong}: {}", r.body);
+    }
+}
+on_every_backend!(record_pages, links_in_tool_results_open_the_records_pages);

@@ -352,6 +352,7 @@ async fn serve(
         env!("CARGO_PKG_VERSION")
     );
     eprintln!("  store: {described}");
+    eprintln!("  product pages (sign-in, approvals, connections): http://{local}/app/");
     let mut seeded = false;
     if !args.no_demo
         && let Some(demo) = app::demo::seed_if_empty(&app)
@@ -436,6 +437,11 @@ fn print_demo(
     eprintln!(
         "  every demo token (tenant x role x toolset): {}",
         file.display()
+    );
+    eprintln!(
+        "  demo sign-in on the pages: workspace acme or globex, member olivia (owner), adam \
+         (admin), dana (dispatcher) or victor (viewer), password {}",
+        app::demo::DEMO_PASSWORD
     );
     Ok(())
 }

@@ -6,6 +6,7 @@
 mod api;
 mod form;
 mod pages;
+mod records;
 
 use std::sync::Arc;
 

@@ -26,7 +26,7 @@ fn page(title: &str, body: &str) -> String {
     )
 }
 
-fn html(status: StatusCode, title: &str, body: &str) -> WebResponse {
+pub(crate) fn html(status: StatusCode, title: &str, body: &str) -> WebResponse {
     respond(status, "text/html; charset=utf-8", page(title, body))
 }
 
@@ -80,7 +80,7 @@ fn forbidden_csrf() -> WebResponse {
     )
 }
 
-async fn rights(web: &Web, s: &Session) -> BTreeSet<String> {
+pub(crate) async fn rights(web: &Web, s: &Session) -> BTreeSet<String> {
     match web.directory.member(&s.tenant, &s.member).await {
         Ok(Some(m)) if m.active => m.rights,
         _ => BTreeSet::new(),
@@ -128,6 +128,7 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
         _ => match path.strip_prefix("/app/approvals/") {
             Some(token) if method == "GET" => approval(web, &s, token, None).await,
             Some(token) if method == "POST" => decide(web, &s, token, &form).await,
+            _ if method == "GET" => crate::records::page(web, &s, path).await,
             _ => html(
                 StatusCode::NOT_FOUND,
                 "Not found",
