@@ -125,6 +125,20 @@ fn note_item(title: &str, body: &str, archived: bool) -> Item {
     item
 }
 
+/// The tenant's note, or `not_found` with `next` as the hint.
+async fn load_note(
+    store: &dyn Store,
+    tenant: &str,
+    note: &Handle<NoteKind>,
+    next: &str,
+) -> Result<Item, CallError> {
+    store
+        .get(&note_key(tenant, note.id()))
+        .await
+        .map_err(|e| CallError::Other(Box::new(e)))?
+        .ok_or_else(|| ToolError::new(ErrorKind::NotFound, format!("No note {note}"), next).into())
+}
+
 fn tenant_of(ctx: &ToolContext) -> Result<String, CallError> {
     ctx.exec
         .caller
@@ -293,25 +307,19 @@ impl Tool for GetNote {
         input: GetNoteInput,
     ) -> Result<Success<NoteOutput>, CallError> {
         let tenant = tenant_of(&ctx)?;
-        match self
-            .store
-            .get(&note_key(&tenant, input.note.id()))
-            .await
-            .map_err(|e| CallError::Other(Box::new(e)))?
-        {
-            Some(item) => Ok(Success::new(
-                "The note.",
-                NoteOutput {
-                    note: view(input.note.id(), &item),
-                },
-            )),
-            None => Err(ToolError::new(
-                ErrorKind::NotFound,
-                format!("No note {}", input.note),
-                "List the notes to find the right handle",
-            )
-            .into()),
-        }
+        let item = load_note(
+            self.store.as_ref(),
+            &tenant,
+            &input.note,
+            "List the notes to find the right handle",
+        )
+        .await?;
+        Ok(Success::new(
+            "The note.",
+            NoteOutput {
+                note: view(input.note.id(), &item),
+            },
+        ))
     }
 }
 
@@ -424,19 +432,13 @@ impl Tool for SendNote {
         input: SendNoteInput,
     ) -> Result<Success<SendNoteOutput>, CallError> {
         let tenant = tenant_of(&ctx)?;
-        let Some(item) = self
-            .store
-            .get(&note_key(&tenant, input.note.id()))
-            .await
-            .map_err(|e| CallError::Other(Box::new(e)))?
-        else {
-            return Err(ToolError::new(
-                ErrorKind::NotFound,
-                format!("No note {}", input.note),
-                "Find the note first",
-            )
-            .into());
-        };
+        let item = load_note(
+            self.store.as_ref(),
+            &tenant,
+            &input.note,
+            "Find the note first",
+        )
+        .await?;
         let note = view(input.note.id(), &item);
         let content = json!({"to": input.to, "body": note.body, "note": note.note});
         let message_id = Handle::<NoteKind>::generate();
@@ -593,19 +595,13 @@ impl Tool for ChargeNote {
         input: GetNoteInput,
     ) -> Result<Success<NoteOutput>, CallError> {
         let tenant = tenant_of(&ctx)?;
-        let Some(item) = self
-            .store
-            .get(&note_key(&tenant, input.note.id()))
-            .await
-            .map_err(|e| CallError::Other(Box::new(e)))?
-        else {
-            return Err(ToolError::new(
-                ErrorKind::NotFound,
-                format!("No note {}", input.note),
-                "Find the note first",
-            )
-            .into());
-        };
+        let item = load_note(
+            self.store.as_ref(),
+            &tenant,
+            &input.note,
+            "Find the note first",
+        )
+        .await?;
         let note = view(input.note.id(), &item);
         let mut charge = Item::new();
         charge.insert("amount".into(), SV::s("49.00"));

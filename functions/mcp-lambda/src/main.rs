@@ -107,11 +107,7 @@ fn is_http_url(text: &str) -> bool {
 
 fn parse_table(value: Option<String>) -> Result<String, String> {
     let table = value.ok_or_else(|| format!("{TABLE} is missing: it names the DynamoDB table"))?;
-    let valid = (3..=255).contains(&table.len())
-        && table
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
-    if valid {
+    if store_dynamodb::is_valid_table_name(&table) {
         Ok(table)
     } else {
         Err(format!(

@@ -25,15 +25,11 @@ fn config(
     let mut problems = Vec::new();
     let table = lookup(TABLE).filter(|t| !t.is_empty());
     let table = match table {
-        Some(t)
-            if (3..=255).contains(&t.len())
-                && t.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)) =>
-        {
-            Some(t)
-        }
+        Some(t) if store_dynamodb::is_valid_table_name(&t) => Some(t),
         Some(t) => {
-            problems.push(format!("{TABLE}={t:?} is not a DynamoDB table name"));
+            problems.push(format!(
+                "{TABLE}={t:?} is not a DynamoDB table name (3 to 255 of A-Z a-z 0-9 _ . -)"
+            ));
             None
         }
         None => {

@@ -179,6 +179,11 @@ impl Cond {
         Cond::not(Cond::expired(now))
     }
 
+    /// [`Cond::absent_if_expired`] of a put's or delete's optional condition (none: true).
+    pub(crate) fn of_write(condition: Option<&Condition>, now: i64) -> Cond {
+        condition.map_or(Cond::True, |c| Cond::absent_if_expired(c, now))
+    }
+
     /// The condition as the store means it, where an expired item counts as absent:
     /// `(live AND C) OR expired` when `C` holds on an absent item, else `live AND C`.
     pub(crate) fn absent_if_expired(condition: &Condition, now: i64) -> Cond {

@@ -63,6 +63,14 @@ const MAX_BATCH_ATTEMPTS: u32 = 8;
 /// How long `create_table` waits for the table to become active.
 const TABLE_ACTIVE_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Whether `name` follows DynamoDB's rule for table names: 3 to 255 of `A-Z a-z 0-9 _ . -`.
+pub fn is_valid_table_name(name: &str) -> bool {
+    (3..=255).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+}
+
 /// Where the store's table is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DynamoConfig {
@@ -511,11 +519,7 @@ impl DynamoStore {
                 TransactWriteItem::builder().update(update).build()
             }
             (TransactOp::Put(put), _) => {
-                let condition = put
-                    .condition
-                    .as_ref()
-                    .map_or(Cond::True, |c| Cond::absent_if_expired(c, now))
-                    .render(&mut expr);
+                let condition = Cond::of_write(put.condition.as_ref(), now).render(&mut expr);
                 let (names, values) = expr.into_maps();
                 let put = ddb::Put::builder()
                     .table_name(&self.table)
@@ -531,11 +535,7 @@ impl DynamoStore {
                 TransactWriteItem::builder().put(put).build()
             }
             (TransactOp::Delete(delete), _) => {
-                let condition = delete
-                    .condition
-                    .as_ref()
-                    .map_or(Cond::True, |c| Cond::absent_if_expired(c, now))
-                    .render(&mut expr);
+                let condition = Cond::of_write(delete.condition.as_ref(), now).render(&mut expr);
                 let (names, values) = expr.into_maps();
                 let delete = ddb::Delete::builder()
                     .table_name(&self.table)
@@ -594,11 +594,7 @@ impl Store for DynamoStore {
         engine::validate_item(&put.key, &put.item)?;
         let now = engine::now_epoch_seconds();
         let mut expr = Expr::new();
-        let condition = put
-            .condition
-            .as_ref()
-            .map_or(Cond::True, |c| Cond::absent_if_expired(c, now))
-            .render(&mut expr);
+        let condition = Cond::of_write(put.condition.as_ref(), now).render(&mut expr);
         let (names, values) = expr.into_maps();
         let result = self
             .client
@@ -685,11 +681,7 @@ impl Store for DynamoStore {
         engine::validate_key(&delete.key)?;
         let now = engine::now_epoch_seconds();
         let mut expr = Expr::new();
-        let condition = delete
-            .condition
-            .as_ref()
-            .map_or(Cond::True, |c| Cond::absent_if_expired(c, now))
-            .render(&mut expr);
+        let condition = Cond::of_write(delete.condition.as_ref(), now).render(&mut expr);
         let (names, values) = expr.into_maps();
         let result = self
             .client
