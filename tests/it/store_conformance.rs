@@ -134,10 +134,6 @@ const MOTO_GAPS: &[(&str, &str)] = &[
         "update_exact_decimal_arithmetic",
         "moto adds fractional numbers with 28-digit precision (DynamoDB is exact to 38 digits)",
     ),
-    (
-        "race_transactions_claim_once",
-        "moto restores a table snapshot to roll back a transaction, so concurrent transactions undo each other",
-    ),
 ];
 
 /// Runs every case against `store`, except `gaps`; returns (passed, failures).
