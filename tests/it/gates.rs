@@ -1699,6 +1699,10 @@ async fn two_slots_per_connection_one_kept_for_writes(n: Notes) {
     assert_eq!(third.structured()["concurrency"], true, "{}", third.text());
     assert!(!first_read.await.unwrap().is_error());
     assert!(!write.await.unwrap().is_error());
+    // Admission runs beside the body: the refused write's body ran and planned its note, and
+    // nothing of it committed.
+    let notes: Vec<String> = n.notes().await.into_iter().map(|v| v.note).collect();
+    assert_eq!(notes, ["not_sloww1"], "only the admitted write committed");
     // Both slots are given back when the calls end.
     let after = client
         .call_tool("get_slowly", json!({"millis": 0, "tag": "r3"}))

@@ -782,3 +782,109 @@ async fn last_use_is_recorded_once_an_hour(world: World) {
     );
 }
 on_every_backend!(last_use, last_use_is_recorded_once_an_hour);
+
+/// A token as `ghm_<locator>.<random>` with another locator: what a forger can change.
+fn with_locator(token: &str, tenant: &str, creator: &str, connection: &str) -> String {
+    let random = token.rsplit_once('.').expect("a token with a locator").1;
+    let fields = [tenant, creator, connection].join("\u{1f}");
+    format!(
+        "ghm_{}.{random}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(fields)
+    )
+}
+
+/// The locator in an MCP token only says where to read: a changed locator is an unknown
+/// token, and a token made before locators (without one) still authenticates, in two round
+/// trips, with the same checks.
+async fn a_token_locator_grants_nothing(world: World) {
+    let token = setup(&world).await;
+    world.member("globex", "gus", "owner").await;
+    let (globex_connection, _) = world.connect("globex", "gus", Toolset::Full).await;
+    let claim = identity::token::locator(&token).expect("new tokens carry a locator");
+    assert_eq!(
+        (claim.tenant.as_str(), claim.creator.as_str()),
+        ("acme", "ana")
+    );
+    assert_eq!(
+        status_of(&world, Some(&format!("Bearer {token}")), &[])
+            .await
+            .status,
+        200
+    );
+    let forged = [
+        with_locator(&token, "globex", "gus", &globex_connection),
+        with_locator(&token, "acme", "ana", &globex_connection),
+        with_locator(&token, "acme", "gus", &claim.connection),
+    ];
+    for forged in &forged {
+        let r = status_of(&world, Some(&format!("Bearer {forged}")), &[]).await;
+        assert_eq!(r.status, 401, "{forged}");
+        // The gate items of a forged claim are never used: a write through it does nothing.
+        let call = world
+            .client(forged)
+            .request(
+                "tools/call",
+                json!({"name": "create_customer", "arguments": {"name": "Forged", "email": "forged@example.com"}}),
+            )
+            .await;
+        assert_eq!(call.status, 401);
+    }
+    // A token without a locator: its index item is all there is (as for tokens made before).
+    let legacy = format!("ghm_{}", "L".repeat(43));
+    let store = &world.app.store;
+    let index = store
+        .get(&identity::keys::mcp_token(&identity::token::hash(&token)))
+        .await
+        .unwrap()
+        .expect("the token's index item");
+    store
+        .put(store::Put::new(
+            identity::keys::mcp_token(&identity::token::hash(&legacy)),
+            index,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(identity::token::locator(&legacy), None);
+    let client = world.client(&legacy);
+    let created = client
+        .call_tool(
+            "create_customer",
+            json!({"name": "Lena Legacy", "email": "lena.legacy@example.com"}),
+        )
+        .await;
+    assert!(!created.is_error(), "{}", created.text());
+    let again = client
+        .call_tool(
+            "create_customer",
+            json!({"name": "Lena Legacy", "email": "lena.legacy@example.com"}),
+        )
+        .await;
+    assert_eq!(again.structured()["replayed"], true, "{}", again.text());
+    // Its connection's checks still apply: switched off for the tenant, it is refused.
+    world
+        .app
+        .switches
+        .set_agent_access(
+            &Actor {
+                tenant: "acme".into(),
+                member: "ana".into(),
+                channel: Channel::Cli,
+            },
+            false,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        status_of(&world, Some(&format!("Bearer {legacy}")), &[])
+            .await
+            .status,
+        503
+    );
+    assert_eq!(
+        status_of(&world, Some(&format!("Bearer {token}")), &[])
+            .await
+            .status,
+        503
+    );
+}
+on_every_backend!(token_locator, a_token_locator_grants_nothing);

@@ -541,13 +541,22 @@ async fn stdio(store: Arc<dyn store::Store>, backend: &str) -> anyhow::Result<()
             Ok(Incoming::Message(message)) => {
                 // The credential is checked on every message, as over HTTP: a revoked token or a
                 // switched-off tenant stops the next call.
-                match authenticator.caller(&headers, None).await {
-                    Ok(caller) => {
+                // As over HTTP, the call's gate items are read in the credential's batch.
+                let prefetch = authenticator
+                    .claim(&headers)
+                    .map(|claim| app.server.prefetch_keys(&message, &claim))
+                    .unwrap_or_default();
+                match authenticator
+                    .authenticate_with(&headers, None, prefetch)
+                    .await
+                {
+                    Ok(done) => {
                         let request = Request {
                             message,
                             headers: None,
                             version_header: None,
-                            caller: Some(caller),
+                            caller: Some(done.caller),
+                            prefetched: done.prefetched,
                         };
                         let outcome = app.server.handle(request).await;
                         outcome

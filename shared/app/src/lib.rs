@@ -38,6 +38,9 @@ pub struct Settings {
     /// The key sealing `requestState`; every instance of a deployment needs the same one.
     /// `None` makes a random key for this process (fine for one local process).
     pub state_key: Option<Vec<u8>>,
+    /// Where work after the answer runs (a read's slot release); `None`: spawned on tokio.
+    /// Tests set it to hold that work until they have counted the call.
+    pub defer: Option<mcp_pipeline::Defer>,
 }
 
 /// How this deployment accepts OAuth access tokens.
@@ -65,6 +68,7 @@ impl Default for Settings {
             console_base: "http://127.0.0.1:8787/app".into(),
             secure_cookies: true,
             state_key: None,
+            defer: None,
         }
     }
 }
@@ -147,9 +151,17 @@ pub fn build_with(
     };
     // Deadlines wait on tokio's timer, which every entry point runs on.
     let sleep = mcp_pipeline::Sleep(Arc::new(|d| Box::pin(tokio::time::sleep(d))));
+    // On Lambda a task spawned here keeps running while the runtime posts the answer; the
+    // request it sends leaves at once (a store call is signed and written in microseconds).
+    let defer = settings.defer.clone().unwrap_or_else(|| {
+        mcp_pipeline::Defer(Arc::new(|work| {
+            tokio::spawn(work);
+        }))
+    });
     let config = ServerConfig {
         gates: Some(gates),
         sleep: Some(sleep),
+        defer: Some(defer),
         state_ttl_seconds: settings.state_ttl_seconds,
         approval_url_base: format!("{}/approvals", settings.console_base),
         ..config

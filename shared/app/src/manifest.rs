@@ -40,6 +40,7 @@ pub async fn dump(
             headers: None,
             version_header: Some("2025-11-25".into()),
             caller: Some(caller),
+            prefetched: Default::default(),
         })
         .await;
     let tools = outcome

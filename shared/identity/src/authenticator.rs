@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use http::HeaderMap;
-use mcp_http::{Authenticator, Rejection};
-use mcp_pipeline::{BoxFuture, Caller};
+use mcp_http::{Authenticated, Authenticator, Rejection};
+use mcp_pipeline::{BoxFuture, Caller, Claim, Prefetched};
 use store::Store;
 
 use crate::oauth::OAuthValidator;
@@ -21,7 +21,9 @@ pub struct McpAuthenticator {
 }
 
 impl McpAuthenticator {
-    /// An authenticator reading connections from `store` and rights from `directory`.
+    /// An authenticator reading connections from `store` and rights from `directory`. A
+    /// directory that names its member items ([`Directory::member_key`]) must keep them in
+    /// `store`: they are read in the credential's batch.
     pub fn new(store: Arc<dyn Store>, directory: Arc<dyn Directory>) -> Self {
         McpAuthenticator {
             store,
@@ -36,15 +38,50 @@ impl McpAuthenticator {
         self
     }
 
-    /// Authenticates one request.
+    /// The tenant and connection an MCP token's locator names (unchecked, no I/O).
+    pub fn claim(&self, headers: &HeaderMap) -> Option<Claim> {
+        let locator = token::locator(bearer(headers).ok()?)?;
+        Some(Claim {
+            tenant: locator.tenant,
+            connection: locator.connection,
+        })
+    }
+
+    /// Authenticates one request (reading nothing ahead).
     pub async fn caller(
         &self,
         headers: &HeaderMap,
         path_tenant: Option<&str>,
     ) -> Result<Caller, Rejection> {
+        self.authenticate_with(headers, path_tenant, Vec::new())
+            .await
+            .map(|done| done.caller)
+    }
+
+    /// Authenticates one request, reading `prefetch` (gate items named from the token's
+    /// locator) in the same batch when the token has a locator.
+    ///
+    /// An MCP token with a locator takes one round trip: the credential, both switches, the
+    /// creator's member item and `prefetch`, in one batch. Tokens without one and OAuth
+    /// access tokens take two: the credential and the global switch, then the tenant's
+    /// switch and the creator (at once); their gate items are read by the pipeline.
+    pub async fn authenticate_with(
+        &self,
+        headers: &HeaderMap,
+        path_tenant: Option<&str>,
+        prefetch: Vec<store::Key>,
+    ) -> Result<Authenticated, Rejection> {
         let bearer = bearer(headers)?;
         let (index_key, from_oauth) = match token::classify(bearer) {
-            BearerKind::Mcp => (keys::mcp_token(&token::hash(bearer)), false),
+            BearerKind::Mcp => {
+                let index_key = keys::mcp_token(&token::hash(bearer));
+                if let Some(locator) = token::locator(bearer) {
+                    return self
+                        .with_locator(index_key, &locator, path_tenant, prefetch)
+                        .await;
+                }
+                (index_key, false)
+            }
             BearerKind::ProductApi => {
                 return Err(Rejection::invalid_token(
                     "product API tokens are not accepted at the MCP endpoint; create an MCP connection",
@@ -74,28 +111,9 @@ impl McpAuthenticator {
             .batch_get(&[index_key.clone(), keys::global_switch()])
             .await
             .map_err(|e| unavailable(&e))?;
-        let connection = got[0].as_ref().and_then(Connection::from_item);
-        let Some(connection) = connection.filter(|c| !c.revoked) else {
-            let what = if from_oauth {
-                "no active connection for this OAuth subject"
-            } else {
-                "the MCP token is unknown or revoked"
-            };
-            return Err(Rejection::invalid_token(what));
-        };
-        if switch::global_is_on(got[1].as_ref()) {
-            // The alarm on the kill switch counts this line (infra/template.json).
-            tracing::warn!("kill switch is on: agent call refused with 503");
-            return Err(Rejection::switched_off(
-                "agent access is switched off for maintenance",
-                switch::RETRY_AFTER_SECONDS,
-            ));
-        }
-        if path_tenant.is_some_and(|t| t != connection.tenant) {
-            return Err(Rejection::forbidden(
-                "this credential is bound to another tenant than the one in the path",
-            ));
-        }
+        let connection = active_connection(got[0].as_ref(), from_oauth)?;
+        check_global(got[1].as_ref())?;
+        check_path(&connection, path_tenant)?;
         // The tenant's switch and the creator's current rights are independent: ask both at once.
         let switch_key = keys::tenant_switch(&connection.tenant);
         let tenant_switch = self.store.get(&switch_key);
@@ -103,13 +121,83 @@ impl McpAuthenticator {
             .directory
             .member(&connection.tenant, &connection.creator);
         let (tenant_switch, member) = futures_util::future::join(tenant_switch, member).await;
-        if !switch::tenant_allows(tenant_switch.map_err(|e| unavailable(&e))?.as_ref()) {
-            return Err(Rejection::switched_off(
-                "agent access is switched off for this workspace",
-                switch::RETRY_AFTER_SECONDS,
+        check_tenant(tenant_switch.map_err(|e| unavailable(&e))?.as_ref())?;
+        let member = member.map_err(|e| unavailable(&e))?;
+        self.admit(index_key, connection, member, Prefetched::default())
+            .await
+    }
+
+    /// The one-batch path of a token whose locator names its tenant, creator and connection.
+    async fn with_locator(
+        &self,
+        index_key: store::Key,
+        locator: &token::Locator,
+        path_tenant: Option<&str>,
+        prefetch: Vec<store::Key>,
+    ) -> Result<Authenticated, Rejection> {
+        let member_key = self.directory.member_key(&locator.tenant, &locator.creator);
+        let mut batch = vec![
+            index_key.clone(),
+            keys::global_switch(),
+            keys::tenant_switch(&locator.tenant),
+        ];
+        batch.extend(member_key.clone());
+        let fixed = batch.len();
+        // A key asked twice would be refused by DynamoDB's BatchGetItem.
+        let prefetch: Vec<store::Key> = prefetch
+            .into_iter()
+            .filter(|k| !batch.contains(k))
+            .collect();
+        batch.extend(prefetch.iter().cloned());
+        let mut got = self
+            .store
+            .batch_get(&batch)
+            .await
+            .map_err(|e| unavailable(&e))?;
+        let connection = active_connection(got[0].as_ref(), false)?;
+        // The hash covers the locator, so a token found by its hash carries the locator it was
+        // made with; a mismatch means the stored connection was changed underneath it.
+        if connection.tenant != locator.tenant
+            || connection.creator != locator.creator
+            || connection.id != locator.connection
+        {
+            tracing::error!(connection = %connection.id, "an MCP token's locator does not match its connection");
+            return Err(Rejection::invalid_token(
+                "the MCP token is unknown or revoked",
             ));
         }
-        let member = member.map_err(|e| unavailable(&e))?;
+        check_global(got[1].as_ref())?;
+        check_path(&connection, path_tenant)?;
+        check_tenant(got[2].as_ref())?;
+        let member = match member_key {
+            Some(_) => self
+                .directory
+                .member_from_item(&connection.creator, got[3].as_ref()),
+            None => self
+                .directory
+                .member(&connection.tenant, &connection.creator)
+                .await
+                .map_err(|e| unavailable(&e))?,
+        };
+        let read_ahead = got.split_off(fixed);
+        self.admit(
+            index_key,
+            connection,
+            member,
+            Prefetched::new(prefetch, read_ahead),
+        )
+        .await
+    }
+
+    /// The last checks, shared by both paths: the creator is still an active member; then
+    /// the caller with the connection's rights capped by the creator's live rights.
+    async fn admit(
+        &self,
+        index_key: store::Key,
+        connection: Connection,
+        member: Option<crate::Member>,
+        prefetched: Prefetched,
+    ) -> Result<Authenticated, Rejection> {
         let Some(member) = member.filter(|m| m.active) else {
             return Err(Rejection::invalid_token(
                 "the person who created this connection no longer has access; the connection has ended",
@@ -137,15 +225,64 @@ impl McpAuthenticator {
             .intersection(&member.rights)
             .cloned()
             .collect();
-        Ok(Caller {
-            tenant: connection.tenant,
-            connection: connection.id,
-            creator: connection.creator,
-            client_name: connection.client_name,
-            rights,
-            toolset: connection.toolset,
+        Ok(Authenticated {
+            caller: Caller {
+                tenant: connection.tenant,
+                connection: connection.id,
+                creator: connection.creator,
+                client_name: connection.client_name,
+                rights,
+                toolset: connection.toolset,
+            },
+            prefetched,
         })
     }
+}
+
+/// The connection a credential's index item holds, unless it is missing or revoked.
+fn active_connection(
+    item: Option<&store::Item>,
+    from_oauth: bool,
+) -> Result<Connection, Rejection> {
+    match item.and_then(Connection::from_item) {
+        Some(connection) if !connection.revoked => Ok(connection),
+        _ => Err(Rejection::invalid_token(if from_oauth {
+            "no active connection for this OAuth subject"
+        } else {
+            "the MCP token is unknown or revoked"
+        })),
+    }
+}
+
+fn check_global(item: Option<&store::Item>) -> Result<(), Rejection> {
+    if switch::global_is_on(item) {
+        // The alarm on the kill switch counts this line (infra/template.json).
+        tracing::warn!("kill switch is on: agent call refused with 503");
+        return Err(Rejection::switched_off(
+            "agent access is switched off for maintenance",
+            switch::RETRY_AFTER_SECONDS,
+        ));
+    }
+    Ok(())
+}
+
+fn check_path(connection: &Connection, path_tenant: Option<&str>) -> Result<(), Rejection> {
+    if path_tenant.is_some_and(|t| t != connection.tenant) {
+        return Err(Rejection::forbidden(
+            "this credential is bound to another tenant than the one in the path",
+        ));
+    }
+    Ok(())
+}
+
+fn check_tenant(item: Option<&store::Item>) -> Result<(), Rejection> {
+    if !switch::tenant_allows(item) {
+        return Err(Rejection::switched_off(
+            "agent access is switched off for this workspace",
+            switch::RETRY_AFTER_SECONDS,
+        ));
+    }
+    Ok(())
 }
 
 fn unavailable(e: &store::StoreError) -> Rejection {
@@ -186,11 +323,16 @@ fn bearer(headers: &HeaderMap) -> Result<&str, Rejection> {
 }
 
 impl Authenticator for McpAuthenticator {
+    fn claim(&self, headers: &HeaderMap) -> Option<Claim> {
+        McpAuthenticator::claim(self, headers)
+    }
+
     fn authenticate<'a>(
         &'a self,
         headers: &'a HeaderMap,
         tenant: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Caller, Rejection>> {
-        Box::pin(self.caller(headers, tenant))
+        prefetch: Vec<store::Key>,
+    ) -> BoxFuture<'a, Result<Authenticated, Rejection>> {
+        Box::pin(self.authenticate_with(headers, tenant, prefetch))
     }
 }

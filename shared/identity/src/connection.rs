@@ -213,8 +213,12 @@ impl ConnectionService {
         new: NewConnection,
     ) -> Result<(Connection, String), IdentityError> {
         self.check_creator(actor, &new).await?;
-        let token = token::generate();
         let connection = Self::record(actor, &new, "token", None);
+        let token = token::generate(&token::Locator {
+            tenant: connection.tenant.clone(),
+            creator: connection.creator.clone(),
+            connection: connection.id.clone(),
+        });
         let mut index = connection.to_item();
         index.insert("token_hash".into(), Value::s(&token.hash));
         let mut stored = connection.to_item();

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use store::{Item, Put, Store, StoreError, Value};
+use store::{Item, Key, Put, Store, StoreError, Value};
 
 use crate::keys;
 
@@ -25,6 +25,18 @@ pub struct Member {
 pub trait Directory: std::fmt::Debug + Send + Sync + 'static {
     /// The member, or `None` when they are no longer a member of the tenant.
     async fn member(&self, tenant: &str, member_id: &str) -> Result<Option<Member>, StoreError>;
+
+    /// The item holding the member, when this directory keeps members in the store that
+    /// authentication reads, so that the member comes back in the same batch as the
+    /// credential. `None` (the default): authentication asks [`Directory::member`].
+    fn member_key(&self, _tenant: &str, _member_id: &str) -> Option<Key> {
+        None
+    }
+
+    /// The member read from the item at [`Directory::member_key`] (`None` when absent).
+    fn member_from_item(&self, _member_id: &str, _item: Option<&Item>) -> Option<Member> {
+        None
+    }
 }
 
 /// The rights each role grants, defined once by the product.
@@ -63,9 +75,16 @@ impl StoreDirectory {
 #[async_trait::async_trait]
 impl Directory for StoreDirectory {
     async fn member(&self, tenant: &str, member_id: &str) -> Result<Option<Member>, StoreError> {
-        let Some(item) = self.store.get(&keys::member(tenant, member_id)).await? else {
-            return Ok(None);
-        };
+        let item = self.store.get(&keys::member(tenant, member_id)).await?;
+        Ok(self.member_from_item(member_id, item.as_ref()))
+    }
+
+    fn member_key(&self, tenant: &str, member_id: &str) -> Option<Key> {
+        Some(keys::member(tenant, member_id))
+    }
+
+    fn member_from_item(&self, member_id: &str, item: Option<&Item>) -> Option<Member> {
+        let item = item?;
         let role = item
             .get("role")
             .and_then(Value::as_s)
@@ -76,11 +95,11 @@ impl Directory for StoreDirectory {
             .iter()
             .map(|r| (*r).to_owned())
             .collect();
-        Ok(Some(Member {
+        Some(Member {
             id: member_id.to_owned(),
             active,
             role,
             rights,
-        }))
+        })
     }
 }

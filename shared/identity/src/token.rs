@@ -1,5 +1,16 @@
 //! MCP tokens and the classification of bearer credentials.
+//!
+//! An MCP token is `ghm_` + a locator + `.` + 43 random characters. The locator names the
+//! tenant, the creating member and the connection (base64url), so that authentication can
+//! read the credential, both kill switches, the creator's live rights and the call's gate
+//! items in one batched round trip instead of reading the credential first to learn where
+//! the rest is. The locator grants nothing: the stored hash covers the whole token (a changed
+//! locator is an unknown token), and authentication checks that the connection found by the
+//! hash is the one the locator names. It is not secret either: the tenant and member ids are
+//! shown to the people who hold the token anyway.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sha2::{Digest as _, Sha256};
 
 /// Prefix of MCP tokens. Distinct from [`API_TOKEN_PREFIX`] so each side can refuse the other's.
@@ -20,11 +31,56 @@ pub struct NewToken {
     pub hash: String,
 }
 
-/// Makes a new MCP token.
-pub fn generate() -> NewToken {
-    let secret = format!("{MCP_TOKEN_PREFIX}{}", crate::random_id(SECRET_LEN));
+/// Where a token's connection lives, as its locator says (unverified until the hash matches).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Locator {
+    /// The tenant.
+    pub tenant: String,
+    /// The member who created the connection.
+    pub creator: String,
+    /// The connection id.
+    pub connection: String,
+}
+
+/// Separates the locator's fields; ids never contain it.
+const FIELD_SEPARATOR: char = '\u{1f}';
+
+/// Makes a new MCP token for the connection `locator` names.
+pub fn generate(locator: &Locator) -> NewToken {
+    let fields = [
+        locator.tenant.as_str(),
+        locator.creator.as_str(),
+        locator.connection.as_str(),
+    ]
+    .join(&FIELD_SEPARATOR.to_string());
+    let secret = format!(
+        "{MCP_TOKEN_PREFIX}{}.{}",
+        URL_SAFE_NO_PAD.encode(fields),
+        crate::random_id(SECRET_LEN)
+    );
     let hash = hash(&secret);
     NewToken { secret, hash }
+}
+
+/// The locator of an MCP token, if it has one (tokens made before locators have none and are
+/// authenticated in two round trips).
+pub fn locator(token: &str) -> Option<Locator> {
+    let rest = token.strip_prefix(MCP_TOKEN_PREFIX)?;
+    let (encoded, secret) = rest.split_once('.')?;
+    if secret.len() != SECRET_LEN {
+        return None;
+    }
+    let fields = String::from_utf8(URL_SAFE_NO_PAD.decode(encoded).ok()?).ok()?;
+    let mut parts = fields.split(FIELD_SEPARATOR);
+    let (tenant, creator, connection) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || [tenant, creator, connection].iter().any(|p| p.is_empty()) {
+        return None;
+    }
+    Some(Locator {
+        tenant: tenant.to_owned(),
+        creator: creator.to_owned(),
+        connection: connection.to_owned(),
+    })
 }
 
 /// Hex SHA-256 of a token.
@@ -64,14 +120,27 @@ mod tests {
 
     #[test]
     fn tokens_are_prefixed_random_and_hashed() {
-        let a = generate();
-        let b = generate();
+        let at = Locator {
+            tenant: "acme".into(),
+            creator: "olivia".into(),
+            connection: "con_1".into(),
+        };
+        let a = generate(&at);
+        let b = generate(&at);
         assert!(a.secret.starts_with(MCP_TOKEN_PREFIX));
-        assert_eq!(a.secret.len(), MCP_TOKEN_PREFIX.len() + SECRET_LEN);
+        let random = a.secret.rsplit_once('.').unwrap().1;
+        assert_eq!(random.len(), SECRET_LEN);
         assert_ne!(a.secret, b.secret);
         assert_eq!(a.hash, hash(&a.secret));
         assert_eq!(a.hash.len(), 64);
-        assert!(!a.hash.contains(&a.secret[4..]));
+        assert!(!a.hash.contains(random));
+        assert_eq!(locator(&a.secret), Some(at));
+        assert_eq!(
+            locator("ghm_abc"),
+            None,
+            "tokens without a locator have none"
+        );
+        assert_eq!(locator(&format!("ghm_%%.{random}")), None);
         assert_eq!(classify(&a.secret), BearerKind::Mcp);
         assert_eq!(classify("gha_abc"), BearerKind::ProductApi);
         assert_eq!(classify("a.b.c"), BearerKind::Jwt);

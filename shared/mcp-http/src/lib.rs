@@ -79,16 +79,35 @@ impl Rejection {
 }
 
 /// Turns the request's credential into the caller of this request: who, which tenant, which
-/// rights right now. Runs on every request, after the Origin and shape checks and before the
-/// body is parsed.
+/// rights right now. Runs on every request, after the Origin and shape checks and before
+/// anything else is answered (a request without a valid credential learns nothing, not even
+/// whether its body parses).
 pub trait Authenticator: std::fmt::Debug + Send + Sync + 'static {
+    /// The tenant and connection the credential names, read off it without checking it and
+    /// without I/O; `None` when the credential does not say (then nothing is read ahead).
+    fn claim(&self, _headers: &HeaderMap) -> Option<mcp_pipeline::Claim> {
+        None
+    }
+
     /// Authenticates; `tenant` is the tenant named by the path (`/t/{tenant}/mcp`), which the
-    /// credential must be bound to.
+    /// credential must be bound to. `prefetch` names gate items named from [`Self::claim`]:
+    /// an authenticator may read them in its own batch and hand them over, but only once the
+    /// credential proved that claim.
     fn authenticate<'a>(
         &'a self,
         headers: &'a HeaderMap,
         tenant: Option<&'a str>,
-    ) -> mcp_pipeline::BoxFuture<'a, Result<mcp_pipeline::Caller, Rejection>>;
+        prefetch: Vec<store::Key>,
+    ) -> mcp_pipeline::BoxFuture<'a, Result<Authenticated, Rejection>>;
+}
+
+/// An authenticated request: its caller, and the gate items read with the credential.
+#[derive(Debug, Clone)]
+pub struct Authenticated {
+    /// Who is calling, with their live rights.
+    pub caller: mcp_pipeline::Caller,
+    /// Items read ahead (empty when none were).
+    pub prefetched: mcp_pipeline::Prefetched,
 }
 
 /// What this server publishes as an OAuth protected resource (RFC 9728).
@@ -458,17 +477,28 @@ impl McpService {
                 );
             }
         };
-        let caller = match &self.authenticator {
-            None => None,
-            Some(authenticator) => match authenticator
-                .authenticate(&parts.headers, path_tenant)
-                .await
-            {
-                Ok(caller) => Some(caller),
-                Err(rejection) => return self.reject(&rejection),
-            },
+        // Parsed before authentication so that the gate items the call will read can be read
+        // in the credential's batch; a parse error is still answered only after it.
+        let parsed = parse_message(&bytes);
+        let (caller, prefetched) = match &self.authenticator {
+            None => (None, mcp_pipeline::Prefetched::default()),
+            Some(authenticator) => {
+                let prefetch = match (&parsed, authenticator.claim(&parts.headers)) {
+                    (Ok(Incoming::Message(message)), Some(claim)) => {
+                        self.server.prefetch_keys(message, &claim)
+                    }
+                    _ => Vec::new(),
+                };
+                match authenticator
+                    .authenticate(&parts.headers, path_tenant, prefetch)
+                    .await
+                {
+                    Ok(done) => (Some(done.caller), done.prefetched),
+                    Err(rejection) => return self.reject(&rejection),
+                }
+            }
         };
-        let message = match parse_message(&bytes) {
+        let message = match parsed {
             Ok(Incoming::Message(m)) => m,
             Ok(Incoming::Response(id)) => {
                 return rpc_error(
@@ -489,6 +519,7 @@ impl McpService {
             headers: Some(lowercase_headers(&parts.headers)),
             version_header,
             caller,
+            prefetched,
         };
         render(self.server.handle(request).await)
     }

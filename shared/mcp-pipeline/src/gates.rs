@@ -139,20 +139,36 @@ pub(crate) fn scope(caller: Option<&Caller>) -> (String, String) {
     })
 }
 
-pub(crate) fn replay_key(caller: Option<&Caller>, tool: &str, fingerprint: &str) -> Key {
-    let (tenant, connection) = scope(caller);
+/// The replay record of a silent write of `connection` (keyed by tenant and connection, so
+/// that it can be named from a credential's claim before authentication, see `prefetch`).
+pub(crate) fn replay_key(tenant: &str, connection: &str, tool: &str, fingerprint: &str) -> Key {
     Key::new(
         format!("{tenant}#replay#{connection}"),
         format!("{tool}#{fingerprint}"),
     )
 }
 
-pub(crate) fn brake_key(caller: Option<&Caller>, tool: &str, digest: &str) -> Key {
-    let (tenant, connection) = scope(caller);
+/// The loop-brake item of one exact call.
+pub(crate) fn brake_key(tenant: &str, connection: &str, tool: &str, digest: &str) -> Key {
     Key::new(
         format!("{tenant}#brake#{connection}"),
         format!("{tool}#{digest}"),
     )
+}
+
+/// The loop-brake item of confirming one pending action: keyed by its token, which the
+/// confirmation names, rather than by the prepared arguments, which only the pending item
+/// knows (so that it can be read in the same batch as the pending item).
+pub(crate) fn confirm_brake_key(tenant: &str, connection: &str, token: &str) -> Key {
+    brake_key(tenant, connection, crate::confirm::CONFIRM_ACTION, token)
+}
+
+/// The idempotency fingerprint of a silent write: its client's key, or its arguments.
+pub(crate) fn fingerprint(idempotency_key: Option<&str>, args_digest: &str) -> String {
+    match idempotency_key {
+        Some(key) => format!("key-{}", crate::canonical::digest(&json!(key))),
+        None => args_digest.to_owned(),
+    }
 }
 
 fn unavailable(e: &StoreError) -> ToolError {
@@ -293,10 +309,7 @@ pub(crate) async fn admit(
         };
     }
     for slot in slot_candidates(class) {
-        let key = Key::new(
-            format!("{}#slot#{}", caller.tenant, caller.connection),
-            *slot,
-        );
+        let key = Key::new(slot_partition(&caller.tenant, &caller.connection), *slot);
         let mut lease = Item::new();
         lease.insert("request".into(), SV::s(request_id));
         lease.insert(store::TTL_ATTRIBUTE.into(), SV::n(now + lease_seconds));
@@ -353,11 +366,88 @@ fn bucket_name(class: EffectClass, expensive: bool) -> String {
 }
 
 /// Gives a slot back (only if this call still holds it).
-pub(crate) async fn release(gates: &Gates, slot: Slot) {
+pub(crate) async fn release(store: Arc<dyn Store>, slot: Slot) {
     let Some(key) = slot.key else { return };
     let op = store::Delete::new(key).when(Condition::eq("request", SV::s(slot.request_id)));
-    if let Err(e) = gates.store.delete(op).await {
+    if let Err(e) = store.delete(op).await {
         tracing::debug!(error = %e, "concurrency slot already gone");
+    }
+}
+
+/// Slot releases sent after an answer and not yet finished, in this process.
+///
+/// A read gives its slot back after its answer. A client that sends its next call at once
+/// could reach admission before that release lands and be told its other calls are still
+/// running; so admission first waits for this process's unfinished releases of the same
+/// connection (almost always done already). Calls of one connection on two instances at the
+/// same moment are concurrent calls, which the slots are there to limit.
+#[derive(Debug, Default)]
+pub(crate) struct Releases(Arc<std::sync::Mutex<ReleaseMap>>);
+
+type SharedRelease = futures_util::future::Shared<futures_util::future::BoxFuture<'static, ()>>;
+type ReleaseMap = std::collections::HashMap<Key, SharedRelease>;
+
+impl Releases {
+    fn map(&self) -> std::sync::MutexGuard<'_, ReleaseMap> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Gives `slot` back through `defer` (after the answer), remembering it until it lands.
+    pub(crate) fn release_later(&self, gates: &Gates, slot: Slot, defer: &crate::Defer) {
+        use futures_util::FutureExt as _;
+        let key = slot.key.clone();
+        let release = release(Arc::clone(&gates.store), slot).boxed().shared();
+        let Some(key) = key else {
+            (defer.0)(Box::pin(release));
+            return;
+        };
+        self.map().insert(key.clone(), release.clone());
+        let map = Arc::clone(&self.0);
+        (defer.0)(Box::pin(async move {
+            release.clone().await;
+            let mut map = map
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Only this release's entry: a later call may have taken and left the slot since.
+            if map.get(&key).is_some_and(|r| r.ptr_eq(&release)) {
+                map.remove(&key);
+            }
+        }));
+    }
+
+    /// Waits for this process's unfinished releases of `caller`'s slots.
+    pub(crate) async fn settle(&self, caller: &Caller) {
+        let partition = slot_partition(&caller.tenant, &caller.connection);
+        let pending: Vec<SharedRelease> = self
+            .map()
+            .iter()
+            .filter(|(k, _)| k.pk == partition)
+            .map(|(_, r)| r.clone())
+            .collect();
+        futures_util::future::join_all(pending).await;
+    }
+}
+
+fn slot_partition(tenant: &str, connection: &str) -> String {
+    format!("{tenant}#slot#{connection}")
+}
+
+/// Runs `work` and gives `slot` back at the same time: the release does not depend on the
+/// work, so the caller waits for one round trip, not two.
+pub(crate) async fn beside_release<T>(
+    gates: &Gates,
+    slot: Option<Slot>,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    match slot {
+        None => work.await,
+        Some(slot) => {
+            let (out, ()) =
+                futures_util::future::join(work, release(Arc::clone(&gates.store), slot)).await;
+            out
+        }
     }
 }
 
@@ -478,12 +568,15 @@ pub(crate) enum Committed {
 }
 
 /// Commits the planned writes with the replay record and the hooks' operations.
+///
+/// `slot`, when given, is released beside the commit.
 pub(crate) async fn commit(
     gates: &Gates,
     call: &CommitContext<'_>,
     writes: crate::writes::WriteSet,
     replay: Option<(Key, &Value, &str, &Map<String, Value>)>,
     now: i64,
+    slot: Option<Slot>,
 ) -> Committed {
     let hooks: Vec<(TransactOp, ToolError)> = gates
         .hooks
@@ -523,9 +616,10 @@ pub(crate) async fn commit(
         );
     }
     if ops.is_empty() {
+        beside_release(gates, slot, async {}).await;
         return Committed::Done;
     }
-    match gates.store.transact_write(ops).await {
+    match beside_release(gates, slot, gates.store.transact_write(ops)).await {
         Ok(()) => Committed::Done,
         Err(StoreError::TransactionCancelled { reasons }) => {
             let failed =

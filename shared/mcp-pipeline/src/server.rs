@@ -37,6 +37,9 @@ pub struct ServerConfig {
     /// A timer from the runtime, for per-tool deadlines (the pipeline itself has no clock of
     /// its own to wait on, so that it runs on any async runtime). Without one, no deadline.
     pub sleep: Option<Sleep>,
+    /// Runs work after the answer (a read's slot release). Without it that work is awaited
+    /// before answering.
+    pub defer: Option<crate::Defer>,
     /// Where people approve actions that move money (`<base>/<confirm_token>`).
     pub approval_url_base: String,
     /// How long a sealed `requestState` stays valid, in seconds.
@@ -59,6 +62,7 @@ impl Default for ServerConfig {
             list_ttl_ms: 60_000,
             gates: None,
             sleep: None,
+            defer: None,
             state_ttl_seconds: crate::state::STATE_TTL_SECONDS,
             approval_url_base: "http://127.0.0.1:8787/app/approvals".into(),
             state_key: {
@@ -93,6 +97,8 @@ pub struct Request {
     /// The connection the transport bound from the credential (`None` when the transport
     /// does not authenticate, as in the conformance fixture).
     pub caller: Option<crate::Caller>,
+    /// Gate items the authenticator read in its own batch ([`Server::prefetch_keys`]).
+    pub prefetched: crate::Prefetched,
 }
 
 /// What to answer.
@@ -142,6 +148,8 @@ pub struct Server {
     /// Whether `confirm_action` and `reject_action` are served (a two-step tool is registered
     /// and the server has a store for pending actions).
     confirmations: bool,
+    /// Slot releases sent after an answer and not yet landed.
+    releases: gates::Releases,
 }
 
 fn request_id() -> String {
@@ -161,6 +169,7 @@ impl Server {
             registry,
             tool_list,
             confirmations,
+            releases: gates::Releases::default(),
         })
     }
 
@@ -401,11 +410,76 @@ impl Server {
         let outcome = self
             .run_tool_holding(tool, req, arguments, notifications, phase, &mut slot)
             .await;
-        // Whatever happened, the concurrency slot this call took is given back.
+        // Whatever happened, the concurrency slot this call took is given back. A write gave
+        // it back beside its commit; what is left (a read's) goes after the answer, so that
+        // the caller does not wait for it. Should that release be lost (an instance frozen
+        // or stopped in between), the lease expires a few seconds after the tool's deadline.
         if let (Some(g), Some(slot)) = (self.config.gates.as_ref(), slot) {
-            gates::release(g, slot).await;
+            match &self.config.defer {
+                Some(defer) => self.releases.release_later(g, slot, defer),
+                None => gates::release(Arc::clone(&g.store), slot).await,
+            }
         }
         outcome
+    }
+
+    /// The gate items a request will read, named from the credential's `claim` before it is
+    /// checked, so that the authenticator can read them in its own batch: the loop-brake
+    /// item and replay record of a tool call, the pending action and its brake item for a
+    /// confirmation. Computed exactly as the call computes them; a request it cannot parse
+    /// needs nothing.
+    pub fn prefetch_keys(&self, message: &Message, claim: &crate::Claim) -> Vec<store::Key> {
+        if message.method != "tools/call" || message.id.is_none() {
+            return Vec::new();
+        }
+        let Some(name) = message.params.get("name").and_then(Value::as_str) else {
+            return Vec::new();
+        };
+        let arguments = match message.params.get("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(a)) => a.clone(),
+            Some(_) => return Vec::new(),
+        };
+        let (tenant, connection) = (claim.tenant.as_str(), claim.connection.as_str());
+        if self.confirmations
+            && (name == crate::confirm::CONFIRM_ACTION || name == crate::confirm::REJECT_ACTION)
+        {
+            let confirming = name == crate::confirm::CONFIRM_ACTION;
+            return match crate::confirm::parse_args(&arguments, confirming) {
+                Ok((token, _)) => vec![
+                    crate::confirm::pending_key(tenant, &token),
+                    gates::confirm_brake_key(tenant, connection, &token),
+                ],
+                Err(_) => Vec::new(),
+            };
+        }
+        let Some(tool) = self.registry.get(name) else {
+            return Vec::new();
+        };
+        let Ok(mut normalized) = args::normalize(&tool.input_schema, arguments, &tool.synonyms)
+        else {
+            return Vec::new();
+        };
+        let idempotency_key = if tool.effect == crate::EffectClass::SilentWrite {
+            match gates::strip_idempotency_key(&mut normalized.args) {
+                Ok(k) => k,
+                Err(_) => return Vec::new(),
+            }
+        } else {
+            None
+        };
+        let digest = crate::canonical::digest(&Value::Object(normalized.args));
+        let mut keys = vec![gates::brake_key(tenant, connection, tool.name, &digest)];
+        if tool.effect == crate::EffectClass::SilentWrite {
+            let fingerprint = gates::fingerprint(idempotency_key.as_deref(), &digest);
+            keys.push(gates::replay_key(
+                tenant,
+                connection,
+                tool.name,
+                &fingerprint,
+            ));
+        }
+        keys
     }
 
     /// [`Server::run_tool`], noting in `slot` the concurrency slot it took.
@@ -514,17 +588,25 @@ impl Server {
         let gates = self.config.gates.as_ref();
         let caller = req.caller.as_ref();
         let now = crate::state::now();
-        let fingerprint = match &idempotency_key {
-            Some(key) => format!("key-{}", crate::canonical::digest(&json!(key))),
-            None => args_digest.clone(),
-        };
+        let (tenant, connection) = gates::scope(caller);
+        let fingerprint = gates::fingerprint(idempotency_key.as_deref(), &args_digest);
         let replay_key = (tool.effect == crate::EffectClass::SilentWrite)
-            .then(|| gates::replay_key(caller, tool.name, &fingerprint));
-        let brake_key = gates::brake_key(caller, tool.name, &args_digest);
+            .then(|| gates::replay_key(&tenant, &connection, tool.name, &fingerprint));
+        let brake_key = match phase {
+            Phase::Confirm(pending) => {
+                gates::confirm_brake_key(&tenant, &connection, &pending.token)
+            }
+            Phase::Call => gates::brake_key(&tenant, &connection, tool.name, &args_digest),
+        };
         if let Some(g) = gates {
             let mut keys = vec![brake_key.clone()];
             keys.extend(replay_key.clone());
-            match g.store.batch_get(&keys).await {
+            // Read ahead with the credential when the transport could; else one batch here.
+            let items = match req.prefetched.all(&keys) {
+                Some(items) => Ok(items),
+                None => g.store.batch_get(&keys).await,
+            };
+            match items {
                 Ok(items) => {
                     if let Some(replay) = items
                         .get(1)
@@ -548,25 +630,6 @@ impl Server {
                     }
                 }
                 Err(e) => return Ok(ToolResult::error(&internal_error(&exec, &e.to_string()))),
-            }
-            if let Some(caller) = caller {
-                // Leases outlive the deadline a little, so a crashed instance frees its slot.
-                let lease = i64::try_from(tool.deadline.as_secs()).unwrap_or(60) + 5;
-                match gates::admit(
-                    g,
-                    caller,
-                    tool.effect,
-                    tool.expensive,
-                    &exec.request_id,
-                    lease,
-                    now,
-                )
-                .await
-                {
-                    Ok(Ok(held)) => *slot = Some(held),
-                    Ok(Err(refusal)) => return Ok(ToolResult::error(&refusal)),
-                    Err(e) => return Ok(ToolResult::error(&e)),
-                }
             }
         }
         // What a two-step tool needs to ask for approval in the client, or to finish it.
@@ -659,23 +722,66 @@ impl Server {
             innermost: &innermost,
         };
         // The deadline: a body that runs too long is dropped, and nothing it planned commits.
-        let result = match &self.config.sleep {
-            None => next.run().await,
-            Some(sleep) => {
-                let body = next.run();
-                let timer = (sleep.0)(tool.deadline);
-                match futures_util::future::select(body, timer).await {
-                    futures_util::future::Either::Left((result, _)) => result,
-                    futures_util::future::Either::Right(((), _)) => {
-                        return Ok(ToolResult::error(&ToolError::new(
+        let body = async {
+            match &self.config.sleep {
+                None => Ok(next.run().await),
+                Some(sleep) => {
+                    let body = next.run();
+                    let timer = (sleep.0)(tool.deadline);
+                    match futures_util::future::select(body, timer).await {
+                        futures_util::future::Either::Left((result, _)) => Ok(result),
+                        futures_util::future::Either::Right(((), _)) => Err(ToolResult::error(&ToolError::new(
                             ErrorKind::Internal,
                             format!("{} took longer than its deadline of {} seconds; nothing was done", tool.name, tool.deadline.as_secs()),
                             "Try again later, or narrow the request",
                         )
-                        .detail("deadline_seconds", tool.deadline.as_secs())));
+                        .detail("deadline_seconds", tool.deadline.as_secs()))),
                     }
                 }
             }
+        };
+        // Admission (rate buckets and a concurrency slot, one transaction) goes out beside the
+        // body instead of before it: a body only reads and plans its writes, so running it
+        // before admission is known changes nothing, and a refusal drops everything it
+        // planned. The caller waits for one round trip instead of two.
+        let admission = async {
+            match (gates, caller) {
+                (Some(g), Some(caller)) => {
+                    // Leases outlive the deadline a little, so a crashed instance frees its slot.
+                    let lease = i64::try_from(tool.deadline.as_secs()).unwrap_or(60) + 5;
+                    self.releases.settle(caller).await;
+                    Some(
+                        gates::admit(
+                            g,
+                            caller,
+                            tool.effect,
+                            tool.expensive,
+                            &exec.request_id,
+                            lease,
+                            now,
+                        )
+                        .await,
+                    )
+                }
+                _ => None,
+            }
+        };
+        let (admitted, ran) = futures_util::future::join(admission, body).await;
+        match admitted {
+            Some(Ok(Ok(held))) => *slot = Some(held),
+            Some(Ok(Err(refusal))) => {
+                ctx.notifications.take();
+                return Ok(ToolResult::error(&refusal));
+            }
+            Some(Err(e)) => {
+                ctx.notifications.take();
+                return Ok(ToolResult::error(&e));
+            }
+            None => {}
+        }
+        let result = match ran {
+            Ok(result) => result,
+            Err(timed_out) => return Ok(timed_out),
         };
         let pending = input_required
             .lock()
@@ -711,6 +817,7 @@ impl Server {
                     now,
                     phase,
                     &approval,
+                    slot,
                 )
                 .await
             }
@@ -733,6 +840,7 @@ impl Server {
         now: i64,
         phase: &Phase,
         approval: &crate::confirm::Approval,
+        slot: &mut Option<gates::Slot>,
     ) -> Result<ToolResult, Interrupt> {
         let gates = self.config.gates.as_ref();
         let planned = writes.take();
@@ -762,7 +870,9 @@ impl Server {
         };
         if tool.effect.needs_confirmation() {
             return self
-                .two_step(g, tool, exec, result, planned, args, now, phase, approval)
+                .two_step(
+                    g, tool, exec, result, planned, args, now, phase, approval, slot,
+                )
                 .await;
         }
         let ids = planned.ids.clone();
@@ -773,7 +883,7 @@ impl Server {
             request_id: &exec.request_id,
         };
         let replay = replay_key.map(|key| (key, &result.structured, args_digest, args));
-        match gates::commit(g, &call, planned, replay, now).await {
+        match gates::commit(g, &call, planned, replay, now, slot.take()).await {
             gates::Committed::Done => Ok(result),
             gates::Committed::Replayed(first) => Ok(first),
             gates::Committed::Refused(error) => Ok(ToolResult::error(&error)),
@@ -796,6 +906,7 @@ impl Server {
         now: i64,
         phase: &Phase,
         approval: &crate::confirm::Approval,
+        slot: &mut Option<gates::Slot>,
     ) -> Result<ToolResult, Interrupt> {
         use crate::confirm::{Pending, consume_op, new_token, preview_result, store_op};
         // The retry of an approval asked in the client: the sealed state names the pending
@@ -846,7 +957,7 @@ impl Server {
                 ..approval.clone()
             };
             return Box::pin(self.two_step(
-                g, tool, exec, result, planned, args, now, &confirm, &no_more,
+                g, tool, exec, result, planned, args, now, &confirm, &no_more, slot,
             ))
             .await;
         }
@@ -875,7 +986,13 @@ impl Server {
         };
         match phase {
             Phase::Call => {
-                if let Err(e) = g.store.put(store_op(&caller.tenant, &fresh, now)).await {
+                let stored = gates::beside_release(
+                    g,
+                    slot.take(),
+                    g.store.put(store_op(&caller.tenant, &fresh, now)),
+                )
+                .await;
+                if let Err(e) = stored {
                     return Ok(ToolResult::error(&internal_error(exec, &e.to_string())));
                 }
                 if approval.elicitation && !tool.approval_in_product {
@@ -972,7 +1089,7 @@ impl Server {
                     ids: &ids,
                     request_id: &exec.request_id,
                 };
-                match gates::commit(g, &call, planned, None, now).await {
+                match gates::commit(g, &call, planned, None, now, slot.take()).await {
                     gates::Committed::Done | gates::Committed::Replayed(_) => {
                         let mut done = result;
                         if let Value::Object(obj) = &mut done.structured {
@@ -1021,7 +1138,12 @@ impl Server {
                 Ok(parsed) => parsed,
                 Err(e) => return Ok(ToolResult::error(&e)),
             };
-            let stored = match g.store.get(&pending_key(&caller.tenant, &token)).await {
+            let key = pending_key(&caller.tenant, &token);
+            let item = match req.prefetched.one(&key) {
+                Some(item) => Ok(item),
+                None => g.store.get(&key).await,
+            };
+            let stored = match item {
                 Ok(item) => item.and_then(|i| read_pending(&token, &i)),
                 Err(e) => {
                     return Ok(ToolResult::error(&ToolError::new(
@@ -1090,6 +1212,7 @@ impl Server {
                 headers: req.headers.clone(),
                 version_header: req.version_header.clone(),
                 caller: req.caller.clone(),
+                prefetched: req.prefetched.clone(),
             };
             let args = pending.args.clone();
             self.run_tool(
@@ -1197,6 +1320,7 @@ impl Server {
             headers: None,
             version_header: None,
             caller: Some(approver),
+            prefetched: Default::default(),
         };
         let args = pending.args.clone();
         let result = self

@@ -1,5 +1,15 @@
 //! A wrapper that counts round trips, so tests can hold each tool call to a budget.
+//!
+//! Two numbers matter. The calls per kind say what a call costs in store requests (and so in
+//! money). [`RoundTrips::sequential`] says how long a caller waits: calls issued together
+//! (a batch of independent reads, an admission write issued beside the tool's read) overlap in
+//! time and count once. A store on this machine answers in microseconds, so overlap would be
+//! an accident of scheduling; [`CountingStore::with_latency`] gives every call a simulated
+//! network delay so that calls issued together really are in flight together.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::{Delete, Item, Key, Page, Put, Query, Store, StoreError, TransactOp, Update};
@@ -21,6 +31,9 @@ pub struct RoundTrips {
     pub query: u64,
     /// `transact_write` calls.
     pub transact_write: u64,
+    /// Round trips a caller waits for one after the other: a call that starts while another
+    /// is in flight does not add one.
+    pub sequential: u64,
 }
 
 impl RoundTrips {
@@ -36,12 +49,35 @@ impl RoundTrips {
     }
 }
 
+/// A simulated network delay, awaited before every call is forwarded.
+pub type Latency = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
 /// Wraps any store and counts every call it forwards (failed calls count: they were still a
 /// round trip).
-#[derive(Debug, Default)]
 pub struct CountingStore<S> {
     inner: S,
     counters: [AtomicU64; 7],
+    in_flight: AtomicU64,
+    sequential: AtomicU64,
+    latency: Option<Latency>,
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for CountingStore<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CountingStore")
+            .field("inner", &self.inner)
+            .field("round_trips", &self.round_trips())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Marks one call in flight for as long as it lives.
+struct InFlight<'a>(&'a AtomicU64);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl<S> CountingStore<S> {
@@ -50,7 +86,17 @@ impl<S> CountingStore<S> {
         CountingStore {
             inner,
             counters: Default::default(),
+            in_flight: AtomicU64::new(0),
+            sequential: AtomicU64::new(0),
+            latency: None,
         }
+    }
+
+    /// Awaits `latency` before forwarding each call, as a network store would take, so that
+    /// [`RoundTrips::sequential`] sees which calls were issued together.
+    pub fn with_latency(mut self, latency: Latency) -> Self {
+        self.latency = Some(latency);
+        self
     }
 
     /// The counts so far.
@@ -64,6 +110,7 @@ impl<S> CountingStore<S> {
             delete: c(4),
             query: c(5),
             transact_write: c(6),
+            sequential: self.sequential.load(Ordering::SeqCst),
         }
     }
 
@@ -72,6 +119,7 @@ impl<S> CountingStore<S> {
         for counter in &self.counters {
             counter.store(0, Ordering::Relaxed);
         }
+        self.sequential.store(0, Ordering::SeqCst);
     }
 
     /// The wrapped store.
@@ -79,45 +127,54 @@ impl<S> CountingStore<S> {
         &self.inner
     }
 
-    fn bump(&self, i: usize) {
+    /// Counts a call of kind `i`, and a sequential round trip when nothing else is in flight.
+    async fn begin(&self, i: usize) -> InFlight<'_> {
         self.counters[i].fetch_add(1, Ordering::Relaxed);
+        if self.in_flight.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.sequential.fetch_add(1, Ordering::SeqCst);
+        }
+        let guard = InFlight(&self.in_flight);
+        if let Some(latency) = &self.latency {
+            latency().await;
+        }
+        guard
     }
 }
 
 #[async_trait::async_trait]
 impl<S: Store> Store for CountingStore<S> {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
-        self.bump(0);
+        let _in_flight = self.begin(0).await;
         self.inner.get(key).await
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
-        self.bump(1);
+        let _in_flight = self.begin(1).await;
         self.inner.batch_get(keys).await
     }
 
     async fn put(&self, put: Put) -> Result<(), StoreError> {
-        self.bump(2);
+        let _in_flight = self.begin(2).await;
         self.inner.put(put).await
     }
 
     async fn update(&self, update: Update) -> Result<Item, StoreError> {
-        self.bump(3);
+        let _in_flight = self.begin(3).await;
         self.inner.update(update).await
     }
 
     async fn delete(&self, delete: Delete) -> Result<Option<Item>, StoreError> {
-        self.bump(4);
+        let _in_flight = self.begin(4).await;
         self.inner.delete(delete).await
     }
 
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
-        self.bump(5);
+        let _in_flight = self.begin(5).await;
         self.inner.query(query).await
     }
 
     async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
-        self.bump(6);
+        let _in_flight = self.begin(6).await;
         self.inner.transact_write(ops).await
     }
 }

@@ -14,7 +14,7 @@ mod number;
 mod request;
 mod value;
 
-pub use counting::{CountingStore, RoundTrips};
+pub use counting::{CountingStore, Latency, RoundTrips};
 pub use error::{CancelReason, Invalid, StoreError};
 pub use expr::{CmpOp, Condition, SortCondition, UpdateAction};
 pub use memory::MemoryStore;

@@ -1,0 +1,59 @@
+//! Reading ahead: the items a call will need, read in the same batch as its credential.
+//!
+//! Every gated call needs the credential, both kill switches, the creator's rights, and (for
+//! `tools/call`) its loop-brake item, its replay record and, for a confirmation, the pending
+//! action. Read one after the other that is three or four round trips before the tool runs.
+//! A credential that names its tenant and connection ([`Claim`]) lets the transport ask the
+//! server which gate items the call will read ([`crate::Server::prefetch_keys`]) and lets the
+//! authenticator fetch them all in one batch. The authenticator hands over the items only
+//! once the credential proved the claim ([`Prefetched`]); the pipeline looks each item up by
+//! the key it computes from the *authenticated* caller, so an item read for another
+//! connection is never used: it is simply not found, and read again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use store::{Item, Key};
+
+/// Where a request says it comes from, before its credential is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    /// The tenant the credential names.
+    pub tenant: String,
+    /// The connection the credential names.
+    pub connection: String,
+}
+
+/// Items read ahead for one request, by key (`None`: read, and absent).
+#[derive(Debug, Clone, Default)]
+pub struct Prefetched(HashMap<Key, Option<Item>>);
+
+impl Prefetched {
+    /// Items read for `keys`, in the same order (as `batch_get` returns them).
+    pub fn new(keys: Vec<Key>, items: Vec<Option<Item>>) -> Self {
+        Prefetched(keys.into_iter().zip(items).collect())
+    }
+
+    /// The items at `keys`, if every one of them was read ahead.
+    pub(crate) fn all(&self, keys: &[Key]) -> Option<Vec<Option<Item>>> {
+        keys.iter().map(|k| self.0.get(k).cloned()).collect()
+    }
+
+    /// The item at `key`, if it was read ahead.
+    pub(crate) fn one(&self, key: &Key) -> Option<Option<Item>> {
+        self.0.get(key).cloned()
+    }
+}
+
+/// Runs work after the answer has been handed to the transport (giving a concurrency slot
+/// back), so the caller does not wait for it. Without one, the pipeline waits for that work
+/// before answering.
+#[derive(Clone)]
+pub struct Defer(pub Arc<dyn Fn(BoxFuture<'static, ()>) + Send + Sync>);
+
+impl std::fmt::Debug for Defer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Defer")
+    }
+}
