@@ -198,3 +198,199 @@ async fn store_calls_per_tool_call_do_not_grow() {
         );
     }
 }
+
+/// Sequential budgets per effect: what a caller waits for.
+const READ: u64 = 2;
+const SILENT_WRITE: u64 = 3;
+const PREVIEW: u64 = 3;
+const CONFIRMATION: u64 = 3;
+
+/// Every tool the demo connection lists, each held to the budget of its effect: a new tool
+/// without a row here fails, and so does a tool that adds a round trip.
+#[tokio::test]
+async fn every_tool_keeps_its_round_trip_budget() {
+    let w = counted_demo().await;
+    let mut checked: Vec<(String, RoundTrips, u64)> = Vec::new();
+    let mut run = async |tool: &str, arguments: Value, budget: u64| -> Value {
+        let (structured, trips) = w.call(tool, arguments).await;
+        checked.push((tool.to_owned(), trips, budget));
+        structured
+    };
+    let s = |v: &Value| v.as_str().expect("a text field").to_owned();
+
+    run("get_server_status", json!({}), READ).await;
+    let techs = run("list_technicians", json!({}), READ).await;
+    let tech = s(&techs["technicians"][0]["technician"]);
+    run("find_customers", json!({"query": "a"}), READ).await;
+    let created = run(
+        "create_customer",
+        json!({"name": "Budget Customer", "email": "budget.customer@example.com"}),
+        SILENT_WRITE,
+    )
+    .await;
+    let customer = s(&created["customer"]["customer"]);
+    let got = run("get_customer", json!({"customer": customer}), READ).await;
+    run(
+        "update_customer",
+        json!({"customer": customer, "version": got["customer"]["version"], "phone": "+1 555 0100"}),
+        SILENT_WRITE,
+    )
+    .await;
+    run("find_bookings", json!({}), READ).await;
+    run(
+        "find_available_slots",
+        json!({"technician": tech, "date": "2027-06-07", "duration_minutes": 60}),
+        READ,
+    )
+    .await;
+    let draft = |start: &str| {
+        json!({"customer": customer, "technician": tech, "service": "boiler service",
+               "start": start, "zone": "Europe/Berlin", "duration_minutes": 90})
+    };
+    let booking = s(
+        &run("create_booking", draft("2027-06-07 09:00"), SILENT_WRITE).await["booking"]["booking"],
+    );
+    // Reads between the measured calls, with their after-answer work run at once.
+    let current = async |w: &Counted| -> Value {
+        let got = w
+            .client
+            .call_tool("get_booking", json!({"booking": booking}))
+            .await;
+        w.run_after_answer().await;
+        got.structured()["booking"].clone()
+    };
+    let b = run("get_booking", json!({"booking": booking}), READ).await["booking"].clone();
+    run(
+        "update_booking",
+        json!({"booking": booking, "version": b["version"], "service": "boiler check"}),
+        SILENT_WRITE,
+    )
+    .await;
+    run(
+        "add_booking_note",
+        json!({"booking": booking, "note": "Gate code 4711"}),
+        SILENT_WRITE,
+    )
+    .await;
+    let confirm_args = |p: &Value| json!({"confirm_token": p["confirm_token"], "confirm_summary": p["confirm_summary"]});
+    let reject_args = |p: &Value| json!({"confirm_token": p["confirm_token"]});
+
+    let b = current(&w).await;
+    let p = run(
+        "send_booking_confirmation",
+        json!({"booking": booking, "version": b["version"]}),
+        PREVIEW,
+    )
+    .await;
+    run("confirm_action", confirm_args(&p), CONFIRMATION).await;
+    let b = current(&w).await;
+    let p = run(
+        "reschedule_booking",
+        json!({"booking": booking, "version": b["version"], "start": "2027-06-08 10:00", "zone": "Europe/Berlin"}),
+        PREVIEW,
+    )
+    .await;
+    run("reject_action", reject_args(&p), CONFIRMATION).await;
+    let p = run(
+        "mute_booking_alerts",
+        json!({"booking": booking, "hours": 24}),
+        PREVIEW,
+    )
+    .await;
+    run("confirm_action", confirm_args(&p), CONFIRMATION).await;
+    let p = run(
+        "page_technician",
+        json!({"technician": tech, "message": "Burst pipe, please call"}),
+        PREVIEW,
+    )
+    .await;
+    run("reject_action", reject_args(&p), CONFIRMATION).await;
+    let b = current(&w).await;
+    let p = run(
+        "cancel_booking",
+        json!({"booking": booking, "version": b["version"]}),
+        PREVIEW,
+    )
+    .await;
+    run("reject_action", reject_args(&p), CONFIRMATION).await;
+    let p = run(
+        "cancel_bookings",
+        json!({"customer": customer, "expected_count": 1}),
+        PREVIEW,
+    )
+    .await;
+    run("reject_action", reject_args(&p), CONFIRMATION).await;
+
+    let second =
+        run("create_booking", draft("2027-06-09 13:00"), SILENT_WRITE).await["booking"].clone();
+    let p = run(
+        "delete_booking",
+        json!({"booking": second["booking"], "version": second["version"]}),
+        PREVIEW,
+    )
+    .await;
+    run("confirm_action", confirm_args(&p), CONFIRMATION).await;
+
+    let quote = run(
+        "create_quote",
+        json!({"customer": customer, "lines": [{"description": "Filter", "quantity": "3", "unit_price": "19.99"}]}),
+        SILENT_WRITE,
+    )
+    .await["quote"]
+        .clone();
+    let q = run("get_quote", json!({"quote": quote["quote"]}), READ).await["quote"].clone();
+    let q = run(
+        "update_quote",
+        json!({"quote": quote["quote"], "version": q["version"], "lines": [{"description": "Filter", "quantity": "2", "unit_price": "19.99"}]}),
+        SILENT_WRITE,
+    )
+    .await["quote"]
+        .clone();
+    let sent = run(
+        "send_quote",
+        json!({"quote": quote["quote"], "version": q["version"]}),
+        PREVIEW,
+    )
+    .await;
+    assert!(
+        sent["approval_url"].is_string(),
+        "money is approved in the product: {sent}"
+    );
+
+    let gone = run(
+        "create_customer",
+        json!({"name": "Budget Leaver", "email": "budget.leaver@example.com"}),
+        SILENT_WRITE,
+    )
+    .await;
+    let p = run(
+        "delete_customer",
+        json!({"customer": gone["customer"]["customer"]}),
+        PREVIEW,
+    )
+    .await;
+    run("confirm_action", confirm_args(&p), CONFIRMATION).await;
+    run("list_recent_changes", json!({}), READ).await;
+
+    for (tool, trips, _) in &checked {
+        eprintln!("{}", row(tool, *trips));
+    }
+    let over: Vec<String> = checked
+        .iter()
+        .filter(|(_, trips, budget)| trips.sequential > *budget)
+        .map(|(tool, trips, budget)| format!("{tool}: {} > {budget}", trips.sequential))
+        .collect();
+    assert!(over.is_empty(), "over budget: {over:?}");
+    let listed = w.client.list_tools().await;
+    let missing: Vec<String> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| s(&t["name"]))
+        .filter(|name| !checked.iter().any(|(tool, ..)| tool == name))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "tools without a round-trip budget check: {missing:?}"
+    );
+}

@@ -94,6 +94,11 @@ pub struct App {
 
 /// The tools every gatehouse serves, in `tools/list` order.
 pub fn registry(settings: &Settings, store: &Arc<dyn Store>) -> Result<Registry, RegistryError> {
+    // The product's services read through this wrapper, which serves the records a call named
+    // from the credential's batch (`ServerConfig::read_ahead`).
+    let reading: Arc<dyn Store> =
+        Arc::new(store::read_ahead::ReadAheadStore::new(Arc::clone(store)));
+    let store = &reading;
     let mut registry = Registry::new();
     registry.register(ToolSpec::new(status::GetServerStatus {
         backend: settings.backend.clone(),
@@ -158,10 +163,13 @@ pub fn build_with(
             tokio::spawn(work);
         }))
     });
+    // Handles in a call's arguments name the product's records, read with the credential.
+    let read_ahead = mcp_pipeline::ReadAhead(Arc::new(booking::keys::of_handle));
     let config = ServerConfig {
         gates: Some(gates),
         sleep: Some(sleep),
         defer: Some(defer),
+        read_ahead: Some(read_ahead),
         state_ttl_seconds: settings.state_ttl_seconds,
         approval_url_base: format!("{}/approvals", settings.console_base),
         ..config

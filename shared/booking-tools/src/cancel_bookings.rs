@@ -89,12 +89,19 @@ impl Tool for CancelBookings {
         let now = chrono::Utc::now();
         let mut views = Vec::new();
         let mut notified = Vec::new();
+        // Each booking's customer, read at once (the same customer once).
+        let mut wanted: Vec<&str> = open.iter().map(|b| b.customer.as_str()).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let found =
+            futures_util::future::join_all(wanted.iter().map(|id| self.customers.get(&actor, id)))
+                .await;
+        let mut customers = std::collections::HashMap::new();
+        for (id, customer) in wanted.into_iter().zip(found) {
+            customers.insert(id, customer.map_err(error)?);
+        }
         for b in &open {
-            let customer = self
-                .customers
-                .get(&actor, &b.customer)
-                .await
-                .map_err(error)?;
+            let customer = &customers[b.customer.as_str()];
             let text = format!(
                 "Hello {}, your {} booking ({}) is cancelled.",
                 customer.name,
@@ -103,8 +110,7 @@ impl Tool for CancelBookings {
             );
             let change = self
                 .bookings
-                .cancel(&actor, &b.id, &b.version, &customer.email, &text)
-                .await
+                .cancel_read(&actor, b.clone(), &customer.email, &text)
                 .map_err(error)?;
             notified.extend(change.notified.clone());
             let cancelled = apply(&ctx, change);

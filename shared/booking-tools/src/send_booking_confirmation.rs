@@ -53,16 +53,13 @@ impl Tool for SendBookingConfirmation {
             .get(&actor, input.booking.id())
             .await
             .map_err(error)?;
-        let customer = self
-            .customers
-            .get(&actor, &current.customer)
-            .await
-            .map_err(error)?;
-        let technician = self
-            .technicians
-            .get(&actor, &current.technician)
-            .await
-            .map_err(error)?;
+        // Independent reads: at once.
+        let (customer, technician) = futures_util::future::join(
+            self.customers.get(&actor, &current.customer),
+            self.technicians.get(&actor, &current.technician),
+        )
+        .await;
+        let (customer, technician) = (customer.map_err(error)?, technician.map_err(error)?);
         let now = chrono::Utc::now();
         let start = Moment::new(current.start, current.zone, now);
         // The server writes the message; the model cannot put words in it.

@@ -529,7 +529,25 @@ impl Bookings {
         text: &str,
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
-        let mut booking = self.current(actor, id, version).await?;
+        let booking = self.current(actor, id, version).await?;
+        self.cancel_read(actor, booking, customer_email, text)
+    }
+
+    /// [`Bookings::cancel`] of a booking the caller has just read (by `get` or `find`), without
+    /// reading it again: the write is conditional on the version read, so a change in between
+    /// is a conflict, as with `cancel`.
+    pub fn cancel_read(
+        &self,
+        actor: &Actor,
+        mut booking: Booking,
+        customer_email: &str,
+        text: &str,
+    ) -> Result<Change<Booking>, BookingError> {
+        actor.require(rights::BOOKINGS_WRITE)?;
+        // The save is conditional on this version at this key in the actor's tenant, so a
+        // booking that is not (or no longer) there as read cannot be written.
+        let version = booking.version.clone();
+        let version = version.as_str();
         if matches!(booking.status, Status::Cancelled | Status::Completed) {
             return Err(BookingError::Rejected(format!(
                 "booking {} is {} already",

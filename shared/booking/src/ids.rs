@@ -54,4 +54,20 @@ impl Kind {
     pub fn handle(self, id: &str) -> String {
         format!("{}_{id}", self.prefix())
     }
+
+    /// The kind and id of a handle in its exact form (`bkg_` + 20 letters and digits), or
+    /// `None`. (Tools accept looser forms too; this is for naming a record's key.)
+    pub fn parse_handle(text: &str) -> Option<(Kind, &str)> {
+        let (prefix, id) = text.split_once('_')?;
+        let kind = [
+            Kind::Customer,
+            Kind::Technician,
+            Kind::Booking,
+            Kind::Quote,
+            Kind::Message,
+        ]
+        .into_iter()
+        .find(|k| k.prefix() == prefix)?;
+        (id.len() == 20 && id.bytes().all(|b| b.is_ascii_alphanumeric())).then_some((kind, id))
+    }
 }

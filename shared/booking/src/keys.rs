@@ -22,6 +22,12 @@ pub fn object(tenant: &str, kind: crate::ids::Kind, id: &str) -> Key {
     Key::new(partition(tenant, kind), id)
 }
 
+/// The record a handle names (`None`: not a handle in its exact form).
+pub fn of_handle(tenant: &str, handle: &str) -> Option<Key> {
+    let (kind, id) = crate::ids::Kind::parse_handle(handle)?;
+    Some(object(tenant, kind, id))
+}
+
 /// The claim on a unique business key (`email` of customers, ...).
 pub fn unique(tenant: &str, what: &str, value: &str) -> Key {
     Key::new(format!("{tenant}#unique#{what}"), value)

@@ -83,14 +83,29 @@ pub(crate) fn pending_key(tenant: &str, token: &str) -> Key {
     Key::new(format!("{tenant}#pending"), token)
 }
 
-pub(crate) fn new_token() -> String {
+/// A new confirmation token: `cfm_` and 24 random characters, then `.` and each record
+/// handle the prepared call named, so that confirming can read those records in the
+/// credential's batch. The handles add nothing secret (the caller sent them) and change
+/// nothing they grant: the token is the pending action's key, so a token with other handles
+/// is an unknown token.
+pub(crate) fn new_token(handles: &[String]) -> String {
     use rand::Rng as _;
     const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     let mut rng = rand::rng();
     let id: String = (0..24)
         .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
         .collect();
-    format!("cfm_{id}")
+    let mut token = format!("cfm_{id}");
+    for handle in handles {
+        token.push('.');
+        token.push_str(handle);
+    }
+    token
+}
+
+/// The record handles a confirmation token names (see [`new_token`]).
+pub(crate) fn token_handles(token: &str) -> impl Iterator<Item = &str> {
+    token.split('.').skip(1)
 }
 
 pub(crate) fn pending_item(p: &Pending, now: i64) -> Item {

@@ -57,3 +57,45 @@ impl std::fmt::Debug for Defer {
         f.write_str("Defer")
     }
 }
+
+/// Names the store item of a record handle (`bkg_...`) of a tenant, or `None` for text that
+/// is not a handle. Given by the deployment, which knows the product's keys; the pipeline
+/// reads the records a call names in the credential's batch and serves them to the tool's
+/// reads (`store::read_ahead`).
+#[derive(Clone)]
+pub struct ReadAhead(pub Arc<RecordKey>);
+
+/// `(tenant, text) -> the key of the record the text is a handle of`.
+pub type RecordKey = dyn Fn(&str, &str) -> Option<Key> + Send + Sync;
+
+impl std::fmt::Debug for ReadAhead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReadAhead")
+    }
+}
+
+/// At most this many records are read ahead for one call.
+const MAX_READ_AHEAD: usize = 4;
+
+impl ReadAhead {
+    /// The handles among `args`' top-level text values, with their items' keys.
+    pub(crate) fn handles(
+        &self,
+        tenant: &str,
+        args: &serde_json::Map<String, serde_json::Value>,
+    ) -> Vec<(String, Key)> {
+        let mut out: Vec<(String, Key)> = Vec::new();
+        for value in args.values() {
+            let Some(text) = value.as_str() else { continue };
+            if let Some(key) = (self.0)(tenant, text)
+                && !out.iter().any(|(_, k)| *k == key)
+            {
+                out.push((text.to_owned(), key));
+            }
+            if out.len() == MAX_READ_AHEAD {
+                break;
+            }
+        }
+        out
+    }
+}

@@ -40,6 +40,9 @@ pub struct ServerConfig {
     /// Runs work after the answer (a read's slot release). Without it that work is awaited
     /// before answering.
     pub defer: Option<crate::Defer>,
+    /// Names the store items of record handles, so that the records a call names are read
+    /// in the credential's batch. Without it, tools read them themselves.
+    pub read_ahead: Option<crate::ReadAhead>,
     /// Where people approve actions that move money (`<base>/<confirm_token>`).
     pub approval_url_base: String,
     /// How long a sealed `requestState` stays valid, in seconds.
@@ -63,6 +66,7 @@ impl Default for ServerConfig {
             gates: None,
             sleep: None,
             defer: None,
+            read_ahead: None,
             state_ttl_seconds: crate::state::STATE_TTL_SECONDS,
             approval_url_base: "http://127.0.0.1:8787/app/approvals".into(),
             state_key: {
@@ -445,13 +449,21 @@ impl Server {
             && (name == crate::confirm::CONFIRM_ACTION || name == crate::confirm::REJECT_ACTION)
         {
             let confirming = name == crate::confirm::CONFIRM_ACTION;
-            return match crate::confirm::parse_args(&arguments, confirming) {
-                Ok((token, _)) => vec![
-                    crate::confirm::pending_key(tenant, &token),
-                    gates::confirm_brake_key(tenant, connection, &token),
-                ],
-                Err(_) => Vec::new(),
+            let Ok((token, _)) = crate::confirm::parse_args(&arguments, confirming) else {
+                return Vec::new();
             };
+            let mut keys = vec![crate::confirm::pending_key(tenant, &token)];
+            if confirming {
+                keys.push(gates::confirm_brake_key(tenant, connection, &token));
+                // The records the prepared call named, which the confirmation reads again.
+                if let Some(read_ahead) = &self.config.read_ahead {
+                    keys.extend(
+                        crate::confirm::token_handles(&token)
+                            .filter_map(|handle| (read_ahead.0)(tenant, handle)),
+                    );
+                }
+            }
+            return keys;
         }
         let Some(tool) = self.registry.get(name) else {
             return Vec::new();
@@ -468,6 +480,15 @@ impl Server {
         } else {
             None
         };
+        let records: Vec<store::Key> = self
+            .config
+            .read_ahead
+            .as_ref()
+            .map(|r| r.handles(tenant, &normalized.args))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(_, key)| key)
+            .collect();
         let digest = crate::canonical::digest(&Value::Object(normalized.args));
         let mut keys = vec![gates::brake_key(tenant, connection, tool.name, &digest)];
         if tool.effect == crate::EffectClass::SilentWrite {
@@ -479,6 +500,7 @@ impl Server {
                 &fingerprint,
             ));
         }
+        keys.extend(records);
         keys
     }
 
@@ -740,6 +762,18 @@ impl Server {
                 }
             }
         };
+        // The records the call names, read in the credential's batch, are served to the body's
+        // reads. Looked up by the keys named from the authenticated caller: an item read for
+        // another claim is not found here.
+        let ahead: store::read_ahead::ReadAheadItems = match (&self.config.read_ahead, caller) {
+            (Some(read_ahead), Some(caller)) => read_ahead
+                .handles(&caller.tenant, &normalized_args)
+                .into_iter()
+                .filter_map(|(_, key)| req.prefetched.one(&key).map(|item| (key, item)))
+                .collect(),
+            _ => Default::default(),
+        };
+        let body = store::read_ahead::scope(Arc::new(ahead), body);
         // Admission (rate buckets and a concurrency slot, one transaction) goes out beside the
         // body instead of before it: a body only reads and plans its writes, so running it
         // before admission is known changes nothing, and a refusal drops everything it
@@ -976,7 +1010,17 @@ impl Server {
         };
         let content_hash = crate::canonical::digest(&content);
         let fresh = Pending {
-            token: new_token(),
+            token: new_token(
+                &self
+                    .config
+                    .read_ahead
+                    .as_ref()
+                    .map(|r| r.handles(&caller.tenant, args))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(handle, _)| handle)
+                    .collect::<Vec<_>>(),
+            ),
             connection: caller.connection.clone(),
             tool: tool.name.to_owned(),
             args: args.clone(),

@@ -1,16 +1,18 @@
 //! A wrapper that counts round trips, so tests can hold each tool call to a budget.
 //!
 //! Two numbers matter. The calls per kind say what a call costs in store requests (and so in
-//! money). [`RoundTrips::sequential`] says how long a caller waits: calls issued together
-//! (a batch of independent reads, an admission write issued beside the tool's read) overlap in
-//! time and count once. A store on this machine answers in microseconds, so overlap would be
-//! an accident of scheduling; [`CountingStore::with_latency`] gives every call a simulated
-//! network delay so that calls issued together really are in flight together.
+//! money). [`RoundTrips::sequential`] says how long a caller waits: the longest chain of calls
+//! each of which started after the one before it ended, so calls issued together (a batch of
+//! independent reads, an admission write issued beside the tool's read) count once, and a read
+//! that waits for another counts after it. A store on this machine answers in microseconds, so
+//! overlap would be an accident of scheduling; [`CountingStore::with_latency`] gives every
+//! call a simulated network delay so that calls issued together really are in flight together.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use crate::{Delete, Item, Key, Page, Put, Query, Store, StoreError, TransactOp, Update};
 
@@ -31,8 +33,8 @@ pub struct RoundTrips {
     pub query: u64,
     /// `transact_write` calls.
     pub transact_write: u64,
-    /// Round trips a caller waits for one after the other: a call that starts while another
-    /// is in flight does not add one.
+    /// Round trips a caller waits for one after the other: the longest chain of calls each
+    /// started after the previous one ended.
     pub sequential: u64,
 }
 
@@ -57,8 +59,8 @@ pub type Latency = Arc<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Se
 pub struct CountingStore<S> {
     inner: S,
     counters: [AtomicU64; 7],
-    in_flight: AtomicU64,
-    sequential: AtomicU64,
+    /// When each call since the last reset started and ended.
+    spans: Mutex<Vec<(Instant, Instant)>>,
     latency: Option<Latency>,
 }
 
@@ -71,13 +73,36 @@ impl<S: std::fmt::Debug> std::fmt::Debug for CountingStore<S> {
     }
 }
 
-/// Marks one call in flight for as long as it lives.
-struct InFlight<'a>(&'a AtomicU64);
+/// Records one call's span when it ends.
+struct InFlight<'a> {
+    spans: &'a Mutex<Vec<(Instant, Instant)>>,
+    started: Instant,
+}
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        let span = (self.started, Instant::now());
+        self.spans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(span);
     }
+}
+
+/// The longest chain of spans, each starting after the previous one ended.
+fn longest_chain(spans: &[(Instant, Instant)]) -> u64 {
+    let mut spans = spans.to_vec();
+    spans.sort();
+    let mut chain: Vec<u64> = Vec::with_capacity(spans.len());
+    for (i, (start, _)) in spans.iter().enumerate() {
+        let before = (0..i)
+            .filter(|&j| spans[j].1 <= *start)
+            .map(|j| chain[j])
+            .max()
+            .unwrap_or(0);
+        chain.push(before + 1);
+    }
+    chain.into_iter().max().unwrap_or(0)
 }
 
 impl<S> CountingStore<S> {
@@ -86,8 +111,7 @@ impl<S> CountingStore<S> {
         CountingStore {
             inner,
             counters: Default::default(),
-            in_flight: AtomicU64::new(0),
-            sequential: AtomicU64::new(0),
+            spans: Mutex::new(Vec::new()),
             latency: None,
         }
     }
@@ -110,7 +134,12 @@ impl<S> CountingStore<S> {
             delete: c(4),
             query: c(5),
             transact_write: c(6),
-            sequential: self.sequential.load(Ordering::SeqCst),
+            sequential: longest_chain(
+                &self
+                    .spans
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            ),
         }
     }
 
@@ -119,7 +148,10 @@ impl<S> CountingStore<S> {
         for counter in &self.counters {
             counter.store(0, Ordering::Relaxed);
         }
-        self.sequential.store(0, Ordering::SeqCst);
+        self.spans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
     }
 
     /// The wrapped store.
@@ -127,13 +159,13 @@ impl<S> CountingStore<S> {
         &self.inner
     }
 
-    /// Counts a call of kind `i`, and a sequential round trip when nothing else is in flight.
+    /// Counts a call of kind `i`; the returned guard records its span when the call ends.
     async fn begin(&self, i: usize) -> InFlight<'_> {
         self.counters[i].fetch_add(1, Ordering::Relaxed);
-        if self.in_flight.fetch_add(1, Ordering::SeqCst) == 0 {
-            self.sequential.fetch_add(1, Ordering::SeqCst);
-        }
-        let guard = InFlight(&self.in_flight);
+        let guard = InFlight {
+            spans: &self.spans,
+            started: Instant::now(),
+        };
         if let Some(latency) = &self.latency {
             latency().await;
         }

@@ -11,6 +11,7 @@ mod error;
 mod expr;
 mod memory;
 mod number;
+pub mod read_ahead;
 mod request;
 mod value;
 
