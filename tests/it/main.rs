@@ -4,6 +4,7 @@
 // target (rust-clippy#13981).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod api_parity;
 mod booking_tools;
 mod browser;
 mod endpoint;

@@ -8,13 +8,13 @@ use serde_json::{Value, json};
 
 use crate::world::{World, on_every_backend};
 
-struct Reply {
-    status: u16,
-    headers: http::HeaderMap,
-    body: String,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: http::HeaderMap,
+    pub(crate) body: String,
 }
 
-async fn send(
+pub(crate) async fn send(
     world: &World,
     method: &str,
     path: &str,
