@@ -13,6 +13,7 @@ mod identity_contract;
 mod infra;
 mod lambda_runtime;
 mod manifest;
+mod operator;
 mod round_trips;
 mod store_conformance;
 mod support;

@@ -42,9 +42,9 @@ pub(crate) async fn send(
     }
 }
 
-const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
+pub(crate) const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
 
-async fn sign_in(world: &World, tenant: &str, member: &str) -> (String, String) {
+pub(crate) async fn sign_in(world: &World, tenant: &str, member: &str) -> (String, String) {
     identity::product::set_password(
         world.app.store.as_ref(),
         tenant,

@@ -5,6 +5,7 @@
 
 mod api;
 mod form;
+mod operator;
 mod pages;
 mod records;
 
