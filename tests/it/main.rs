@@ -4,6 +4,7 @@
 // target (rust-clippy#13981).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod api_parity;
 mod booking_tools;
 mod browser;
 mod endpoint;
@@ -12,6 +13,7 @@ mod identity_contract;
 mod infra;
 mod lambda_runtime;
 mod manifest;
+mod operator;
 mod round_trips;
 mod store_conformance;
 mod support;

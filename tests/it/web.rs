@@ -8,13 +8,13 @@ use serde_json::{Value, json};
 
 use crate::world::{World, on_every_backend};
 
-struct Reply {
-    status: u16,
-    headers: http::HeaderMap,
-    body: String,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: http::HeaderMap,
+    pub(crate) body: String,
 }
 
-async fn send(
+pub(crate) async fn send(
     world: &World,
     method: &str,
     path: &str,
@@ -42,9 +42,9 @@ async fn send(
     }
 }
 
-const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
+pub(crate) const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
 
-async fn sign_in(world: &World, tenant: &str, member: &str) -> (String, String) {
+pub(crate) async fn sign_in(world: &World, tenant: &str, member: &str) -> (String, String) {
     identity::product::set_password(
         world.app.store.as_ref(),
         tenant,

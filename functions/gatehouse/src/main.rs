@@ -1,5 +1,6 @@
 //! `gatehouse`: run the MCP server on this machine (HTTP or stdio) and administer it:
-//! members (until the product's own pages land), connections and tokens, the kill switch.
+//! members (until the product's own pages land), operators, connections and tokens, the kill
+//! switch.
 
 // The administration commands answer on stdout; that is their output, not logging. (`stdio`
 // writes the protocol through tokio's stdout handle, never through these macros.)
@@ -58,6 +59,12 @@ enum Command {
     Member {
         #[command(subcommand)]
         command: MemberCommand,
+    },
+    /// Operators: global identities (no tenant) who sign in at /app/operator/login and may
+    /// set the global kill switch there.
+    Operator {
+        #[command(subcommand)]
+        command: OperatorCommand,
     },
     /// MCP connections and their tokens.
     Token {
@@ -185,6 +192,20 @@ enum MemberCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum OperatorCommand {
+    /// Creates an operator with a sign-in password (audited in the global trail).
+    Create {
+        /// The operator's email (their sign-in name).
+        #[arg(long)]
+        email: String,
+        /// Read the password (at least 8 characters) from the first line of stdin, so that
+        /// it stays out of the shell history and the process list.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum TokenCommand {
     /// Creates a connection and prints its MCP token once.
     Create {
@@ -277,6 +298,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(args) => serve(store, backend, &described, &cli.store.data_dir, args).await,
         Command::Stdio => stdio(store, backend).await,
         Command::Member { command } => member(store, command).await,
+        Command::Operator { command } => operator(store, command).await,
         Command::Token { command } => token(store, command).await,
         Command::KillSwitch {
             state,
@@ -441,6 +463,11 @@ fn print_demo(
     eprintln!(
         "  demo sign-in on the pages: workspace acme or globex, member olivia (owner), adam \
          (admin), dana (dispatcher) or victor (viewer), password {}",
+        app::demo::DEMO_PASSWORD
+    );
+    eprintln!(
+        "  demo operator (global kill switch) at /app/operator/login: {}, password {}",
+        app::demo::DEMO_OPERATOR,
         app::demo::DEMO_PASSWORD
     );
     Ok(())
@@ -633,6 +660,33 @@ async fn member(store: Arc<dyn store::Store>, command: MemberCommand) -> anyhow:
                 .delete(store::Delete::new(identity::keys::member(&tenant, &member)))
                 .await?;
             println!("{member} is no longer a member of {tenant}");
+        }
+    }
+    Ok(())
+}
+
+async fn operator(store: Arc<dyn store::Store>, command: OperatorCommand) -> anyhow::Result<()> {
+    match command {
+        OperatorCommand::Create {
+            email,
+            password_stdin,
+        } => {
+            if !password_stdin {
+                bail!("pass the password on stdin with --password-stdin");
+            }
+            let mut password = String::new();
+            std::io::stdin()
+                .read_line(&mut password)
+                .context("reading the password from stdin")?;
+            let password = password.trim_end_matches(['\r', '\n']);
+            let email = identity::operator::create(
+                store.as_ref(),
+                &cli_actor("system", "cli"),
+                &email,
+                password,
+            )
+            .await?;
+            println!("{email} is an operator; sign in at /app/operator/login");
         }
     }
     Ok(())

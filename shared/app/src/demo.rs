@@ -36,6 +36,10 @@ pub struct DemoConnection {
 /// The sign-in password of every demo member (documented in the README; demo data only).
 pub const DEMO_PASSWORD: &str = "gatehouse-demo";
 
+/// The demo operator's email (signs in at `/app/operator/login` with [`DEMO_PASSWORD`]; may
+/// set the global kill switch, sees no tenant).
+pub const DEMO_OPERATOR: &str = "operator@gatehouse.test";
+
 /// Why seeding failed.
 pub type DemoError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -251,5 +255,11 @@ pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, Dem
             }
         }
     }
+    let seeder = identity::Actor {
+        tenant: "system".into(),
+        member: "demo seed".into(),
+        channel: Channel::Cli,
+    };
+    identity::operator::create(app.store.as_ref(), &seeder, DEMO_OPERATOR, DEMO_PASSWORD).await?;
     Ok(Some(connections))
 }

@@ -213,6 +213,10 @@ pub fn build_with(
         connections: connections.clone(),
         switches: switches.clone(),
         customers: booking::Customers::new(Arc::clone(&store)),
+        bookings: booking::Bookings::new(Arc::clone(&store)),
+        technicians: booking::Technicians::new(Arc::clone(&store)),
+        quotes: booking::Quotes::new(Arc::clone(&store)),
+        alerts: booking::Alerts::new(Arc::clone(&store)),
         secure_cookies: settings.secure_cookies,
     };
     Ok(App {

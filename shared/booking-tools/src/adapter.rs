@@ -59,26 +59,9 @@ impl HandleKind for TechnicianKind {
     const NOUN: &'static str = "technician";
 }
 
-/// A start time as a tool takes it: ISO 8601 with an offset, or a local time; `zone` is the
-/// IANA zone either way (for local times it is the zone they are in; for instants, the zone
-/// they are shown in).
+/// A start time as a tool takes it (the product's one reading of starts).
 pub(crate) fn when(start: &str, zone: &str) -> When {
-    let t = start.trim();
-    let has_offset = t.ends_with('Z') || t.ends_with('z') || {
-        let tail: Vec<char> = t.chars().rev().take(6).collect();
-        tail.len() == 6 && (tail[5] == '+' || tail[5] == '-') && tail[2] == ':'
-    };
-    if has_offset {
-        When::Instant {
-            iso: t.to_owned(),
-            zone: zone.to_owned(),
-        }
-    } else {
-        When::Local {
-            local: t.to_owned(),
-            zone: zone.to_owned(),
-        }
-    }
+    When::from_input(start, zone)
 }
 
 /// The acting member: the connection's creator with the connection's live rights.
@@ -130,6 +113,12 @@ pub(crate) fn error(e: BookingError) -> CallError {
                 .detail("field", field)
                 .detail("money_error", details)
         }
+        BookingError::CountMismatch { kind, expected, found, matches } => ToolError::new(
+            ErrorKind::Rejected,
+            format!("The filter matches {found} open {kind}s, not {expected}; nothing was done"),
+            "Check the matches listed below with the user, then send the right expected_count or a narrower filter",
+        )
+        .detail("matches", matches),
         BookingError::Rejected(reason) => ToolError::new(ErrorKind::Rejected, reason, "Read the current state and decide with the user"),
         BookingError::Store(e) => return CallError::Other(Box::new(e)),
     };

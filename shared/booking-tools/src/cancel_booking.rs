@@ -56,12 +56,7 @@ impl Tool for CancelBooking {
             .get(&actor, &current.customer)
             .await
             .map_err(error)?;
-        let text = format!(
-            "Hello {}, your {} booking ({}) is cancelled.",
-            customer.name,
-            current.service,
-            current.handle()
-        );
+        let text = booking::messages::booking_cancelled(&customer, &current);
         let change = self
             .bookings
             .cancel(

@@ -1,10 +1,8 @@
 //! `cancel_bookings`: prepares cancelling several bookings matched by a filter, only when the
 //! match count is what the caller expects.
 
-use booking::{BookingFilter, Bookings, Customers, Status};
-use mcp_pipeline::{
-    CallError, EffectClass, ErrorKind, Handle, Success, Tool, ToolContext, ToolError,
-};
+use booking::{Bookings, Customers};
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -49,43 +47,17 @@ impl Tool for CancelBookings {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        if input.customer.is_none() && input.technician.is_none() {
-            return Err(ToolError::validation(
-                "Name a `customer` or a `technician`",
-                "Cancelling every booking of the workspace is not offered",
-            )
-            .into());
-        }
-        if !(1..=25).contains(&input.expected_count) {
-            return Err(ToolError::validation(
-                "`expected_count` must be 1 to 25",
-                "Cancel larger sets in the product",
-            )
-            .into());
-        }
-        let filter = BookingFilter {
-            customer: input.customer.map(|h| h.id().to_owned()),
-            technician: input.technician.map(|h| h.id().to_owned()),
-            status: None,
-        };
-        let open: Vec<booking::Booking> = self
+        let open = self
             .bookings
-            .find(&actor, &filter, 100)
-            .await
-            .map_err(error)?
-            .into_iter()
-            .filter(|b| matches!(b.status, Status::Draft | Status::Confirmed))
-            .collect();
-        let handles: Vec<String> = open.iter().map(booking::Booking::handle).collect();
-        if open.len() != input.expected_count as usize {
-            return Err(ToolError::new(
-                ErrorKind::Rejected,
-                format!("The filter matches {} open bookings, not {}; nothing was cancelled", open.len(), input.expected_count),
-                "Check the matches listed below with the user, then send the right expected_count or a narrower filter",
+            .open_matching(
+                &actor,
+                input.customer.map(|h| h.id().to_owned()),
+                input.technician.map(|h| h.id().to_owned()),
+                input.expected_count,
             )
-            .detail("matches", handles)
-            .into());
-        }
+            .await
+            .map_err(error)?;
+        let handles: Vec<String> = open.iter().map(booking::Booking::handle).collect();
         let now = chrono::Utc::now();
         let mut views = Vec::new();
         let mut notified = Vec::new();
@@ -102,12 +74,7 @@ impl Tool for CancelBookings {
         }
         for b in &open {
             let customer = &customers[b.customer.as_str()];
-            let text = format!(
-                "Hello {}, your {} booking ({}) is cancelled.",
-                customer.name,
-                b.service,
-                b.handle()
-            );
+            let text = booking::messages::booking_cancelled(customer, b);
             let change = self
                 .bookings
                 .cancel_read(&actor, b.clone(), &customer.email, &text)

@@ -1,7 +1,6 @@
 //! `send_booking_confirmation`: prepares confirming a draft to the customer by email;
 //! `confirm_action` sends.
 
-use booking::time::Moment;
 use booking::{Bookings, Customers, Technicians};
 use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
 use schemars::JsonSchema;
@@ -61,12 +60,8 @@ impl Tool for SendBookingConfirmation {
         .await;
         let (customer, technician) = (customer.map_err(error)?, technician.map_err(error)?);
         let now = chrono::Utc::now();
-        let start = Moment::new(current.start, current.zone, now);
         // The server writes the message; the model cannot put words in it.
-        let text = format!(
-            "Hello {}, your {} with {} is confirmed for {} {} ({}).",
-            customer.name, current.service, technician.name, start.weekday, start.local, start.zone
-        );
+        let text = booking::messages::booking_confirmed(&customer, &current, &technician, now);
         let change = self
             .bookings
             .confirm(

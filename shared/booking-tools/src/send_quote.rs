@@ -55,12 +55,7 @@ impl Tool for SendQuote {
             .get(&actor, &current.customer)
             .await
             .map_err(error)?;
-        let text = format!(
-            "Hello {}, your quote {} totals {} including tax.",
-            customer.name,
-            current.handle(),
-            current.totals.gross
-        );
+        let text = booking::messages::quote_sent(&customer, &current);
         let change = self
             .quotes
             .send(

@@ -1,11 +1,11 @@
 //! `update_booking`: change a draft booking (silent).
 
 use booking::Bookings;
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext, ToolError};
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::adapter::{BookingKind, actor, apply, error, when};
+use crate::adapter::{BookingKind, actor, apply, error};
 use crate::present::BookingView;
 
 /// Arguments.
@@ -51,17 +51,8 @@ impl Tool for UpdateBooking {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let start = match (input.start, input.zone) {
-            (Some(start), Some(zone)) => Some(when(&start, &zone)),
-            (None, _) => None,
-            (Some(_), None) => {
-                return Err(ToolError::validation(
-                    "`start` needs `zone`",
-                    "Send the IANA zone of the start, e.g. Europe/Berlin",
-                )
-                .into());
-            }
-        };
+        let start = booking::When::from_optional(input.start.as_deref(), input.zone.as_deref())
+            .map_err(error)?;
         let now = chrono::Utc::now();
         let change = self
             .bookings

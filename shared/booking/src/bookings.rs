@@ -157,6 +157,45 @@ pub enum When {
     },
 }
 
+impl When {
+    /// An optional new start (a change): a `start` needs its `zone`.
+    pub fn from_optional(
+        start: Option<&str>,
+        zone: Option<&str>,
+    ) -> Result<Option<When>, BookingError> {
+        match (start, zone) {
+            (Some(start), Some(zone)) => Ok(Some(When::from_input(start, zone))),
+            (None, _) => Ok(None),
+            (Some(_), None) => Err(BookingError::invalid(
+                "zone",
+                "`start` needs `zone`, the IANA zone of the start, e.g. Europe/Berlin",
+            )),
+        }
+    }
+
+    /// A start as callers send it: ISO 8601 with an offset, or a local time; `zone` is the
+    /// IANA zone either way (for local times the zone they are in; for instants the zone they
+    /// are shown in). Every adapter reads starts through this one function.
+    pub fn from_input(start: &str, zone: &str) -> When {
+        let t = start.trim();
+        let has_offset = t.ends_with('Z') || t.ends_with('z') || {
+            let tail: Vec<char> = t.chars().rev().take(6).collect();
+            tail.len() == 6 && (tail[5] == '+' || tail[5] == '-') && tail[2] == ':'
+        };
+        if has_offset {
+            When::Instant {
+                iso: t.to_owned(),
+                zone: zone.to_owned(),
+            }
+        } else {
+            When::Local {
+                local: t.to_owned(),
+                zone: zone.to_owned(),
+            }
+        }
+    }
+}
+
 /// A new draft booking.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewBooking {
@@ -280,6 +319,51 @@ impl Bookings {
         out.sort_by_key(|b| b.start);
         out.truncate(limit);
         Ok(out)
+    }
+
+    /// The open bookings (drafts and confirmed) a batch cancellation acts on. The filter must
+    /// name a customer or a technician (cancelling a whole workspace is not offered), the caller
+    /// says how many it expects (1 to 25), and a different count refuses the batch with the
+    /// matches, so that it never cancels what the caller has not seen.
+    pub async fn open_matching(
+        &self,
+        actor: &Actor,
+        customer: Option<String>,
+        technician: Option<String>,
+        expected_count: u32,
+    ) -> Result<Vec<Booking>, BookingError> {
+        if customer.is_none() && technician.is_none() {
+            return Err(BookingError::invalid(
+                "customer",
+                "name a `customer` or a `technician`; cancelling every booking of the workspace is not offered",
+            ));
+        }
+        if !(1..=25).contains(&expected_count) {
+            return Err(BookingError::invalid(
+                "expected_count",
+                "must be 1 to 25; cancel larger sets one filter at a time",
+            ));
+        }
+        let filter = BookingFilter {
+            customer,
+            technician,
+            status: None,
+        };
+        let open: Vec<Booking> = self
+            .find(actor, &filter, 100)
+            .await?
+            .into_iter()
+            .filter(|b| matches!(b.status, Status::Draft | Status::Confirmed))
+            .collect();
+        if open.len() != expected_count as usize {
+            return Err(BookingError::CountMismatch {
+                kind: "booking",
+                expected: expected_count,
+                found: open.len(),
+                matches: open.iter().map(Booking::handle).collect(),
+            });
+        }
+        Ok(open)
     }
 
     async fn exists(&self, actor: &Actor, kind: Kind, id: &str) -> Result<(), BookingError> {

@@ -59,6 +59,19 @@ impl<T> Change<T> {
         });
     }
 
+    /// Several changes as one, all or nothing (a batch: one transaction, so that a batch is
+    /// never half done).
+    pub fn merge(changes: Vec<Change<T>>) -> Change<Vec<T>> {
+        let mut all = Change::new(Vec::with_capacity(changes.len()));
+        for c in changes {
+            all.ops.extend(c.ops);
+            all.ids.extend(c.ids);
+            all.notified.extend(c.notified);
+            all.value.push(c.value);
+        }
+        all
+    }
+
     /// Commits the change directly (adapters without a pipeline: the JSON API, pages, seeding),
     /// with `extra` operations such as their audit row.
     pub async fn commit(

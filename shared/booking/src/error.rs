@@ -61,6 +61,19 @@ pub enum BookingError {
         /// What is wrong.
         error: crate::money::MoneyError,
     },
+    /// A batch's filter matches another number of records than the caller expected, so
+    /// nothing is done: a batch never acts on more (or fewer) records than the caller saw.
+    #[error("the filter matches {found} open {kind}s, not {expected}; nothing was done")]
+    CountMismatch {
+        /// `booking`.
+        kind: &'static str,
+        /// How many the caller expected.
+        expected: u32,
+        /// How many match.
+        found: usize,
+        /// The public ids of the matches.
+        matches: Vec<String>,
+    },
     /// A business rule refuses the change.
     #[error("{0}")]
     Rejected(String),

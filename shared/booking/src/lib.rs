@@ -14,6 +14,7 @@ pub mod customers;
 mod error;
 pub mod ids;
 pub mod keys;
+pub mod messages;
 pub mod money;
 mod outbox;
 pub mod quotes;

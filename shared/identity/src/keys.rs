@@ -1,8 +1,8 @@
 //! Every key this crate reads or writes, in one place.
 //!
-//! Tenant-owned items put the tenant first. Two kinds are not tenant-owned: the MCP token
-//! index (found by the token's hash, before the tenant is known) and the global switch and
-//! its audit trail.
+//! Tenant-owned items put the tenant first. Some kinds are not tenant-owned: the MCP token
+//! index (found by the token's hash, before the tenant is known), the global switch and its
+//! audit trail, and the operators.
 
 use store::Key;
 
@@ -44,4 +44,14 @@ pub fn tenant_switch(tenant: &str) -> Key {
 /// The partition of a tenant's audit rows (`system` for global events).
 pub fn audit_partition(tenant: &str) -> String {
     format!("{tenant}#audit")
+}
+
+/// An operator (a global identity, outside every tenant), by normalized email.
+///
+/// Every tenant-owned partition is `<tenant>#<kind>` and so contains `#`, whatever the tenant
+/// id; the partition `operator` has no `#`, so it cannot be any tenant's partition, not even
+/// a tenant named `operator` (whose items live under `operator#...`). A `system#...` or
+/// `<name>#operator` key would not have that guarantee.
+pub fn operator(email: &str) -> Key {
+    Key::new("operator", email)
 }

@@ -21,6 +21,7 @@ pub mod directory;
 mod hooks;
 pub mod keys;
 pub mod oauth;
+pub mod operator;
 pub mod product;
 pub mod switch;
 pub mod token;

@@ -88,13 +88,16 @@ pub async fn check_password(
     Ok(verify_password(password, hash) && active)
 }
 
-/// A signed-in member.
+/// A signed-in member, or an operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Session {
-    /// The tenant.
+    /// The tenant (empty for an operator, who belongs to none).
     pub tenant: String,
-    /// The member.
+    /// The member (an operator's email).
     pub member: String,
+    /// Whether this is an operator's session ([`crate::operator`]): it opens only the
+    /// operator's pages, and a member's session never opens those.
+    pub operator: bool,
     /// The token every form of this session must carry.
     pub csrf: String,
 }
@@ -103,11 +106,20 @@ fn session_key(id: &str) -> Key {
     Key::new(format!("session#{}", token::hash(id)), "session")
 }
 
-/// Starts a session; returns its id (for the cookie) and the session.
+/// Starts a member's session; returns its id (for the cookie) and the session.
 pub async fn start_session(
     store: &dyn Store,
     tenant: &str,
     member: &str,
+) -> Result<(String, Session), IdentityError> {
+    start_session_with_role(store, tenant, member, "member").await
+}
+
+pub(crate) async fn start_session_with_role(
+    store: &dyn Store,
+    tenant: &str,
+    member: &str,
+    role: &str,
 ) -> Result<(String, Session), IdentityError> {
     let id = crate::random_id(43);
     let csrf = crate::random_id(32);
@@ -115,6 +127,7 @@ pub async fn start_session(
     item.insert("tenant".into(), Value::s(tenant));
     item.insert("member".into(), Value::s(member));
     item.insert("csrf".into(), Value::s(&csrf));
+    item.insert("role".into(), Value::s(role));
     item.insert(
         store::TTL_ATTRIBUTE.into(),
         Value::n(store::engine::now_epoch_seconds() + SESSION_SECONDS),
@@ -127,6 +140,7 @@ pub async fn start_session(
         Session {
             tenant: tenant.into(),
             member: member.into(),
+            operator: role == crate::operator::ROLE,
             csrf,
         },
     ))
@@ -146,6 +160,7 @@ pub async fn session(store: &dyn Store, id: &str) -> Result<Option<Session>, Ide
     Ok(Some(Session {
         tenant: s("tenant"),
         member: s("member"),
+        operator: s("role") == crate::operator::ROLE,
         csrf: s("csrf"),
     }))
 }

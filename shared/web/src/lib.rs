@@ -5,6 +5,7 @@
 
 mod api;
 mod form;
+mod operator;
 mod pages;
 mod records;
 
@@ -31,6 +32,14 @@ pub struct Web {
     pub switches: identity::SwitchService,
     /// Customers (the API).
     pub customers: booking::Customers,
+    /// Bookings (the API).
+    pub bookings: booking::Bookings,
+    /// Technicians (the API).
+    pub technicians: booking::Technicians,
+    /// Quotes (the API).
+    pub quotes: booking::Quotes,
+    /// Alert rules (the API).
+    pub alerts: booking::Alerts,
     /// Whether cookies carry `Secure` (everywhere but plain local HTTP).
     pub secure_cookies: bool,
 }

@@ -30,7 +30,7 @@ pub(crate) fn html(status: StatusCode, title: &str, body: &str) -> WebResponse {
     respond(status, "text/html; charset=utf-8", page(title, body))
 }
 
-fn redirect(to: &str) -> WebResponse {
+pub(crate) fn redirect(to: &str) -> WebResponse {
     let mut r = respond(StatusCode::SEE_OTHER, "text/plain", "");
     if let Ok(v) = HeaderValue::from_str(to) {
         r.headers_mut().insert(header::LOCATION, v);
@@ -60,7 +60,7 @@ async fn session(web: &Web, parts: &Parts) -> Option<(String, Session)> {
     Some((id, s))
 }
 
-fn csrf_field(s: &Session) -> String {
+pub(crate) fn csrf_field(s: &Session) -> String {
     format!(
         "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
         escape(&s.csrf)
@@ -92,7 +92,14 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
     if path == "/app/login" {
         return login(web, parts, method, body).await;
     }
+    if path == crate::operator::LOGIN {
+        return crate::operator::login(web, method, body).await;
+    }
+    let operator_path = path == crate::operator::PAGE || path.starts_with("/app/operator/");
     let Some((id, s)) = session(web, parts).await else {
+        if method == "GET" && operator_path {
+            return redirect(crate::operator::LOGIN);
+        }
         if method == "GET" {
             return redirect(&format!("/app/login?next={}", escape(path)));
         }
@@ -106,19 +113,23 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
     if method == "POST" && !csrf_ok(&s, &form) {
         return forbidden_csrf();
     }
+    // An operator's session opens the operator's pages only, and no tenant's; a member's
+    // session (even an owner's) never opens the operator's pages.
+    if s.operator {
+        return crate::operator::handle(web, &id, &s, method, path, &form).await;
+    }
+    if operator_path {
+        return html(
+            StatusCode::FORBIDDEN,
+            "Operators only",
+            "<p>This page is for operators, who run the whole deployment. A member's session, even an owner's, \
+             cannot open it or change the global kill switch. To stop agents in your workspace, use \
+             <a href=\"/app/agent-access\">Agent access</a>.</p>",
+        );
+    }
     match (method, path) {
         ("GET", "/app" | "/app/") => index(&s),
-        ("POST", "/app/logout") => {
-            let _ = identity::product::end_session(web.store.as_ref(), &id).await;
-            let mut r = redirect("/app/login");
-            r.headers_mut().insert(
-                header::SET_COOKIE,
-                HeaderValue::from_static(
-                    "gh_session=; Path=/app; Max-Age=0; HttpOnly; SameSite=Strict",
-                ),
-            );
-            r
-        }
+        ("POST", "/app/logout") => logout(web, &id, "/app/login").await,
         ("GET", "/app/connections") => connections(web, &s, None).await,
         ("POST", "/app/connections") => create_connection(web, &s, &form).await,
         ("POST", "/app/connections/revoke") => revoke_connection(web, &s, &form).await,
@@ -138,6 +149,26 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
     }
 }
 
+/// Ends the session and clears the cookie.
+pub(crate) async fn logout(web: &Web, id: &str, to: &str) -> WebResponse {
+    let _ = identity::product::end_session(web.store.as_ref(), id).await;
+    let mut r = redirect(to);
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_static("gh_session=; Path=/app; Max-Age=0; HttpOnly; SameSite=Strict"),
+    );
+    r
+}
+
+/// The session cookie for a new session.
+pub(crate) fn session_cookie(web: &Web, id: &str) -> String {
+    let secure = if web.secure_cookies { "; Secure" } else { "" };
+    format!(
+        "{COOKIE}={id}; Path=/app; Max-Age={}; HttpOnly; SameSite=Strict{secure}",
+        identity::product::SESSION_SECONDS
+    )
+}
+
 async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -> WebResponse {
     let next = parts
         .uri
@@ -150,7 +181,7 @@ async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -> WebRespon
         format!(
             "{message}<form method=\"post\" action=\"/app/login?next={n}\"><p><label>Workspace <input name=\"tenant\" required></label></p>\
              <p><label>Member <input name=\"member\" required></label></p><p><label>Password <input name=\"password\" type=\"password\" required></label></p>\
-             <p><button type=\"submit\">Sign in</button></p></form>",
+             <p><button type=\"submit\">Sign in</button></p></form><p class=\"muted\">Operators sign in <a href=\"/app/operator/login\">here</a>.</p>",
             n = escape(&next)
         )
     };
@@ -181,11 +212,7 @@ async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -> WebRespon
             "<p>Sign-in is unavailable; try again.</p>",
         );
     };
-    let secure = if web.secure_cookies { "; Secure" } else { "" };
-    let cookie = format!(
-        "{COOKIE}={id}; Path=/app; Max-Age={}; HttpOnly; SameSite=Strict{secure}",
-        identity::product::SESSION_SECONDS
-    );
+    let cookie = session_cookie(web, &id);
     let mut r = redirect(&next);
     if let Ok(v) = HeaderValue::from_str(&cookie) {
         r.headers_mut().insert(header::SET_COOKIE, v);

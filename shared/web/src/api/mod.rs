@@ -1,0 +1,255 @@
+//! The product's JSON API under `/api`, authenticated by product API tokens (`gha_`). Every
+//! route calls the same booking service function as the matching MCP tool, with the token's
+//! member as the actor and their live rights, and commits the planned change with an audit row
+//! (channel `api`). The API is the product's own adapter: a person's token, so actions that a
+//! tool only prepares (notify, wake, alerting, delete) run at once for a member holding the
+//! right; sending a quote binds a price and is never done here (see `quotes`).
+//!
+//! Answers: 2xx with the record; 400 `{"error": "validation", "field", "reason"}` for a wrong
+//! input (the service's reason, the same the tools report), 403 for a missing right, 404 for an
+//! unknown record, 409 for a duplicate or a stale version, 422 when a business rule refuses.
+
+mod bookings;
+mod customers;
+mod quotes;
+
+use http::request::Parts;
+use http::{StatusCode, header};
+use identity::Directory as _;
+use serde_json::{Map, Value, json};
+
+use booking::ids::Kind;
+
+use crate::{Web, WebResponse, json_response};
+
+/// What a route answers: the response, or the error response to send instead.
+type Answer = Result<WebResponse, WebResponse>;
+
+/// The API's answer for a service error: the same cause the tools report.
+pub(crate) fn error(e: booking::BookingError) -> WebResponse {
+    use booking::BookingError as E;
+    let (status, body) = match &e {
+        E::NotFound { kind, id } => (
+            StatusCode::NOT_FOUND,
+            json!({"error": "not_found", "kind": kind, "id": id, "reason": e.to_string()}),
+        ),
+        E::Invalid { field, reason } => (
+            StatusCode::BAD_REQUEST,
+            json!({"error": "validation", "field": field, "reason": reason}),
+        ),
+        E::Duplicate { existing, .. } => (
+            StatusCode::CONFLICT,
+            json!({"error": "duplicate", "existing": existing, "reason": e.to_string()}),
+        ),
+        E::Stale { current, .. } => (
+            StatusCode::CONFLICT,
+            json!({"error": "conflict", "reason": e.to_string(), "current": current}),
+        ),
+        E::Forbidden { right } => (
+            StatusCode::FORBIDDEN,
+            json!({"error": "forbidden", "right": right, "reason": e.to_string()}),
+        ),
+        E::Time { field, error } => (
+            StatusCode::BAD_REQUEST,
+            json!({"error": "validation", "field": field, "reason": error.to_string()}),
+        ),
+        E::Money { field, error } => (
+            StatusCode::BAD_REQUEST,
+            json!({"error": "validation", "field": field, "reason": error.to_string()}),
+        ),
+        E::CountMismatch { matches, .. } => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({"error": "rejected", "reason": e.to_string(), "matches": matches}),
+        ),
+        E::Rejected(reason) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({"error": "rejected", "reason": reason}),
+        ),
+        E::Store(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({"error": "unavailable"}),
+        ),
+    };
+    json_response(status, &body)
+}
+
+fn invalid(field: &str, reason: &str) -> WebResponse {
+    json_response(
+        StatusCode::BAD_REQUEST,
+        &json!({"error": "validation", "field": field, "reason": reason}),
+    )
+}
+
+fn no_route() -> WebResponse {
+    json_response(
+        StatusCode::NOT_FOUND,
+        &json!({"error": "no such API route"}),
+    )
+}
+
+async fn actor(web: &Web, parts: &Parts) -> Result<booking::Actor, WebResponse> {
+    let unauthorized = |m: &str| json_response(StatusCode::UNAUTHORIZED, &json!({"error": m}));
+    let bearer = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or_else(|| {
+            unauthorized("a product API token is required (Authorization: Bearer gha_...)")
+        })?;
+    let Ok(Some((tenant, member))) =
+        identity::product::api_token(web.store.as_ref(), bearer.trim()).await
+    else {
+        return Err(unauthorized("the product API token is unknown"));
+    };
+    // Live rights: the member's current role decides, not what they had when the token was made.
+    let Ok(Some(m)) = web.directory.member(&tenant, &member).await else {
+        return Err(unauthorized("the token's member no longer has access"));
+    };
+    if !m.active {
+        return Err(unauthorized("the token's member no longer has access"));
+    }
+    Ok(booking::Actor {
+        tenant,
+        member,
+        rights: m.rights,
+    })
+}
+
+/// A JSON object body, with only the fields a route takes (like the tools, which refuse
+/// unknown arguments with the allowed list).
+pub(crate) struct Body(Map<String, Value>);
+
+impl Body {
+    fn parse(bytes: &[u8], allowed: &[&str]) -> Result<Body, WebResponse> {
+        let value = if bytes.iter().all(u8::is_ascii_whitespace) {
+            Value::Object(Map::new())
+        } else {
+            serde_json::from_slice::<Value>(bytes).unwrap_or(Value::Null)
+        };
+        let Value::Object(map) = value else {
+            return Err(json_response(
+                StatusCode::BAD_REQUEST,
+                &json!({"error": "the body must be a JSON object"}),
+            ));
+        };
+        if let Some(unknown) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(json_response(
+                StatusCode::BAD_REQUEST,
+                &json!({"error": "validation", "field": unknown, "reason": "unknown field", "allowed": allowed}),
+            ));
+        }
+        Ok(Body(map))
+    }
+
+    fn opt_string(&self, field: &str) -> Result<Option<String>, WebResponse> {
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(invalid(field, "must be a string")),
+        }
+    }
+
+    fn string(&self, field: &str) -> Result<String, WebResponse> {
+        self.opt_string(field)?
+            .ok_or_else(|| invalid(field, "is required"))
+    }
+
+    fn opt_int(&self, field: &str) -> Result<Option<i64>, WebResponse> {
+        match self.0.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_i64()
+                .map(Some)
+                .ok_or_else(|| invalid(field, "must be a whole number")),
+        }
+    }
+
+    fn int(&self, field: &str) -> Result<i64, WebResponse> {
+        self.opt_int(field)?
+            .ok_or_else(|| invalid(field, "is required"))
+    }
+
+    /// The id part of a handle of `kind` in the body (`cus_...` for a customer).
+    fn opt_handle(&self, field: &str, kind: Kind) -> Result<Option<String>, WebResponse> {
+        match self.opt_string(field)? {
+            None => Ok(None),
+            Some(h) => id_of(&h, kind).map(Some).ok_or_else(|| {
+                invalid(
+                    field,
+                    &format!("must be a {} handle ({}_...)", kind.noun(), kind.prefix()),
+                )
+            }),
+        }
+    }
+
+    fn handle(&self, field: &str, kind: Kind) -> Result<String, WebResponse> {
+        self.opt_handle(field, kind)?
+            .ok_or_else(|| invalid(field, "is required"))
+    }
+}
+
+/// The id part of `handle` if it is a handle of `kind`.
+fn id_of(handle: &str, kind: Kind) -> Option<String> {
+    handle
+        .strip_prefix(kind.prefix())?
+        .strip_prefix('_')
+        .filter(|id| !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric()))
+        .map(str::to_owned)
+}
+
+/// The id of a handle in the path; another kind's or a malformed handle is not found, as on
+/// the record pages.
+fn path_id(handle: &str, kind: Kind) -> Result<String, WebResponse> {
+    id_of(handle, kind).ok_or_else(|| {
+        error(booking::BookingError::NotFound {
+            kind: kind.noun(),
+            id: handle.to_owned(),
+        })
+    })
+}
+
+/// Commits a planned change with its audit row (`api.<tool name>`), in one transaction.
+async fn commit<T>(
+    web: &Web,
+    actor: &booking::Actor,
+    tool: &str,
+    change: booking::Change<T>,
+) -> Result<T, WebResponse> {
+    let audit = identity::AuditEntry {
+        tenant: actor.tenant.clone(),
+        actor: actor.member.clone(),
+        channel: identity::Channel::Api,
+        action: format!("api.{tool}"),
+        outcome: "ok".into(),
+        ids: change.ids.clone(),
+        at: identity::now_rfc3339(),
+    };
+    change
+        .commit(web.store.as_ref(), vec![audit.op()])
+        .await
+        .map_err(error)
+}
+
+pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) -> WebResponse {
+    let actor = match actor(web, parts).await {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
+    let segments: Vec<&str> = path
+        .trim_start_matches("/api/")
+        .trim_end_matches('/')
+        .split('/')
+        .collect();
+    let method = parts.method.as_str();
+    let answer = match segments.split_first() {
+        Some((&"customers", rest)) => customers::route(web, &actor, method, rest, body).await,
+        Some((&"bookings", rest)) => bookings::route(web, &actor, method, rest, body).await,
+        Some((&"technicians", rest)) => {
+            bookings::technicians(web, &actor, method, rest, body).await
+        }
+        Some((&"quotes", rest)) => quotes::route(web, &actor, method, rest, body).await,
+        _ => Err(no_route()),
+    };
+    answer.unwrap_or_else(|e| e)
+}

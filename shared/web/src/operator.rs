@@ -1,0 +1,174 @@
+//! The operator's pages: their own sign-in (`/app/operator/login`, email and password; an
+//! operator is not a member of any tenant) and `/app/operator`, the global kill switch with a
+//! CSRF-protected form and a required reason. Setting it goes through
+//! `SwitchService::set_global`, the function `gatehouse kill-switch` calls, which writes the
+//! switch and its audit row in one transaction; the authenticator reads the switch on every
+//! MCP request, so it holds from the next call.
+
+use std::collections::BTreeMap;
+
+use http::{HeaderValue, StatusCode, header};
+use identity::product::Session;
+
+use crate::form::{escape, parse};
+use crate::pages::{csrf_field, html, logout, redirect, session_cookie};
+use crate::{Web, WebResponse};
+
+/// The operator's sign-in page.
+pub(crate) const LOGIN: &str = "/app/operator/login";
+/// The operator's page.
+pub(crate) const PAGE: &str = "/app/operator";
+
+pub(crate) async fn login(web: &Web, method: &str, body: &[u8]) -> WebResponse {
+    let form_html = |message: &str| {
+        format!(
+            "{message}<form method=\"post\" action=\"{LOGIN}\"><p><label>Email <input name=\"email\" type=\"email\" required></label></p>\
+             <p><label>Password <input name=\"password\" type=\"password\" required></label></p>\
+             <p><button type=\"submit\">Sign in</button></p></form><p class=\"muted\">Members sign in <a href=\"/app/login\">here</a>.</p>"
+        )
+    };
+    if method != "POST" {
+        return html(StatusCode::OK, "Operator sign-in", &form_html(""));
+    }
+    let form = parse(body);
+    let (email, password) = (
+        form.get("email").cloned().unwrap_or_default(),
+        form.get("password").cloned().unwrap_or_default(),
+    );
+    let ok = identity::operator::check_password(web.store.as_ref(), &email, &password)
+        .await
+        .unwrap_or(false);
+    if !ok {
+        return html(
+            StatusCode::UNAUTHORIZED,
+            "Operator sign-in",
+            &form_html("<p><strong>Those details do not match an active operator.</strong></p>"),
+        );
+    }
+    let Ok((id, _)) = identity::operator::start_session(web.store.as_ref(), &email).await else {
+        return html(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Operator sign-in",
+            "<p>Sign-in is unavailable; try again.</p>",
+        );
+    };
+    let mut r = redirect(PAGE);
+    if let Ok(v) = HeaderValue::from_str(&session_cookie(web, &id)) {
+        r.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    r
+}
+
+/// Every request of an operator's session (the CSRF token of a POST is checked already).
+pub(crate) async fn handle(
+    web: &Web,
+    id: &str,
+    s: &Session,
+    method: &str,
+    path: &str,
+    form: &BTreeMap<String, String>,
+) -> WebResponse {
+    match (method, path) {
+        ("GET", "/app" | "/app/") => redirect(PAGE),
+        ("GET", PAGE) => page(web, s, None).await,
+        ("POST", PAGE) => set(web, s, form).await,
+        ("POST", "/app/logout") => logout(web, id, LOGIN).await,
+        _ => html(
+            StatusCode::FORBIDDEN,
+            "Not for operators",
+            "<p>An operator's session opens no workspace's pages: operators run the deployment and \
+             belong to no tenant. Sign in as a member of the workspace instead.</p>",
+        ),
+    }
+}
+
+async fn page(web: &Web, s: &Session, message: Option<(StatusCode, &str)>) -> WebResponse {
+    let item = web
+        .store
+        .get(&identity::keys::global_switch())
+        .await
+        .ok()
+        .flatten();
+    let on = identity::switch::global_is_on(item.as_ref());
+    let field = |k: &str| {
+        item.as_ref()
+            .and_then(|i| i.get(k))
+            .and_then(store::Value::as_s)
+            .map(escape)
+            .unwrap_or_default()
+    };
+    let last = if item.is_some() {
+        format!(
+            "<p class=\"muted\">Last set by {} at {}: {}</p>",
+            field("actor"),
+            field("at"),
+            field("reason")
+        )
+    } else {
+        String::new()
+    };
+    let (status, notice) = match message {
+        Some((status, m)) => (status, format!("<div class=\"box\">{}</div>", escape(m))),
+        None => (StatusCode::OK, String::new()),
+    };
+    let body = format!(
+        "{notice}<p>Signed in as operator <strong>{who}</strong>.</p>\
+         <p>The global kill switch is <strong>{state}</strong>{effect}.</p>{last}\
+         <form method=\"post\" action=\"{PAGE}\">{csrf}<input type=\"hidden\" name=\"state\" value=\"{next}\">\
+         <p><label>Reason (required, audited) <input name=\"reason\" required></label></p>\
+         <p><button>{button}</button></p></form>\
+         <form method=\"post\" action=\"/app/logout\">{csrf}<button>Sign out</button></form>",
+        who = escape(&s.member),
+        state = if on { "ON" } else { "off" },
+        effect = if on {
+            ": every agent call in every workspace is refused with 503"
+        } else {
+            ": agents work, within each workspace's own agent access"
+        },
+        csrf = csrf_field(s),
+        next = if on { "off" } else { "on" },
+        button = if on {
+            "Turn the kill switch off"
+        } else {
+            "Turn the kill switch on"
+        },
+    );
+    html(status, "Global kill switch", &body)
+}
+
+async fn set(web: &Web, s: &Session, form: &BTreeMap<String, String>) -> WebResponse {
+    let on = match form.get("state").map(String::as_str) {
+        Some("on") => true,
+        Some("off") => false,
+        _ => {
+            return page(web, s, Some((StatusCode::BAD_REQUEST, "Choose on or off."))).await;
+        }
+    };
+    let actor = identity::Actor {
+        tenant: "system".into(),
+        member: s.member.clone(),
+        channel: identity::Channel::Web,
+    };
+    let reason = form.get("reason").map(String::as_str).unwrap_or_default();
+    match web.switches.set_global(&actor, on, reason).await {
+        Ok(()) => {
+            let done = if on {
+                "The kill switch is ON: agents' next calls are refused."
+            } else {
+                "The kill switch is off: agents' next calls are served."
+            };
+            page(web, s, Some((StatusCode::OK, done))).await
+        }
+        Err(identity::IdentityError::Invalid(m)) => {
+            page(web, s, Some((StatusCode::BAD_REQUEST, &m))).await
+        }
+        Err(e) => {
+            page(
+                web,
+                s,
+                Some((StatusCode::SERVICE_UNAVAILABLE, &e.to_string())),
+            )
+            .await
+        }
+    }
+}
