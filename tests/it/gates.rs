@@ -857,32 +857,9 @@ impl Notes {
     }
 }
 
-/// Why a race test does not run against moto: moto rolls a cancelled transaction back by
-/// restoring a snapshot of the table, so concurrent transactions undo each other's writes
-/// (see the store conformance suite's known gaps). DynamoDB isolates them.
-const MOTO_RACE_GAP: &str = "moto does not isolate concurrent transactions";
-
 macro_rules! on_both {
     ($name:ident, $body:ident) => {
         on_both!($name, $body, Limits::default());
-    };
-    ($name:ident, $body:ident, $limits:expr, race) => {
-        mod $name {
-            use super::*;
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn sqlite() {
-                super::$body(Notes::on(Backend::Sqlite, $limits).await.unwrap()).await;
-            }
-
-            #[test]
-            fn dynamodb() {
-                eprintln!(
-                    "{}: skipped on the local DynamoDB server: {MOTO_RACE_GAP}",
-                    stringify!($name)
-                );
-            }
-        }
     };
     ($name:ident, $body:ident, $limits:expr) => {
         mod $name {
@@ -967,8 +944,7 @@ async fn twenty_identical_calls_in_parallel_write_once(n: Notes) {
 on_both!(
     parallel_replay,
     twenty_identical_calls_in_parallel_write_once,
-    Limits::default(),
-    race
+    Limits::default()
 );
 
 async fn a_crash_after_commit_is_answered_by_the_replay(n: Notes) {
@@ -1265,8 +1241,7 @@ on_both!(
         per_tenant: SMALL,
         concurrency: false,
         ..Limits::default()
-    },
-    race
+    }
 );
 
 async fn the_third_identical_failing_call_is_braked(n: Notes) {
@@ -1394,8 +1369,7 @@ async fn twenty_racing_confirmations_execute_once(n: Notes) {
 on_both!(
     confirm_race,
     twenty_racing_confirmations_execute_once,
-    Limits::default(),
-    race
+    Limits::default()
 );
 
 async fn bad_tokens_and_summaries_fail(n: Notes) {
