@@ -1823,3 +1823,51 @@ on_both!(
         ..Limits::default()
     }
 );
+
+/// A tenant limit past what one item takes (DynamoDB: about 1,000 writes a second per item)
+/// is counted over shards, each call in one of them, none lost.
+async fn a_hot_tenant_bucket_is_sharded(n: Notes) {
+    let c = n.client();
+    // 16 reads: under the connection's own limit; all in one of four shards by chance once
+    // in about a billion runs.
+    for i in 0..16 {
+        let call = c
+            .call_tool("get_slowly", json!({"millis": 0, "tag": format!("s{i}")}))
+            .await;
+        assert!(!call.is_error(), "{}", call.text());
+    }
+    let page = n
+        .app
+        .store
+        .query(Query::partition("acme#rate"))
+        .await
+        .unwrap();
+    let mut shards = std::collections::BTreeMap::new();
+    for (key, item) in &page.items {
+        if let Some(who) = key.sk.split('#').next().filter(|w| w.starts_with("tenant")) {
+            let count = match item.get("count") {
+                Some(SV::N(n)) => n.to_string().parse::<u64>().unwrap(),
+                other => panic!("a count: {other:?}"),
+            };
+            *shards.entry(who.to_owned()).or_insert(0) += count;
+        }
+    }
+    assert!(
+        shards.keys().all(|who| who.starts_with("tenant~")),
+        "no unsharded tenant bucket: {shards:?}"
+    );
+    assert!(shards.len() >= 2, "calls spread over shards: {shards:?}");
+    assert_eq!(shards.values().sum::<u64>(), 16, "every call counted once");
+}
+on_both!(
+    hot_tenant,
+    a_hot_tenant_bucket_is_sharded,
+    Limits {
+        per_tenant: ClassLimits {
+            read: 60_000,
+            expensive_read: 60_000,
+            ..Limits::default().per_tenant
+        },
+        ..Limits::default()
+    }
+);

@@ -282,16 +282,21 @@ pub(crate) async fn admit(
         .when(under)
         .into()
     };
+    let tenant_bucket = || {
+        let (who, limit) = tenant_shard(
+            gates.limits.per_tenant.for_class(class, expensive),
+            window,
+            request_id,
+        );
+        bucket(&who, limit)
+    };
     if !gates.limits.concurrency {
         let ops = vec![
             bucket(
                 &caller.connection,
                 gates.limits.per_connection.for_class(class, expensive),
             ),
-            bucket(
-                "tenant",
-                gates.limits.per_tenant.for_class(class, expensive),
-            ),
+            tenant_bucket(),
         ];
         return match gates.store.transact_write(ops).await {
             Ok(()) => Ok(Ok(Slot {
@@ -318,10 +323,7 @@ pub(crate) async fn admit(
                 &caller.connection,
                 gates.limits.per_connection.for_class(class, expensive),
             ),
-            bucket(
-                "tenant",
-                gates.limits.per_tenant.for_class(class, expensive),
-            ),
+            tenant_bucket(),
             Put::new(key.clone(), lease)
                 .when(Condition::item_not_exists())
                 .into(),
@@ -355,6 +357,34 @@ pub(crate) async fn admit(
     .detail("retry_after_seconds", 1)
     .detail("retryable", true)
     .detail("concurrency", true)))
+}
+
+/// Calls per second one bucket item takes before the tenant's bucket is split into shards:
+/// well under the 1,000 writes per second DynamoDB allows one item (one partition).
+pub const WRITES_PER_SHARD_PER_SECOND: u32 = 250;
+/// Most shards one tenant bucket is split into.
+const MAX_SHARDS: u32 = 64;
+
+/// The tenant bucket item a call counts in, and that item's limit. Every call of a tenant
+/// updates its tenant bucket, so a limit above [`WRITES_PER_SHARD_PER_SECOND`] is split over
+/// shards (`tenant~0`, `tenant~1`, ...) chosen by the request id, each with its share of the
+/// limit. The price: a sharded limit is approximate (a call can be refused by a full shard
+/// while another has room). Limits under the threshold (the defaults) use one exact item.
+pub(crate) fn tenant_shard(limit: u32, window_seconds: i64, request_id: &str) -> (String, u32) {
+    let window = u32::try_from(window_seconds.max(1)).unwrap_or(u32::MAX);
+    let per_second = limit.div_ceil(window);
+    let shards = per_second
+        .div_ceil(WRITES_PER_SHARD_PER_SECOND)
+        .clamp(1, MAX_SHARDS);
+    if shards == 1 {
+        return ("tenant".into(), limit);
+    }
+    // FNV-1a: stable across processes, spreads random request ids evenly.
+    let hash = request_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let shard = hash % u64::from(shards);
+    (format!("tenant~{shard}"), limit.div_ceil(shards))
 }
 
 fn bucket_name(class: EffectClass, expensive: bool) -> String {
@@ -698,4 +728,29 @@ pub(crate) fn idempotency_property() -> Value {
         "maxLength": 128,
         "description": "Optional. A key of your choice for this change; repeating the call with the same key and arguments returns the first result instead of writing again."
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_buckets_split_only_past_the_hot_key_threshold() {
+        // The default read limit, 600 a minute, is 10 a second: one exact item.
+        assert_eq!(tenant_shard(600, 60, "req_1"), ("tenant".into(), 600));
+        // 60,000 a minute is 1,000 a second: four shards of 15,000 each.
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..200 {
+            let (who, limit) = tenant_shard(60_000, 60, &format!("req_{i:016x}"));
+            assert_eq!(limit, 15_000);
+            seen.insert(who);
+        }
+        let all: std::collections::BTreeSet<String> =
+            (0..4).map(|s| format!("tenant~{s}")).collect();
+        assert_eq!(seen, all, "every shard is used");
+        // Never more than the cap.
+        let (who, _) = tenant_shard(u32::MAX, 1, "req_x");
+        let shard: u32 = who.trim_start_matches("tenant~").parse().unwrap();
+        assert!(shard < MAX_SHARDS);
+    }
 }
