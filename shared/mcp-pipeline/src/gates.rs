@@ -361,7 +361,7 @@ pub(crate) async fn admit(
 
 /// Calls per second one bucket item takes before the tenant's bucket is split into shards:
 /// well under the 1,000 writes per second DynamoDB allows one item (one partition).
-pub const WRITES_PER_SHARD_PER_SECOND: u32 = 250;
+pub(crate) const WRITES_PER_SHARD_PER_SECOND: u32 = 250;
 /// Most shards one tenant bucket is split into.
 const MAX_SHARDS: u32 = 64;
 
