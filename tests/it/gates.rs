@@ -1836,20 +1836,24 @@ async fn a_hot_tenant_bucket_is_sharded(n: Notes) {
             .await;
         assert!(!call.is_error(), "{}", call.text());
     }
-    let page = n
-        .app
-        .store
-        .query(Query::partition("acme#rate"))
-        .await
-        .unwrap();
+    // Each shard is its own partition (`<tenant>#rate#tenant~<n>`), as is the unsharded
+    // bucket (`<tenant>#rate#tenant`).
     let mut shards = std::collections::BTreeMap::new();
-    for (key, item) in &page.items {
-        if let Some(who) = key.sk.split('#').next().filter(|w| w.starts_with("tenant")) {
+    let partitions =
+        std::iter::once("tenant".to_owned()).chain((0..4).map(|s| format!("tenant~{s}")));
+    for who in partitions {
+        let page = n
+            .app
+            .store
+            .query(Query::partition(format!("acme#rate#{who}")))
+            .await
+            .unwrap();
+        for (_, item) in &page.items {
             let count = match item.get("count") {
                 Some(SV::N(n)) => n.to_string().parse::<u64>().unwrap(),
                 other => panic!("a count: {other:?}"),
             };
-            *shards.entry(who.to_owned()).or_insert(0) += count;
+            *shards.entry(who.clone()).or_insert(0) += count;
         }
     }
     assert!(

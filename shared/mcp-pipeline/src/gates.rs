@@ -263,9 +263,11 @@ pub(crate) async fn admit(
     let start = now - now.rem_euclid(window);
     let expires = start + window + 60;
     let bucket = |who: &str, limit: u32| -> TransactOp {
+        // One partition per connection and per tenant shard: no partition takes the calls
+        // of a whole tenant unless its limit is low enough for one item (see `tenant_shard`).
         let key = Key::new(
-            format!("{}#rate", caller.tenant),
-            format!("{who}#{}#{start}", bucket_name(class, expensive)),
+            format!("{}#rate#{who}", caller.tenant),
+            format!("{}#{start}", bucket_name(class, expensive)),
         );
         let under = Condition::NotExists("count".into()).or(Condition::Cmp(
             "count".into(),
