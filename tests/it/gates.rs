@@ -1651,8 +1651,23 @@ async fn two_slots_per_connection_one_kept_for_writes(n: Notes) {
         let args = json!({"millis": millis, "tag": tag});
         tokio::spawn(async move { client.call_tool(name, args).await })
     };
+    // Wait until a slot is taken (not a fixed sleep: under load a call can take a while to
+    // reach admission).
+    let taken = |slot: &'static str| {
+        let key = Key::new(format!("acme#slot#{}", n.connection), slot);
+        let store = Arc::clone(&n.app.store);
+        async move {
+            for _ in 0..500 {
+                if store.get(&key).await.unwrap().is_some() {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            panic!("slot {slot} was never taken");
+        }
+    };
     let first_read = slow("get_slowly", "r1", 1500);
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    taken("0").await;
     // A second read finds the read slot taken.
     let second_read = client
         .call_tool("get_slowly", json!({"millis": 0, "tag": "r2"}))
@@ -1665,7 +1680,7 @@ async fn two_slots_per_connection_one_kept_for_writes(n: Notes) {
     );
     // A write still gets the slot kept for writes...
     let write = slow("set_slowly", "w1", 800);
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    taken("1").await;
     // ...and a third call finds both taken.
     let third = client
         .call_tool("set_slowly", json!({"millis": 0, "tag": "w2"}))
