@@ -129,12 +129,10 @@ cases![
 
 /// Cases the local test server cannot pass because of its own bugs, with the reason. They
 /// are skipped only against that server, printed, and counted; DynamoDB itself passes them.
-const MOTO_GAPS: &[(&str, &str)] = &[
-    (
-        "update_exact_decimal_arithmetic",
-        "moto adds fractional numbers with 28-digit precision (DynamoDB is exact to 38 digits)",
-    ),
-];
+const MOTO_GAPS: &[(&str, &str)] = &[(
+    "update_exact_decimal_arithmetic",
+    "moto adds fractional numbers with 28-digit precision (DynamoDB is exact to 38 digits)",
+)];
 
 /// Runs every case against `store`, except `gaps`; returns (passed, failures).
 async fn run_suite(
