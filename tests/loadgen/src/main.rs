@@ -79,6 +79,9 @@ struct Args {
     /// Sampling interval for --rss-pid.
     #[arg(long, default_value_t = 250)]
     rss_every_ms: u64,
+    /// Count a response as an error unless its body contains this text.
+    #[arg(long)]
+    expect: Option<String>,
     /// Print the first few failed responses.
     #[arg(long, default_value_t = 3)]
     show_errors: usize,
@@ -190,9 +193,10 @@ fn judge(status: http::StatusCode, content_type: &str, body: &[u8]) -> Option<St
     }
     let result = json.get("result")?;
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
-        let kind = result["structuredContent"]["type"]
+        let structured = &result["structuredContent"];
+        let kind = structured["code"]
             .as_str()
-            .or_else(|| result["structuredContent"]["error"]["type"].as_str())
+            .or_else(|| structured["type"].as_str())
             .unwrap_or("tool error");
         return Some(format!("isError {kind}"));
     }
@@ -257,9 +261,13 @@ async fn client(shared: Arc<Shared>, index: usize) -> anyhow::Result<ClientRepor
         .await;
         let elapsed = started.elapsed();
         let failure = match &outcome {
-            Ok((status, content_type, body)) => {
-                judge(*status, content_type, body).map(|why| (why, body.clone()))
-            }
+            Ok((status, content_type, body)) => judge(*status, content_type, body)
+                .or_else(|| {
+                    let expected = shared.args.expect.as_deref()?;
+                    (!contains(body, expected.as_bytes()))
+                        .then(|| "expected text missing".to_owned())
+                })
+                .map(|why| (why, body.clone())),
             Err(e) => Some((format!("transport: {e}"), Bytes::new())),
         };
         if outcome.is_err() {
@@ -296,6 +304,10 @@ async fn client(shared: Arc<Shared>, index: usize) -> anyhow::Result<ClientRepor
         }
     }
     Ok(report)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 fn read_status_kb(pid: u32, field: &str) -> Option<u64> {
