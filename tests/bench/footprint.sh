@@ -34,9 +34,7 @@ SIZE=$(stat -c %s "$GATEHOUSE")
 if readelf -S "$GATEHOUSE" 2>/dev/null | grep -q '\.symtab'; then STRIPPED=no; else STRIPPED=yes; fi
 
 # Seed the store once (not measured).
-PORT=$(bench_free_port)
-bench_serve "$WORK/data" "$PORT"
-bench_cleanup
+bench_seed "$WORK/data"
 
 bench_step "cold start: $RUNS starts to the first answered tools/list"
 COLD=$(python3 - "$GATEHOUSE" "$WORK/data" "$RUNS" <<'PY'

@@ -68,6 +68,16 @@ bench_serve() {
     bench_wait_port "$port" "$SERVE_PID" || { cat "$dir/serve-$port.log" >&2; return 1; }
 }
 
+# bench_seed DATA_DIR: starts `gatehouse serve` once on an empty store so that it seeds the demo
+# tenants, and stops it. Seeding hashes the demo members' passwords (Argon2, ~19 MiB each), which
+# would otherwise dominate the measured server's peak RSS.
+bench_seed() {
+    local port
+    port=$(bench_free_port)
+    bench_serve "$1" "$port"
+    bench_cleanup
+}
+
 # bench_tokens DATA_DIR N TENANT FILE: creates N connections (one per load client; the server
 # admits at most two concurrent calls per connection) for TENANT's dispatcher, tokens in FILE.
 bench_tokens() {

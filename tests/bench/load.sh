@@ -27,6 +27,7 @@ done
 
 bench_build
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gatehouse-load.XXXXXX")
+bench_seed "$WORK/data"
 PORT=$(bench_free_port)
 bench_serve "$WORK/data" "$PORT"
 max=0

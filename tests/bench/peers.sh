@@ -111,6 +111,7 @@ for peer in $ONLY; do
     TOKENS=()
     case $peer in
         gatehouse)
+            bench_seed "$WORK/data"
             bench_serve "$WORK/data" "$PORT"
             bench_tokens "$WORK/data" "$CLIENTS" acme "$WORK/tokens.txt"
             TOKENS=(--token-file "$WORK/tokens.txt")

@@ -4,8 +4,8 @@
 #   tests/bench/run.sh [--quick] [PART...]
 #
 # PARTs, in this order by default (each also runs alone, e.g. tests/bench/load.sh):
-#   pipeline       criterion: median time per tools/list, read and silent write through the real
-#                  app on MemoryStore (cargo bench -p tests --bench pipeline)
+#   pipeline       tests/bench/pipeline.sh: criterion, median time per tools/list, read and
+#                  silent write through the real app on MemoryStore
 #   load           tests/bench/load.sh: gatehouse serve on SQLite, reads and writes at 1/16/64
 #                  clients (60 s each; --quick 5 s)
 #   peers          tests/bench/peers.sh: gatehouse vs rmcp, Python and TypeScript SDKs on the same
@@ -37,10 +37,7 @@ export GATEHOUSE_BIN=$GATEHOUSE LOADGEN_BIN=$LOADGEN
 failed=()
 for part in "${PARTS[@]}"; do
     printf '\n######## %s\n' "$part"
-    case $part in
-        pipeline) cargo bench --locked -p tests --bench pipeline -- ${QUICK[@]+"${QUICK[@]}"} || failed+=("$part") ;;
-        *) "tests/bench/$part.sh" ${QUICK[@]+"${QUICK[@]}"} || failed+=("$part") ;;
-    esac
+    "tests/bench/$part.sh" ${QUICK[@]+"${QUICK[@]}"} || failed+=("$part")
 done
 if [[ ${#failed[@]} -gt 0 ]]; then
     echo "bench: failed: ${failed[*]}" >&2
