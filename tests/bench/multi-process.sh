@@ -136,8 +136,10 @@ burst_customers = [i for i in customers if f"MP {run} burst " in text(i)]
 audit = [i for i in items if s(i, "pk").endswith("#audit") and s(i, "action") == "create_customer"
          and s(i, "channel") == "mcp" and s(i, "outcome") in ("ok", "")]
 burst_audit = [i for i in audit if s(i, "pk") == "globex#audit"]
-buckets = [i for i in items if s(i, "pk") == "globex#rate" and "#tenant#" not in s(i, "sk")
-           and not s(i, "sk").startswith("tenant#")]
+# The burst connection's buckets: globex's only connection-level rate items (the key layout is
+# `globex#rate` + `<connection>#...` or `globex#rate#<connection>` + ..., depending on the version).
+buckets = [i for i in items if s(i, "pk").startswith("globex#rate")
+           and "con_" in s(i, "pk") + s(i, "sk")]
 conn_limit = 30 * scale
 w_ok = sum(r["ok"] for r in writes); w_err = sum(r["errors"] for r in writes)
 b_ok = sum(r["ok"] for r in burst); b_calls = sum(r["calls"] for r in burst)
