@@ -114,6 +114,8 @@ for pid in "${pids[@]}"; do wait "$pid" || true; done
     --tool create_customer --args "{\"name\":\"MP $RUN burst {n}\",\"email\":\"mp.burst.{n}@example.com\"}" \
     >"$WORK/burst-2.json" || true
 BURST_END=$(date +%s)
+# The servers and moto stop on exit (lib.sh); the work dir goes with them.
+trap 'bench_cleanup; rm -rf "$WORK"' EXIT
 
 "$PY" - "$WORK" "$RUN" "$SCALE" "$BURST_END" "$BENCH_OUT/multi-process.json" <<'PY'
 import glob, json, os, sys
