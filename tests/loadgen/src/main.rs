@@ -344,11 +344,14 @@ async fn main() -> anyhow::Result<()> {
     if args.clients == 0 {
         bail!("--clients must be at least 1");
     }
+    // Unique across loadgen processes started together (the same token through several
+    // servers): the clock in nanoseconds and this process's id.
     let run = format!(
-        "{:x}",
+        "{:x}p{}",
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)?
-            .as_millis()
+            .as_nanos(),
+        std::process::id()
     );
     let shared = Arc::new(Shared {
         target,
