@@ -148,6 +148,15 @@ struct ServeArgs {
     /// Do not seed the demo tenants into an empty store.
     #[arg(long)]
     no_demo: bool,
+    /// Benchmarks only: multiply every rate limit (per connection, per tenant, per object) by
+    /// this factor. Every gate stays on; windows and concurrency slots are unchanged. 1 (the
+    /// default) keeps the normal limits; serve says so on stderr when it is raised.
+    #[arg(long, env = "GATEHOUSE_RATE_LIMIT_SCALE", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    rate_limit_scale: u32,
+    /// Benchmarks only: also serve `bench_fixed_1kb`, a read tool returning a fixed 1 KB
+    /// payload (for the side-by-side with other MCP SDKs).
+    #[arg(long)]
+    bench_tool: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -366,13 +375,29 @@ async fn serve(
         oauth,
         console_base: format!("http://{local}/app"),
         secure_cookies: false,
+        limits: app::bench::scaled_limits(mcp_pipeline::Limits::default(), args.rate_limit_scale),
         ..app::Settings::default()
     };
-    let app = build(store, settings)?;
+    let app = if args.bench_tool {
+        let mut tools = app::registry(&settings, &store)?;
+        tools.register(mcp_pipeline::ToolSpec::new(app::bench::BenchFixed1Kb))?;
+        app::build_with(&settings, store, tools)?
+    } else {
+        build(store, settings)?
+    };
     eprintln!(
         "gatehouse {} serving MCP at http://{local}/mcp",
         env!("CARGO_PKG_VERSION")
     );
+    if args.rate_limit_scale > 1 {
+        eprintln!(
+            "  BENCHMARK: rate limits raised {}x (every gate still on)",
+            args.rate_limit_scale
+        );
+    }
+    if args.bench_tool {
+        eprintln!("  BENCHMARK: serving {}", app::bench::FIXED_TOOL);
+    }
     eprintln!("  store: {described}");
     eprintln!("  product pages (sign-in, approvals, connections): http://{local}/app/");
     let mut seeded = false;

@@ -2,6 +2,7 @@
 //! function, `gatehouse serve`, `gatehouse stdio`, the tests), so they cannot drift apart.
 //! Entry points read their environment and hand typed settings here; this crate reads none.
 
+pub mod bench;
 pub mod demo;
 pub mod manifest;
 mod recent;
