@@ -156,6 +156,10 @@ pub struct Server {
     releases: gates::Releases,
 }
 
+/// How long admission waits, and how often, for a slot whose release is on its way.
+const SLOT_WAIT: std::time::Duration = std::time::Duration::from_millis(25);
+const SLOT_WAIT_ATTEMPTS: u32 = 6;
+
 fn request_id() -> String {
     use rand::Rng as _;
     let n: u64 = rand::rng().random();
@@ -784,8 +788,9 @@ impl Server {
                     // Leases outlive the deadline a little, so a crashed instance frees its slot.
                     let lease = i64::try_from(tool.deadline.as_secs()).unwrap_or(60) + 5;
                     self.releases.settle(caller).await;
-                    Some(
-                        gates::admit(
+                    let mut waited = 0;
+                    loop {
+                        let admitted = gates::admit(
                             g,
                             caller,
                             tool.effect,
@@ -794,8 +799,22 @@ impl Server {
                             lease,
                             now,
                         )
-                        .await,
-                    )
+                        .await;
+                        // A slot can still be held by the call before this one, when that
+                        // call ran on another instance and its release is still on its way
+                        // (a read gives its slot back after its answer). Wait a little for it
+                        // before telling the caller its other calls are still running; a
+                        // refused attempt counted nothing.
+                        let busy = matches!(&admitted, Ok(Err(refusal))
+                            if refusal.details.get("concurrency") == Some(&json!(true)));
+                        match &self.config.sleep {
+                            Some(sleep) if busy && waited < SLOT_WAIT_ATTEMPTS => {
+                                waited += 1;
+                                (sleep.0)(SLOT_WAIT).await;
+                            }
+                            _ => break Some(admitted),
+                        }
+                    }
                 }
                 _ => None,
             }
