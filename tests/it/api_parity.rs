@@ -7,7 +7,8 @@ use booking::ids::Kind;
 use mcp_pipeline::Toolset;
 use serde_json::{Value, json};
 
-use crate::world::{World, on_every_backend};
+use crate::support::on_every_backend;
+use crate::world::World;
 
 /// Every write tool of the registry except `confirm_action` and `reject_action`, which act on
 /// an agent's pending action (their product counterpart is the approval page).

@@ -7,7 +7,8 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_pipeline::Toolset;
 use serde_json::{Value, json};
 
-use crate::world::{ISSUER, RESOURCE, World, on_every_backend};
+use crate::support::on_every_backend;
+use crate::world::{ISSUER, RESOURCE, World};
 
 fn now() -> i64 {
     store::engine::now_epoch_seconds()
@@ -507,7 +508,7 @@ async fn connections_are_capped_hashed_and_revocable(world: World) {
         .unwrap()
         .expect("index by hash");
     assert!(!store::item_to_json(&index).contains(&token));
-    if world.backend == crate::world::Backend::Sqlite {
+    if world.backend == crate::support::store::Backend::Sqlite {
         let file = world.app.store.as_ref();
         let path = format!("{file:?}");
         let db = path

@@ -578,12 +578,12 @@ fn millis(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
-/// The DynamoDB table, with an owner and a connection; the app on it (as the function builds it,
-/// minus the test-only tool) and the connection's token.
-fn setup(rt: &tokio::runtime::Runtime, endpoint: &str, table: &str) -> (app::App, String) {
+/// A new DynamoDB table named `<prefix>-...`, with an owner and a connection; the app on it (as
+/// the function builds it, minus the test-only tool), the table's name and the connection's
+/// token.
+fn setup(rt: &tokio::runtime::Runtime, endpoint: &str, prefix: &str) -> (app::App, String, String) {
     rt.block_on(async {
-        let store = store_dynamodb::DynamoStore::local(endpoint, table);
-        store.create_table().await.expect("create the table");
+        let (store, table) = crate::support::store::fresh_table(endpoint, prefix).await;
         let settings = app::Settings {
             backend: "dynamodb".into(),
             max_body_bytes: MAX_BODY_BYTES,
@@ -592,7 +592,7 @@ fn setup(rt: &tokio::runtime::Runtime, endpoint: &str, table: &str) -> (app::App
         };
         let app = app::build(&settings, std::sync::Arc::new(store)).expect("app");
         let token = crate::support::owner_connection(&app, "lambda runtime test").await;
-        (app, token)
+        (app, table, token)
     })
 }
 
@@ -616,8 +616,7 @@ fn the_release_binary_serves_the_lambda_runtime_api() {
         .enable_all()
         .build()
         .unwrap();
-    let table = format!("gatehouse-lambda-{:08x}", rand_u32());
-    let (app, token) = setup(&rt, &endpoint, &table);
+    let (app, table, token) = setup(&rt, &endpoint, "gatehouse-lambda");
 
     let mut api = RuntimeApi::start();
     let max_body = MAX_BODY_BYTES.to_string();
@@ -982,8 +981,7 @@ fn the_release_web_function_serves_the_pages_on_the_runtime_api() {
         .enable_all()
         .build()
         .unwrap();
-    let table = format!("gatehouse-web-{:08x}", rand_u32());
-    let (app, mcp_token) = setup(&rt, &endpoint, &table);
+    let (app, table, mcp_token) = setup(&rt, &endpoint, "gatehouse-web");
     rt.block_on(identity::product::set_password(
         app.store.as_ref(),
         "acme",

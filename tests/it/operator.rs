@@ -10,8 +10,9 @@ use std::process::{Command, Stdio};
 use mcp_pipeline::Toolset;
 use serde_json::json;
 
+use crate::support::on_every_backend;
 use crate::web::{FORM, send, sign_in};
-use crate::world::{World, on_every_backend};
+use crate::world::World;
 
 const EMAIL: &str = "ops@example.com";
 const PASSWORD: &str = "correct horse battery";
@@ -283,9 +284,7 @@ async fn the_cli_creates_operators_on_every_backend() {
     let Some(endpoint) = crate::support::dynamodb_endpoint("operator create [dynamodb]") else {
         return;
     };
-    let table = format!("cli-operator-{}", std::process::id());
-    let dynamo = store_dynamodb::DynamoStore::local(&endpoint, &table);
-    dynamo.create_table().await.unwrap();
+    let (dynamo, table) = crate::support::store::fresh_table(&endpoint, "cli-operator").await;
     let out = create(&["--dynamodb-table", &table, "--dynamodb-endpoint", &endpoint]);
     assert!(
         out.status.success(),

@@ -38,12 +38,9 @@ struct Counted {
 }
 
 async fn counted_demo() -> Counted {
-    let dir = tempfile::tempdir().unwrap();
+    let (sqlite, dir) = crate::support::store::fresh_sqlite("gatehouse.db");
     let latency: store::Latency = Arc::new(|| Box::pin(tokio::time::sleep(LATENCY)));
-    let store = Arc::new(
-        CountingStore::new(SqliteStore::open(dir.path().join("gatehouse.db")).unwrap())
-            .with_latency(latency),
-    );
+    let store = Arc::new(CountingStore::new(sqlite).with_latency(latency));
     let after_answer: Held = Arc::default();
     let held = Arc::clone(&after_answer);
     let settings = app::Settings {

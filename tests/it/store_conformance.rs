@@ -15,6 +15,8 @@ use store::{
     SortCondition, Store, StoreError, TransactOp, Update, UpdateAction, Value,
 };
 
+use crate::support::store::{Backend, fresh, fresh_sqlite, fresh_table};
+
 type Outcome = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>>;
 type Case = fn(Ctx) -> Outcome;
 
@@ -195,21 +197,21 @@ async fn assert_suite(backend: &str, store: Arc<dyn Store>, gaps: &[(&str, &str)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_memory() {
-    assert_suite("memory", Arc::new(store::MemoryStore::new()), &[]).await;
+    let (store, _) = fresh(Backend::Memory).await.unwrap();
+    assert_suite("memory", store, &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store_sqlite::SqliteStore::open(dir.path().join("data/store.db")).unwrap();
+    // In a folder the store makes.
+    let (store, _dir) = fresh_sqlite("data/store.db");
     assert_suite("sqlite", Arc::new(store), &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_sqlite_counted() {
     // The counting wrapper must be transparent: the suite passes through it unchanged.
-    let dir = tempfile::tempdir().unwrap();
-    let store = store_sqlite::SqliteStore::open(dir.path().join("store.db")).unwrap();
+    let (store, _dir) = fresh_sqlite("store.db");
     let counting = Arc::new(store::CountingStore::new(store));
     assert_suite("sqlite+counting", counting.clone(), &[]).await;
     assert!(counting.round_trips().total() > 0);
@@ -220,9 +222,7 @@ async fn conformance_dynamodb() {
     let Some(endpoint) = crate::support::dynamodb_endpoint("store conformance [dynamodb]") else {
         return;
     };
-    let table = format!("conformance-{}", now());
-    let store = store_dynamodb::DynamoStore::local(&endpoint, &table);
-    store.create_table().await.expect("create table");
+    let (store, _) = fresh_table(&endpoint, "conformance").await;
     assert_suite("dynamodb (moto)", Arc::new(store), MOTO_GAPS).await;
 }
 

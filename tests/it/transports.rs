@@ -10,11 +10,10 @@ use serde_json::{Value, json};
 
 /// An app on the memory store with one owner and a connection; returns it and the token.
 async fn app_with_token() -> (app::App, String) {
-    let app = app::build(
-        &app::Settings::default(),
-        std::sync::Arc::new(store::MemoryStore::new()),
-    )
-    .expect("app");
+    let (store, _) = crate::support::store::fresh(crate::support::store::Backend::Memory)
+        .await
+        .unwrap();
+    let app = app::build(&app::Settings::default(), store).expect("app");
     let token = crate::support::owner_connection(&app, "lambda test").await;
     (app, token)
 }
@@ -259,11 +258,7 @@ async fn token_commands_work_on_dynamodb_too() {
     let Some(endpoint) = crate::support::dynamodb_endpoint("token commands [dynamodb]") else {
         return;
     };
-    let table = format!("cli-{}", std::process::id());
-    store_dynamodb::DynamoStore::local(&endpoint, &table)
-        .create_table()
-        .await
-        .unwrap();
+    let (_, table) = crate::support::store::fresh_table(&endpoint, "cli").await;
     let run = |args: &[&str]| {
         let out = Command::new(gatehouse_binary())
             .args(args)

@@ -6,7 +6,8 @@ use http_body_util::BodyExt as _;
 use mcp_pipeline::Toolset;
 use serde_json::{Value, json};
 
-use crate::world::{World, on_every_backend};
+use crate::support::on_every_backend;
+use crate::world::World;
 
 pub(crate) struct Reply {
     pub(crate) status: u16,

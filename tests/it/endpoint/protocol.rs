@@ -1,0 +1,430 @@
+//! HTTP statuses and protocol errors: methods, batches, notifications, origins, body size,
+//! content types, MCP headers, versions, sessions, legacy clients and discovery.
+
+use mcp_test_client::TestClient;
+use serde_json::json;
+
+use super::{JSON, V, headers, modern_body, post};
+use crate::support::probe_tools::{client, entries, fixture};
+
+#[tokio::test]
+async fn get_and_delete_get_405() {
+    let f = fixture();
+    for method in [http::Method::GET, http::Method::DELETE] {
+        let r = client(&f)
+            .send(method.clone(), "/mcp", &headers(&[V]), bytes::Bytes::new())
+            .await;
+        assert_eq!(r.status, 405, "{method}");
+        assert_eq!(r.header("allow"), Some("POST"));
+    }
+}
+
+#[tokio::test]
+async fn a_batch_gets_400_and_one_error() {
+    let f = fixture();
+    let batch = json!([
+        modern_body("tools/list", json!({})),
+        modern_body("tools/list", json!({}))
+    ]);
+    let r = post(&f, &[JSON, V, ("mcp-method", "tools/list")], &batch).await;
+    assert_eq!(r.status, 400);
+    let body = r.json();
+    assert!(body.is_object(), "one error object, not an array: {body}");
+    assert_eq!(body["error"]["code"], -32600);
+}
+
+#[tokio::test]
+async fn a_notification_gets_202_and_no_body() {
+    let f = fixture();
+    let n = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let r = post(&f, &[JSON, ("mcp-protocol-version", "2025-11-25")], &n).await;
+    assert_eq!(r.status, 202);
+    assert!(r.body.is_empty());
+}
+
+#[tokio::test]
+async fn origin_not_on_the_allowlist_gets_403_before_anything_runs() {
+    let f = fixture();
+    let body = modern_body(
+        "tools/call",
+        json!({"name": "open_action", "arguments": {}}),
+    );
+    let hs = [
+        JSON,
+        V,
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "open_action"),
+        ("x-role", "admin"),
+    ];
+    let mut bad = hs.to_vec();
+    bad.push(("origin", "https://evil.example"));
+    let r = post(&f, &bad, &body).await;
+    assert_eq!(r.status, 403);
+    assert!(
+        entries(&f.log).is_empty(),
+        "something ran for a forbidden origin: {:?}",
+        entries(&f.log)
+    );
+    // Even a request that is otherwise malformed gets 403 first.
+    let r = client(&f)
+        .send(
+            http::Method::GET,
+            "/mcp",
+            &headers(&[("origin", "https://evil.example")]),
+            bytes::Bytes::new(),
+        )
+        .await;
+    assert_eq!(r.status, 403);
+    let mut good = hs.to_vec();
+    good.push(("origin", "https://app.example.com"));
+    let r = post(&f, &good, &body).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["result"]["isError"], false);
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_gets_413() {
+    let f = fixture();
+    let big = modern_body(
+        "tools/call",
+        json!({"name": "echo_args", "arguments": {"text": "x".repeat(70 * 1024)}}),
+    );
+    let r = post(
+        &f,
+        &[
+            JSON,
+            V,
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo_args"),
+        ],
+        &big,
+    )
+    .await;
+    assert_eq!(r.status, 413);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("exceeds")
+    );
+    assert!(
+        entries(&f.log).is_empty(),
+        "the tool ran on an oversized body"
+    );
+}
+
+#[tokio::test]
+async fn wrong_content_type_and_bad_json() {
+    let f = fixture();
+    let r = client(&f)
+        .send(
+            http::Method::POST,
+            "/mcp",
+            &headers(&[("content-type", "text/plain"), V]),
+            "{}".into(),
+        )
+        .await;
+    assert_eq!(r.status, 415);
+    let r = client(&f)
+        .send(
+            http::Method::POST,
+            "/mcp",
+            &headers(&[JSON, V]),
+            "{not json".into(),
+        )
+        .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.error_code(), Some(-32700));
+    assert!(r.json()["id"].is_null());
+    let r = client(&f)
+        .send(
+            http::Method::POST,
+            "/other",
+            &headers(&[JSON, V]),
+            "{}".into(),
+        )
+        .await;
+    assert_eq!(r.status, 404);
+}
+
+#[tokio::test]
+async fn unknown_method_gets_404_and_32601() {
+    let f = fixture();
+    let r = client(&f).request("resources/list", json!({})).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.error_code(), Some(-32601));
+    // `ping` and `initialize` do not exist in 2026-07-28.
+    let r = client(&f).request("ping", json!({})).await;
+    assert_eq!((r.status, r.error_code()), (404, Some(-32601)));
+    let r = client(&f).request("initialize", json!({})).await;
+    assert_eq!((r.status, r.error_code()), (404, Some(-32601)));
+    assert!(
+        r.json()["error"]["data"]["supported"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty())
+    );
+}
+
+#[tokio::test]
+async fn mcp_headers_must_be_present_and_match_the_body() {
+    let f = fixture();
+    let body = modern_body(
+        "tools/call",
+        json!({"name": "open_action", "arguments": {}}),
+    );
+    let cases: Vec<(&str, Vec<(&str, &str)>)> = vec![
+        (
+            "no version header",
+            vec![
+                JSON,
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "open_action"),
+            ],
+        ),
+        (
+            "no method header",
+            vec![JSON, V, ("mcp-name", "open_action")],
+        ),
+        (
+            "no name header",
+            vec![JSON, V, ("mcp-method", "tools/call")],
+        ),
+        (
+            "method differs",
+            vec![
+                JSON,
+                V,
+                ("mcp-method", "tools/list"),
+                ("mcp-name", "open_action"),
+            ],
+        ),
+        (
+            "name differs",
+            vec![
+                JSON,
+                V,
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "guarded_action"),
+            ],
+        ),
+        (
+            "bad base64",
+            vec![
+                JSON,
+                V,
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "=?base64?***?="),
+            ],
+        ),
+    ];
+    for (what, hs) in cases {
+        let r = post(&f, &hs, &body).await;
+        assert_eq!(
+            (r.status, r.error_code()),
+            (400, Some(-32020)),
+            "{what}: {:?}",
+            r.json()
+        );
+    }
+    // The body's _meta version must equal the header.
+    let mut other = body.clone();
+    other["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
+    let r = post(
+        &f,
+        &[
+            JSON,
+            V,
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "open_action"),
+        ],
+        &other,
+    )
+    .await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32020)));
+    assert!(
+        entries(&f.log).is_empty(),
+        "a tool ran despite bad headers: {:?}",
+        entries(&f.log)
+    );
+}
+
+#[tokio::test]
+async fn mcp_name_in_base64_form_is_decoded() {
+    let f = fixture();
+    let body = modern_body(
+        "tools/call",
+        json!({"name": "echo_args", "arguments": {"text": "hi"}}),
+    );
+    let encoded = mcp_test_client::encode_header(" echo_args");
+    assert!(encoded.starts_with("=?base64?"));
+    // The decoded value " echo_args" differs from the body, so this is a mismatch...
+    let r = post(
+        &f,
+        &[
+            JSON,
+            V,
+            ("mcp-method", "tools/call"),
+            ("mcp-name", &encoded),
+        ],
+        &body,
+    )
+    .await;
+    assert_eq!(r.error_code(), Some(-32020));
+    // ...while the base64 form of the right name matches.
+    let r = post(
+        &f,
+        &[
+            JSON,
+            V,
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "=?base64?ZWNob19hcmdz?="),
+        ],
+        &body,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{:?}", r.json());
+}
+
+#[tokio::test]
+async fn unsupported_version_gets_400_with_the_supported_list() {
+    let f = fixture();
+    let body = modern_body("tools/list", json!({}));
+    let r = post(
+        &f,
+        &[
+            JSON,
+            ("mcp-protocol-version", "1900-01-01"),
+            ("mcp-method", "tools/list"),
+        ],
+        &body,
+    )
+    .await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32022)));
+    let data = &r.json()["error"]["data"];
+    assert_eq!(data["requested"], "1900-01-01");
+    assert_eq!(data["supported"], json!(mcp_protocol::SUPPORTED_VERSIONS));
+}
+
+#[tokio::test]
+async fn missing_meta_fields_get_400_and_32602() {
+    let f = fixture();
+    for missing in [
+        "io.modelcontextprotocol/clientCapabilities",
+        "io.modelcontextprotocol/protocolVersion",
+    ] {
+        let mut body = modern_body("tools/list", json!({}));
+        body["params"]["_meta"]
+            .as_object_mut()
+            .unwrap()
+            .remove(missing);
+        let hs = [JSON, V, ("mcp-method", "tools/list")];
+        let r = post(&f, &hs, &body).await;
+        assert_eq!(
+            (r.status, r.error_code()),
+            (400, Some(-32602)),
+            "{missing}: {:?}",
+            r.json()
+        );
+        assert!(
+            r.json()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(missing)
+        );
+    }
+}
+
+#[tokio::test]
+async fn sessions_are_ignored_and_never_minted() {
+    let f = fixture();
+    let c = client(&f)
+        .with_header("mcp-session-id", "abc123")
+        .with_header("last-event-id", "42");
+    let r = c.request("tools/list", json!({})).await;
+    assert_eq!(r.status, 200);
+    assert!(r.header("mcp-session-id").is_none());
+    let legacy = TestClient::in_process(f.service.clone()).legacy("2025-06-18");
+    let r = legacy
+        .request("initialize", json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}))
+        .await;
+    assert_eq!(r.status, 200);
+    assert!(
+        r.header("mcp-session-id").is_none(),
+        "initialize minted a session"
+    );
+    let result = &r.json()["result"];
+    assert_eq!(result["protocolVersion"], "2025-06-18");
+    assert_eq!(result["capabilities"]["tools"]["listChanged"], false);
+    assert_eq!(result["serverInfo"]["name"], "gatehouse");
+}
+
+#[tokio::test]
+async fn legacy_clients_get_ping_list_and_call_without_a_session() {
+    let f = fixture();
+    for version in ["2025-06-18", "2025-11-25"] {
+        let c = TestClient::in_process(f.service.clone()).legacy(version);
+        let r = c.request("ping", json!({})).await;
+        assert_eq!(r.json()["result"], json!({}), "{version}");
+        let list = c.list_tools().await;
+        assert!(list["tools"].as_array().unwrap().len() >= 5);
+        assert!(list.get("resultType").is_none());
+        let call = c.call_tool("echo_args", json!({"text": "hello"})).await;
+        assert!(!call.is_error(), "{version}: {}", call.result);
+    }
+    // A legacy client with no version header at all is served too.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let r = post(&f, &[JSON], &body).await;
+    assert_eq!(r.status, 200);
+}
+
+#[tokio::test]
+async fn discover_and_list_carry_cache_hints_and_server_info() {
+    let f = fixture();
+    let r = client(&f).request("server/discover", json!({})).await;
+    let result = &r.json()["result"];
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(
+        result["supportedVersions"],
+        json!(mcp_protocol::SUPPORTED_VERSIONS)
+    );
+    assert!(result["ttlMs"].as_u64().is_some());
+    assert_eq!(result["cacheScope"], "public");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "gatehouse"
+    );
+    let list = client(&f).list_tools().await;
+    assert_eq!(list["resultType"], "complete");
+    assert_eq!(
+        list["cacheScope"], "private",
+        "the tool list depends on who asks"
+    );
+    assert!(list["ttlMs"].as_u64().is_some());
+    assert!(list.get("nextCursor").is_none(), "one page");
+    assert_eq!(
+        list["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "gatehouse"
+    );
+    let r = client(&f)
+        .request("tools/list", json!({"cursor": "abc"}))
+        .await;
+    assert_eq!(r.error_code(), Some(-32602));
+}
+
+#[tokio::test]
+async fn unknown_tool_is_a_protocol_error() {
+    let f = fixture();
+    let r = client(&f)
+        .request(
+            "tools/call",
+            json!({"name": "no_such_tool", "arguments": {}}),
+        )
+        .await;
+    assert_eq!(r.error_code(), Some(-32602));
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no_such_tool")
+    );
+}

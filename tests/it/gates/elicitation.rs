@@ -1,0 +1,168 @@
+//! Approval in the client: a client that declared elicitation is asked for approval; the
+//! request state is bound to its connection, sealed, used once and expires. Money moves only
+//! with approval in the product.
+
+use mcp_pipeline::Limits;
+use serde_json::json;
+
+use super::new_note;
+use crate::support::notes::Notes;
+use crate::support::on_every_backend;
+
+fn with_elicitation(name: &str, arguments: serde_json::Value) -> serde_json::Value {
+    json!({
+        "name": name,
+        "arguments": arguments,
+        "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}},
+    })
+}
+
+fn approval_retry(arguments: serde_json::Value, state: &str, approve: bool) -> serde_json::Value {
+    let mut params = with_elicitation("send_note", arguments);
+    params["requestState"] = json!(state);
+    params["inputResponses"] =
+        json!({"approval": {"action": "accept", "content": {"approve": approve}}});
+    params
+}
+
+async fn a_client_that_can_ask_gets_an_approval_request(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Approve me", "See you at 10.").await;
+    let args = json!({"note": note, "to": "ada@example.com"});
+    let asked = c
+        .call_tool_with("send_note", with_elicitation("send_note", args.clone()))
+        .await;
+    assert_eq!(asked.result["resultType"], "input_required");
+    let request = &asked.result["inputRequests"]["approval"];
+    assert_eq!(request["method"], "elicitation/create");
+    assert!(
+        request["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ada@example.com")
+    );
+    let state = asked.result["requestState"].as_str().unwrap().to_owned();
+    assert!(n.outbox().await.is_empty(), "asking sends nothing");
+    // Another connection cannot use the state; an altered state is refused.
+    let other = n.second_connection().await;
+    let r = other
+        .request("tools/call", approval_retry(args.clone(), &state, true))
+        .await;
+    assert_eq!(r.error_code(), Some(-32602));
+    let mut tampered = state.clone();
+    tampered.insert(5, 'x');
+    let r = c
+        .request("tools/call", approval_retry(args.clone(), &tampered, true))
+        .await;
+    assert_eq!(r.error_code(), Some(-32602));
+    assert!(n.outbox().await.is_empty());
+    let done = c
+        .call_tool_with("send_note", approval_retry(args.clone(), &state, true))
+        .await;
+    assert!(!done.is_error(), "{}", done.text());
+    assert_eq!(done.structured()["status"], "DONE");
+    assert_eq!(n.outbox().await.len(), 1);
+    // The same approval replayed is refused: it was consumed in the store.
+    let replayed = c
+        .call_tool_with("send_note", approval_retry(args, &state, true))
+        .await;
+    assert!(replayed.is_error());
+    assert_eq!(replayed.structured()["status"], "used");
+    assert_eq!(n.outbox().await.len(), 1, "executed once");
+}
+on_every_backend!(
+    approval_in_client,
+    a_client_that_can_ask_gets_an_approval_request,
+    |backend| Notes::on(backend, Limits::default()),
+    threads = 4
+);
+
+async fn a_declined_approval_does_nothing(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Decline me", "x").await;
+    let args = json!({"note": note, "to": "ada@example.com"});
+    let asked = c
+        .call_tool_with("send_note", with_elicitation("send_note", args.clone()))
+        .await;
+    let state = asked.result["requestState"].as_str().unwrap().to_owned();
+    let declined = c
+        .call_tool_with("send_note", approval_retry(args.clone(), &state, false))
+        .await;
+    assert_eq!(declined.structured()["status"], "DECLINED");
+    let late = c
+        .call_tool_with("send_note", approval_retry(args, &state, true))
+        .await;
+    assert!(late.is_error());
+    assert!(n.outbox().await.is_empty());
+    // Steps that move money never use the client's elicitation nor confirm_action: only a
+    // person in the product's page approves them.
+    let charge = c
+        .call_tool_with(
+            "charge_note",
+            with_elicitation("charge_note", json!({"note": note})),
+        )
+        .await;
+    assert_eq!(
+        charge.structured()["status"],
+        "PREVIEW",
+        "{}",
+        charge.text()
+    );
+    let url = charge.structured()["approval_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(url.ends_with(charge.structured()["confirm_token"].as_str().unwrap()));
+    assert!(
+        charge.structured()["next_steps"][0]
+            .as_str()
+            .unwrap()
+            .contains(&url)
+    );
+    let confirm = json!({"confirm_token": charge.structured()["confirm_token"], "confirm_summary": charge.structured()["confirm_summary"]});
+    let refused = c.call_tool("confirm_action", confirm).await;
+    assert_eq!(
+        refused.structured()["code"],
+        "forbidden",
+        "{}",
+        refused.text()
+    );
+    assert_eq!(refused.structured()["approval_url"], url.as_str());
+    assert!(n.outbox().await.is_empty(), "nothing was charged");
+}
+on_every_backend!(
+    approval_declined,
+    a_declined_approval_does_nothing,
+    |backend| Notes::on(backend, Limits::default()),
+    threads = 4
+);
+
+async fn an_expired_approval_state_is_refused(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Expiring", "x").await;
+    let args = json!({"note": note, "to": "ada@example.com"});
+    let asked = c
+        .call_tool_with("send_note", with_elicitation("send_note", args.clone()))
+        .await;
+    let state = asked.result["requestState"].as_str().unwrap().to_owned();
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let r = c
+        .request("tools/call", approval_retry(args, &state, true))
+        .await;
+    assert_eq!(r.error_code(), Some(-32602), "{:?}", r.json());
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("expired"),
+        "{:?}",
+        r.json()
+    );
+    assert!(n.outbox().await.is_empty());
+}
+on_every_backend!(
+    expired_state,
+    an_expired_approval_state_is_refused,
+    |backend| Notes::with_state_ttl(backend, Limits::default(), 1),
+    threads = 2
+);

@@ -1,0 +1,35 @@
+//! The safety gates on example write tools (the fake "notes" product of
+//! [`crate::support::notes`]) through the real handler, on SQLite and on the local DynamoDB
+//! server: replay, idempotency keys, duplicate guard, versions, batches, the kill switch during
+//! a write, audit, two-step confirmation, approval by elicitation, rate buckets, concurrency
+//! slots, deadlines and the loop brake.
+
+mod confirmation;
+mod elicitation;
+mod kill_switch;
+mod limits;
+mod replay;
+mod write_guards;
+
+use mcp_test_client::TestClient;
+use serde_json::json;
+
+/// Creates a note through `c`; returns its handle.
+async fn new_note(c: &TestClient, title: &str, body: &str) -> String {
+    let call = c
+        .call_tool("create_note", json!({"title": title, "body": body}))
+        .await;
+    assert!(!call.is_error(), "{}", call.text());
+    call.structured()["note"]["note"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The arguments of `confirm_action` for the action `preview` prepared.
+fn confirm_args(preview: &mcp_test_client::ToolCall) -> serde_json::Value {
+    json!({
+        "confirm_token": preview.structured()["confirm_token"],
+        "confirm_summary": preview.structured()["confirm_summary"],
+    })
+}

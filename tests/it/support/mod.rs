@@ -1,0 +1,132 @@
+//! Helpers shared by the integration tests: fresh stores ([`store`]), connections
+//! ([`connect`]), running a test on every backend ([`on_every_backend!`]), and the fake
+//! products the pipeline tests run against ([`notes`], [`probe_tools`]).
+
+use std::collections::BTreeSet;
+
+use mcp_pipeline::Toolset;
+
+pub(crate) mod notes;
+pub(crate) mod probe_tools;
+pub(crate) mod store;
+
+/// The local DynamoDB-compatible server's endpoint, from `GATEHOUSE_TEST_DYNAMODB_ENDPOINT`
+/// (set by `tests/run`, which starts the server).
+///
+/// DynamoDB tests are never skipped silently: in CI (`CI` set) a missing endpoint fails the
+/// test; elsewhere the skip is printed with its reason so it shows in the output.
+pub(crate) fn dynamodb_endpoint(what: &str) -> Option<String> {
+    match std::env::var("GATEHOUSE_TEST_DYNAMODB_ENDPOINT") {
+        Ok(endpoint) if !endpoint.is_empty() => Some(endpoint),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "{what}: GATEHOUSE_TEST_DYNAMODB_ENDPOINT is not set in CI; run the tests through tests/run"
+            );
+            eprintln!(
+                "{what}: SKIPPED (GATEHOUSE_TEST_DYNAMODB_ENDPOINT not set; tests/run starts a local server and sets it)"
+            );
+            None
+        }
+    }
+}
+
+/// `member` of `tenant` creates a connection named `client` with `rights` and `toolset` (a
+/// token, through the CLI channel); returns (connection id, token). The member must exist and
+/// hold the rights.
+pub(crate) async fn connect(
+    app: &app::App,
+    (tenant, member): (&str, &str),
+    rights: BTreeSet<String>,
+    toolset: Toolset,
+    client: &str,
+) -> (String, String) {
+    let actor = identity::Actor {
+        tenant: tenant.into(),
+        member: member.into(),
+        channel: identity::Channel::Cli,
+    };
+    let new = identity::NewConnection {
+        rights,
+        toolset,
+        client_name: client.into(),
+    };
+    let (connection, token) = app.connections.create_token(&actor, new).await.unwrap();
+    (connection.id, token)
+}
+
+/// Every right `member` of `tenant` holds now.
+pub(crate) async fn rights_of(app: &app::App, tenant: &str, member: &str) -> BTreeSet<String> {
+    use identity::Directory as _;
+    app.directory
+        .member(tenant, member)
+        .await
+        .unwrap()
+        .unwrap()
+        .rights
+}
+
+/// The rights named, as a connection takes them.
+pub(crate) fn rights(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|&r| r.to_owned()).collect()
+}
+
+/// Makes `ana` the owner of `acme` and gives her a standard connection that reads bookings,
+/// named `client`; returns its MCP token.
+pub(crate) async fn owner_connection(app: &app::App, client: &str) -> String {
+    app.directory
+        .put_member("acme", "ana", "owner", true)
+        .await
+        .unwrap();
+    let (_, token) = connect(
+        app,
+        ("acme", "ana"),
+        rights(&["bookings:read"]),
+        Toolset::Standard,
+        client,
+    )
+    .await;
+    token
+}
+
+/// Runs an async test body on SQLite and on the local DynamoDB server, as the tests
+/// `$name::sqlite` and `$name::dynamodb`; the DynamoDB one is skipped (printed) when no server
+/// is available outside CI.
+///
+/// * `on_every_backend!(name, body)`: `body(World)`, the app on a fresh store
+///   ([`crate::world::World::on`]), on 2 worker threads.
+/// * `on_every_backend!(name, body, |backend| fixture, threads = n)`: `body(F)`, where
+///   `fixture` is an `Option<F>` future made from `backend` (a [`store::Backend`]; `None`:
+///   that backend is not available), on `n` worker threads. Paths in `fixture` resolve in
+///   the module of the invocation.
+macro_rules! on_every_backend {
+    ($name:ident, $body:ident) => {
+        $crate::support::on_every_backend!(
+            $name,
+            $body,
+            |backend| $crate::world::World::on(backend),
+            threads = 2
+        );
+    };
+    ($name:ident, $body:ident, |$backend:ident| $fixture:expr, threads = $threads:tt) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = $threads)]
+            async fn sqlite() {
+                let $backend = $crate::support::store::Backend::Sqlite;
+                super::$body($fixture.await.expect("SQLite is always available")).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = $threads)]
+            async fn dynamodb() {
+                let $backend = $crate::support::store::Backend::Dynamodb;
+                if let Some(fixture) = $fixture.await {
+                    super::$body(fixture).await;
+                }
+            }
+        }
+    };
+}
+pub(crate) use on_every_backend;

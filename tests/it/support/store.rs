@@ -1,0 +1,84 @@
+//! Fresh stores for tests: every test that needs an empty store gets it here.
+//!
+//! [`fresh`] is the usual entry: an empty store of a [`Backend`] behind `Arc<dyn Store>`.
+//! [`fresh_sqlite`] and [`fresh_table`] give the concrete stores underneath, for tests that
+//! wrap them (`CountingStore`), pick the file, or hand a table to a binary.
+
+use std::sync::Arc;
+
+use store::Store;
+use store_dynamodb::DynamoStore;
+use store_sqlite::SqliteStore;
+use tempfile::TempDir;
+
+/// The store backends tests run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Backend {
+    /// `store::MemoryStore`, in the process.
+    Memory,
+    /// SQLite in a temporary folder.
+    Sqlite,
+    /// A new table on the local DynamoDB server (`GATEHOUSE_TEST_DYNAMODB_ENDPOINT`).
+    Dynamodb,
+}
+
+impl Backend {
+    /// The name `app::Settings::backend` takes.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Backend::Memory => "memory",
+            Backend::Sqlite => "sqlite",
+            Backend::Dynamodb => "dynamodb",
+        }
+    }
+}
+
+/// A fresh, empty store on `backend` and the folder it lives in (SQLite only; keep it as long
+/// as the store), or `None` (printed) when DynamoDB is asked for and its server is not
+/// available outside CI.
+pub(crate) async fn fresh(backend: Backend) -> Option<(Arc<dyn Store>, Option<TempDir>)> {
+    match backend {
+        Backend::Memory => Some((Arc::new(store::MemoryStore::new()), None)),
+        Backend::Sqlite => {
+            let (store, dir) = fresh_sqlite("gatehouse.db");
+            Some((Arc::new(store), Some(dir)))
+        }
+        Backend::Dynamodb => {
+            let endpoint = super::dynamodb_endpoint("tests on [dynamodb]")?;
+            let (store, _table) = fresh_table(&endpoint, "t").await;
+            Some((Arc::new(store), None))
+        }
+    }
+}
+
+/// A fresh SQLite store in the file `file` (a path relative to a new temporary folder, whose
+/// missing folders the store creates), and that folder.
+pub(crate) fn fresh_sqlite(file: &str) -> (SqliteStore, TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(dir.path().join(file)).unwrap();
+    (store, dir)
+}
+
+/// A new, empty table on the DynamoDB server at `endpoint`, named `<prefix>-<unique>`, and its
+/// name.
+pub(crate) async fn fresh_table(endpoint: &str, prefix: &str) -> (DynamoStore, String) {
+    let table = format!("{prefix}-{}", unique_suffix());
+    let store = DynamoStore::local(endpoint, &table);
+    store.create_table().await.expect("create the table");
+    (store, table)
+}
+
+/// Unique in this process and, by the time, across runs against the same server.
+fn unique_suffix() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    format!(
+        "{millis}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
