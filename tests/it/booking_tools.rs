@@ -845,14 +845,14 @@ async fn every_effect_class(world: World) {
         "only the confirmed booking's customer is told"
     );
     assert_eq!(outbox(&world, "acme").await.len(), before + 1);
-    // One audit row per executed write; previews and refusals leave none.
+    // One audit row per executed write (previews are audited as `prepared`; refusals leave none).
     let audit = identity::audit::recent(world.app.store.as_ref(), "acme", None, 100)
         .await
         .unwrap();
     let count = |tool: &str| {
         audit
             .iter()
-            .filter(|a| a.action == tool && a.channel.name() == "mcp")
+            .filter(|a| a.action == tool && a.channel.name() == "mcp" && a.outcome == "ok")
             .count()
     };
     for (tool, n) in [

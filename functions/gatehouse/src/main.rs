@@ -594,10 +594,11 @@ async fn stdio(store: Arc<dyn store::Store>, backend: &str) -> anyhow::Result<()
                 // The credential is checked on every message, as over HTTP: a revoked token or a
                 // switched-off tenant stops the next call.
                 // As over HTTP, the call's gate items are read in the credential's batch.
-                let prefetch = authenticator
-                    .claim(&headers)
-                    .map(|claim| app.server.prefetch_keys(&message, &claim))
-                    .unwrap_or_default();
+                let plan = app.server.plan(&message);
+                let prefetch = match (&plan, authenticator.claim(&headers)) {
+                    (Some(plan), Some(claim)) => app.server.prefetch_keys(plan, &claim),
+                    _ => Vec::new(),
+                };
                 match authenticator
                     .authenticate_with(&headers, None, prefetch)
                     .await
@@ -609,6 +610,7 @@ async fn stdio(store: Arc<dyn store::Store>, backend: &str) -> anyhow::Result<()
                             version_header: None,
                             caller: Some(done.caller),
                             prefetched: done.prefetched,
+                            plan,
                         };
                         let outcome = app.server.handle(request).await;
                         outcome

@@ -209,7 +209,7 @@ pub fn build_with(
     let switches = identity::SwitchService::new(Arc::clone(&store));
     let web = web::Web {
         store: Arc::clone(&store),
-        server: Arc::clone(&server),
+        approvals: server.clone(),
         directory: directory.clone(),
         connections: connections.clone(),
         switches: switches.clone(),

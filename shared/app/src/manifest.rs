@@ -41,6 +41,7 @@ pub async fn dump(
             version_header: Some("2025-11-25".into()),
             caller: Some(caller),
             prefetched: Default::default(),
+            plan: None,
         })
         .await;
     let tools = outcome

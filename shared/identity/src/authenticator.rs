@@ -12,6 +12,9 @@ use crate::oauth::OAuthValidator;
 use crate::token::{self, BearerKind};
 use crate::{Connection, Directory, keys, switch};
 
+/// Most items read ahead beside a credential (the pipeline names at most a dozen).
+const MAX_PREFETCH: usize = 16;
+
 /// Authenticates MCP requests with MCP tokens and, when configured, OAuth access tokens.
 #[derive(Debug, Clone)]
 pub struct McpAuthenticator {
@@ -143,11 +146,15 @@ impl McpAuthenticator {
         ];
         batch.extend(member_key.clone());
         let fixed = batch.len();
-        // A key asked twice would be refused by DynamoDB's BatchGetItem.
-        let prefetch: Vec<store::Key> = prefetch
+        // What a call's arguments name must never fail authentication: a key asked twice would
+        // be refused by DynamoDB's BatchGetItem, and a batch has room for 100 keys.
+        let mut prefetch: Vec<store::Key> = prefetch
             .into_iter()
             .filter(|k| !batch.contains(k))
             .collect();
+        let mut seen = std::collections::HashSet::new();
+        prefetch.retain(|k| seen.insert(k.clone()));
+        prefetch.truncate(MAX_PREFETCH);
         batch.extend(prefetch.iter().cloned());
         let mut got = self
             .store

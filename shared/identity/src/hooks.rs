@@ -34,7 +34,7 @@ impl CommitHooks for McpCommitHooks {
                 client: caller.client_name.clone(),
             },
             action: call.tool.to_owned(),
-            outcome: "ok".into(),
+            outcome: call.outcome.into(),
             ids: call.ids.to_vec(),
             at: crate::now_rfc3339(),
         };

@@ -480,13 +480,15 @@ impl McpService {
         // Parsed before authentication so that the gate items the call will read can be read
         // in the credential's batch; a parse error is still answered only after it.
         let parsed = parse_message(&bytes);
+        let plan = match &parsed {
+            Ok(Incoming::Message(message)) => self.server.plan(message),
+            _ => None,
+        };
         let (caller, prefetched) = match &self.authenticator {
             None => (None, mcp_pipeline::Prefetched::default()),
             Some(authenticator) => {
-                let prefetch = match (&parsed, authenticator.claim(&parts.headers)) {
-                    (Ok(Incoming::Message(message)), Some(claim)) => {
-                        self.server.prefetch_keys(message, &claim)
-                    }
+                let prefetch = match (&plan, authenticator.claim(&parts.headers)) {
+                    (Some(plan), Some(claim)) => self.server.prefetch_keys(plan, &claim),
                     _ => Vec::new(),
                 };
                 match authenticator
@@ -520,6 +522,7 @@ impl McpService {
             version_header,
             caller,
             prefetched,
+            plan,
         };
         render(self.server.handle(request).await)
     }

@@ -3,6 +3,8 @@
 //! token is this connection's, unused, unexpired and not rejected, that the summary is the exact
 //! one shown, and that a fresh preparation still yields the same content.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use store::{Condition, Item, Key, Put, UpdateAction, Value as SV};
 
@@ -25,21 +27,6 @@ pub(crate) struct Pending {
     pub(crate) content_hash: String,
     pub(crate) summary: String,
     pub(crate) status: String,
-}
-
-/// What a two-step tool needs to ask for approval in the client, or to finish that approval.
-#[derive(Debug, Clone)]
-pub(crate) struct Approval {
-    /// The tool's own part of a verified `requestState` (the pending action's token).
-    pub(crate) state: Option<String>,
-    /// The client's `inputResponses`.
-    pub(crate) responses: Option<Value>,
-    /// Whether the request declared the `elicitation` capability (2026-07-28).
-    pub(crate) elicitation: bool,
-    /// Digest of the normalized arguments (the seal binds it).
-    pub(crate) args_digest: String,
-    /// The connection (the seal binds it).
-    pub(crate) principal: String,
 }
 
 /// The elicitation asking the person to approve the server-written summary.
@@ -75,8 +62,58 @@ pub(crate) fn approved(responses: Option<&Value>) -> bool {
 pub(crate) enum Phase {
     /// A call from the client: two-step tools prepare.
     Call,
-    /// `confirm_action` re-running a prepared action to execute it.
-    Confirm(Box<Pending>),
+    /// Executing a prepared action, approved as the second field says.
+    Confirm(Box<Pending>, Approver),
+}
+
+/// Who approved a prepared action, as its audit row records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Approver {
+    /// The client called `confirm_action` (a client that prompts its user per call).
+    Client,
+    /// The user accepted the approval request the client showed (elicitation).
+    Elicitation,
+    /// A member approved it on the product's page.
+    Product(String),
+}
+
+impl Approver {
+    /// The audit row's words for it.
+    pub(crate) fn label(&self) -> String {
+        match self {
+            Approver::Client => "client".into(),
+            Approver::Elicitation => "elicitation".into(),
+            Approver::Product(member) => format!("product:{member}"),
+        }
+    }
+}
+
+/// Reads a pending action (from the credential's batch when it was read there) and checks it
+/// against `caller` and the presented summary: the one way every confirmation, rejection and
+/// approval finds its action. A token of the wrong shape reads nothing.
+pub(crate) async fn load(
+    store: &dyn store::Store,
+    prefetched: &crate::Prefetched,
+    caller: &Caller,
+    token: &str,
+    summary: Option<&str>,
+) -> Result<Pending, ToolError> {
+    if !well_formed(token) {
+        return check(None, caller, summary);
+    }
+    let key = pending_key(&caller.tenant, token);
+    let item = match prefetched.one(&key) {
+        Some(item) => item,
+        None => store.get(&key).await.map_err(|e| {
+            tracing::error!(error = %e, "could not read a pending action");
+            ToolError::new(
+                ErrorKind::Internal,
+                "The server could not reach its store",
+                "Try the same call again in a few seconds",
+            )
+        })?,
+    };
+    check(item.and_then(|i| read_pending(token, &i)), caller, summary)
 }
 
 pub(crate) fn pending_key(tenant: &str, token: &str) -> Key {
@@ -88,13 +125,18 @@ pub(crate) fn pending_key(tenant: &str, token: &str) -> Key {
 /// credential's batch. The handles add nothing secret (the caller sent them) and change
 /// nothing they grant: the token is the pending action's key, so a token with other handles
 /// is an unknown token.
-pub(crate) fn new_token(handles: &[String]) -> String {
-    use rand::Rng as _;
+pub(crate) fn new_token(handles: &[String], randomness: &dyn crate::Randomness) -> String {
     const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    let mut rng = rand::rng();
-    let id: String = (0..24)
-        .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
-        .collect();
+    // 248 is the largest multiple of 62 under 256: bytes past it are drawn again, so that
+    // every character is equally likely.
+    let mut id = String::with_capacity(24);
+    let mut byte = [0u8; 1];
+    while id.len() < 24 {
+        randomness.fill(&mut byte);
+        if byte[0] < 248 {
+            id.push(char::from(ALPHABET[usize::from(byte[0] % 62)]));
+        }
+    }
     let mut token = format!("cfm_{id}");
     for handle in handles {
         token.push('.');
@@ -103,9 +145,31 @@ pub(crate) fn new_token(handles: &[String]) -> String {
     token
 }
 
-/// The record handles a confirmation token names (see [`new_token`]).
+/// The record handles a confirmation token names (see [`new_token`]), at most as many as a
+/// call reads ahead.
 pub(crate) fn token_handles(token: &str) -> impl Iterator<Item = &str> {
-    token.split('.').skip(1)
+    token
+        .split('.')
+        .skip(1)
+        .take(crate::prefetch::MAX_READ_AHEAD)
+}
+
+/// Whether `token` has the shape [`new_token`] gives: `cfm_`, 24 letters or digits, and at
+/// most a few `.handle` parts of letters, digits and `_`. Anything else names no pending
+/// action and is answered as unknown without reading the store, so that a crafted token
+/// can neither make a key the store refuses nor a batch too large to read.
+pub(crate) fn well_formed(token: &str) -> bool {
+    let mut parts = token.split('.');
+    let id_ok = parts
+        .next()
+        .and_then(|id| id.strip_prefix("cfm_"))
+        .is_some_and(|id| id.len() == 24 && id.bytes().all(|b| b.is_ascii_alphanumeric()));
+    let handles: Vec<&str> = parts.collect();
+    id_ok
+        && handles.len() <= crate::prefetch::MAX_READ_AHEAD
+        && handles.iter().all(|h| {
+            (1..=64).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        })
 }
 
 pub(crate) fn pending_item(p: &Pending, now: i64) -> Item {
@@ -182,60 +246,6 @@ pub(crate) fn preview_result(mut structured: Value, pending: &Pending, content: 
     structured
 }
 
-/// The arguments of `confirm_action` / `reject_action`.
-pub(crate) fn parse_args(
-    args: &Map<String, Value>,
-    with_summary: bool,
-) -> Result<(String, Option<String>), ToolError> {
-    let allowed: &[&str] = if with_summary {
-        &["confirm_token", "confirm_summary"]
-    } else {
-        &["confirm_token"]
-    };
-    let unknown: Vec<&String> = args
-        .keys()
-        .filter(|k| !allowed.contains(&k.as_str()))
-        .collect();
-    if !unknown.is_empty() {
-        let names = unknown
-            .iter()
-            .map(|k| format!("`{k}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        return Err(ToolError::validation(
-            format!("Unknown argument {names}"),
-            format!("Use only these arguments: {}", allowed.join(", ")),
-        )
-        .detail("allowed", allowed.to_vec()));
-    }
-    let token = args
-        .get("confirm_token")
-        .and_then(Value::as_str)
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| {
-            ToolError::validation(
-                "`confirm_token` is required",
-                "Send the confirm_token of the preview",
-            )
-        })?;
-    let summary = if with_summary {
-        Some(
-            args.get("confirm_summary")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .ok_or_else(|| {
-                    ToolError::validation(
-                        "`confirm_summary` is required",
-                        "Send the confirm_summary of the preview, unchanged",
-                    )
-                })?,
-        )
-    } else {
-        None
-    };
-    Ok((token.to_owned(), summary))
-}
-
 /// Checks a pending action against the caller and the presented summary.
 pub(crate) fn check(
     pending: Option<Pending>,
@@ -293,38 +303,111 @@ pub(crate) fn check(
     Ok(pending)
 }
 
-/// The built-in tools' `tools/list` entries.
-pub(crate) fn descriptors() -> Vec<Value> {
-    let error_schema = json!({"type": "object"});
-    vec![
-        json!({
-            "name": CONFIRM_ACTION,
-            "title": "Confirm a prepared action",
-            "description": "Executes an action that a notify, wake, alerting or delete tool prepared, after the user approved its confirm_summary. Send the confirm_token and the confirm_summary exactly as the preview gave them. Executes at most once; if the content changed since the preview, returns a new preview instead. Example: {\"confirm_token\": \"cfm_...\", \"confirm_summary\": \"...\"}",
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "confirm_token": {"type": "string", "description": "The preview's confirm_token."},
-                    "confirm_summary": {"type": "string", "description": "The preview's confirm_summary, unchanged."}
-                },
-                "required": ["confirm_token", "confirm_summary"],
-                "additionalProperties": false
-            },
-            "outputSchema": error_schema,
-            "annotations": crate::EffectClass::Alerting.annotations("Confirm a prepared action"),
-        }),
-        json!({
-            "name": REJECT_ACTION,
-            "title": "Reject a prepared action",
-            "description": "Discards an action that a notify, wake, alerting or delete tool prepared, when the user declines it. Nothing is sent. Example: {\"confirm_token\": \"cfm_...\"}",
-            "inputSchema": {
-                "type": "object",
-                "properties": {"confirm_token": {"type": "string", "description": "The preview's confirm_token."}},
-                "required": ["confirm_token"],
-                "additionalProperties": false
-            },
-            "outputSchema": error_schema,
-            "annotations": crate::EffectClass::SilentWrite.annotations("Reject a prepared action"),
-        }),
+/// The confirmation tools, registered by the server when it has two-step tools and a store.
+pub(crate) fn tools() -> [crate::ToolSpec; 2] {
+    use crate::registry::Builtin;
+    [
+        crate::ToolSpec::builtin(ConfirmAction, Builtin::Confirm),
+        crate::ToolSpec::builtin(RejectAction, Builtin::Reject),
     ]
+}
+
+/// Turns a preview into one a person approves in the product: the summary says so and the
+/// next steps give the link.
+pub(crate) fn approve_in_product(preview: &mut Value, pending: &Pending, url: &str) {
+    let Value::Object(obj) = preview else { return };
+    obj.insert(
+        "summary".into(),
+        json!(format!(
+            "Prepared, not done yet: {} A person with the right must approve it in the product.",
+            pending.summary
+        )),
+    );
+    obj.insert("approval_url".into(), json!(url));
+    obj.insert(
+        "next_steps".into(),
+        json!([
+            format!("Give the user this link to approve it in the product: {url}"),
+            format!(
+                "If the user declines: {REJECT_ACTION} {}",
+                json!({"confirm_token": pending.token})
+            ),
+        ]),
+    );
+}
+
+/// The confirm_token and confirm_summary of a preview, exactly as the preview gave them.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub(crate) struct ConfirmInput {
+    /// The preview's confirm_token.
+    pub(crate) confirm_token: String,
+    /// The preview's confirm_summary, unchanged.
+    pub(crate) confirm_summary: String,
+}
+
+/// The confirm_token of the preview the user declined.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub(crate) struct RejectInput {
+    /// The preview's confirm_token.
+    pub(crate) confirm_token: String,
+}
+
+/// What a confirmation or rejection answers besides the executed tool's own fields.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub(crate) struct Decided {
+    /// The token of the action decided.
+    pub(crate) confirm_token: String,
+    /// `DONE`, `REJECTED`, or `PREVIEW` when the content changed and a new preview was made.
+    pub(crate) status: String,
+}
+
+/// The tool that executes a prepared action. An ordinary tool to the pipeline (listed,
+/// validated, limited, braked and audited like any other), whose step the pipeline runs
+/// itself: it re-runs the prepared tool (`crate::call::confirmation`).
+pub(crate) struct ConfirmAction;
+
+impl crate::Tool for ConfirmAction {
+    type Input = ConfirmInput;
+    type Output = Decided;
+    const NAME: &'static str = CONFIRM_ACTION;
+    const TITLE: &'static str = "Confirm a prepared action";
+    const DESCRIPTION: &'static str = "Executes an action that a notify, wake, alerting or delete tool prepared, after the user approved its confirm_summary. Send the confirm_token and the confirm_summary exactly as the preview gave them. Executes at most once; if the content changed since the preview, returns a new preview instead. Example: {\"confirm_token\": \"cfm_...\", \"confirm_summary\": \"...\"}";
+    const EFFECT: crate::EffectClass = crate::EffectClass::SilentWrite;
+
+    async fn call(
+        &self,
+        _ctx: crate::ToolContext,
+        _input: ConfirmInput,
+    ) -> Result<crate::Success<Decided>, crate::CallError> {
+        Err(builtin_body())
+    }
+}
+
+/// The tool that discards a prepared action.
+pub(crate) struct RejectAction;
+
+impl crate::Tool for RejectAction {
+    type Input = RejectInput;
+    type Output = Decided;
+    const NAME: &'static str = REJECT_ACTION;
+    const TITLE: &'static str = "Reject a prepared action";
+    const DESCRIPTION: &'static str = "Discards an action that a notify, wake, alerting or delete tool prepared, when the user declines it. Nothing is sent. Example: {\"confirm_token\": \"cfm_...\"}";
+    const EFFECT: crate::EffectClass = crate::EffectClass::SilentWrite;
+
+    async fn call(
+        &self,
+        _ctx: crate::ToolContext,
+        _input: RejectInput,
+    ) -> Result<crate::Success<Decided>, crate::CallError> {
+        Err(builtin_body())
+    }
+}
+
+/// Never reached: the pipeline runs the confirmation tools' step itself.
+fn builtin_body() -> crate::CallError {
+    crate::CallError::Tool(ToolError::new(
+        ErrorKind::Internal,
+        "This step is run by the pipeline",
+        "Call it through the server",
+    ))
 }

@@ -32,6 +32,12 @@ pub struct CommitContext<'a> {
     pub ids: &'a [String],
     /// The request id.
     pub request_id: &'a str,
+    /// What the write is: `ok` for an executed call, `prepared` for a stored preview,
+    /// `rejected` or `declined` for a pending action turned down, `superseded` for one
+    /// replaced by a new preview.
+    pub outcome: &'a str,
+    /// How an executed action was approved (`None` for writes that need no approval).
+    pub approval: Option<&'a str>,
 }
 
 /// Calls admitted per window, per effect class.
@@ -148,19 +154,66 @@ pub(crate) fn replay_key(tenant: &str, connection: &str, tool: &str, fingerprint
     )
 }
 
-/// The loop-brake item of one exact call.
-pub(crate) fn brake_key(tenant: &str, connection: &str, tool: &str, digest: &str) -> Key {
-    Key::new(
-        format!("{tenant}#brake#{connection}"),
-        format!("{tool}#{digest}"),
-    )
+/// The loop-brake item of a connection: the last call that failed and how often in a row.
+pub(crate) fn brake_key(tenant: &str, connection: &str) -> Key {
+    Key::new(format!("{tenant}#brake#{connection}"), "last")
 }
 
-/// The loop-brake item of confirming one pending action: keyed by its token, which the
-/// confirmation names, rather than by the prepared arguments, which only the pending item
-/// knows (so that it can be read in the same batch as the pending item).
-pub(crate) fn confirm_brake_key(tenant: &str, connection: &str, token: &str) -> Key {
-    brake_key(tenant, connection, crate::confirm::CONFIRM_ACTION, token)
+/// The loop brake as one call sees it: which call this is, and what the connection's brake
+/// item said before it ran.
+///
+/// "In a row" means consecutive calls of the connection: the item holds only the last failing
+/// call, so a failure of another call starts its own count at one, and a success of any call
+/// clears it.
+#[derive(Debug, Clone)]
+pub(crate) struct Brake {
+    key: Key,
+    call: String,
+    /// The failing call on record and its count (`None`: nothing on record).
+    seen: Option<(String, i64)>,
+}
+
+impl Brake {
+    /// The brake of `call` (tool and argument digest), from the brake item as read.
+    pub(crate) fn read(key: Key, call: String, item: Option<&Item>) -> Self {
+        let seen = item.and_then(|i| {
+            let last = i.get("call").and_then(SV::as_s)?.to_owned();
+            let failures = match i.get("failures") {
+                Some(SV::N(n)) => n.to_string().parse().unwrap_or(0),
+                _ => 0,
+            };
+            Some((last, failures))
+        });
+        Brake { key, call, seen }
+    }
+
+    /// Whether this exact call failed too often in a row just before.
+    pub(crate) fn braked(&self) -> bool {
+        matches!(&self.seen, Some((last, n)) if *last == self.call && *n >= BRAKE_AFTER_FAILURES)
+    }
+
+    /// The write that counts this call's failure.
+    pub(crate) fn count_failure(&self, now: i64) -> Put {
+        let failures = match &self.seen {
+            Some((last, n)) if *last == self.call => n + 1,
+            _ => 1,
+        };
+        let mut item = Item::new();
+        item.insert("call".into(), SV::s(&self.call));
+        item.insert("failures".into(), SV::n(failures));
+        item.insert(
+            store::TTL_ATTRIBUTE.into(),
+            SV::n(now + BRAKE_WINDOW_SECONDS),
+        );
+        Put::new(self.key.clone(), item)
+    }
+
+    /// The write that clears the count after a success (`None`: nothing to clear).
+    pub(crate) fn clear(&self) -> Option<store::Delete> {
+        self.seen
+            .as_ref()
+            .map(|_| store::Delete::new(self.key.clone()))
+    }
 }
 
 /// The idempotency fingerprint of a silent write: its client's key, or its arguments.
@@ -247,27 +300,35 @@ fn slot_candidates(class: EffectClass) -> &'static [&'static str] {
     }
 }
 
-/// Counts one call in the connection's and the tenant's bucket of its class and takes a
-/// concurrency slot, atomically. Refuses (counting nothing) when a bucket is full or no slot
-/// is free.
-pub(crate) async fn admit(
-    gates: &Gates,
-    caller: &Caller,
-    class: EffectClass,
-    expensive: bool,
-    request_id: &str,
-    lease_seconds: i64,
-    now: i64,
-) -> Result<Result<Slot, ToolError>, ToolError> {
-    let window = gates.limits.window_seconds.max(1);
-    let start = now - now.rem_euclid(window);
-    let expires = start + window + 60;
-    let bucket = |who: &str, limit: u32| -> TransactOp {
+/// What one call asks of admission.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ask<'a> {
+    pub(crate) class: EffectClass,
+    pub(crate) expensive: bool,
+    pub(crate) request_id: &'a str,
+    /// How long a slot is leased (`None`: the call takes no slot, as when a confirmation
+    /// runs the prepared action under the slot it already holds).
+    pub(crate) lease_seconds: Option<i64>,
+    /// Also count the call in the write buckets: a confirmation is a write of its own, and
+    /// the action it executes spends its class's buckets too, in the same transaction.
+    pub(crate) also_write: bool,
+    pub(crate) now: i64,
+}
+
+impl Ask<'_> {
+    fn window(&self, gates: &Gates) -> (i64, i64) {
+        let window = gates.limits.window_seconds.max(1);
+        (self.now - self.now.rem_euclid(window), window)
+    }
+
+    /// The update counting this call in `who`'s bucket, refused when `limit` is reached.
+    fn bucket(&self, gates: &Gates, tenant: &str, who: &str, limit: u32) -> TransactOp {
+        let (start, window) = self.window(gates);
         // One partition per connection and per tenant shard: no partition takes the calls
         // of a whole tenant unless its limit is low enough for one item (see `tenant_shard`).
         let key = Key::new(
-            format!("{}#rate#{who}", caller.tenant),
-            format!("{}#{start}", bucket_name(class, expensive)),
+            format!("{tenant}#rate#{who}"),
+            format!("{}#{start}", bucket_name(self.class, self.expensive)),
         );
         let under = Condition::NotExists("count".into()).or(Condition::Cmp(
             "count".into(),
@@ -278,77 +339,128 @@ pub(crate) async fn admit(
             key,
             vec![
                 UpdateAction::Add("count".into(), Number::from(1i64)),
-                UpdateAction::Set(store::TTL_ATTRIBUTE.into(), SV::n(expires)),
+                UpdateAction::Set(store::TTL_ATTRIBUTE.into(), SV::n(start + window + 60)),
             ],
         )
         .when(under)
         .into()
-    };
-    let tenant_bucket = || {
-        let (who, limit) = tenant_shard(
-            gates.limits.per_tenant.for_class(class, expensive),
-            window,
-            request_id,
-        );
-        bucket(&who, limit)
-    };
-    if !gates.limits.concurrency {
-        let ops = vec![
-            bucket(
-                &caller.connection,
-                gates.limits.per_connection.for_class(class, expensive),
-            ),
-            tenant_bucket(),
-        ];
-        return match gates.store.transact_write(ops).await {
-            Ok(()) => Ok(Ok(Slot {
-                key: None,
-                request_id: request_id.to_owned(),
-            })),
-            Err(StoreError::TransactionCancelled { reasons })
-                if reasons
-                    .iter()
-                    .any(|r| matches!(r, CancelReason::ConditionFailed { .. })) =>
-            {
-                Ok(Err(rate_limited(class, start + window - now)))
-            }
-            Err(e) => Err(unavailable(&e)),
-        };
     }
-    for slot in slot_candidates(class) {
-        let key = Key::new(slot_partition(&caller.tenant, &caller.connection), *slot);
-        let mut lease = Item::new();
-        lease.insert("request".into(), SV::s(request_id));
-        lease.insert(store::TTL_ATTRIBUTE.into(), SV::n(now + lease_seconds));
-        let ops = vec![
-            bucket(
+
+    /// The connection's and the tenant's bucket updates (of the write class too, when asked).
+    fn buckets(&self, gates: &Gates, caller: &Caller) -> Vec<TransactOp> {
+        let mut ops = self.class_buckets(gates, caller);
+        if self.also_write && self.class != EffectClass::SilentWrite {
+            let write = Ask {
+                class: EffectClass::SilentWrite,
+                expensive: false,
+                also_write: false,
+                ..*self
+            };
+            ops.extend(write.class_buckets(gates, caller));
+        }
+        ops
+    }
+
+    fn class_buckets(&self, gates: &Gates, caller: &Caller) -> Vec<TransactOp> {
+        let limits = &gates.limits;
+        let (_, window) = self.window(gates);
+        let (shard, tenant_limit) = tenant_shard(
+            limits.per_tenant.for_class(self.class, self.expensive),
+            window,
+            self.request_id,
+        );
+        vec![
+            self.bucket(
+                gates,
+                &caller.tenant,
                 &caller.connection,
-                gates.limits.per_connection.for_class(class, expensive),
+                limits.per_connection.for_class(self.class, self.expensive),
             ),
-            tenant_bucket(),
-            Put::new(key.clone(), lease)
+            self.bucket(gates, &caller.tenant, &shard, tenant_limit),
+        ]
+    }
+
+    fn rate_limited(&self, gates: &Gates) -> ToolError {
+        let (start, window) = self.window(gates);
+        rate_limited(self.class, start + window - self.now)
+    }
+}
+
+/// What one admission attempt ended in.
+enum Attempt {
+    Admitted,
+    BucketFull,
+    SlotTaken,
+}
+
+/// Commits `ops` (`buckets` bucket updates first, then perhaps a slot) and says which
+/// condition failed.
+async fn attempt(
+    gates: &Gates,
+    ops: Vec<TransactOp>,
+    buckets: usize,
+) -> Result<Attempt, ToolError> {
+    match gates.store.transact_write(ops).await {
+        Ok(()) => Ok(Attempt::Admitted),
+        Err(StoreError::TransactionCancelled { reasons }) => {
+            let failed =
+                |i: usize| matches!(reasons.get(i), Some(CancelReason::ConditionFailed { .. }));
+            if (0..buckets).any(failed) {
+                Ok(Attempt::BucketFull)
+            } else if failed(buckets) {
+                Ok(Attempt::SlotTaken)
+            } else {
+                Err(unavailable(&StoreError::TransactionCancelled { reasons }))
+            }
+        }
+        Err(e) => Err(unavailable(&e)),
+    }
+}
+
+/// Counts one call in the connection's and the tenant's bucket of its class and takes a
+/// concurrency slot, atomically. Refuses (counting nothing) when a bucket is full or no slot
+/// is free.
+pub(crate) async fn admit(
+    gates: &Gates,
+    caller: &Caller,
+    ask: Ask<'_>,
+) -> Result<Result<Slot, ToolError>, ToolError> {
+    let no_slot = Slot {
+        key: None,
+        request_id: ask.request_id.to_owned(),
+    };
+    let lease = match ask.lease_seconds {
+        Some(lease) if gates.limits.concurrency => lease,
+        _ => {
+            let buckets = ask.buckets(gates, caller);
+            let count = buckets.len();
+            return match attempt(gates, buckets, count).await? {
+                Attempt::Admitted => Ok(Ok(no_slot)),
+                _ => Ok(Err(ask.rate_limited(gates))),
+            };
+        }
+    };
+    for slot in slot_candidates(ask.class) {
+        let key = Key::new(slot_partition(&caller.tenant, &caller.connection), *slot);
+        let mut item = Item::new();
+        item.insert("request".into(), SV::s(ask.request_id));
+        item.insert(store::TTL_ATTRIBUTE.into(), SV::n(ask.now + lease));
+        let mut ops = ask.buckets(gates, caller);
+        let count = ops.len();
+        ops.push(
+            Put::new(key.clone(), item)
                 .when(Condition::item_not_exists())
                 .into(),
-        ];
-        match gates.store.transact_write(ops).await {
-            Ok(()) => {
+        );
+        match attempt(gates, ops, count).await? {
+            Attempt::Admitted => {
                 return Ok(Ok(Slot {
                     key: Some(key),
-                    request_id: request_id.to_owned(),
+                    request_id: ask.request_id.to_owned(),
                 }));
             }
-            Err(StoreError::TransactionCancelled { reasons }) => {
-                let failed =
-                    |i: usize| matches!(reasons.get(i), Some(CancelReason::ConditionFailed { .. }));
-                if failed(0) || failed(1) {
-                    return Ok(Err(rate_limited(class, start + window - now)));
-                }
-                if failed(2) {
-                    continue;
-                }
-                return Err(unavailable(&StoreError::TransactionCancelled { reasons }));
-            }
-            Err(e) => return Err(unavailable(&e)),
+            Attempt::BucketFull => return Ok(Err(ask.rate_limited(gates))),
+            Attempt::SlotTaken => {}
         }
     }
     Ok(Err(ToolError::new(
@@ -554,14 +666,6 @@ fn class_name(class: EffectClass) -> &'static str {
     }
 }
 
-/// Whether the brake item says this exact call failed too often lately.
-pub(crate) fn braked(item: Option<&Item>) -> bool {
-    match item.and_then(|i| i.get("failures")) {
-        Some(SV::N(n)) => *n >= Number::from(BRAKE_AFTER_FAILURES),
-        _ => false,
-    }
-}
-
 /// The loop brake's answer.
 pub(crate) fn brake_error(tool: &str) -> ToolError {
     ToolError::new(
@@ -570,23 +674,6 @@ pub(crate) fn brake_error(tool: &str) -> ToolError {
         "Stop and ask the user how to proceed instead of repeating it; a changed call is not braked",
     )
     .detail("loop_brake", true)
-}
-
-/// Counts a failed call for the brake.
-pub(crate) async fn count_failure(gates: &Gates, key: Key, now: i64) {
-    let op = Update::new(
-        key,
-        vec![
-            UpdateAction::Add("failures".into(), Number::from(1i64)),
-            UpdateAction::Set(
-                store::TTL_ATTRIBUTE.into(),
-                SV::n(now + BRAKE_WINDOW_SECONDS),
-            ),
-        ],
-    );
-    if let Err(e) = gates.store.update(op).await {
-        tracing::warn!(error = %e, "could not count a failed call for the loop brake");
-    }
 }
 
 /// What committing a call's writes ended in.
@@ -599,6 +686,52 @@ pub(crate) enum Committed {
     Refused(ToolError),
 }
 
+/// The replay record a silent write commits with its writes.
+pub(crate) struct ReplayRecord<'a> {
+    pub(crate) key: Key,
+    pub(crate) result: &'a Value,
+    pub(crate) digest: &'a str,
+    pub(crate) args: &'a Map<String, Value>,
+    pub(crate) idempotency_key: Option<&'a str>,
+}
+
+impl ReplayRecord<'_> {
+    fn put(&self, expires: i64) -> TransactOp {
+        let mut item = Item::new();
+        item.insert("result".into(), SV::s(self.result.to_string()));
+        item.insert("digest".into(), SV::s(self.digest));
+        item.insert(
+            "args".into(),
+            SV::s(Value::Object(self.args.clone()).to_string()),
+        );
+        item.insert(store::TTL_ATTRIBUTE.into(), SV::n(expires));
+        Put::new(self.key.clone(), item)
+            .when(Condition::item_not_exists())
+            .into()
+    }
+
+    /// The answer when another call committed this record first: its result if it had the
+    /// same arguments, else the error that the key was used for other arguments. Never
+    /// another call's result for different arguments.
+    async fn answer_second(&self, store: &dyn Store) -> Committed {
+        match store.get(&self.key).await {
+            Ok(Some(item)) => match read_replay(&item) {
+                Some(first) if first.digest == self.digest => {
+                    Committed::Replayed(replayed_result(first.structured))
+                }
+                Some(first) => Committed::Refused(key_reused(
+                    self.idempotency_key.unwrap_or_default(),
+                    &first.args,
+                    self.args,
+                )),
+                None => Committed::Refused(in_progress()),
+            },
+            Ok(None) => Committed::Refused(in_progress()),
+            Err(e) => Committed::Refused(unavailable(&e)),
+        }
+    }
+}
+
 /// Commits the planned writes with the replay record and the hooks' operations.
 ///
 /// `slot`, when given, is released beside the commit.
@@ -606,7 +739,7 @@ pub(crate) async fn commit(
     gates: &Gates,
     call: &CommitContext<'_>,
     writes: crate::writes::WriteSet,
-    replay: Option<(Key, &Value, &str, &Map<String, Value>)>,
+    replay: Option<ReplayRecord<'_>>,
     now: i64,
     slot: Option<Slot>,
 ) -> Committed {
@@ -628,24 +761,8 @@ pub(crate) async fn commit(
         ops.push(planned.op);
         explain_tool.push(planned.on_conflict);
     }
-    let replay_key = replay.as_ref().map(|(key, ..)| key.clone());
-    if let Some((key, structured, digest, args)) = replay {
-        let mut item = Item::new();
-        item.insert("result".into(), SV::s(structured.to_string()));
-        item.insert("digest".into(), SV::s(digest));
-        item.insert(
-            "args".into(),
-            SV::s(Value::Object(args.clone()).to_string()),
-        );
-        item.insert(
-            store::TTL_ATTRIBUTE.into(),
-            SV::n(now + gates.replay_window_seconds),
-        );
-        ops.push(
-            Put::new(key, item)
-                .when(Condition::item_not_exists())
-                .into(),
-        );
+    if let Some(replay) = &replay {
+        ops.push(replay.put(now + gates.replay_window_seconds));
     }
     if ops.is_empty() {
         beside_release(gates, slot, async {}).await;
@@ -656,16 +773,9 @@ pub(crate) async fn commit(
         Err(StoreError::TransactionCancelled { reasons }) => {
             let failed =
                 |i: usize| matches!(reasons.get(i), Some(CancelReason::ConditionFailed { .. }));
-            // An identical call committed first: its result is the answer.
-            if let Some(key) = replay_key.filter(|_| failed(hook_count + tool_count)) {
-                return match gates.store.get(&key).await {
-                    Ok(Some(item)) => match read_replay(&item) {
-                        Some(r) => Committed::Replayed(replayed_result(r.structured)),
-                        None => Committed::Refused(in_progress()),
-                    },
-                    Ok(None) => Committed::Refused(in_progress()),
-                    Err(e) => Committed::Refused(unavailable(&e)),
-                };
+            // Another call with this fingerprint committed first.
+            if let Some(replay) = replay.filter(|_| failed(hook_count + tool_count)) {
+                return replay.answer_second(gates.store.as_ref()).await;
             }
             for (i, error) in explain_hook.into_iter().enumerate() {
                 if failed(i) {

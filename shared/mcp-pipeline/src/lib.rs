@@ -15,8 +15,10 @@
 //! ```
 
 mod args;
+mod call;
 mod caller;
 mod canonical;
+mod clock;
 mod confirm;
 mod context;
 mod decorators;
@@ -32,8 +34,10 @@ mod tool;
 mod writes;
 
 pub use args::{Normalized, Synonym, normalize};
+pub use call::{Approvals, PendingView};
 pub use caller::{Caller, Hidden, Toolset};
 pub use canonical::{canonical_json, digest};
+pub use clock::{Clock, FixedClock, Randomness, SystemClock, SystemRandomness};
 pub use confirm::{CONFIRM_ACTION, REJECT_ACTION};
 pub use context::{ExecutionContext, Headers, Notifications, ToolContext};
 pub use decorators::{
@@ -47,7 +51,7 @@ pub use handle::{Handle, HandleKind};
 pub use outcome::{ErrorKind, Success, ToolError, ToolResult, shape_success};
 pub use prefetch::{Claim, Defer, Prefetched, ReadAhead, RecordKey};
 pub use registry::{DEFAULT_DEADLINE, MAX_NAME_LEN, Registry, RegistryError, ToolSpec};
-pub use server::{Outcome, PendingView, Request, Server, ServerConfig, Sleep};
+pub use server::{Outcome, Planned, Request, Server, ServerConfig, Sleep};
 pub use tool::{InputRequired, Tool};
 pub use writes::Writes;
 

@@ -75,25 +75,25 @@ impl std::fmt::Debug for ReadAhead {
 }
 
 /// At most this many records are read ahead for one call.
-const MAX_READ_AHEAD: usize = 4;
+pub(crate) const MAX_READ_AHEAD: usize = 4;
 
 impl ReadAhead {
-    /// The handles among `args`' top-level text values, with their items' keys.
-    pub(crate) fn handles(
-        &self,
-        tenant: &str,
-        args: &serde_json::Map<String, serde_json::Value>,
-    ) -> Vec<(String, Key)> {
-        let mut out: Vec<(String, Key)> = Vec::new();
-        for value in args.values() {
-            let Some(text) = value.as_str() else { continue };
-            if let Some(key) = (self.0)(tenant, text)
-                && !out.iter().any(|(_, k)| *k == key)
-            {
-                out.push((text.to_owned(), key));
-            }
+    /// The key of the record `text` is a handle of, in `tenant` (`None`: not a handle).
+    pub(crate) fn key(&self, tenant: &str, text: &str) -> Option<Key> {
+        (self.0)(tenant, text)
+    }
+
+    /// The handles among `args`' top-level text values, each once, at most
+    /// [`MAX_READ_AHEAD`]. Whether a text is a handle does not depend on the tenant, so the
+    /// handles are found once per call, before the caller is known.
+    pub(crate) fn handles(&self, args: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for text in args.values().filter_map(serde_json::Value::as_str) {
             if out.len() == MAX_READ_AHEAD {
                 break;
+            }
+            if self.key("", text).is_some() && !out.iter().any(|h| h == text) {
+                out.push(text.to_owned());
             }
         }
         out

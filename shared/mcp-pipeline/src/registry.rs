@@ -111,6 +111,17 @@ pub struct ToolSpec {
     pub(crate) approval_in_product: bool,
     pub(crate) expensive: bool,
     pub(crate) deadline: std::time::Duration,
+    /// For `confirm_action` and `reject_action`: the step the pipeline runs in place of a body.
+    pub(crate) builtin: Option<Builtin>,
+}
+
+/// The confirmation tools' steps, run by the pipeline after every gate like any tool's body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Builtin {
+    /// Execute a pending action.
+    Confirm,
+    /// Discard a pending action.
+    Reject,
 }
 
 impl std::fmt::Debug for ToolSpec {
@@ -229,7 +240,23 @@ impl ToolSpec {
             approval_in_product: false,
             expensive: false,
             deadline: DEFAULT_DEADLINE,
+            builtin: None,
         }
+    }
+
+    /// A confirmation tool: spends the write bucket, has no replay record of its own (the
+    /// action it executes commits once, guarded by the pending action's status).
+    pub(crate) fn builtin<T: Tool>(tool: T, step: Builtin) -> Self {
+        let mut spec = ToolSpec::new(tool);
+        if let Some(props) = spec
+            .input_schema
+            .get_mut("properties")
+            .and_then(Value::as_object_mut)
+        {
+            props.remove(crate::gates::IDEMPOTENCY_KEY);
+        }
+        spec.builtin = Some(step);
+        spec
     }
 
     /// Adds a guard; guards run in the order added and the first refusal wins.
@@ -319,6 +346,15 @@ impl ToolSpec {
         &self.required_rights
     }
 
+    /// The class a client is told of: confirming executes what was prepared, with the
+    /// external effect that brings.
+    fn shown_effect(&self) -> EffectClass {
+        match self.builtin {
+            Some(Builtin::Confirm) => EffectClass::Alerting,
+            _ => self.effect,
+        }
+    }
+
     /// The effect class.
     pub fn effect(&self) -> crate::EffectClass {
         self.effect
@@ -337,7 +373,7 @@ impl ToolSpec {
             "description": self.description,
             "inputSchema": self.input_schema,
             "outputSchema": self.output_schema,
-            "annotations": self.effect.annotations(self.title),
+            "annotations": self.shown_effect().annotations(self.title),
         })
     }
 }

@@ -64,13 +64,6 @@ fn mac(key: &[u8], payload: &str) -> Vec<u8> {
     mac.finalize().into_bytes().to_vec()
 }
 
-pub(crate) fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
-
 /// Seals a tool's state.
 pub(crate) fn seal(
     key: &[u8],

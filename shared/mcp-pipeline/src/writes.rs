@@ -20,6 +20,16 @@ pub(crate) struct Planned {
     pub(crate) on_conflict: Option<Explain>,
 }
 
+impl Planned {
+    /// An operation whose failure needs no explanation of its own.
+    pub(crate) fn new(op: impl Into<TransactOp>) -> Self {
+        Planned {
+            op: op.into(),
+            on_conflict: None,
+        }
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct WriteSet {
     pub(crate) ops: Vec<Planned>,
@@ -29,6 +39,16 @@ pub(crate) struct WriteSet {
 }
 
 /// The writes of one call.
+impl WriteSet {
+    /// A set of one operation.
+    pub(crate) fn of(op: impl Into<TransactOp>) -> Self {
+        WriteSet {
+            ops: vec![Planned::new(op)],
+            ..WriteSet::default()
+        }
+    }
+}
+
 #[derive(Clone, Default)]
 pub struct Writes {
     pub(crate) inner: Arc<Mutex<WriteSet>>,

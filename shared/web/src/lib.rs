@@ -14,7 +14,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt as _, Full, Limited};
-use mcp_pipeline::Server;
 use store::Store;
 
 /// Everything the pages and the API act on.
@@ -22,8 +21,8 @@ use store::Store;
 pub struct Web {
     /// The store (sessions, API tokens, switches).
     pub store: Arc<dyn Store>,
-    /// The MCP server, whose confirmation service approvals run.
-    pub server: Arc<Server>,
+    /// Pending actions of agents, approved or rejected on the approval page.
+    pub approvals: Arc<dyn mcp_pipeline::Approvals>,
     /// Members and their rights.
     pub directory: Arc<identity::StoreDirectory>,
     /// Connections.

@@ -238,7 +238,7 @@ async fn approval(
     token: &str,
     outcome: Option<(&str, bool)>,
 ) -> WebResponse {
-    let Some(p) = web.server.pending_action(&s.tenant, token).await else {
+    let Some(p) = web.approvals.pending(&s.tenant, token).await else {
         return html(
             StatusCode::NOT_FOUND,
             "Approval",
@@ -275,7 +275,7 @@ async fn decide(
     token: &str,
     form: &std::collections::BTreeMap<String, String>,
 ) -> WebResponse {
-    let Some(p) = web.server.pending_action(&s.tenant, token).await else {
+    let Some(p) = web.approvals.pending(&s.tenant, token).await else {
         return html(
             StatusCode::NOT_FOUND,
             "Approval",
@@ -292,8 +292,8 @@ async fn decide(
         toolset: mcp_pipeline::Toolset::Full,
     };
     let result = match form.get("decision").map(String::as_str) {
-        Some("approve") => web.server.approve(&s.tenant, token, caller).await,
-        Some("reject") => web.server.reject_pending(&s.tenant, token, &caller).await,
+        Some("approve") => web.approvals.approve(token, caller, &s.member).await,
+        Some("reject") => web.approvals.reject(token, caller).await,
         _ => {
             return html(
                 StatusCode::BAD_REQUEST,

@@ -45,8 +45,8 @@ async fn a_preview_alone_sends_nothing_and_confirmation_sends_once(n: Notes) {
     assert!(n.outbox().await.is_empty(), "a preview sends nothing");
     assert_eq!(
         n.audit_actions().await,
-        ["create_note"],
-        "a preview changes nothing"
+        ["send_note:prepared", "create_note"],
+        "a preview executes nothing, and its pending action is audited as prepared"
     );
     // A second identical call prepares afresh (never served from a replay cache).
     let again = c
@@ -57,7 +57,15 @@ async fn a_preview_alone_sends_nothing_and_confirmation_sends_once(n: Notes) {
     assert!(!done.is_error(), "{}", done.text());
     assert_eq!(done.structured()["status"], "DONE");
     assert_eq!(n.outbox().await.len(), 1);
-    assert_eq!(n.audit_actions().await, ["send_note", "create_note"]);
+    assert_eq!(
+        n.audit_actions().await,
+        [
+            "send_note",
+            "send_note:prepared",
+            "send_note:prepared",
+            "create_note"
+        ]
+    );
     let reused = c.call_tool("confirm_action", confirm_args(&preview)).await;
     assert!(reused.is_error());
     assert_eq!(reused.structured()["status"], "used");
@@ -248,7 +256,13 @@ async fn rejecting_kills_the_action_and_delete_waits_for_confirmation(n: Notes) 
     let done = c.call_tool("confirm_action", confirm_args(&delete)).await;
     assert!(!done.is_error(), "{}", done.text());
     assert!(n.notes().await.is_empty());
-    assert_eq!(n.audit_actions().await[0], "delete_note");
+    assert_eq!(n.executed().await[0], "delete_note");
+    assert!(
+        n.audit_actions()
+            .await
+            .contains(&"send_note:rejected".to_owned()),
+        "a rejection is audited"
+    );
 }
 on_every_backend!(
     reject_and_delete,

@@ -4,6 +4,7 @@
 //! a write, audit, two-step confirmation, approval by elicitation, rate buckets, concurrency
 //! slots, deadlines and the loop brake.
 
+mod call_path;
 mod confirmation;
 mod elicitation;
 mod kill_switch;

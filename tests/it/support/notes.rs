@@ -652,6 +652,70 @@ impl Interceptor for IncidentMidFlight {
     }
 }
 
+/// What `create_note`'s traps do when set: the ways a call's decorators can misbehave.
+#[derive(Debug, Default)]
+pub(crate) struct Traps {
+    /// Calls of `create_note` wait here (after their body) until this many have arrived.
+    pub(crate) rendezvous: std::sync::Mutex<Option<Arc<tokio::sync::Barrier>>>,
+    /// An interceptor answers without calling the tool.
+    pub(crate) answer_without_tool: AtomicBool,
+    /// The guard panics.
+    pub(crate) guard_panics: AtomicBool,
+    /// The interceptor panics.
+    pub(crate) interceptor_panics: AtomicBool,
+}
+
+impl Traps {
+    /// The next `n` calls of `create_note` wait for each other after their bodies ran, so
+    /// that they all pass the replay lookup before any commits.
+    pub(crate) fn meet(&self, n: usize) {
+        *self.rendezvous.lock().unwrap() = Some(Arc::new(tokio::sync::Barrier::new(n)));
+    }
+}
+
+struct TrapInterceptor(Arc<Traps>);
+
+impl Interceptor for TrapInterceptor {
+    fn intercept<'a>(
+        &'a self,
+        _ctx: &'a ExecutionContext,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            assert!(
+                !self.0.interceptor_panics.load(Ordering::SeqCst),
+                "the interceptor trap"
+            );
+            if self.0.answer_without_tool.load(Ordering::SeqCst) {
+                return ToolResult::success(json!({
+                    "summary": "Answered by an interceptor.",
+                    "warnings": [],
+                    "next_steps": [],
+                }));
+            }
+            let result = next.run().await;
+            let barrier = self.0.rendezvous.lock().unwrap().clone();
+            if let Some(barrier) = barrier {
+                barrier.wait().await;
+            }
+            result
+        })
+    }
+}
+
+struct TrapGuard(Arc<Traps>);
+
+#[async_trait::async_trait]
+impl mcp_pipeline::Guard for TrapGuard {
+    async fn check(&self, _ctx: &ExecutionContext) -> Result<(), mcp_pipeline::Refusal> {
+        assert!(
+            !self.0.guard_panics.load(Ordering::SeqCst),
+            "the guard trap"
+        );
+        Ok(())
+    }
+}
+
 // ===== the fixture =====
 
 /// The notes tools on the real app over a fresh store, and `dan`'s connection to them.
@@ -661,6 +725,8 @@ pub(crate) struct Notes {
     pub(crate) lost_answer: Arc<LostAnswer>,
     /// Set to flip the kill switch while the next `create_note` is in flight.
     pub(crate) incident: Arc<AtomicBool>,
+    /// Misbehaving decorators of `create_note`, off until set.
+    pub(crate) traps: Arc<Traps>,
     token: String,
     /// The id of `dan`'s connection, the one [`Notes::client`] uses.
     pub(crate) connection: String,
@@ -685,15 +751,18 @@ impl Notes {
         });
         let store: Arc<dyn Store> = lost_answer.clone();
         let incident = Arc::new(AtomicBool::new(false));
+        let traps = Arc::new(Traps::default());
         let mut registry = Registry::new();
         registry
             .register(
                 ToolSpec::new(CreateNote)
                     .requires(app::rights::BOOKINGS_WRITE)
+                    .guard(TrapGuard(traps.clone()))
                     .interceptor(IncidentMidFlight {
                         switches: identity::SwitchService::new(store.clone()),
                         armed: incident.clone(),
-                    }),
+                    })
+                    .interceptor(TrapInterceptor(traps.clone())),
             )
             .unwrap();
         registry
@@ -786,6 +855,7 @@ impl Notes {
             app,
             lost_answer,
             incident,
+            traps,
             token,
             connection,
             _dir: dir,
@@ -830,13 +900,24 @@ impl Notes {
             .with_header("authorization", &format!("Bearer {token}"))
     }
 
+    /// The connection's audit rows, newest first: the action for an executed write,
+    /// `action:outcome` for anything else (`send_note:prepared`, `send_note:rejected`).
     pub(crate) async fn audit_actions(&self) -> Vec<String> {
         identity::audit::recent(self.app.store.as_ref(), "acme", Some(&self.connection), 100)
             .await
             .unwrap()
             .into_iter()
             .inspect(|e| assert_eq!(e.channel.name(), "mcp"))
-            .map(|e| e.action)
+            .map(|e| match e.outcome.as_str() {
+                "ok" => e.action,
+                other => format!("{}:{other}", e.action),
+            })
             .collect()
+    }
+
+    /// The executed writes among [`Notes::audit_actions`].
+    pub(crate) async fn executed(&self) -> Vec<String> {
+        let rows = self.audit_actions().await;
+        rows.into_iter().filter(|a| !a.contains(':')).collect()
     }
 }

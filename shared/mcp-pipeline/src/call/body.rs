@@ -1,0 +1,286 @@
+//! Stages 6 and 7: the body inside its interceptors and exception handlers, under its
+//! deadline, with admission beside it.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures_util::FutureExt as _;
+use futures_util::future::{BoxFuture, Either};
+use mcp_protocol::{META_LOG_LEVEL, META_PROTOCOL_VERSION};
+use serde_json::{Value, json};
+
+use super::{Call, Stage};
+
+use crate::confirm::{Approver, Phase};
+use crate::context::log_rank;
+use crate::decorators::Next;
+use crate::registry::Parsed;
+use crate::{CallError, ErrorKind, ToolContext, ToolError, ToolResult, gates};
+
+/// How admission waits, and how often, for a slot whose release is on its way from another
+/// instance (see `docs/adr` on slot release).
+const SLOT_WAIT: std::time::Duration = std::time::Duration::from_millis(25);
+const SLOT_WAIT_ATTEMPTS: u32 = 6;
+
+/// What the body left behind.
+pub(crate) struct Ran {
+    /// What the interceptors returned.
+    pub(crate) result: ToolResult,
+    /// Whether the tool's body itself ran: an interceptor may answer without calling it, and
+    /// then nothing the call planned is committed.
+    pub(crate) body_ran: bool,
+    /// The writes the body planned.
+    pub(crate) writes: crate::writes::WriteSet,
+    /// The body asked the client for input (an `input_required` result, not yet sealed).
+    pub(crate) input_required: Option<Value>,
+    /// The body ran past its deadline and was dropped.
+    pub(crate) timed_out: bool,
+}
+
+impl<'a> Call<'a> {
+    /// 6. Admission (rate buckets and a concurrency slot, one transaction) beside `work`.
+    ///    A body only reads and plans its writes, so running it before admission is known
+    ///    changes nothing, and a refusal drops everything it planned; the caller waits for one
+    ///    round trip instead of two.
+    pub(crate) async fn admit_beside<T>(&mut self, work: impl Future<Output = T>) -> Stage<T> {
+        let (admitted, out) = futures_util::future::join(self.admission(), work).await;
+        match admitted {
+            Ok(slot) => {
+                self.slot = slot;
+                Ok(out)
+            }
+            Err(exit) => {
+                self.notifications.take();
+                Err(exit)
+            }
+        }
+    }
+
+    /// Admits the call, waiting briefly for a slot whose release is on its way; `Ok(None)`
+    /// when the server keeps no gates or the call has no connection.
+    async fn admission(&self) -> Stage<Option<gates::Slot>> {
+        let (Some(g), Some(caller)) = (self.server.config().gates.as_ref(), self.caller()) else {
+            return Ok(None);
+        };
+        let spec = &self.plan.spec;
+        // A lease outlives the deadline a little, so a crashed instance frees its slot. An
+        // action `confirm_action` executes is admitted once for both: the confirmation's
+        // write bucket, the action's class and the slot, in one transaction. One a person
+        // approves on the product's page takes no slot of the connection.
+        let lease = Some(i64::try_from(spec.deadline.as_secs()).unwrap_or(60) + 5);
+        let (lease_seconds, also_write) = match &self.phase {
+            Phase::Call => (lease, false),
+            Phase::Confirm(_, Approver::Client) => (lease, true),
+            Phase::Confirm(..) => (None, false),
+        };
+        let ask = gates::Ask {
+            class: spec.effect,
+            expensive: spec.expensive,
+            request_id: &self.exec.request_id,
+            lease_seconds,
+            also_write,
+            now: self.now,
+        };
+        self.server.releases().settle(caller).await;
+        let mut waited = 0;
+        loop {
+            match gates::admit(g, caller, ask).await? {
+                Ok(slot) => return Ok(Some(slot)),
+                Err(refusal) => {
+                    // A slot can still be held by the call before this one, when that call ran
+                    // on another instance and its release is still on its way. Wait a little
+                    // before saying other calls are running; a refused attempt counted nothing.
+                    let busy = refusal.details.get("concurrency") == Some(&json!(true));
+                    if !busy || waited == SLOT_WAIT_ATTEMPTS || !self.server.can_sleep() {
+                        return Err(refusal.into());
+                    }
+                    waited += 1;
+                    self.server.sleep(SLOT_WAIT).await;
+                }
+            }
+        }
+    }
+
+    /// 7. The body inside the interceptors (the first registered outermost), its errors
+    ///    through the exception handlers, under the tool's deadline, with the records the call
+    ///    named served from the credential's batch.
+    pub(crate) fn run_body(
+        &self,
+        input: Parsed,
+        state: Option<String>,
+    ) -> impl Future<Output = Ran> + 'a {
+        let ctx = self.tool_context(state);
+        let writes = ctx.writes.clone();
+        let exec = self.exec.clone();
+        let spec = Arc::clone(&self.plan.spec);
+        let warnings = self.plan.warnings.clone();
+        let ahead = self.read_ahead();
+        let server = self.server;
+        async move {
+            let body_ran = AtomicBool::new(false);
+            let input_required: Mutex<Option<Value>> = Mutex::new(None);
+            let input = Mutex::new(Some(input));
+            let innermost = || -> BoxFuture<'_, ToolResult> {
+                let taken = input
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                let ctx = ctx.clone();
+                let (exec, spec, warnings) = (&exec, &spec, &warnings);
+                let (body_ran, input_required) = (&body_ran, &input_required);
+                Box::pin(async move {
+                    let Some(input) = taken else {
+                        return ToolResult::error(&super::internal_error(
+                            exec,
+                            "an interceptor ran the tool twice",
+                        ));
+                    };
+                    body_ran.store(true, Ordering::SeqCst);
+                    let outcome = AssertUnwindSafe(spec.runner.run(ctx, input))
+                        .catch_unwind()
+                        .await;
+                    let asked = |ir| {
+                        *input_required
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(ir)
+                    };
+                    translate(outcome, exec, spec, warnings, asked).await
+                })
+            };
+            let next = Next {
+                rest: &spec.interceptors,
+                ctx: &exec,
+                innermost: &innermost,
+            };
+            let guarded = AssertUnwindSafe(next.run()).catch_unwind();
+            let timer = server.sleep(spec.deadline);
+            let ran = store::read_ahead::scope(
+                Arc::new(ahead),
+                futures_util::future::select(guarded, timer),
+            )
+            .await;
+            let (result, timed_out) = match ran {
+                Either::Left((Ok(result), _)) => (result, false),
+                Either::Left((Err(panic), _)) => {
+                    (ToolResult::error(&panicked(&exec, &*panic)), false)
+                }
+                Either::Right(((), _)) => (ToolResult::error(&deadline_error(&spec)), true),
+            };
+            let taken = input_required
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            Ran {
+                result,
+                body_ran: body_ran.load(Ordering::SeqCst),
+                writes: writes.take(),
+                input_required: taken,
+                timed_out,
+            }
+        }
+    }
+
+    /// What the tool sees of the call.
+    fn tool_context(&self, state: Option<String>) -> ToolContext {
+        let msg = &self.req.message;
+        ToolContext {
+            exec: self.exec.clone(),
+            input_responses: msg.params.get("inputResponses").cloned(),
+            request_state: state,
+            writes: crate::Writes::default(),
+            progress_token: msg.meta_field("progressToken").cloned(),
+            log_level: msg
+                .meta_field(META_LOG_LEVEL)
+                .and_then(Value::as_str)
+                .and_then(log_rank),
+            progress_sent: Arc::new(Mutex::new(f64::MIN)),
+            notifications: self.notifications.clone(),
+        }
+    }
+
+    /// The records the call names, read in the credential's batch, looked up by the keys
+    /// named from the *authenticated* caller: an item read for another claim is not found.
+    fn read_ahead(&self) -> store::read_ahead::ReadAheadItems {
+        let (Some(read_ahead), Some(caller)) =
+            (self.server.config().read_ahead.as_ref(), self.caller())
+        else {
+            return Default::default();
+        };
+        self.plan
+            .record_keys(&caller.tenant, Some(read_ahead))
+            .filter_map(|key| self.req.prefetched.one(&key).map(|item| (key, item)))
+            .collect()
+    }
+
+    /// Whether the client can answer an approval request in the call (2026-07-28 with the
+    /// `elicitation` capability).
+    pub(crate) fn client_elicits(&self) -> bool {
+        self.req.message.meta_field(META_PROTOCOL_VERSION).is_some()
+            && self.exec.client_capabilities.get("elicitation").is_some()
+    }
+}
+
+/// A body's ending as a tool result: its success shaped, its tool error as is, its input
+/// request set aside, any other error through the exception handlers, a panic as the
+/// generic error.
+async fn translate(
+    outcome: std::thread::Result<Result<crate::Success<Value>, CallError>>,
+    exec: &crate::ExecutionContext,
+    spec: &crate::ToolSpec,
+    warnings: &[String],
+    asked: impl FnOnce(Value),
+) -> ToolResult {
+    match outcome {
+        Ok(Ok(success)) => match crate::outcome::shape_success(&success, warnings) {
+            Ok(structured) => ToolResult::success(structured),
+            Err(e) => ToolResult::error(&super::internal_error(exec, &e.to_string())),
+        },
+        Ok(Err(CallError::Tool(e))) => ToolResult::error(&e),
+        Ok(Err(CallError::InputRequired(ir))) => {
+            let mut result = json!({"resultType": "input_required"});
+            if let Some(requests) = ir.input_requests {
+                result["inputRequests"] = requests;
+            }
+            if let Some(state) = ir.request_state {
+                result["requestState"] = json!(state);
+            }
+            asked(result);
+            ToolResult::success(json!({}))
+        }
+        Ok(Err(CallError::Other(error))) => {
+            for handler in &spec.handlers {
+                if let Some(translated) = handler.catch(error.as_ref(), exec).await {
+                    return ToolResult::error(&translated);
+                }
+            }
+            ToolResult::error(&super::internal_error(exec, &format!("{error:#?}")))
+        }
+        Err(panic) => ToolResult::error(&panicked(exec, &*panic)),
+    }
+}
+
+pub(crate) fn panicked(
+    exec: &crate::ExecutionContext,
+    panic: &(dyn std::any::Any + Send),
+) -> ToolError {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_owned());
+    super::internal_error(exec, &format!("panic: {text}"))
+}
+
+fn deadline_error(spec: &crate::ToolSpec) -> ToolError {
+    ToolError::new(
+        ErrorKind::Internal,
+        format!(
+            "{} took longer than its deadline of {} seconds; nothing was done",
+            spec.name,
+            spec.deadline.as_secs()
+        ),
+        "Try again later, or narrow the request",
+    )
+    .detail("deadline_seconds", spec.deadline.as_secs())
+}

@@ -1,0 +1,314 @@
+//! The confirmation tools' step, and the approvals port the product's pages use.
+//!
+//! `confirm_action` and `reject_action` pass every gate like any tool; their step then finds
+//! the pending action ([`confirm::load`]) and either turns it down (audited, in one
+//! transaction with the switch checks) or runs the prepared tool again, which executes it if
+//! what it would do is unchanged. The product's approval page does the same through
+//! [`Approvals`], without knowing the MCP server.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Map, Value, json};
+
+use super::finish::{Audited, no_longer_pending};
+use super::{Call, CallPlan, Exit, Stage};
+use crate::confirm::{self, Approver, ConfirmInput, Phase, RejectInput};
+use crate::gates::Committed;
+use crate::registry::{Builtin, Parsed};
+use crate::server::{Interrupt, Server};
+use crate::writes::WriteSet;
+use crate::{Caller, ErrorKind, Request, ToolError, ToolResult};
+
+impl Call<'_> {
+    /// The step of `confirm_action` or `reject_action`, after every gate.
+    pub(crate) async fn run_builtin(&mut self, step: Builtin, input: Parsed) -> Stage<ToolResult> {
+        let (token, summary) = match step {
+            Builtin::Confirm => input
+                .downcast::<ConfirmInput>()
+                .map(|i| (i.confirm_token, Some(i.confirm_summary))),
+            Builtin::Reject => input
+                .downcast::<RejectInput>()
+                .map(|i| (i.confirm_token, None)),
+        }
+        .map_err(|_| self.internal_error("confirmation input of another type"))?;
+        let (Some(g), Some(caller)) = (self.server.config().gates.as_ref(), self.caller()) else {
+            return Err(ToolError::new(
+                ErrorKind::Forbidden,
+                "Confirming needs an authenticated connection on a server that keeps pending actions",
+                "Call it through a connection",
+            )
+            .into());
+        };
+        let loaded = confirm::load(
+            g.store.as_ref(),
+            &self.req.prefetched,
+            caller,
+            &token,
+            summary.as_deref(),
+        )
+        .await;
+        let pending = match (loaded, step) {
+            (Ok(pending), _) => pending,
+            // A confirmation is admitted with the action it executes; one that finds none
+            // still spends the write bucket (and is refused when it is full).
+            (Err(error), Builtin::Confirm) => {
+                self.admit_beside(async {}).await?;
+                return Err(error.into());
+            }
+            (Err(error), Builtin::Reject) => return Err(error.into()),
+        };
+        match step {
+            Builtin::Reject => self.reject(g, caller, pending).await,
+            Builtin::Confirm => self.confirm(pending, Approver::Client).await,
+        }
+    }
+
+    /// Turns a pending action down, audited, in one transaction with the switch checks.
+    async fn reject(
+        &mut self,
+        g: &crate::gates::Gates,
+        caller: &Caller,
+        pending: confirm::Pending,
+    ) -> Stage<ToolResult> {
+        let op = WriteSet::of(confirm::consume_op(
+            &caller.tenant,
+            &pending.token,
+            "rejected",
+        ));
+        match self
+            .commit(g, op, None, Audited::outcome("rejected").of(&pending.tool))
+            .await
+        {
+            Committed::Refused(error) if error.kind == ErrorKind::Rejected => Err(error.into()),
+            Committed::Refused(_) => Err(no_longer_pending("Nothing to reject").into()),
+            _ => Ok(ToolResult::success(json!({
+                "summary": "Rejected; nothing was done.",
+                "confirm_token": pending.token,
+                "status": "REJECTED",
+                "warnings": [],
+                "next_steps": [],
+            }))),
+        }
+    }
+
+    /// Runs the prepared tool again with its stored arguments (live rights, guards and a
+    /// fresh preparation all apply again) to execute it.
+    pub(crate) async fn confirm(
+        &mut self,
+        pending: confirm::Pending,
+        approver: Approver,
+    ) -> Stage<ToolResult> {
+        let Some(spec) = self.server.registry().get(&pending.tool).cloned() else {
+            return Err(ToolError::new(
+                ErrorKind::NotFound,
+                "The prepared tool no longer exists",
+                "Prepare the action again",
+            )
+            .into());
+        };
+        if spec.approval_in_product && !matches!(approver, Approver::Product(_)) {
+            let url = self.server.approval_url(&pending.token);
+            return Err(ToolError::new(
+                ErrorKind::Forbidden,
+                "This action moves money or binds the company, so it is approved only in the product, by a person with the right",
+                format!("Give the user the approval link: {url}"),
+            )
+            .detail("approval_url", url)
+            .into());
+        }
+        let rerun = rerun_request(self.req, &pending);
+        let plan = Arc::new(CallPlan::new(
+            spec,
+            pending.args.clone(),
+            self.server.config().read_ahead.as_ref(),
+        ));
+        let mut inner = Call::new(
+            self.server,
+            &rerun,
+            plan,
+            Phase::Confirm(Box::new(pending), approver),
+        );
+        inner.exec.request_id.clone_from(&self.exec.request_id);
+        inner.notifications = self.notifications.clone();
+        let (ended, _) = Box::pin(inner.run()).await;
+        ended.map_err(Exit::Interrupt)
+    }
+}
+
+/// The request that runs a prepared call again: the same connection and metadata, the
+/// stored arguments.
+fn rerun_request(req: &Request, pending: &confirm::Pending) -> Request {
+    let mut params = Map::new();
+    params.insert("name".into(), json!(pending.tool));
+    params.insert("arguments".into(), Value::Object(pending.args.clone()));
+    if let Some(meta) = req.message.params.get("_meta") {
+        params.insert("_meta".into(), meta.clone());
+    }
+    Request {
+        message: mcp_protocol::Message {
+            id: req.message.id.clone(),
+            method: "tools/call".into(),
+            params,
+        },
+        headers: req.headers.clone(),
+        version_header: req.version_header.clone(),
+        caller: req.caller.clone(),
+        prefetched: req.prefetched.clone(),
+        plan: None,
+    }
+}
+
+/// A pending action as the product's approval page shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingView {
+    /// The token.
+    pub token: String,
+    /// The tool that prepared it.
+    pub tool: String,
+    /// The server-written summary.
+    pub summary: String,
+    /// `pending`, `used`, `rejected` or `superseded`.
+    pub status: String,
+    /// The connection that asked.
+    pub connection: String,
+    /// Whether the tool is approved only in the product (money).
+    pub approval_in_product: bool,
+}
+
+/// What the product's approval pages need of pending actions: the port they use instead of
+/// the MCP server itself.
+pub trait Approvals: std::fmt::Debug + Send + Sync {
+    /// A pending action of `tenant` (`None`: unknown or expired).
+    fn pending(&self, tenant: &str, token: &str) -> BoxFuture<'_, Option<PendingView>>;
+    /// Approves a pending action as `member`: the same checks as `confirm_action` (unused,
+    /// unexpired, a fresh preparation with unchanged content, exactly once), with the
+    /// member's live rights standing in for the connection's. `approver` carries the pending
+    /// action's connection and the member's rights.
+    fn approve<'a>(
+        &'a self,
+        token: &'a str,
+        approver: Caller,
+        member: &'a str,
+    ) -> BoxFuture<'a, ToolResult>;
+    /// Rejects a pending action, audited.
+    fn reject<'a>(&'a self, token: &'a str, rejecter: Caller) -> BoxFuture<'a, ToolResult>;
+}
+
+impl Approvals for Server {
+    fn pending(&self, tenant: &str, token: &str) -> BoxFuture<'_, Option<PendingView>> {
+        let (tenant, token) = (tenant.to_owned(), token.to_owned());
+        Box::pin(async move {
+            let g = self.config().gates.as_ref()?;
+            if !confirm::well_formed(&token) {
+                return None;
+            }
+            let item = g
+                .store
+                .get(&confirm::pending_key(&tenant, &token))
+                .await
+                .ok()??;
+            let p = confirm::read_pending(&token, &item)?;
+            let approval_in_product = self
+                .registry()
+                .get(&p.tool)
+                .is_some_and(|t| t.approval_in_product);
+            Some(PendingView {
+                token: p.token,
+                tool: p.tool,
+                summary: p.summary,
+                status: p.status,
+                connection: p.connection,
+                approval_in_product,
+            })
+        })
+    }
+
+    fn approve<'a>(
+        &'a self,
+        token: &'a str,
+        approver: Caller,
+        member: &'a str,
+    ) -> BoxFuture<'a, ToolResult> {
+        Box::pin(self.decide(token, approver, Some(member)))
+    }
+
+    fn reject<'a>(&'a self, token: &'a str, rejecter: Caller) -> BoxFuture<'a, ToolResult> {
+        Box::pin(self.decide(token, rejecter, None))
+    }
+}
+
+impl Server {
+    /// A decision made on the product's page: approve as `member`, or reject (`None`),
+    /// through the same confirmation step and log line as a tool call.
+    async fn decide(&self, token: &str, who: Caller, member: Option<&str>) -> ToolResult {
+        let Some(reject) = self.registry().get(confirm::REJECT_ACTION).cloned() else {
+            return ToolResult::error(&ToolError::new(
+                ErrorKind::Internal,
+                "This server keeps no pending actions",
+                "Nothing to decide",
+            ));
+        };
+        let started = std::time::Instant::now();
+        let request = Request {
+            message: mcp_protocol::Message {
+                id: Some(mcp_protocol::RequestId::String(format!("approval-{token}"))),
+                method: "tools/call".into(),
+                params: Map::new(),
+            },
+            headers: None,
+            version_header: None,
+            caller: Some(who),
+            prefetched: Default::default(),
+            plan: None,
+        };
+        let plan = Arc::new(CallPlan::new(reject, Map::new(), None));
+        let mut call = Call::new(self, &request, plan, Phase::Call);
+        let ended = match call.page_step(token, member).await {
+            Ok(result) | Err(Exit::Answer(result)) => Ok(result),
+            Err(Exit::Interrupt(i)) => Err(i),
+        };
+        let name = if member.is_some() {
+            "approve"
+        } else {
+            "reject"
+        };
+        crate::server::log_call(&request, name, &ended, started);
+        match ended {
+            Ok(result) => result,
+            Err(Interrupt::Refused(e)) => ToolResult::error(&ToolError::new(
+                ErrorKind::Rejected,
+                e.message,
+                "Prepare the action again",
+            )),
+            Err(Interrupt::InputRequired(_)) => ToolResult::error(&ToolError::new(
+                ErrorKind::Internal,
+                "The action asked for more input",
+                "Prepare it again",
+            )),
+        }
+    }
+}
+
+impl Call<'_> {
+    /// The page's step: find the pending action, then execute it as `member` or reject it.
+    async fn page_step(&mut self, token: &str, member: Option<&str>) -> Stage<ToolResult> {
+        let (Some(g), Some(caller)) = (self.server.config().gates.as_ref(), self.caller()) else {
+            return Err(ToolError::new(
+                ErrorKind::Internal,
+                "This server keeps no pending actions",
+                "Nothing to decide",
+            )
+            .into());
+        };
+        let pending =
+            confirm::load(g.store.as_ref(), &self.req.prefetched, caller, token, None).await?;
+        match member {
+            Some(member) => {
+                self.confirm(pending, Approver::Product(member.to_owned()))
+                    .await
+            }
+            None => self.reject(g, caller, pending).await,
+        }
+    }
+}

@@ -1,0 +1,341 @@
+//! Stage 8: after the body. A silent write commits with its replay record; a two-step tool
+//! stores its preview, asks the client for approval, or executes what was approved. Every
+//! state change commits in one transaction with the hooks' switch checks and audit row.
+
+use serde_json::{Value, json};
+
+use super::body::Ran;
+use super::{Call, Exit, Stage};
+use crate::confirm::{self, Approver, Pending, Phase};
+use crate::gates::{self, Committed, ReplayRecord};
+use crate::server::Interrupt;
+use crate::writes::{Planned, WriteSet};
+use crate::{Caller, EffectClass, ErrorKind, ToolError, ToolResult};
+
+impl Call<'_> {
+    /// 8. A request for input is sealed and returned; a failure, or an answer the
+    ///    interceptors gave without running the body, commits nothing; a read plans nothing;
+    ///    a write commits or prepares.
+    pub(crate) async fn finish(&mut self, ran: Ran) -> Stage<ToolResult> {
+        if let Some(asked) = ran.input_required {
+            return Err(self.seal_input_required(asked));
+        }
+        if ran.result.is_error() || ran.timed_out || !ran.body_ran {
+            return Ok(ran.result);
+        }
+        let Some(g) = self.server.config().gates.as_ref() else {
+            return match ran.writes.ops.is_empty() {
+                true => Ok(ran.result),
+                false => Err(self
+                    .internal_error("a write tool ran on a server without a store")
+                    .into()),
+            };
+        };
+        match self.plan.spec.effect {
+            EffectClass::Read if ran.writes.ops.is_empty() => Ok(ran.result),
+            EffectClass::Read => Err(self.internal_error("a read tool planned writes").into()),
+            EffectClass::SilentWrite => self.commit_write(g, ran).await,
+            _ => self.two_step(g, ran).await,
+        }
+    }
+
+    /// The body's `input_required`, its state sealed to this caller, tool and arguments.
+    fn seal_input_required(&self, mut asked: Value) -> Exit {
+        if let Some(state) = asked.get("requestState").and_then(Value::as_str) {
+            asked["requestState"] = json!(self.seal(state));
+        }
+        asked["_meta"] =
+            json!({mcp_protocol::META_SERVER_INFO: self.server.config().info.to_json()});
+        Exit::Interrupt(Interrupt::InputRequired(asked))
+    }
+
+    fn seal(&self, state: &str) -> String {
+        let config = self.server.config();
+        crate::state::seal(
+            &config.state_key,
+            state,
+            &self.principal(),
+            self.plan.spec.name,
+            &self.plan.digest,
+            self.now,
+            config.state_ttl_seconds,
+        )
+    }
+
+    /// Commits `writes` with the hooks' operations (switch checks, audit row) and `replay`,
+    /// giving the slot back beside the commit.
+    pub(crate) async fn commit(
+        &mut self,
+        g: &gates::Gates,
+        writes: WriteSet,
+        replay: Option<ReplayRecord<'_>>,
+        audit: Audited<'_>,
+    ) -> Committed {
+        let ids = writes.ids.clone();
+        let approval = audit.approval.map(Approver::label);
+        let call = gates::CommitContext {
+            caller: self.caller(),
+            tool: audit.tool.unwrap_or(self.plan.spec.name),
+            ids: &ids,
+            request_id: &self.exec.request_id,
+            outcome: audit.outcome,
+            approval: approval.as_deref(),
+        };
+        gates::commit(g, &call, writes, replay, self.now, self.slot.take()).await
+    }
+
+    /// A silent write: its writes, its replay record and its audit row, at once.
+    async fn commit_write(&mut self, g: &gates::Gates, ran: Ran) -> Stage<ToolResult> {
+        let Ran { result, writes, .. } = ran;
+        let plan = std::sync::Arc::clone(&self.plan);
+        let (tenant, connection) = gates::scope(self.caller());
+        let args = plan.args.as_ref().map_err(Clone::clone)?;
+        let replay = plan
+            .replay_key(&tenant, &connection)
+            .map(|key| ReplayRecord {
+                key,
+                result: &result.structured,
+                digest: &plan.digest,
+                args,
+                idempotency_key: plan.idempotency_key.as_deref(),
+            });
+        match self.commit(g, writes, replay, Audited::ok()).await {
+            Committed::Done => Ok(result),
+            Committed::Replayed(first) => Ok(first),
+            Committed::Refused(error) => Err(error.into()),
+        }
+    }
+
+    /// A notify, wake, alerting or delete tool after its body: prepare, or execute what was
+    /// approved if what would go out is unchanged.
+    async fn two_step(&mut self, g: &gates::Gates, ran: Ran) -> Stage<ToolResult> {
+        let Some(caller) = self.caller() else {
+            return Err(ToolError::new(
+                ErrorKind::Forbidden,
+                "This tool prepares actions for a person to confirm, which needs an authenticated connection",
+                "Call it through a connection",
+            )
+            .into());
+        };
+        if let Some(token) = self.elicited_token() {
+            self.take_elicited_answer(g, caller, &token).await?;
+        }
+        let fresh = self.pending_of(&ran, caller)?;
+        match self.phase.clone() {
+            Phase::Call => self.store_preview(g, ran, fresh).await,
+            Phase::Confirm(old, _) if old.content_hash != fresh.0.content_hash => {
+                self.supersede(g, &old, fresh).await
+            }
+            Phase::Confirm(old, approver) => self.execute(g, ran, &old, approver).await,
+        }
+    }
+
+    /// The pending action a retried call names in its sealed state (the client asked its user).
+    fn elicited_token(&self) -> Option<String> {
+        matches!(self.phase, Phase::Call)
+            .then(|| self.request_state.clone())
+            .flatten()
+    }
+
+    /// The user's answer to the approval request: approved moves the call to executing the
+    /// pending action; declined turns it down (audited) and ends the call.
+    async fn take_elicited_answer(
+        &mut self,
+        g: &gates::Gates,
+        caller: &Caller,
+        token: &str,
+    ) -> Stage<()> {
+        let pending =
+            confirm::load(g.store.as_ref(), &self.req.prefetched, caller, token, None).await?;
+        let responses = self.req.message.params.get("inputResponses");
+        if confirm::approved(responses) {
+            self.phase = Phase::Confirm(Box::new(pending), Approver::Elicitation);
+            return Ok(());
+        }
+        let declined = WriteSet::of(confirm::consume_op(&caller.tenant, token, "rejected"));
+        let audit = Audited::outcome("declined").of(&pending.tool);
+        match self.commit(g, declined, None, audit).await {
+            Committed::Refused(error) if error.kind == ErrorKind::Rejected => Err(error.into()),
+            Committed::Refused(_) => Err(no_longer_pending("Nothing was done").into()),
+            _ => Err(Exit::Answer(ToolResult::success(json!({
+                "summary": "The user did not approve; nothing was done.",
+                "status": "DECLINED",
+                "warnings": [],
+                "next_steps": [],
+            })))),
+        }
+    }
+
+    /// The pending action this run prepared, with the preview's content.
+    fn pending_of(&self, ran: &Ran, caller: &Caller) -> Stage<(Pending, Value)> {
+        let Some((summary, content)) = ran.writes.preview.clone() else {
+            return Err(self
+                .internal_error("a two-step tool prepared no preview")
+                .into());
+        };
+        let token = confirm::new_token(&self.plan.records, self.server.randomness());
+        let pending = Pending {
+            token,
+            connection: caller.connection.clone(),
+            tool: self.plan.spec.name.to_owned(),
+            args: self.plan.args.clone().unwrap_or_default(),
+            content_hash: crate::canonical::digest(&content),
+            summary,
+            status: "pending".into(),
+        };
+        Ok((pending, content))
+    }
+
+    /// Stores the preview as a pending action (audited as prepared), then asks the client's
+    /// user for approval, or answers the preview with the confirm step or the approval link.
+    async fn store_preview(
+        &mut self,
+        g: &gates::Gates,
+        ran: Ran,
+        (fresh, content): (Pending, Value),
+    ) -> Stage<ToolResult> {
+        let tenant = self.caller().map(|c| c.tenant.clone()).unwrap_or_default();
+        let mut stored = WriteSet::of(confirm::store_op(&tenant, &fresh, self.now));
+        stored.ids = ran.writes.ids.clone();
+        if let Committed::Refused(error) = self
+            .commit(g, stored, None, Audited::outcome("prepared"))
+            .await
+        {
+            return Err(error.into());
+        }
+        let spec = &self.plan.spec;
+        if self.client_elicits() && !spec.approval_in_product {
+            // The client can ask its user: ask for approval of the server-written summary;
+            // the sealed state names the pending action.
+            return Err(Exit::Interrupt(Interrupt::InputRequired(json!({
+                "resultType": "input_required",
+                "inputRequests": {"approval": confirm::approval_request(&fresh.summary)},
+                "requestState": self.seal(&fresh.token),
+                "_meta": {mcp_protocol::META_SERVER_INFO: self.server.config().info.to_json()},
+            }))));
+        }
+        let mut preview = confirm::preview_result(ran.result.structured, &fresh, &content);
+        if spec.approval_in_product {
+            let url = self.server.approval_url(&fresh.token);
+            confirm::approve_in_product(&mut preview, &fresh, &url);
+        }
+        Ok(ToolResult::success(preview))
+    }
+
+    /// What would go out changed since the person approved it: the old token dies and a new
+    /// preview is shown instead of executing.
+    async fn supersede(
+        &mut self,
+        g: &gates::Gates,
+        old: &Pending,
+        (fresh, content): (Pending, Value),
+    ) -> Stage<ToolResult> {
+        let tenant = self.caller().map(|c| c.tenant.clone()).unwrap_or_default();
+        let mut ops = WriteSet::of(confirm::consume_op(&tenant, &old.token, "superseded"));
+        ops.ops
+            .push(Planned::new(confirm::store_op(&tenant, &fresh, self.now)));
+        match self
+            .commit(g, ops, None, Audited::outcome("superseded"))
+            .await
+        {
+            Committed::Refused(error) if error.kind == ErrorKind::Rejected => {
+                return Err(error.into());
+            }
+            Committed::Refused(_) => {
+                return Err(no_longer_pending("Prepare the action again").into());
+            }
+            _ => {}
+        }
+        let preview = confirm::preview_result(json!({}), &fresh, &content);
+        let mut error = ToolError::new(
+            ErrorKind::Conflict,
+            "What this action would do changed since the preview; nothing was executed and the old confirm_token is dead",
+            "Show the user the new confirm_summary and confirm with the new confirm_token if they approve",
+        )
+        .detail("changed_since_preview", true)
+        .detail("confirm_token", fresh.token.clone())
+        .detail("confirm_summary", fresh.summary.clone());
+        error
+            .details
+            .insert("preview".into(), preview["preview"].clone());
+        Err(error.into())
+    }
+
+    /// Executes an approved action: its writes, its per-object limits and the pending
+    /// action's consumption, in one transaction, so that it executes at most once.
+    async fn execute(
+        &mut self,
+        g: &gates::Gates,
+        ran: Ran,
+        old: &Pending,
+        approver: Approver,
+    ) -> Stage<ToolResult> {
+        let Ran {
+            result, mut writes, ..
+        } = ran;
+        let tenant = self.caller().map(|c| c.tenant.clone()).unwrap_or_default();
+        if self.plan.spec.effect == EffectClass::Notify {
+            let buckets = gates::object_buckets(g, &tenant, &writes.ids, self.now);
+            writes.ops.extend(buckets);
+        }
+        writes.ops.push(Planned {
+            op: confirm::consume_op(&tenant, &old.token, "used").into(),
+            on_conflict: Some(Box::new(|_| {
+                ToolError::new(
+                    ErrorKind::Conflict,
+                    "This action was already confirmed, rejected or replaced",
+                    "Do not confirm it again",
+                )
+            })),
+        });
+        let audit = Audited {
+            approval: Some(&approver),
+            ..Audited::ok()
+        };
+        match self.commit(g, writes, None, audit).await {
+            Committed::Done | Committed::Replayed(_) => {
+                let mut done = result;
+                if let Value::Object(obj) = &mut done.structured {
+                    obj.insert("status".into(), json!("DONE"));
+                    obj.insert("confirm_token".into(), json!(old.token));
+                }
+                Ok(done)
+            }
+            Committed::Refused(error) => Err(error.into()),
+        }
+    }
+}
+
+/// How a commit is recorded in the audit trail.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Audited<'a> {
+    /// The tool named (default: the tool called).
+    pub(crate) tool: Option<&'a str>,
+    pub(crate) outcome: &'a str,
+    pub(crate) approval: Option<&'a Approver>,
+}
+
+impl<'a> Audited<'a> {
+    pub(crate) fn ok() -> Self {
+        Self::outcome("ok")
+    }
+
+    pub(crate) fn outcome(outcome: &'a str) -> Self {
+        Audited {
+            tool: None,
+            outcome,
+            approval: None,
+        }
+    }
+
+    pub(crate) fn of(self, tool: &'a str) -> Self {
+        Audited {
+            tool: Some(tool),
+            ..self
+        }
+    }
+}
+
+pub(crate) fn no_longer_pending(fix: &str) -> ToolError {
+    ToolError::new(ErrorKind::Conflict, "This action is no longer pending", fix)
+}

@@ -1,0 +1,136 @@
+//! A tool call's plan: everything the call is, computed once from the message before anything
+//! is read or checked.
+//!
+//! The transport asks for the plan before authenticating, to name the items the call will read
+//! in the credential's batch ([`CallPlan::gate_keys`] for the *claimed* caller); the pipeline
+//! derives the same keys again for the *authenticated* caller and looks the items up by them.
+//! The normalization, the idempotency key and the digest are not recomputed: they do not
+//! depend on who calls.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use store::Key;
+
+use crate::{EffectClass, ReadAhead, ToolError, ToolSpec, gates};
+
+/// What one `tools/call` is, before anything is checked.
+#[derive(Debug)]
+pub(crate) struct CallPlan {
+    /// The tool called.
+    pub(crate) spec: Arc<ToolSpec>,
+    /// The arguments after normalization, without the gates' own fields; or why they are
+    /// invalid (answered after the visibility check, so a hidden tool says so first).
+    pub(crate) args: Result<Map<String, Value>, ToolError>,
+    /// One warning per coercion made while normalizing.
+    pub(crate) warnings: Vec<String>,
+    /// The client's `idempotency_key` (silent writes only).
+    pub(crate) idempotency_key: Option<String>,
+    /// SHA-256 of the canonical normalized arguments.
+    pub(crate) digest: String,
+    /// The record handles the arguments name, at most a few.
+    pub(crate) records: Vec<String>,
+}
+
+impl CallPlan {
+    /// The plan of calling `spec` with `arguments`.
+    pub(crate) fn new(
+        spec: Arc<ToolSpec>,
+        arguments: Map<String, Value>,
+        read_ahead: Option<&ReadAhead>,
+    ) -> Self {
+        let normalized = crate::args::normalize(&spec.input_schema, arguments, &spec.synonyms);
+        let (mut args, warnings) = match normalized {
+            Ok(n) => (Ok(n.args), n.warnings),
+            Err(e) => (Err(e), Vec::new()),
+        };
+        let mut idempotency_key = None;
+        if spec.effect == EffectClass::SilentWrite
+            && let Ok(a) = &mut args
+        {
+            match gates::strip_idempotency_key(a) {
+                Ok(key) => idempotency_key = key,
+                Err(e) => args = Err(e),
+            }
+        }
+        let empty = Map::new();
+        let named = args.as_ref().unwrap_or(&empty);
+        let digest = crate::canonical::digest(&Value::Object(named.clone()));
+        let records = read_ahead.map(|r| r.handles(named)).unwrap_or_default();
+        CallPlan {
+            spec,
+            args,
+            warnings,
+            idempotency_key,
+            digest,
+            records,
+        }
+    }
+
+    /// The loop brake's name for this exact call.
+    pub(crate) fn brake_call(&self) -> String {
+        format!("{}#{}", self.spec.name, self.digest)
+    }
+
+    /// The replay record of this call for `tenant`'s `connection` (silent writes only).
+    pub(crate) fn replay_key(&self, tenant: &str, connection: &str) -> Option<Key> {
+        (self.spec.effect == EffectClass::SilentWrite).then(|| {
+            let fingerprint = gates::fingerprint(self.idempotency_key.as_deref(), &self.digest);
+            gates::replay_key(tenant, connection, self.spec.name, &fingerprint)
+        })
+    }
+
+    /// The keys of the records the arguments name, in `tenant`.
+    pub(crate) fn record_keys<'a>(
+        &'a self,
+        tenant: &'a str,
+        read_ahead: Option<&'a ReadAhead>,
+    ) -> impl Iterator<Item = Key> + 'a {
+        self.records
+            .iter()
+            .filter_map(move |handle| read_ahead.and_then(|r| r.key(tenant, handle)))
+    }
+
+    /// Every item the call will read before its body: the loop brake, the replay record, the
+    /// pending action a confirmation names, and the records the arguments (or the pending
+    /// action's token) name. Invalid arguments read nothing but the brake.
+    pub(crate) fn gate_keys(
+        &self,
+        tenant: &str,
+        connection: &str,
+        read_ahead: Option<&ReadAhead>,
+    ) -> Vec<Key> {
+        let mut keys = vec![gates::brake_key(tenant, connection)];
+        if self.args.is_err() {
+            return keys;
+        }
+        keys.extend(self.replay_key(tenant, connection));
+        if let Some(token) = self.confirm_token() {
+            keys.push(crate::confirm::pending_key(tenant, token));
+            keys.extend(
+                crate::confirm::token_handles(token)
+                    .filter_map(|handle| read_ahead.and_then(|r| r.key(tenant, handle))),
+            );
+        }
+        keys.extend(self.record_keys(tenant, read_ahead));
+        dedup(keys)
+    }
+
+    /// The pending action's token a confirmation or rejection names (when well formed).
+    pub(crate) fn confirm_token(&self) -> Option<&str> {
+        self.spec.builtin?;
+        let token = self.args.as_ref().ok()?.get("confirm_token")?.as_str()?;
+        crate::confirm::well_formed(token).then_some(token)
+    }
+}
+
+/// `keys` without repeats, in first-seen order (a batch read refuses a key asked twice).
+fn dedup(keys: Vec<Key>) -> Vec<Key> {
+    let mut out: Vec<Key> = Vec::with_capacity(keys.len());
+    for key in keys {
+        if !out.contains(&key) {
+            out.push(key);
+        }
+    }
+    out
+}
