@@ -244,3 +244,153 @@ fn the_product_knows_nothing_of_mcp_http_or_aws() {
         .collect();
     assert!(offenders.is_empty(), "booking depends on {offenders:?}");
 }
+
+fn member(name: &str) -> Member {
+    members()
+        .into_iter()
+        .find(|m| m.name == name)
+        .unwrap_or_else(|| panic!("the {name} crate"))
+}
+
+#[test]
+fn identity_does_not_depend_on_the_http_transport() {
+    // The pipeline defines who is calling (`Authenticator`); identity implements it for every
+    // transport without knowing any.
+    let identity = member("identity");
+    assert!(
+        !identity.deps.contains("mcp-http") && !identity.deps.contains("http"),
+        "identity depends on {:?}",
+        identity.deps
+    );
+}
+
+/// Every `.rs` file under `dir`, with its text.
+fn sources(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.push((path, text));
+            }
+        }
+    }
+    out
+}
+
+fn shared(crate_dir: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared")
+        .join(crate_dir)
+        .join("src")
+}
+
+#[test]
+fn the_product_pages_do_not_use_the_mcp_server() {
+    // Approvals reach the pipeline through the `Approvals` port; the pipeline's vocabulary
+    // (`Caller`, `Toolset`) may stay.
+    let mut offenders = Vec::new();
+    for (path, text) in sources(&shared("web")) {
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            let names_server = code.contains("mcp_pipeline::Server")
+                || code.contains("Arc<Server>")
+                || (code.contains("use mcp_pipeline")
+                    && code
+                        .split(|c: char| !c.is_alphanumeric() && c != '_')
+                        .any(|w| w == "Server"));
+            if names_server {
+                offenders.push(format!("{}:{}", path.display(), i + 1));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "web uses the MCP Server: {offenders:?}"
+    );
+}
+
+/// Functions of `text` longer than `max` lines: `(name, first line, lines)`. Counts braces
+/// outside strings and line comments, as a reader sees the function.
+fn long_functions(text: &str, max: usize) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let code = |line: &str| -> String {
+        let mut out = String::new();
+        let mut in_string = false;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if in_string => {
+                    chars.next();
+                }
+                '"' => in_string = !in_string,
+                '/' if !in_string && chars.peek() == Some(&'/') => break,
+                '\'' if !in_string && chars.clone().nth(1) == Some('\'') => {
+                    chars.next();
+                    chars.next();
+                }
+                _ if !in_string => out.push(c),
+                _ => {}
+            }
+        }
+        out
+    };
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let trimmed = lines[i].trim_start();
+        let head = trimmed
+            .trim_start_matches("pub(crate) ")
+            .trim_start_matches("pub ")
+            .trim_start_matches("async ");
+        let Some(rest) = head.strip_prefix("fn ") else {
+            i += 1;
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let (mut depth, mut started, mut j) = (0i64, false, i);
+        while j < lines.len() {
+            let c = code(lines[j]);
+            depth += c.matches('{').count() as i64 - c.matches('}').count() as i64;
+            started |= c.contains('{');
+            if (started && depth <= 0) || (!started && c.trim_end().ends_with(';')) {
+                break;
+            }
+            j += 1;
+        }
+        if started && j + 1 - i > max {
+            found.push((name, i + 1, j + 1 - i));
+        }
+        i = if started { j + 1 } else { i + 1 };
+    }
+    found
+}
+
+#[test]
+fn no_function_in_the_pipeline_is_longer_than_a_screen() {
+    let mut offenders = Vec::new();
+    for (path, text) in sources(&shared("mcp-pipeline")) {
+        for (name, line, len) in long_functions(&text, 80) {
+            offenders.push(format!("{}:{line} {name} ({len} lines)", path.display()));
+        }
+    }
+    assert!(offenders.is_empty(), "over 80 lines: {offenders:?}");
+}
+
+#[test]
+fn the_length_check_finds_a_long_function() {
+    let body = "    let x = 1;\n".repeat(81);
+    let text = format!("fn short() {{\n}}\n\npub(crate) async fn long() {{\n{body}}}\n");
+    assert_eq!(
+        long_functions(&text, 80),
+        [("long".to_owned(), 4, 83)],
+        "a function of 83 lines is found, a short one is not"
+    );
+}

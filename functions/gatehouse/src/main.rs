@@ -17,8 +17,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use identity::{Actor, Channel, NewConnection};
-use mcp_pipeline::{Request, Toolset};
-use mcp_protocol::{Incoming, parse_message};
+use mcp_pipeline::Toolset;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 
@@ -575,13 +574,8 @@ async fn stdio(store: Arc<dyn store::Store>, backend: &str) -> anyhow::Result<()
     )?;
     let token = std::env::var("GATEHOUSE_TOKEN")
         .context("set GATEHOUSE_TOKEN to an MCP token (gatehouse token create ...)")?;
-    let mut headers = http::HeaderMap::new();
-    headers.insert(
-        http::header::AUTHORIZATION,
-        format!("Bearer {token}")
-            .parse()
-            .context("GATEHOUSE_TOKEN is not a valid header value")?,
-    );
+    let headers =
+        mcp_pipeline::Headers::from([("authorization".to_owned(), format!("Bearer {token}"))]);
     let authenticator = identity::McpAuthenticator::new(store, app.directory.clone());
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = tokio::io::stdout();
@@ -589,50 +583,7 @@ async fn stdio(store: Arc<dyn store::Store>, backend: &str) -> anyhow::Result<()
         if line.trim().is_empty() {
             continue;
         }
-        let replies: Vec<serde_json::Value> = match parse_message(line.as_bytes()) {
-            Ok(Incoming::Message(message)) => {
-                // The credential is checked on every message, as over HTTP: a revoked token or a
-                // switched-off tenant stops the next call.
-                // As over HTTP, the call's gate items are read in the credential's batch.
-                let plan = app.server.plan(&message);
-                let prefetch = match (&plan, authenticator.claim(&headers)) {
-                    (Some(plan), Some(claim)) => app.server.prefetch_keys(plan, &claim),
-                    _ => Vec::new(),
-                };
-                match authenticator
-                    .authenticate_with(&headers, None, prefetch)
-                    .await
-                {
-                    Ok(done) => {
-                        let request = Request {
-                            message,
-                            headers: None,
-                            version_header: None,
-                            caller: Some(done.caller),
-                            prefetched: done.prefetched,
-                            plan,
-                        };
-                        let outcome = app.server.handle(request).await;
-                        outcome
-                            .notifications
-                            .into_iter()
-                            .chain(outcome.body)
-                            .collect()
-                    }
-                    Err(rejection) => {
-                        let error = json!({"code": -32001, "message": rejection.message, "data": {"status": rejection.status}});
-                        message
-                            .id
-                            .map(|id| json!({"jsonrpc": "2.0", "id": id, "error": error}))
-                            .into_iter()
-                            .collect()
-                    }
-                }
-            }
-            // A response from the client: this server sends no requests, so nothing matches it.
-            Ok(Incoming::Response(_)) => Vec::new(),
-            Err(e) => vec![mcp_protocol::error_response(e.id.as_ref(), &e.error)],
-        };
+        let replies = mcp_http::stdio::reply(&app.server, &authenticator, &headers, &line).await;
         for reply in replies {
             stdout.write_all(reply.to_string().as_bytes()).await?;
             stdout.write_all(b"\n").await?;

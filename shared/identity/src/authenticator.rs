@@ -3,9 +3,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use http::HeaderMap;
-use mcp_http::{Authenticated, Authenticator, Rejection};
-use mcp_pipeline::{BoxFuture, Caller, Claim, Prefetched};
+use mcp_pipeline::{
+    Authenticated, Authenticator, BoxFuture, Caller, Claim, Headers, Prefetched, Rejection,
+};
 use store::Store;
 
 use crate::oauth::OAuthValidator;
@@ -42,7 +42,7 @@ impl McpAuthenticator {
     }
 
     /// The tenant and connection an MCP token's locator names (unchecked, no I/O).
-    pub fn claim(&self, headers: &HeaderMap) -> Option<Claim> {
+    pub fn claim(&self, headers: &Headers) -> Option<Claim> {
         let locator = token::locator(bearer(headers).ok()?)?;
         Some(Claim {
             tenant: locator.tenant,
@@ -53,7 +53,7 @@ impl McpAuthenticator {
     /// Authenticates one request (reading nothing ahead).
     pub async fn caller(
         &self,
-        headers: &HeaderMap,
+        headers: &Headers,
         path_tenant: Option<&str>,
     ) -> Result<Caller, Rejection> {
         self.authenticate_with(headers, path_tenant, Vec::new())
@@ -70,7 +70,7 @@ impl McpAuthenticator {
     /// switch and the creator (at once); their gate items are read by the pipeline.
     pub async fn authenticate_with(
         &self,
-        headers: &HeaderMap,
+        headers: &Headers,
         path_tenant: Option<&str>,
         prefetch: Vec<store::Key>,
     ) -> Result<Authenticated, Rejection> {
@@ -297,16 +297,12 @@ fn unavailable(e: &store::StoreError) -> Rejection {
     Rejection::switched_off("the server cannot check credentials right now", 5)
 }
 
-fn bearer(headers: &HeaderMap) -> Result<&str, Rejection> {
-    let Some(value) = headers.get(http::header::AUTHORIZATION) else {
-        let has_session = headers
-            .get_all(http::header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .any(|c| {
-                c.split(';')
-                    .any(|p| p.trim().starts_with(&format!("{}=", token::SESSION_COOKIE)))
-            });
+fn bearer(headers: &Headers) -> Result<&str, Rejection> {
+    let Some(value) = headers.get("authorization") else {
+        let has_session = headers.get("cookie").is_some_and(|c| {
+            c.split(';')
+                .any(|p| p.trim().starts_with(&format!("{}=", token::SESSION_COOKIE)))
+        });
         let message = if has_session {
             "session cookies are not accepted at the MCP endpoint; use an MCP token"
         } else {
@@ -314,9 +310,6 @@ fn bearer(headers: &HeaderMap) -> Result<&str, Rejection> {
         };
         return Err(Rejection::unauthorized(message));
     };
-    let value = value
-        .to_str()
-        .map_err(|_| Rejection::invalid_token("the Authorization header is not text"))?;
     match value.split_once(' ') {
         Some((scheme, token))
             if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
@@ -330,13 +323,13 @@ fn bearer(headers: &HeaderMap) -> Result<&str, Rejection> {
 }
 
 impl Authenticator for McpAuthenticator {
-    fn claim(&self, headers: &HeaderMap) -> Option<Claim> {
+    fn claim(&self, headers: &Headers) -> Option<Claim> {
         McpAuthenticator::claim(self, headers)
     }
 
     fn authenticate<'a>(
         &'a self,
-        headers: &'a HeaderMap,
+        headers: &'a Headers,
         tenant: Option<&'a str>,
         prefetch: Vec<store::Key>,
     ) -> BoxFuture<'a, Result<Authenticated, Rejection>> {

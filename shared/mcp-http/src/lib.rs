@@ -5,13 +5,15 @@
 //! method, Origin, content type, size, the MCP headers and their match with the body, status
 //! codes, JSON or SSE framing) and hands one parsed message to [`mcp_pipeline::Server`].
 
+pub mod stdio;
+
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 use http_body_util::{BodyExt as _, Full, Limited};
-use mcp_pipeline::{Headers, Outcome, Request, Server};
+use mcp_pipeline::{Authenticator, Headers, Outcome, Rejection, Request, Server};
 use mcp_protocol::{
     Incoming, LATEST_VERSION, META_PROTOCOL_VERSION, RpcError, decode_header_value, parse_message,
 };
@@ -22,93 +24,6 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The response type of the service.
 pub type HttpResponse = Response<Full<Bytes>>;
-
-/// Why a request's credential was not accepted; answered before any JSON-RPC work.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejection {
-    /// 401 (no, invalid or expired credential), 403 (valid but not for this), 503 (kill switch).
-    pub status: u16,
-    /// One sentence for the person reading the client's log (never the credential).
-    pub message: String,
-    /// Seconds to wait (503).
-    pub retry_after: Option<u64>,
-    /// The OAuth error code for `WWW-Authenticate` (`invalid_token`), if any.
-    pub oauth_error: Option<&'static str>,
-}
-
-impl Rejection {
-    /// 401: no usable credential.
-    pub fn unauthorized(message: impl Into<String>) -> Self {
-        Rejection {
-            status: 401,
-            message: message.into(),
-            retry_after: None,
-            oauth_error: None,
-        }
-    }
-
-    /// 401 with `error="invalid_token"`: a credential was presented and is not valid here.
-    pub fn invalid_token(message: impl Into<String>) -> Self {
-        Rejection {
-            status: 401,
-            message: message.into(),
-            retry_after: None,
-            oauth_error: Some("invalid_token"),
-        }
-    }
-
-    /// 403: a valid credential that may not do this.
-    pub fn forbidden(message: impl Into<String>) -> Self {
-        Rejection {
-            status: 403,
-            message: message.into(),
-            retry_after: None,
-            oauth_error: None,
-        }
-    }
-
-    /// 503 with `Retry-After`: agent access is switched off.
-    pub fn switched_off(message: impl Into<String>, retry_after: u64) -> Self {
-        Rejection {
-            status: 503,
-            message: message.into(),
-            retry_after: Some(retry_after),
-            oauth_error: None,
-        }
-    }
-}
-
-/// Turns the request's credential into the caller of this request: who, which tenant, which
-/// rights right now. Runs on every request, after the Origin and shape checks and before
-/// anything else is answered (a request without a valid credential learns nothing, not even
-/// whether its body parses).
-pub trait Authenticator: std::fmt::Debug + Send + Sync + 'static {
-    /// The tenant and connection the credential names, read off it without checking it and
-    /// without I/O; `None` when the credential does not say (then nothing is read ahead).
-    fn claim(&self, _headers: &HeaderMap) -> Option<mcp_pipeline::Claim> {
-        None
-    }
-
-    /// Authenticates; `tenant` is the tenant named by the path (`/t/{tenant}/mcp`), which the
-    /// credential must be bound to. `prefetch` names gate items named from [`Self::claim`]:
-    /// an authenticator may read them in its own batch and hand them over, but only once the
-    /// credential proved that claim.
-    fn authenticate<'a>(
-        &'a self,
-        headers: &'a HeaderMap,
-        tenant: Option<&'a str>,
-        prefetch: Vec<store::Key>,
-    ) -> mcp_pipeline::BoxFuture<'a, Result<Authenticated, Rejection>>;
-}
-
-/// An authenticated request: its caller, and the gate items read with the credential.
-#[derive(Debug, Clone)]
-pub struct Authenticated {
-    /// Who is calling, with their live rights.
-    pub caller: mcp_pipeline::Caller,
-    /// Items read ahead (empty when none were).
-    pub prefetched: mcp_pipeline::Prefetched,
-}
 
 /// What this server publishes as an OAuth protected resource (RFC 9728).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -275,15 +190,22 @@ fn check_headers(
     Ok(Some(version))
 }
 
+/// The headers as the pipeline sees them: lower-case names, repeated headers joined (cookies
+/// with `; `, others with `, `, as HTTP allows), values that are not text kept lossily so that
+/// a check of them fails rather than finding nothing.
 fn lowercase_headers(headers: &HeaderMap) -> Headers {
-    headers
-        .iter()
-        .filter_map(|(k, v)| {
-            v.to_str()
-                .ok()
-                .map(|v| (k.as_str().to_ascii_lowercase(), v.to_owned()))
-        })
-        .collect()
+    let mut out = Headers::new();
+    for (name, value) in headers {
+        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        let separator = if name == header::COOKIE { "; " } else { ", " };
+        out.entry(name.as_str().to_ascii_lowercase())
+            .and_modify(|v: &mut String| {
+                v.push_str(separator);
+                v.push_str(&value);
+            })
+            .or_insert(value);
+    }
+    out
 }
 
 fn render(outcome: Outcome) -> HttpResponse {
@@ -480,22 +402,24 @@ impl McpService {
         // Parsed before authentication so that the gate items the call will read can be read
         // in the credential's batch; a parse error is still answered only after it.
         let parsed = parse_message(&bytes);
-        let plan = match &parsed {
-            Ok(Incoming::Message(message)) => self.server.plan(message),
-            _ => None,
-        };
-        let (caller, prefetched) = match &self.authenticator {
-            None => (None, mcp_pipeline::Prefetched::default()),
+        let headers = lowercase_headers(&parts.headers);
+        let (caller, prefetched, plan) = match &self.authenticator {
+            None => (None, mcp_pipeline::Prefetched::default(), None),
             Some(authenticator) => {
-                let prefetch = match (&plan, authenticator.claim(&parts.headers)) {
-                    (Some(plan), Some(claim)) => self.server.prefetch_keys(plan, &claim),
-                    _ => Vec::new(),
+                let message = match &parsed {
+                    Ok(Incoming::Message(message)) => Some(message),
+                    _ => None,
                 };
-                match authenticator
-                    .authenticate(&parts.headers, path_tenant, prefetch)
+                let path = path_tenant;
+                match self
+                    .server
+                    .authenticate(authenticator.as_ref(), &headers, path, message)
                     .await
                 {
-                    Ok(done) => (Some(done.caller), done.prefetched),
+                    Ok(admitted) => {
+                        let done = admitted.authenticated;
+                        (Some(done.caller), done.prefetched, admitted.plan)
+                    }
                     Err(rejection) => return self.reject(&rejection),
                 }
             }
@@ -518,7 +442,7 @@ impl McpService {
         };
         let request = Request {
             message,
-            headers: Some(lowercase_headers(&parts.headers)),
+            headers: Some(headers),
             version_header,
             caller,
             prefetched,

@@ -75,78 +75,43 @@ fn squash(text: &str) -> String {
     text.trim().to_ascii_lowercase().replace(['-', ' '], "_")
 }
 
+/// What a field's schema accepts.
+struct Accepts<'a> {
+    field: &'a str,
+    types: &'a [String],
+    enums: &'a [String],
+}
+
+impl Accepts<'_> {
+    fn kind(&self, t: &str) -> bool {
+        self.types.iter().any(|x| x == t)
+    }
+}
+
+/// A coerced value and the warning that says so.
+type Coerced = Option<(Value, String)>;
+
 fn coerce(
     field: &str,
     value: &Value,
     types: &[String],
     enums: &[String],
     synonyms: &[Synonym],
-) -> Option<(Value, String)> {
-    let accepts = |t: &str| types.iter().any(|x| x == t);
+) -> Coerced {
+    let to = Accepts {
+        field,
+        types,
+        enums,
+    };
     match value {
         Value::String(s) if !enums.is_empty() && !enums.contains(s) => {
-            let target = synonyms
-                .iter()
-                .find(|syn| syn.field == field && squash(&syn.from) == squash(s))
-                .map(|syn| syn.to.clone())
-                .or_else(|| {
-                    let matches: Vec<&String> =
-                        enums.iter().filter(|e| squash(e) == squash(s)).collect();
-                    (matches.len() == 1).then(|| matches[0].clone())
-                })?;
-            let note = format!("`{field}`: read \"{s}\" as \"{target}\"");
-            Some((Value::String(target), note))
+            enum_member(&to, s, synonyms)
         }
-        Value::String(s) if !accepts("string") => {
-            let t = s.trim();
-            if accepts("boolean") {
-                let b = match t.to_ascii_lowercase().as_str() {
-                    "true" | "yes" => Some(true),
-                    "false" | "no" => Some(false),
-                    _ => None,
-                };
-                if let Some(b) = b {
-                    return Some((
-                        Value::Bool(b),
-                        format!("`{field}`: read the text \"{s}\" as the boolean {b}"),
-                    ));
-                }
-            }
-            if accepts("integer")
-                && let Ok(n) = t.parse::<i64>()
-            {
-                return Some((
-                    Value::from(n),
-                    format!("`{field}`: read the text \"{s}\" as the number {n}"),
-                ));
-            }
-            if accepts("number")
-                && let Ok(n) = t.parse::<f64>()
-                && let Some(num) = serde_json::Number::from_f64(n)
-            {
-                return Some((
-                    Value::Number(num),
-                    format!("`{field}`: read the text \"{s}\" as the number {n}"),
-                ));
-            }
-            if ((accepts("array") && t.starts_with('['))
-                || (accepts("object") && t.starts_with('{')))
-                && let Ok(parsed) = serde_json::from_str::<Value>(t)
-                && (parsed.is_array() || parsed.is_object())
-            {
-                let kind = if parsed.is_array() {
-                    "an array"
-                } else {
-                    "an object"
-                };
-                return Some((parsed, format!("`{field}`: read a JSON text as {kind}")));
-            }
-            None
-        }
+        Value::String(s) if !to.kind("string") => text_as_value(&to, s),
         Value::Number(n)
-            if accepts("string")
-                && !accepts("number")
-                && !accepts("integer")
+            if to.kind("string")
+                && !to.kind("number")
+                && !to.kind("integer")
                 && enums.is_empty() =>
         {
             Some((
@@ -154,12 +119,78 @@ fn coerce(
                 format!("`{field}`: read the number {n} as the text \"{n}\""),
             ))
         }
-        Value::Bool(b) if accepts("string") && !accepts("boolean") && enums.is_empty() => Some((
+        Value::Bool(b) if to.kind("string") && !to.kind("boolean") && enums.is_empty() => Some((
             Value::String(b.to_string()),
             format!("`{field}`: read the boolean {b} as the text \"{b}\""),
         )),
         _ => None,
     }
+}
+
+/// An enum value written differently: a registered synonym, or the one member that matches
+/// ignoring case, spaces and dashes.
+fn enum_member(to: &Accepts<'_>, s: &str, synonyms: &[Synonym]) -> Coerced {
+    let target = synonyms
+        .iter()
+        .find(|syn| syn.field == to.field && squash(&syn.from) == squash(s))
+        .map(|syn| syn.to.clone())
+        .or_else(|| {
+            let matches: Vec<&String> =
+                to.enums.iter().filter(|e| squash(e) == squash(s)).collect();
+            (matches.len() == 1).then(|| matches[0].clone())
+        })?;
+    let note = format!("`{}`: read \"{s}\" as \"{target}\"", to.field);
+    Some((Value::String(target), note))
+}
+
+/// Text where the schema wants a boolean, a number, an array or an object.
+fn text_as_value(to: &Accepts<'_>, s: &str) -> Coerced {
+    let field = to.field;
+    let t = s.trim();
+    if to.kind("boolean") {
+        let b = match t.to_ascii_lowercase().as_str() {
+            "true" | "yes" => Some(true),
+            "false" | "no" => Some(false),
+            _ => None,
+        };
+        if let Some(b) = b {
+            let note = format!("`{field}`: read the text \"{s}\" as the boolean {b}");
+            return Some((Value::Bool(b), note));
+        }
+    }
+    if to.kind("integer")
+        && let Ok(n) = t.parse::<i64>()
+    {
+        let note = format!("`{field}`: read the text \"{s}\" as the number {n}");
+        return Some((Value::from(n), note));
+    }
+    if to.kind("number")
+        && let Ok(n) = t.parse::<f64>()
+        && let Some(num) = serde_json::Number::from_f64(n)
+    {
+        let note = format!("`{field}`: read the text \"{s}\" as the number {n}");
+        return Some((Value::Number(num), note));
+    }
+    json_text(to, t)
+}
+
+/// A JSON array or object sent as text.
+fn json_text(to: &Accepts<'_>, t: &str) -> Coerced {
+    let wanted =
+        (to.kind("array") && t.starts_with('[')) || (to.kind("object") && t.starts_with('{'));
+    if !wanted {
+        return None;
+    }
+    let parsed = serde_json::from_str::<Value>(t).ok()?;
+    let kind = match &parsed {
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+        _ => return None,
+    };
+    Some((
+        parsed,
+        format!("`{}`: read a JSON text as {kind}", to.field),
+    ))
 }
 
 /// Normalizes `args` against the tool's input schema.

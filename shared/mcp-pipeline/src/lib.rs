@@ -15,6 +15,7 @@
 //! ```
 
 mod args;
+mod authenticate;
 mod call;
 mod caller;
 mod canonical;
@@ -34,6 +35,7 @@ mod tool;
 mod writes;
 
 pub use args::{Normalized, Synonym, normalize};
+pub use authenticate::{Admitted, Authenticated, Authenticator, Rejection};
 pub use call::{Approvals, PendingView};
 pub use caller::{Caller, Hidden, Toolset};
 pub use canonical::{canonical_json, digest};

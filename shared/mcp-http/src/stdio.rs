@@ -1,0 +1,52 @@
+//! The stdio transport: one JSON-RPC message a line in, its replies out, authenticated on
+//! every message through the same path as HTTP ([`Server::authenticate`]), so that a revoked
+//! token or a switched-off tenant stops the next call here too. No I/O: the binary reads the
+//! lines and writes the replies.
+
+use mcp_pipeline::{Authenticator, Headers, Request, Server};
+use mcp_protocol::{Incoming, parse_message};
+use serde_json::{Value, json};
+
+/// The replies to one line: notifications first, then the response (none for a
+/// notification or a response from the client).
+pub async fn reply(
+    server: &Server,
+    authenticator: &dyn Authenticator,
+    headers: &Headers,
+    line: &str,
+) -> Vec<Value> {
+    let message = match parse_message(line.as_bytes()) {
+        Ok(Incoming::Message(message)) => message,
+        // A response from the client: this server sends no requests, so nothing matches it.
+        Ok(Incoming::Response(_)) => return Vec::new(),
+        Err(e) => return vec![mcp_protocol::error_response(e.id.as_ref(), &e.error)],
+    };
+    let admitted = match server
+        .authenticate(authenticator, headers, None, Some(&message))
+        .await
+    {
+        Ok(admitted) => admitted,
+        Err(rejection) => {
+            let error = json!({"code": -32001, "message": rejection.message, "data": {"status": rejection.status}});
+            return message
+                .id
+                .map(|id| json!({"jsonrpc": "2.0", "id": id, "error": error}))
+                .into_iter()
+                .collect();
+        }
+    };
+    let request = Request {
+        message,
+        headers: None,
+        version_header: None,
+        caller: Some(admitted.authenticated.caller),
+        prefetched: admitted.authenticated.prefetched,
+        plan: admitted.plan,
+    };
+    let outcome = server.handle(request).await;
+    outcome
+        .notifications
+        .into_iter()
+        .chain(outcome.body)
+        .collect()
+}
