@@ -44,6 +44,8 @@ pub struct Locator {
 
 /// Separates the locator's fields; ids never contain it.
 const FIELD_SEPARATOR: char = '\u{1f}';
+/// Longest tenant, member or connection id a locator may name.
+const MAX_LOCATOR_FIELD: usize = 128;
 
 /// Makes a new MCP token for the connection `locator` names.
 pub fn generate(locator: &Locator) -> NewToken {
@@ -73,7 +75,13 @@ pub fn locator(token: &str) -> Option<Locator> {
     let fields = String::from_utf8(URL_SAFE_NO_PAD.decode(encoded).ok()?).ok()?;
     let mut parts = fields.split(FIELD_SEPARATOR);
     let (tenant, creator, connection) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() || [tenant, creator, connection].iter().any(|p| p.is_empty()) {
+    // A field that could not be part of a real key (empty, long, a key separator or a control
+    // character) makes the locator unreadable: the token is then looked up by its hash alone,
+    // so a forged locator can never make a key the store refuses.
+    let plausible = |p: &str| {
+        (1..=MAX_LOCATOR_FIELD).contains(&p.len()) && !p.chars().any(|c| c == '#' || c.is_control())
+    };
+    if parts.next().is_some() || ![tenant, creator, connection].iter().all(|p| plausible(p)) {
         return None;
     }
     Some(Locator {

@@ -266,3 +266,45 @@ on_every_backend!(
     |backend| Notes::on(backend, Limits::default()),
     threads = 4
 );
+
+/// A token whose locator is forged (another tenant, a creator or connection that does not
+/// match, a tenant too long for a key) is 401, whatever the call's arguments name.
+async fn a_forged_locator_is_401(n: Notes) {
+    use base64::Engine as _;
+    let forge = |tenant: &str, creator: &str, connection: &str| {
+        let locator = format!("{tenant}\u{1f}{creator}\u{1f}{connection}");
+        let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(locator);
+        format!("ghm_{encoded}.{}", "A".repeat(43))
+    };
+    let long = "t".repeat(3000);
+    for token in [
+        forge("acme", "dan", &n.connection),
+        forge("globex", "dan", &n.connection),
+        forge(&long, "dan", &n.connection),
+        forge("acme#pending", "dan", "x"),
+    ] {
+        let client = mcp_test_client::TestClient::in_process(n.app.http.clone())
+            .with_header("authorization", &format!("Bearer {token}"));
+        for (method, params) in [
+            ("tools/list", json!({})),
+            (
+                "tools/call",
+                json!({"name": "confirm_action", "arguments": {
+                    "confirm_token": "cfm_DDDDDDDDDDDDDDDDDDDDDDDD", "confirm_summary": "s"}}),
+            ),
+            (
+                "tools/call",
+                json!({"name": "get_note", "arguments": {"note": "not_DoesNotExist0000000"}}),
+            ),
+        ] {
+            let response = client.request(method, params).await;
+            assert_eq!(response.status, 401, "{method}: {}", response.json());
+        }
+    }
+}
+on_every_backend!(
+    forged_locator,
+    a_forged_locator_is_401,
+    |backend| Notes::on(backend, Limits::default()),
+    threads = 4
+);
