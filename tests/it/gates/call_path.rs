@@ -308,3 +308,42 @@ on_every_backend!(
     |backend| Notes::on(backend, Limits::default()),
     threads = 4
 );
+
+/// A client that waits for each answer is never refused on the instance that served its
+/// previous call, even when that call's slot release (after the answer) has not run: the next
+/// call waits for it. On another instance, which cannot know of it, the wait is bounded and
+/// ends in a retryable refusal; once the release lands the call is admitted (ADR 14).
+async fn a_sequential_client_is_not_refused_by_its_own_release(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Gate", "4711").await;
+    n.held.hold.store(true, Ordering::SeqCst);
+    for i in 0..10 {
+        let read = c.call_tool("get_note", json!({"note": note})).await;
+        assert!(!read.is_error(), "read {i}: {}", read.text());
+    }
+    // The last read's release is still held: another instance finds the read slot taken.
+    let other = n.second_instance();
+    let refused = other.call_tool("get_note", json!({"note": note})).await;
+    assert_eq!(
+        refused.structured()["code"],
+        "rate_limited",
+        "{}",
+        refused.text()
+    );
+    assert_eq!(refused.structured()["concurrency"], true);
+    assert_eq!(refused.structured()["retryable"], true);
+    // The slot kept for writes is free meanwhile.
+    let write = other
+        .call_tool("create_note", json!({"title": "Other", "body": "instance"}))
+        .await;
+    assert!(!write.is_error(), "{}", write.text());
+    n.held.release_all().await;
+    let admitted = other.call_tool("get_note", json!({"note": note})).await;
+    assert!(!admitted.is_error(), "{}", admitted.text());
+}
+on_every_backend!(
+    sequential_client,
+    a_sequential_client_is_not_refused_by_its_own_release,
+    |backend| Notes::on(backend, Limits::default()),
+    threads = 4
+);

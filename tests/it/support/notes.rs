@@ -718,6 +718,114 @@ impl mcp_pipeline::Guard for TrapGuard {
 
 // ===== the fixture =====
 
+/// The notes product's tools, registered on `store`.
+fn registry(store: &Arc<dyn Store>, incident: &Arc<AtomicBool>, traps: &Arc<Traps>) -> Registry {
+    let mut registry = Registry::new();
+    registry
+        .register(
+            ToolSpec::new(CreateNote)
+                .requires(app::rights::BOOKINGS_WRITE)
+                .guard(TrapGuard(traps.clone()))
+                .interceptor(IncidentMidFlight {
+                    switches: identity::SwitchService::new(store.clone()),
+                    armed: incident.clone(),
+                })
+                .interceptor(TrapInterceptor(traps.clone())),
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolSpec::new(UpdateNote {
+                store: store.clone(),
+            })
+            .requires(app::rights::BOOKINGS_WRITE),
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolSpec::new(GetNote {
+                store: store.clone(),
+            })
+            .requires(app::rights::BOOKINGS_READ),
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolSpec::new(ArchiveNotes {
+                store: store.clone(),
+            })
+            .requires(app::rights::BOOKINGS_WRITE),
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolSpec::new(SendNote {
+                store: store.clone(),
+            })
+            .requires(app::rights::CUSTOMERS_NOTIFY),
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolSpec::new(DeleteNote {
+                store: store.clone(),
+            })
+            .requires(app::rights::BOOKINGS_WRITE),
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolSpec::new(ChargeNote {
+                store: store.clone(),
+            })
+            .requires(app::rights::CUSTOMERS_NOTIFY)
+            .approval_in_product(),
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolSpec::new(SlowRead)
+                .requires(app::rights::BOOKINGS_READ)
+                .expensive(),
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolSpec::new(SlowWrite)
+                .requires(app::rights::BOOKINGS_WRITE)
+                .deadline(std::time::Duration::from_secs(1)),
+        )
+        .unwrap();
+    registry
+}
+
+/// Work a deployment runs after the answer (a read's slot release), held while
+/// `hold` is set, so that a test decides when, or whether, it runs.
+#[derive(Default)]
+pub(crate) struct HeldReleases {
+    pub(crate) hold: AtomicBool,
+    work: std::sync::Mutex<Vec<BoxFuture<'static, ()>>>,
+}
+
+impl HeldReleases {
+    fn defer(self: &Arc<Self>) -> mcp_pipeline::Defer {
+        let held = Arc::clone(self);
+        mcp_pipeline::Defer(Arc::new(move |work| {
+            if held.hold.load(Ordering::SeqCst) {
+                held.work.lock().unwrap().push(work);
+            } else {
+                tokio::spawn(work);
+            }
+        }))
+    }
+
+    /// Runs every held release now.
+    pub(crate) async fn release_all(&self) {
+        let work: Vec<_> = std::mem::take(&mut *self.work.lock().unwrap());
+        futures_util::future::join_all(work).await;
+    }
+}
+
 /// The notes tools on the real app over a fresh store, and `dan`'s connection to them.
 pub(crate) struct Notes {
     pub(crate) app: app::App,
@@ -727,6 +835,10 @@ pub(crate) struct Notes {
     pub(crate) incident: Arc<AtomicBool>,
     /// Misbehaving decorators of `create_note`, off until set.
     pub(crate) traps: Arc<Traps>,
+    /// Slot releases after the answer, held while set.
+    pub(crate) held: Arc<HeldReleases>,
+    settings: app::Settings,
+    store: Arc<dyn Store>,
     token: String,
     /// The id of `dan`'s connection, the one [`Notes::client`] uses.
     pub(crate) connection: String,
@@ -752,89 +864,16 @@ impl Notes {
         let store: Arc<dyn Store> = lost_answer.clone();
         let incident = Arc::new(AtomicBool::new(false));
         let traps = Arc::new(Traps::default());
-        let mut registry = Registry::new();
-        registry
-            .register(
-                ToolSpec::new(CreateNote)
-                    .requires(app::rights::BOOKINGS_WRITE)
-                    .guard(TrapGuard(traps.clone()))
-                    .interceptor(IncidentMidFlight {
-                        switches: identity::SwitchService::new(store.clone()),
-                        armed: incident.clone(),
-                    })
-                    .interceptor(TrapInterceptor(traps.clone())),
-            )
-            .unwrap();
-        registry
-            .register(
-                ToolSpec::new(UpdateNote {
-                    store: store.clone(),
-                })
-                .requires(app::rights::BOOKINGS_WRITE),
-            )
-            .unwrap();
-        registry
-            .register(
-                ToolSpec::new(GetNote {
-                    store: store.clone(),
-                })
-                .requires(app::rights::BOOKINGS_READ),
-            )
-            .unwrap();
-        registry
-            .register(
-                ToolSpec::new(ArchiveNotes {
-                    store: store.clone(),
-                })
-                .requires(app::rights::BOOKINGS_WRITE),
-            )
-            .unwrap();
-        registry
-            .register(
-                ToolSpec::new(SendNote {
-                    store: store.clone(),
-                })
-                .requires(app::rights::CUSTOMERS_NOTIFY),
-            )
-            .unwrap();
-        registry
-            .register(
-                ToolSpec::new(DeleteNote {
-                    store: store.clone(),
-                })
-                .requires(app::rights::BOOKINGS_WRITE),
-            )
-            .unwrap();
-        registry
-            .register(
-                ToolSpec::new(ChargeNote {
-                    store: store.clone(),
-                })
-                .requires(app::rights::CUSTOMERS_NOTIFY)
-                .approval_in_product(),
-            )
-            .unwrap();
-        registry
-            .register(
-                ToolSpec::new(SlowRead)
-                    .requires(app::rights::BOOKINGS_READ)
-                    .expensive(),
-            )
-            .unwrap();
-        registry
-            .register(
-                ToolSpec::new(SlowWrite)
-                    .requires(app::rights::BOOKINGS_WRITE)
-                    .deadline(std::time::Duration::from_secs(1)),
-            )
-            .unwrap();
+        let registry = registry(&store, &incident, &traps);
+        let held = Arc::new(HeldReleases::default());
         let settings = app::Settings {
             backend: format!("{backend:?}"),
             limits,
             state_ttl_seconds,
+            defer: Some(held.defer()),
             ..app::Settings::default()
         };
-        let app = app::build_with(&settings, store, registry).unwrap();
+        let app = app::build_with(&settings, Arc::clone(&store), registry).unwrap();
         app.directory
             .put_member("acme", "dan", "dispatcher", true)
             .await
@@ -856,10 +895,26 @@ impl Notes {
             lost_answer,
             incident,
             traps,
+            held,
+            settings,
+            store,
             token,
             connection,
             _dir: dir,
         })
+    }
+
+    /// A client of the same connection on a second instance of the server (its own process
+    /// state, the same store), as Lambda may route a client's next call.
+    pub(crate) fn second_instance(&self) -> TestClient {
+        let registry = registry(&self.store, &self.incident, &self.traps);
+        let settings = app::Settings {
+            defer: None,
+            ..self.settings.clone()
+        };
+        let app = app::build_with(&settings, Arc::clone(&self.store), registry).unwrap();
+        TestClient::in_process(app.http.clone())
+            .with_header("authorization", &format!("Bearer {}", self.token))
     }
 
     pub(crate) fn client(&self) -> TestClient {
