@@ -42,6 +42,8 @@ pub struct Settings {
     /// Where work after the answer runs (a read's slot release); `None`: spawned on tokio.
     /// Tests set it to hold that work until they have counted the call.
     pub defer: Option<mcp_pipeline::Defer>,
+    /// Where calls read the time (the system's; tests set their own).
+    pub clock: Arc<dyn mcp_pipeline::Clock>,
 }
 
 /// How this deployment accepts OAuth access tokens.
@@ -70,6 +72,7 @@ impl Default for Settings {
             secure_cookies: true,
             state_key: None,
             defer: None,
+            clock: Arc::new(mcp_pipeline::SystemClock),
         }
     }
 }
@@ -173,11 +176,13 @@ pub fn build_with(
         read_ahead: Some(read_ahead),
         state_ttl_seconds: settings.state_ttl_seconds,
         approval_url_base: format!("{}/approvals", settings.console_base),
+        clock: Arc::clone(&settings.clock),
         ..config
     };
     let server = Server::new(config, tools);
     let directory = Arc::new(StoreDirectory::new(Arc::clone(&store), rights::for_role));
-    let mut authenticator = McpAuthenticator::new(Arc::clone(&store), directory.clone());
+    let mut authenticator = McpAuthenticator::new(Arc::clone(&store), directory.clone())
+        .with_clock(Arc::clone(&settings.clock));
     let mut protected_resource = None;
     if let Some(oauth) = &settings.oauth {
         let validator = OAuthValidator::new(

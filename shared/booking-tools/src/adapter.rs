@@ -141,3 +141,8 @@ pub(crate) fn apply<T>(ctx: &ToolContext, change: Change<T>) -> T {
     }
     change.value
 }
+
+/// The call's time, from the server's clock (so that tests can set it).
+pub(crate) fn now(ctx: &ToolContext) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp(ctx.exec.now, 0).unwrap_or_default()
+}

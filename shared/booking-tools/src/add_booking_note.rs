@@ -52,7 +52,7 @@ impl Tool for AddBookingNote {
         Ok(Success::new(
             format!("Added a note to {}; nobody was told.", b.handle()),
             Output {
-                booking: BookingView::new(&b, &self.console_base, chrono::Utc::now()),
+                booking: BookingView::new(&b, &self.console_base, crate::adapter::now(&ctx)),
                 notified: Vec::new(),
             },
         ))

@@ -87,7 +87,7 @@ impl Tool for CancelBooking {
         Ok(Success::new(
             format!("Cancelled booking {}.", b.handle()),
             Output {
-                booking: BookingView::new(&b, &self.console_base, chrono::Utc::now()),
+                booking: BookingView::new(&b, &self.console_base, crate::adapter::now(&ctx)),
                 notified,
             },
         ))

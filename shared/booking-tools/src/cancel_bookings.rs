@@ -58,7 +58,7 @@ impl Tool for CancelBookings {
             .await
             .map_err(error)?;
         let handles: Vec<String> = open.iter().map(booking::Booking::handle).collect();
-        let now = chrono::Utc::now();
+        let now = crate::adapter::now(&ctx);
         let mut views = Vec::new();
         let mut notified = Vec::new();
         // Each booking's customer, read at once (the same customer once).

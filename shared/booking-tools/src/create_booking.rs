@@ -71,7 +71,7 @@ impl Tool for CreateBooking {
             start: when(&input.start, &input.zone),
             duration_minutes: input.duration_minutes,
         };
-        let now = chrono::Utc::now();
+        let now = crate::adapter::now(&ctx);
         let change = self
             .bookings
             .create_draft(&actor, new, if separate { reason } else { None }, now)

@@ -62,7 +62,7 @@ impl Tool for DeleteBooking {
         Ok(Success::new(
             format!("Deleted booking {}.", b.handle()),
             Output {
-                booking: BookingView::new(&b, &self.console_base, chrono::Utc::now()),
+                booking: BookingView::new(&b, &self.console_base, crate::adapter::now(&ctx)),
                 notified: Vec::new(),
             },
         ))

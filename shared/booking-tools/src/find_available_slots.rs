@@ -98,7 +98,7 @@ impl Tool for FindAvailableSlots {
             .filter(|b| matches!(b.status, Status::Draft | Status::Confirmed))
             .filter_map(|b| TimeRange::new(b.start, b.end).ok())
             .collect();
-        let now = chrono::Utc::now();
+        let now = crate::adapter::now(&ctx);
         let mut slots = Vec::new();
         let mut local = date.and_time(from);
         let last_start = date.and_time(to) - chrono::Duration::minutes(input.duration_minutes);

@@ -71,7 +71,7 @@ impl Tool for FindBookings {
             .find(&actor, &filter, limit)
             .await
             .map_err(error)?;
-        let now = chrono::Utc::now();
+        let now = crate::adapter::now(&ctx);
         let bookings: Vec<BookingView> = found
             .iter()
             .map(|b| BookingView::new(b, &self.console_base, now))

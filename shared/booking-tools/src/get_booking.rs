@@ -59,7 +59,7 @@ impl Tool for GetBooking {
         Ok(Success::new(
             format!("Booking {handle} is {}.", b.status.as_str()),
             Output {
-                booking: BookingView::new(&b, &self.console_base, chrono::Utc::now()),
+                booking: BookingView::new(&b, &self.console_base, crate::adapter::now(&ctx)),
             },
         )
         .next_step(next))

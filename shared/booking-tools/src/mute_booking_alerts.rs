@@ -47,7 +47,12 @@ impl Tool for MuteBookingAlerts {
         let actor = actor(&ctx)?;
         let change = self
             .alerts
-            .mute(&actor, input.booking.id(), input.hours, chrono::Utc::now())
+            .mute(
+                &actor,
+                input.booking.id(),
+                input.hours,
+                crate::adapter::now(&ctx),
+            )
             .await
             .map_err(error)?;
         let rule = apply(&ctx, change);

@@ -60,7 +60,7 @@ impl Tool for RescheduleBooking {
             .get(&actor, &current.customer)
             .await
             .map_err(error)?;
-        let now = chrono::Utc::now();
+        let now = crate::adapter::now(&ctx);
         let change = self
             .bookings
             .reschedule(

@@ -59,7 +59,7 @@ impl Tool for SendBookingConfirmation {
         )
         .await;
         let (customer, technician) = (customer.map_err(error)?, technician.map_err(error)?);
-        let now = chrono::Utc::now();
+        let now = crate::adapter::now(&ctx);
         // The server writes the message; the model cannot put words in it.
         let text = booking::messages::booking_confirmed(&customer, &current, &technician, now);
         let change = self

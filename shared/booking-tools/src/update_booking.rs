@@ -53,7 +53,7 @@ impl Tool for UpdateBooking {
         let actor = actor(&ctx)?;
         let start = booking::When::from_optional(input.start.as_deref(), input.zone.as_deref())
             .map_err(error)?;
-        let now = chrono::Utc::now();
+        let now = crate::adapter::now(&ctx);
         let change = self
             .bookings
             .update_draft(

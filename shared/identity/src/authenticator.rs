@@ -21,6 +21,7 @@ pub struct McpAuthenticator {
     store: Arc<dyn Store>,
     directory: Arc<dyn Directory>,
     oauth: Option<Arc<OAuthValidator>>,
+    clock: Arc<dyn mcp_pipeline::Clock>,
 }
 
 impl McpAuthenticator {
@@ -32,7 +33,14 @@ impl McpAuthenticator {
             store,
             directory,
             oauth: None,
+            clock: Arc::new(mcp_pipeline::SystemClock),
         }
+    }
+
+    /// Reads the time from `clock` (the server's), so that tests can set it.
+    pub fn with_clock(mut self, clock: Arc<dyn mcp_pipeline::Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Also accepts OAuth access tokens validated by `validator`.
@@ -213,13 +221,14 @@ impl McpAuthenticator {
         // Bookkeeping for the connections page: at most one write per connection per hour, and
         // only onto an item that still exists (a revoked credential is never brought back). A
         // failure here does not fail the call.
-        let now = chrono::Utc::now();
+        let micros = self.clock.now_micros();
+        let now = chrono::DateTime::from_timestamp_micros(micros).unwrap_or_default();
         if connection.last_used_is_stale(now) {
             let touch = store::Update::new(
                 index_key,
                 vec![store::UpdateAction::Set(
                     "last_used".into(),
-                    store::Value::s(crate::now_rfc3339()),
+                    store::Value::s(crate::rfc3339_at(micros)),
                 )],
             )
             .when(store::Condition::item_exists());

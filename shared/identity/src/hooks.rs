@@ -36,7 +36,7 @@ impl CommitHooks for McpCommitHooks {
             action: call.tool.to_owned(),
             outcome: call.outcome.into(),
             ids: call.ids.to_vec(),
-            at: crate::now_rfc3339(),
+            at: crate::rfc3339_at(call.now_micros),
         };
         let retry = ToolError::new(
             ErrorKind::Conflict,

@@ -62,7 +62,14 @@ pub enum IdentityError {
     NotFound(String),
 }
 
-/// The current time as RFC 3339 with microseconds (sortable as text).
+/// A Unix time (microseconds) as RFC 3339, in the same sortable form as [`now_rfc3339`].
+pub fn rfc3339_at(unix_micros: i64) -> String {
+    chrono::DateTime::from_timestamp_micros(unix_micros)
+        .unwrap_or_default()
+        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+/// The current time in RFC 3339, for the product's own adapters (pages, CLI).
 pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }

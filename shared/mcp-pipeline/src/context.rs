@@ -25,6 +25,9 @@ pub struct ExecutionContext {
     pub arguments: Map<String, Value>,
     /// The bound connection, when the transport authenticated one.
     pub caller: Option<crate::Caller>,
+    /// When the call started, in Unix seconds, from the server's clock: the time every rule
+    /// of the call uses, so that tests can set it.
+    pub now: i64,
     pub(crate) metadata: Arc<BTreeMap<String, Value>>,
 }
 

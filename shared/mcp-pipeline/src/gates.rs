@@ -38,6 +38,8 @@ pub struct CommitContext<'a> {
     pub outcome: &'a str,
     /// How an executed action was approved (`None` for writes that need no approval).
     pub approval: Option<&'a str>,
+    /// When the call started, in Unix microseconds (the audit row's time).
+    pub now_micros: i64,
 }
 
 /// Calls admitted per window, per effect class.

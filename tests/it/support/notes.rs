@@ -837,6 +837,9 @@ pub(crate) struct Notes {
     pub(crate) traps: Arc<Traps>,
     /// Slot releases after the answer, held while set.
     pub(crate) held: Arc<HeldReleases>,
+    /// The server's clock, standing where the test puts it (it starts at the system's time,
+    /// which the store's own expiry of items follows).
+    pub(crate) clock: Arc<mcp_pipeline::FixedClock>,
     settings: app::Settings,
     store: Arc<dyn Store>,
     token: String,
@@ -866,7 +869,9 @@ impl Notes {
         let traps = Arc::new(Traps::default());
         let registry = registry(&store, &incident, &traps);
         let held = Arc::new(HeldReleases::default());
+        let clock = Arc::new(mcp_pipeline::FixedClock::starting_now());
         let settings = app::Settings {
+            clock: clock.clone(),
             backend: format!("{backend:?}"),
             limits,
             state_ttl_seconds,
@@ -896,6 +901,7 @@ impl Notes {
             incident,
             traps,
             held,
+            clock,
             settings,
             store,
             token,

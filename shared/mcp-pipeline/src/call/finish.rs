@@ -80,6 +80,7 @@ impl Call<'_> {
             request_id: &self.exec.request_id,
             outcome: audit.outcome,
             approval: approval.as_deref(),
+            now_micros: self.now_micros,
         };
         gates::commit(g, &call, writes, replay, self.now, self.slot.take()).await
     }

@@ -49,6 +49,8 @@ pub(crate) struct Call<'a> {
     pub(crate) notifications: Notifications,
     /// The time the call started, in Unix seconds, from the server's clock.
     pub(crate) now: i64,
+    /// The same, in microseconds (the audit row's time).
+    pub(crate) now_micros: i64,
     /// The concurrency slot it holds, until given back.
     pub(crate) slot: Option<gates::Slot>,
     /// The connection's loop brake as this call read it.
@@ -65,9 +67,12 @@ impl<'a> Call<'a> {
         plan: Arc<CallPlan>,
         phase: Phase,
     ) -> Self {
-        let exec = execution_context(server, req, &plan);
+        let now_micros = server.config().clock.now_micros();
+        let now = now_micros.div_euclid(1_000_000);
+        let exec = execution_context(server, req, &plan, now);
         Call {
-            now: server.config().clock.now(),
+            now,
+            now_micros,
             server,
             req,
             plan,
@@ -271,7 +276,12 @@ impl<'a> Call<'a> {
 }
 
 /// What guards, interceptors and the tool see of the call.
-fn execution_context(server: &Server, req: &Request, plan: &CallPlan) -> ExecutionContext {
+fn execution_context(
+    server: &Server,
+    req: &Request,
+    plan: &CallPlan,
+    now: i64,
+) -> ExecutionContext {
     let msg = &req.message;
     let mut metadata = server.config().default_metadata.clone();
     metadata.extend(
@@ -295,6 +305,7 @@ fn execution_context(server: &Server, req: &Request, plan: &CallPlan) -> Executi
         headers: req.headers.clone(),
         arguments: Map::new(),
         caller: req.caller.clone(),
+        now,
         metadata: Arc::new(metadata),
     }
 }
