@@ -11,7 +11,7 @@ use crate::support::on_every_backend;
 use crate::world::{ISSUER, RESOURCE, World};
 
 fn now() -> i64 {
-    store::engine::now_epoch_seconds()
+    mcp_pipeline::Clock::now(&mcp_pipeline::SystemClock)
 }
 
 fn claims(tenant: &str, sub: &str) -> Value {

@@ -49,7 +49,7 @@ fn num(text: &str) -> Value {
 }
 
 fn now() -> i64 {
-    store::engine::now_epoch_seconds()
+    mcp_pipeline::Clock::now(&mcp_pipeline::SystemClock)
 }
 
 fn expired() -> Value {

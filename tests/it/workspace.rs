@@ -394,3 +394,31 @@ fn the_length_check_finds_a_long_function() {
         "a function of 83 lines is found, a short one is not"
     );
 }
+
+#[test]
+fn the_crates_a_call_passes_through_read_no_system_clock() {
+    // The time comes from the injected `Clock` (tests set it; an edge runtime has no system
+    // clock to read). The product's own pages and the CLI may read it.
+    let mut offenders = Vec::new();
+    for dir in [
+        "mcp-pipeline",
+        "booking",
+        "booking-tools",
+        "store",
+        "store-sqlite",
+        "store-dynamodb",
+    ] {
+        for (path, text) in sources(&shared(dir)) {
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or_default();
+                if code.contains("SystemTime::now") || code.contains("Utc::now(") {
+                    offenders.push(format!("{}:{}", path.display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "the system clock is read at {offenders:?}"
+    );
+}

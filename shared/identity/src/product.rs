@@ -130,7 +130,7 @@ pub(crate) async fn start_session_with_role(
     item.insert("role".into(), Value::s(role));
     item.insert(
         store::TTL_ATTRIBUTE.into(),
-        Value::n(store::engine::now_epoch_seconds() + SESSION_SECONDS),
+        Value::n(clock::Clock::now(&clock::SystemClock) + SESSION_SECONDS),
     );
     store
         .put(Put::new(session_key(&id), item).when(Condition::item_not_exists()))

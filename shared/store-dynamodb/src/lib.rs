@@ -20,6 +20,8 @@ mod expr;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -94,6 +96,8 @@ pub struct DynamoConfig {
 pub struct DynamoStore {
     client: Client,
     table: String,
+    /// Decides which items have expired (DynamoDB deletes them only eventually).
+    clock: Arc<dyn clock::Clock>,
 }
 
 fn build_error(e: impl std::fmt::Display) -> StoreError {
@@ -162,6 +166,7 @@ impl DynamoStore {
         DynamoStore {
             client: Client::new(&shared),
             table: config.table,
+            clock: Arc::new(clock::SystemClock),
         }
     }
 
@@ -182,7 +187,14 @@ impl DynamoStore {
         DynamoStore {
             client: Client::from_conf(config),
             table: table.to_owned(),
+            clock: Arc::new(clock::SystemClock),
         }
+    }
+
+    /// Decides expiry by `clock` instead of the system's.
+    pub fn with_clock(mut self, clock: Arc<dyn clock::Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The table this store uses.
@@ -576,7 +588,7 @@ impl DynamoStore {
 impl Store for DynamoStore {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         engine::validate_key(key)?;
-        let now = engine::now_epoch_seconds();
+        let now = self.clock.now();
         Ok(live(self.get_raw(key).await?, now))
     }
 
@@ -585,14 +597,14 @@ impl Store for DynamoStore {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let now = engine::now_epoch_seconds();
+        let now = self.clock.now();
         let mut found = self.batch_get_raw(keys).await?;
         Ok(keys.iter().map(|k| live(found.remove(k), now)).collect())
     }
 
     async fn put(&self, put: Put) -> Result<(), StoreError> {
         engine::validate_item(&put.key, &put.item)?;
-        let now = engine::now_epoch_seconds();
+        let now = self.clock.now();
         let mut expr = Expr::new();
         let condition = Cond::of_write(put.condition.as_ref(), now).render(&mut expr);
         let (names, values) = expr.into_maps();
@@ -625,7 +637,7 @@ impl Store for DynamoStore {
         engine::validate_key(&update.key)?;
         engine::validate_actions(&update.actions)?;
         for attempt in 0..MAX_WRITE_ATTEMPTS {
-            let now = engine::now_epoch_seconds();
+            let now = self.clock.now();
             let mut expr = Expr::new();
             let update_text = update_expression(&update.actions, &mut expr);
             let condition = Cond::live_and(update.condition.as_ref(), now).render(&mut expr);
@@ -679,7 +691,7 @@ impl Store for DynamoStore {
 
     async fn delete(&self, delete: Delete) -> Result<Option<Item>, StoreError> {
         engine::validate_key(&delete.key)?;
-        let now = engine::now_epoch_seconds();
+        let now = self.clock.now();
         let mut expr = Expr::new();
         let condition = Cond::of_write(delete.condition.as_ref(), now).render(&mut expr);
         let (names, values) = expr.into_maps();
@@ -741,7 +753,7 @@ impl Store for DynamoStore {
                 }
             }
         };
-        let now = engine::now_epoch_seconds();
+        let now = self.clock.now();
         let mut expr = Expr::new();
         let pk_name = expr.name(PK);
         let pk_value = expr.value(AttributeValue::S(query.pk.clone()));
@@ -813,7 +825,7 @@ impl Store for DynamoStore {
         // Updates of expired items, rewritten as puts: op index → (old expiry, new item).
         let mut replacements: HashMap<usize, (Value, Item)> = HashMap::new();
         for attempt in 0..MAX_WRITE_ATTEMPTS {
-            let now = engine::now_epoch_seconds();
+            let now = self.clock.now();
             let items = ops
                 .iter()
                 .enumerate()

@@ -4,9 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use store::{
-    CmpOp, ConditionCheck, Cursor, MemoryStore, Number, SortCondition as SC, Value, engine,
-};
+use store::{CmpOp, ConditionCheck, Cursor, MemoryStore, Number, SortCondition as SC, Value};
 
 use super::*;
 
@@ -62,11 +60,11 @@ fn item(pairs: &[(&str, Value)]) -> Item {
 }
 
 fn past() -> Value {
-    Value::n(engine::now_epoch_seconds() - 100)
+    Value::n(clock::Clock::now(&clock::SystemClock) - 100)
 }
 
 fn future() -> Value {
-    Value::n(engine::now_epoch_seconds() + 3600)
+    Value::n(clock::Clock::now(&clock::SystemClock) + 3600)
 }
 
 /// Runs the same write on both stores and requires the same answer.
@@ -1031,7 +1029,7 @@ async fn transactions_treat_expired_items_as_absent_like_memory() {
         Condition::Cmp(
             TTL_ATTRIBUTE.into(),
             CmpOp::Lt,
-            Value::n(engine::now_epoch_seconds()),
+            Value::n(clock::Clock::now(&clock::SystemClock)),
         ),
     ] {
         let op = || {

@@ -61,6 +61,8 @@ struct Inner {
     path: PathBuf,
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
+    /// Decides which items have expired.
+    clock: Arc<dyn clock::Clock>,
 }
 
 fn open_connection(path: &Path) -> Result<Connection, rusqlite::Error> {
@@ -187,8 +189,17 @@ impl SqliteStore {
                 path: path.clone(),
                 writer: Mutex::new(writer),
                 readers: Mutex::new(Vec::new()),
+                clock: Arc::new(clock::SystemClock),
             }),
         })
+    }
+
+    /// Decides expiry by `clock` instead of the system's (before the store is shared).
+    pub fn with_clock(mut self, clock: Arc<dyn clock::Clock>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.clock = clock;
+        }
+        self
     }
 
     /// The file this store lives in.
@@ -199,8 +210,8 @@ impl SqliteStore {
     /// Deletes rows whose expiry passed more than a second ago. Never needed for correctness
     /// (expired items are invisible); it only gives the space back.
     pub async fn sweep_expired(&self) -> Result<usize, StoreError> {
-        self.write(|conn| {
-            let now = engine::now_epoch_seconds();
+        let now = self.inner.clock.now();
+        self.write(move |conn| {
             conn.execute("DELETE FROM items WHERE expires_at < ?1", params![now - 1])
                 .map_err(unavailable)
         })
@@ -246,9 +257,9 @@ impl SqliteStore {
     }
 
     async fn write_one(&self, op: TransactOp) -> Result<Option<Item>, StoreError> {
+        let now = self.inner.clock.now();
         engine::validate_op(&op)?;
         self.write(move |conn| {
-            let now = engine::now_epoch_seconds();
             let stored = read_stored(conn, op.key())?;
             let old = stored.as_ref().filter(|i| engine::is_live(i, now)).cloned();
             match engine::plan(&op, stored.as_ref(), now)? {
@@ -279,20 +290,18 @@ where
 #[async_trait::async_trait]
 impl Store for SqliteStore {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        let now = self.inner.clock.now();
         engine::validate_key(key)?;
         let key = key.clone();
-        self.read(move |conn| {
-            let now = engine::now_epoch_seconds();
-            Ok(read_stored(conn, &key)?.filter(|i| engine::is_live(i, now)))
-        })
-        .await
+        self.read(move |conn| Ok(read_stored(conn, &key)?.filter(|i| engine::is_live(i, now))))
+            .await
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        let now = self.inner.clock.now();
         engine::validate_batch(keys)?;
         let keys = keys.to_vec();
         self.read(move |conn| {
-            let now = engine::now_epoch_seconds();
             // One read transaction, so the answer is one snapshot.
             let tx = conn.transaction().map_err(unavailable)?;
             let items = keys
@@ -320,6 +329,7 @@ impl Store for SqliteStore {
     }
 
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
+        let now = self.inner.clock.now();
         if query.limit == Some(0) {
             return Err(Invalid::ZeroLimit.into());
         }
@@ -332,7 +342,6 @@ impl Store for SqliteStore {
             .map(|c| engine::decode_cursor(c, &query.pk))
             .transpose()?;
         self.read(move |conn| {
-            let now = engine::now_epoch_seconds();
             let (mut lo, mut hi) = sort_bounds(query.sort.as_ref());
             // The cursor narrows the range on the side the query moves towards.
             if let Some(after) = after.clone() {
@@ -384,9 +393,9 @@ impl Store for SqliteStore {
     }
 
     async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
+        let now = self.inner.clock.now();
         engine::validate_transaction(&ops)?;
         self.write(move |conn| {
-            let now = engine::now_epoch_seconds();
             let mut effects = Vec::with_capacity(ops.len());
             let mut failures = Vec::with_capacity(ops.len());
             for op in &ops {

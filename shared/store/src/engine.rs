@@ -10,14 +10,6 @@ use crate::{
     Number, PK, SK, StoreError, TTL_ATTRIBUTE, TransactOp, UpdateAction, Value,
 };
 
-/// Seconds since the Unix epoch, the unit of [`TTL_ATTRIBUTE`].
-pub fn now_epoch_seconds() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
-
 /// Whether an item is live at `now`: it has no expiry, or its expiry is still ahead.
 /// An expiry that is not a number is ignored, as DynamoDB's TTL ignores it.
 pub fn is_live(item: &Item, now: i64) -> bool {

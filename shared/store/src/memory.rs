@@ -2,21 +2,38 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::engine::{self, Effect, Failed};
 use crate::{Delete, Item, Key, Page, Put, Query, Store, StoreError, TransactOp, Update};
 
 /// A store held in one process's memory. Every call takes one lock, so every call is atomic.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemoryStore {
     items: Mutex<BTreeMap<Key, Item>>,
+    /// Decides which items have expired (the unit of [`crate::TTL_ATTRIBUTE`]).
+    clock: Arc<dyn clock::Clock>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore {
+            items: Mutex::default(),
+            clock: Arc::new(clock::SystemClock),
+        }
+    }
 }
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Decides expiry by `clock` instead of the system's.
+    pub fn with_clock(mut self, clock: Arc<dyn clock::Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<Key, Item>> {
@@ -29,7 +46,7 @@ impl MemoryStore {
 
     fn write_one(&self, op: TransactOp) -> Result<Option<Item>, StoreError> {
         engine::validate_op(&op)?;
-        let now = engine::now_epoch_seconds();
+        let now = self.clock.now();
         let mut items = self.lock();
         let stored = items.get(op.key());
         let old = stored.filter(|i| engine::is_live(i, now)).cloned();
@@ -62,7 +79,7 @@ fn apply(items: &mut BTreeMap<Key, Item>, key: Key, effect: Effect) -> Option<It
 impl Store for MemoryStore {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         engine::validate_key(key)?;
-        let now = engine::now_epoch_seconds();
+        let now = self.clock.now();
         Ok(self
             .lock()
             .get(key)
@@ -72,7 +89,7 @@ impl Store for MemoryStore {
 
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
         engine::validate_batch(keys)?;
-        let now = engine::now_epoch_seconds();
+        let now = self.clock.now();
         let items = self.lock();
         Ok(keys
             .iter()
@@ -106,7 +123,7 @@ impl Store for MemoryStore {
             .as_ref()
             .map(|c| engine::decode_cursor(c, &query.pk))
             .transpose()?;
-        let now = engine::now_epoch_seconds();
+        let now = self.clock.now();
         let items = self.lock();
         let lo = Key::new(query.pk.clone(), String::new());
         let partition = items
@@ -149,7 +166,7 @@ impl Store for MemoryStore {
 
     async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
         engine::validate_transaction(&ops)?;
-        let now = engine::now_epoch_seconds();
+        let now = self.clock.now();
         let mut items = self.lock();
         let mut effects = Vec::with_capacity(ops.len());
         let mut failures = Vec::with_capacity(ops.len());

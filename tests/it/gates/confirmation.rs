@@ -163,7 +163,7 @@ async fn bad_tokens_and_summaries_fail(n: Notes) {
         key,
         vec![store::UpdateAction::Set(
             store::TTL_ATTRIBUTE.into(),
-            SV::n(store::engine::now_epoch_seconds() - 1),
+            SV::n(mcp_pipeline::Clock::now(&mcp_pipeline::SystemClock) - 1),
         )],
     );
     n.app.store.update(past).await.unwrap();
