@@ -138,48 +138,42 @@ pub fn build_with(
     store: Arc<dyn Store>,
     tools: Registry,
 ) -> Result<App, RegistryError> {
-    let config = ServerConfig {
-        instructions: Some(
-            "gatehouse exposes a field-service booking product. Read before you write; \
-             every write tool says what it changes."
-                .into(),
-        ),
-        ..ServerConfig::default()
-    };
-    let config = match &settings.state_key {
-        Some(key) => ServerConfig {
-            state_key: key.clone(),
-            ..config
-        },
-        None => config,
-    };
+    let server = Server::new(server_config(settings, &store), tools);
+    Ok(assemble(settings, store, server))
+}
+
+/// The pipeline's configuration for this deployment.
+fn server_config(settings: &Settings, store: &Arc<dyn Store>) -> ServerConfig {
     let gates = mcp_pipeline::Gates {
         hooks: Some(Arc::new(identity::McpCommitHooks)),
         limits: settings.limits,
-        ..mcp_pipeline::Gates::new(Arc::clone(&store))
+        ..mcp_pipeline::Gates::new(Arc::clone(store))
     };
-    // Deadlines wait on tokio's timer, which every entry point runs on.
-    let sleep = mcp_pipeline::Sleep(Arc::new(|d| Box::pin(tokio::time::sleep(d))));
-    // On Lambda a task spawned here keeps running while the runtime posts the answer; the
-    // request it sends leaves at once (a store call is signed and written in microseconds).
-    let defer = settings.defer.clone().unwrap_or_else(|| {
-        mcp_pipeline::Defer(Arc::new(|work| {
-            tokio::spawn(work);
-        }))
-    });
+    // Deadlines wait on tokio's timer, which every entry point runs on; work after the
+    // answer is spawned on it unless the settings say otherwise (tests hold it).
+    let mut runtime = mcp_http::tokio_runtime();
+    if let Some(defer) = &settings.defer {
+        runtime.defer = defer.clone();
+    }
+    let mut config = ServerConfig::new(gates, runtime);
+    config.instructions = Some(
+        "gatehouse exposes a field-service booking product. Read before you write; \
+         every write tool says what it changes."
+            .into(),
+    );
+    if let Some(key) = &settings.state_key {
+        config.state_key.clone_from(key);
+    }
     // Handles in a call's arguments name the product's records, read with the credential.
-    let read_ahead = mcp_pipeline::ReadAhead(Arc::new(booking::keys::of_handle));
-    let config = ServerConfig {
-        gates: Some(gates),
-        sleep: Some(sleep),
-        defer: Some(defer),
-        read_ahead: Some(read_ahead),
-        state_ttl_seconds: settings.state_ttl_seconds,
-        approval_url_base: format!("{}/approvals", settings.console_base),
-        clock: Arc::clone(&settings.clock),
-        ..config
-    };
-    let server = Server::new(config, tools);
+    config.read_ahead = mcp_pipeline::ReadAhead(Arc::new(booking::keys::of_handle));
+    config.state_ttl_seconds = settings.state_ttl_seconds;
+    config.approval_url_base = format!("{}/approvals", settings.console_base);
+    config.clock = Arc::clone(&settings.clock);
+    config
+}
+
+/// The application around its pipeline: the HTTP service with its authenticator, the pages.
+fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> App {
     let directory = Arc::new(StoreDirectory::new(Arc::clone(&store), rights::for_role));
     let mut authenticator = McpAuthenticator::new(Arc::clone(&store), directory.clone())
         .with_clock(Arc::clone(&settings.clock));
@@ -225,7 +219,7 @@ pub fn build_with(
         alerts: booking::Alerts::new(Arc::clone(&store)),
         secure_cookies: settings.secure_cookies,
     };
-    Ok(App {
+    App {
         server,
         http,
         connections,
@@ -233,7 +227,7 @@ pub fn build_with(
         web,
         directory,
         store,
-    })
+    }
 }
 
 /// The body type of the HTTP service's responses.

@@ -7,6 +7,18 @@
 
 pub mod stdio;
 
+/// The pipeline's runtime parts on tokio: its timer, and `tokio::spawn` for work after the
+/// answer (on Lambda a spawned task keeps running while the runtime posts the answer).
+#[cfg(feature = "tokio")]
+pub fn tokio_runtime() -> mcp_pipeline::Runtime {
+    mcp_pipeline::Runtime {
+        sleep: mcp_pipeline::Sleep(Arc::new(|d| Box::pin(tokio::time::sleep(d)))),
+        defer: mcp_pipeline::Defer(Arc::new(|work| {
+            tokio::spawn(work);
+        })),
+    }
+}
+
 use std::convert::Infallible;
 use std::sync::Arc;
 

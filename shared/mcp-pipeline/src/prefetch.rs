@@ -78,6 +78,11 @@ impl std::fmt::Debug for ReadAhead {
 pub(crate) const MAX_READ_AHEAD: usize = 4;
 
 impl ReadAhead {
+    /// For a product whose arguments name no records: nothing is read ahead.
+    pub fn none() -> Self {
+        ReadAhead(Arc::new(|_, _| None))
+    }
+
     /// The key of the record `text` is a handle of, in `tenant` (`None`: not a handle).
     pub(crate) fn key(&self, tenant: &str, text: &str) -> Option<Key> {
         (self.0)(tenant, text)

@@ -25,18 +25,14 @@ pub struct ServerConfig {
     pub default_metadata: BTreeMap<String, Value>,
     /// How long a client may cache `tools/list` and `server/discover`.
     pub list_ttl_ms: u64,
-    /// The store-backed gates (replay, rate limits, loop brake, commits); without them a
-    /// server can only run tools that write nothing.
-    pub gates: Option<crate::Gates>,
-    /// A timer from the runtime, for per-tool deadlines (the pipeline itself has no clock of
-    /// its own to wait on, so that it runs on any async runtime). Without one, no deadline.
-    pub sleep: Option<Sleep>,
-    /// Runs work after the answer (a read's slot release). Without it that work is awaited
-    /// before answering.
-    pub defer: Option<crate::Defer>,
+    /// The store-backed gates (replay, rate limits, loop brake, pending actions, commits).
+    /// Every server has them: tests give them a `MemoryStore`.
+    pub gates: crate::Gates,
+    /// The async runtime's timer and its way to run work after the answer.
+    pub runtime: Runtime,
     /// Names the store items of record handles, so that the records a call names are read
-    /// in the credential's batch. Without it, tools read them themselves.
-    pub read_ahead: Option<crate::ReadAhead>,
+    /// in the credential's batch ([`crate::ReadAhead::none`] for a product without handles).
+    pub read_ahead: crate::ReadAhead,
     /// Where people approve actions that move money (`<base>/<confirm_token>`).
     pub approval_url_base: String,
     /// How long a sealed `requestState` stays valid, in seconds.
@@ -50,8 +46,9 @@ pub struct ServerConfig {
     pub randomness: Arc<dyn crate::Randomness>,
 }
 
-impl Default for ServerConfig {
-    fn default() -> Self {
+impl ServerConfig {
+    /// A configuration with the parts every server needs and defaults for the rest.
+    pub fn new(gates: crate::Gates, runtime: Runtime) -> Self {
         ServerConfig {
             info: ServerInfo {
                 name: "gatehouse".into(),
@@ -61,10 +58,9 @@ impl Default for ServerConfig {
             instructions: None,
             default_metadata: BTreeMap::new(),
             list_ttl_ms: 60_000,
-            gates: None,
-            sleep: None,
-            defer: None,
-            read_ahead: None,
+            gates,
+            runtime,
+            read_ahead: crate::ReadAhead::none(),
             state_ttl_seconds: crate::state::STATE_TTL_SECONDS,
             approval_url_base: "http://127.0.0.1:8787/app/approvals".into(),
             state_key: {
@@ -76,6 +72,16 @@ impl Default for ServerConfig {
             randomness: Arc::new(crate::SystemRandomness),
         }
     }
+}
+
+/// What the pipeline needs of the async runtime it runs on (it has no timer or executor of its
+/// own, so that it runs on any).
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    /// A timer, for per-tool deadlines and the wait for a late slot release.
+    pub sleep: Sleep,
+    /// Runs work after the answer (a read's slot release).
+    pub defer: crate::Defer,
 }
 
 /// A runtime's timer: a future that completes after the duration.
@@ -166,7 +172,7 @@ impl Server {
     /// A server with these tools.
     pub fn new(config: ServerConfig, mut registry: Registry) -> Arc<Self> {
         let two_step = registry.iter().any(|t| t.effect.needs_confirmation());
-        if config.gates.is_some() && two_step {
+        if two_step {
             for spec in crate::confirm::tools() {
                 if let Err(e) = registry.register(spec) {
                     tracing::error!(error = %e, "a confirmation tool could not be registered");
@@ -356,11 +362,9 @@ impl Server {
     /// and the records its arguments name. The pipeline names them again from the
     /// authenticated caller and uses only what matches.
     pub fn prefetch_keys(&self, planned: &Planned, claim: &crate::Claim) -> Vec<store::Key> {
-        planned.0.gate_keys(
-            &claim.tenant,
-            &claim.connection,
-            self.config.read_ahead.as_ref(),
-        )
+        planned
+            .0
+            .gate_keys(&claim.tenant, &claim.connection, &self.config.read_ahead)
     }
 
     fn plan_call(&self, message: &Message) -> Result<Arc<CallPlan>, RpcError> {
@@ -382,7 +386,7 @@ impl Server {
                 ));
             }
         };
-        let read_ahead = self.config.read_ahead.as_ref();
+        let read_ahead = &self.config.read_ahead;
         Ok(Arc::new(CallPlan::new(
             Arc::clone(spec),
             arguments,
@@ -428,27 +432,17 @@ impl Server {
 
     /// Gives `slot` back. A write gave it back beside its commit; what is left (a read's)
     /// goes after the answer when the runtime can run work then (see the slot-release ADR).
-    pub(crate) async fn give_back(&self, slot: Option<gates::Slot>) {
-        let (Some(g), Some(slot)) = (self.config.gates.as_ref(), slot) else {
-            return;
-        };
-        match &self.config.defer {
-            Some(defer) => self.releases.release_later(g, slot, defer),
-            None => gates::release(Arc::clone(&g.store), slot).await,
+    pub(crate) fn give_back(&self, slot: Option<gates::Slot>) {
+        if let Some(slot) = slot {
+            let config = &self.config;
+            self.releases
+                .release_later(&config.gates, slot, &config.runtime.defer);
         }
     }
 
-    /// A timer from the runtime; without one, a future that never completes (no deadline).
+    /// The runtime's timer.
     pub(crate) fn sleep(&self, duration: std::time::Duration) -> BoxFuture<'static, ()> {
-        match &self.config.sleep {
-            Some(sleep) => (sleep.0)(duration),
-            None => Box::pin(futures_util::future::pending()),
-        }
-    }
-
-    /// Whether the runtime gave a timer.
-    pub(crate) fn can_sleep(&self) -> bool {
-        self.config.sleep.is_some()
+        (self.config.runtime.sleep.0)(duration)
     }
 
     /// Randomness for tokens.

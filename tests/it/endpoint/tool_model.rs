@@ -25,7 +25,11 @@ async fn tools_are_listed_in_registration_order_with_derived_schemas_and_annotat
             "panicking_action",
             "notify_customer",
             "ask_user",
-            "delete_thing"
+            "delete_thing",
+            // Registered by the server because two-step tools are: every server keeps pending
+            // actions in its store.
+            "confirm_action",
+            "reject_action"
         ]
     );
     for tool in tools {

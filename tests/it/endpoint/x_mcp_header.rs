@@ -1,7 +1,7 @@
 //! Parameters marked `x-mcp-header` and their `Mcp-Param-*` headers.
 
 use mcp_http::{HttpConfig, McpService};
-use mcp_pipeline::{Registry, Server, ServerConfig, ToolSpec};
+use mcp_pipeline::{Registry, Server, ToolSpec};
 use mcp_test_client::TestClient;
 use serde_json::json;
 
@@ -12,7 +12,7 @@ async fn parameters_marked_x_mcp_header_must_match_their_headers() {
     let mut registry = Registry::new();
     registry.register(ToolSpec::new(RegionTool)).unwrap();
     let service = McpService::new(
-        Server::new(ServerConfig::default(), registry),
+        Server::new(crate::support::memory_config(), registry),
         HttpConfig::default(),
     );
     let c = |headers: &[(&str, &str)]| {

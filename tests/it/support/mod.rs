@@ -130,3 +130,10 @@ macro_rules! on_every_backend {
     };
 }
 pub(crate) use on_every_backend;
+
+/// A pipeline configuration on a fresh `MemoryStore`, running on tokio: for tests of the
+/// pipeline with their own tools.
+pub(crate) fn memory_config() -> mcp_pipeline::ServerConfig {
+    let store = std::sync::Arc::new(::store::MemoryStore::new());
+    mcp_pipeline::ServerConfig::new(mcp_pipeline::Gates::new(store), mcp_http::tokio_runtime())
+}

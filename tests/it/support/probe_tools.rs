@@ -8,8 +8,8 @@ use futures_util::future::BoxFuture;
 use mcp_http::{HttpConfig, McpService};
 use mcp_pipeline::{
     CallError, EffectClass, ErrorKind, ExceptionHandler, ExecutionContext, Guard, Handle,
-    HandleKind, Interceptor, Next, Refusal, Registry, Server, ServerConfig, Success, Tool,
-    ToolContext, ToolError, ToolResult, ToolSpec, handle_error,
+    HandleKind, Interceptor, Next, Refusal, Registry, Server, Success, Tool, ToolContext,
+    ToolError, ToolResult, ToolSpec, handle_error,
 };
 use mcp_test_client::TestClient;
 use schemars::JsonSchema;
@@ -448,7 +448,7 @@ fn fixture_with(http: HttpConfig) -> Fixture {
             Mode::Ok,
         ))))
         .unwrap();
-    let mut config = ServerConfig::default();
+    let mut config = crate::support::memory_config();
     config.default_metadata.insert("app".into(), json!("shop"));
     config
         .default_metadata

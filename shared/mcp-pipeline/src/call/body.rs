@@ -60,7 +60,8 @@ impl<'a> Call<'a> {
     /// Admits the call, waiting briefly for a slot whose release is on its way; `Ok(None)`
     /// when the server keeps no gates or the call has no connection.
     async fn admission(&self) -> Stage<Option<gates::Slot>> {
-        let (Some(g), Some(caller)) = (self.server.config().gates.as_ref(), self.caller()) else {
+        let g = &self.server.config().gates;
+        let Some(caller) = self.caller() else {
             return Ok(None);
         };
         let spec = &self.plan.spec;
@@ -92,7 +93,7 @@ impl<'a> Call<'a> {
                     // on another instance and its release is still on its way. Wait a little
                     // before saying other calls are running; a refused attempt counted nothing.
                     let busy = refusal.details.get("concurrency") == Some(&json!(true));
-                    if !busy || waited == SLOT_WAIT_ATTEMPTS || !self.server.can_sleep() {
+                    if !busy || waited == SLOT_WAIT_ATTEMPTS {
                         return Err(refusal.into());
                     }
                     waited += 1;
@@ -202,13 +203,11 @@ impl<'a> Call<'a> {
     /// The records the call names, read in the credential's batch, looked up by the keys
     /// named from the *authenticated* caller: an item read for another claim is not found.
     fn read_ahead(&self) -> store::read_ahead::ReadAheadItems {
-        let (Some(read_ahead), Some(caller)) =
-            (self.server.config().read_ahead.as_ref(), self.caller())
-        else {
+        let Some(caller) = self.caller() else {
             return Default::default();
         };
         self.plan
-            .record_keys(&caller.tenant, Some(read_ahead))
+            .record_keys(&caller.tenant, &self.server.config().read_ahead)
             .filter_map(|key| self.req.prefetched.one(&key).map(|item| (key, item)))
             .collect()
     }

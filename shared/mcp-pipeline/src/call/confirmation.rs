@@ -32,7 +32,7 @@ impl Call<'_> {
                 .map(|i| (i.confirm_token, None)),
         }
         .map_err(|_| self.internal_error("confirmation input of another type"))?;
-        let (Some(g), Some(caller)) = (self.server.config().gates.as_ref(), self.caller()) else {
+        let (g, Some(caller)) = (&self.server.config().gates, self.caller()) else {
             return Err(ToolError::new(
                 ErrorKind::Forbidden,
                 "Confirming needs an authenticated connection on a server that keeps pending actions",
@@ -121,7 +121,7 @@ impl Call<'_> {
         let plan = Arc::new(CallPlan::new(
             spec,
             pending.args.clone(),
-            self.server.config().read_ahead.as_ref(),
+            &self.server.config().read_ahead,
         ));
         let mut inner = Call::new(
             self.server,
@@ -199,7 +199,7 @@ impl Approvals for Server {
     fn pending(&self, tenant: &str, token: &str) -> BoxFuture<'_, Option<PendingView>> {
         let (tenant, token) = (tenant.to_owned(), token.to_owned());
         Box::pin(async move {
-            let g = self.config().gates.as_ref()?;
+            let g = &self.config().gates;
             if !confirm::well_formed(&token) {
                 return None;
             }
@@ -262,7 +262,7 @@ impl Server {
             prefetched: Default::default(),
             plan: None,
         };
-        let plan = Arc::new(CallPlan::new(reject, Map::new(), None));
+        let plan = Arc::new(CallPlan::new(reject, Map::new(), &self.config().read_ahead));
         let mut call = Call::new(self, &request, plan, Phase::Call);
         let ended = match call.page_step(token, member).await {
             Ok(result) | Err(Exit::Answer(result)) => Ok(result),
@@ -293,7 +293,7 @@ impl Server {
 impl Call<'_> {
     /// The page's step: find the pending action, then execute it as `member` or reject it.
     async fn page_step(&mut self, token: &str, member: Option<&str>) -> Stage<ToolResult> {
-        let (Some(g), Some(caller)) = (self.server.config().gates.as_ref(), self.caller()) else {
+        let (g, Some(caller)) = (&self.server.config().gates, self.caller()) else {
             return Err(ToolError::new(
                 ErrorKind::Internal,
                 "This server keeps no pending actions",

@@ -23,14 +23,7 @@ impl Call<'_> {
         if ran.result.is_error() || ran.timed_out || !ran.body_ran {
             return Ok(ran.result);
         }
-        let Some(g) = self.server.config().gates.as_ref() else {
-            return match ran.writes.ops.is_empty() {
-                true => Ok(ran.result),
-                false => Err(self
-                    .internal_error("a write tool ran on a server without a store")
-                    .into()),
-            };
-        };
+        let g = &self.server.config().gates;
         match self.plan.spec.effect {
             EffectClass::Read if ran.writes.ops.is_empty() => Ok(ran.result),
             EffectClass::Read => Err(self.internal_error("a read tool planned writes").into()),

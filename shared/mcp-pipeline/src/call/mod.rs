@@ -92,7 +92,7 @@ impl<'a> Call<'a> {
             Err(Exit::Interrupt(interrupt)) => Err(interrupt),
         };
         self.count_for_brake(&ended).await;
-        self.server.give_back(self.slot.take()).await;
+        self.server.give_back(self.slot.take());
         (ended, self.notifications)
     }
 
@@ -195,7 +195,7 @@ impl<'a> Call<'a> {
     ///    the same failing call a third time in a row is braked. Both items were read in the
     ///    credential's batch when the transport could; else in one batch here.
     async fn check_replay_and_brake(&mut self) -> Stage<()> {
-        let (Some(g), Phase::Call) = (self.server.config().gates.as_ref(), &self.phase) else {
+        let (g, Phase::Call) = (&self.server.config().gates, &self.phase) else {
             return Ok(());
         };
         let (tenant, connection) = gates::scope(self.caller());
@@ -240,8 +240,8 @@ impl<'a> Call<'a> {
 
     /// After the call: a failure is counted for the loop brake; a success clears the count.
     async fn count_for_brake(&mut self, ended: &Result<ToolResult, Interrupt>) {
-        let (Some(g), Some(brake)) = (self.server.config().gates.as_ref(), self.brake.take())
-        else {
+        let g = &self.server.config().gates;
+        let Some(brake) = self.brake.take() else {
             return;
         };
         let written = match ended {

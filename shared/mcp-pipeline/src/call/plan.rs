@@ -37,7 +37,7 @@ impl CallPlan {
     pub(crate) fn new(
         spec: Arc<ToolSpec>,
         arguments: Map<String, Value>,
-        read_ahead: Option<&ReadAhead>,
+        read_ahead: &ReadAhead,
     ) -> Self {
         let normalized = crate::args::normalize(&spec.input_schema, arguments, &spec.synonyms);
         let (mut args, warnings) = match normalized {
@@ -56,7 +56,7 @@ impl CallPlan {
         let empty = Map::new();
         let named = args.as_ref().unwrap_or(&empty);
         let digest = crate::canonical::digest(&Value::Object(named.clone()));
-        let records = read_ahead.map(|r| r.handles(named)).unwrap_or_default();
+        let records = read_ahead.handles(named);
         CallPlan {
             spec,
             args,
@@ -84,11 +84,11 @@ impl CallPlan {
     pub(crate) fn record_keys<'a>(
         &'a self,
         tenant: &'a str,
-        read_ahead: Option<&'a ReadAhead>,
+        read_ahead: &'a ReadAhead,
     ) -> impl Iterator<Item = Key> + 'a {
         self.records
             .iter()
-            .filter_map(move |handle| read_ahead.and_then(|r| r.key(tenant, handle)))
+            .filter_map(move |handle| read_ahead.key(tenant, handle))
     }
 
     /// Every item the call will read before its body: the loop brake, the replay record, the
@@ -98,7 +98,7 @@ impl CallPlan {
         &self,
         tenant: &str,
         connection: &str,
-        read_ahead: Option<&ReadAhead>,
+        read_ahead: &ReadAhead,
     ) -> Vec<Key> {
         let mut keys = vec![gates::brake_key(tenant, connection)];
         if self.args.is_err() {
@@ -109,7 +109,7 @@ impl CallPlan {
             keys.push(crate::confirm::pending_key(tenant, token));
             keys.extend(
                 crate::confirm::token_handles(token)
-                    .filter_map(|handle| read_ahead.and_then(|r| r.key(tenant, handle))),
+                    .filter_map(|handle| read_ahead.key(tenant, handle)),
             );
         }
         keys.extend(self.record_keys(tenant, read_ahead));
