@@ -44,6 +44,8 @@ pub struct Settings {
     pub defer: Option<mcp_pipeline::Defer>,
     /// Where calls read the time (the system's; tests set their own).
     pub clock: Arc<dyn mcp_pipeline::Clock>,
+    /// Where request ids, tokens and the product's ids come from (the system's generator).
+    pub randomness: Arc<dyn mcp_pipeline::Randomness>,
 }
 
 /// How this deployment accepts OAuth access tokens.
@@ -73,6 +75,7 @@ impl Default for Settings {
             state_key: None,
             defer: None,
             clock: Arc::new(mcp_pipeline::SystemClock),
+            randomness: Arc::new(mcp_pipeline::SystemRandomness),
         }
     }
 }
@@ -108,10 +111,14 @@ pub fn registry(settings: &Settings, store: &Arc<dyn Store>) -> Result<Registry,
         backend: settings.backend.clone(),
     }))?;
     let services = booking_tools::Services {
-        customers: booking::Customers::new(Arc::clone(store)),
-        technicians: booking::Technicians::new(Arc::clone(store)),
-        bookings: booking::Bookings::new(Arc::clone(store)),
-        quotes: booking::Quotes::new(Arc::clone(store)),
+        customers: booking::Customers::new(Arc::clone(store))
+            .with_randomness(Arc::clone(&settings.randomness)),
+        technicians: booking::Technicians::new(Arc::clone(store))
+            .with_randomness(Arc::clone(&settings.randomness)),
+        bookings: booking::Bookings::new(Arc::clone(store))
+            .with_randomness(Arc::clone(&settings.randomness)),
+        quotes: booking::Quotes::new(Arc::clone(store))
+            .with_randomness(Arc::clone(&settings.randomness)),
         alerts: booking::Alerts::new(Arc::clone(store)),
         console_base: settings.console_base.clone(),
     };
@@ -169,6 +176,7 @@ fn server_config(settings: &Settings, store: &Arc<dyn Store>) -> ServerConfig {
     config.state_ttl_seconds = settings.state_ttl_seconds;
     config.approval_url_base = format!("{}/approvals", settings.console_base);
     config.clock = Arc::clone(&settings.clock);
+    config.randomness = Arc::clone(&settings.randomness);
     config
 }
 
@@ -212,10 +220,14 @@ fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> 
         directory: directory.clone(),
         connections: connections.clone(),
         switches: switches.clone(),
-        customers: booking::Customers::new(Arc::clone(&store)),
-        bookings: booking::Bookings::new(Arc::clone(&store)),
-        technicians: booking::Technicians::new(Arc::clone(&store)),
-        quotes: booking::Quotes::new(Arc::clone(&store)),
+        customers: booking::Customers::new(Arc::clone(&store))
+            .with_randomness(Arc::clone(&settings.randomness)),
+        bookings: booking::Bookings::new(Arc::clone(&store))
+            .with_randomness(Arc::clone(&settings.randomness)),
+        technicians: booking::Technicians::new(Arc::clone(&store))
+            .with_randomness(Arc::clone(&settings.randomness)),
+        quotes: booking::Quotes::new(Arc::clone(&store))
+            .with_randomness(Arc::clone(&settings.randomness)),
         alerts: booking::Alerts::new(Arc::clone(&store)),
         secure_cookies: settings.secure_cookies,
     };

@@ -248,12 +248,23 @@ fn check_service(service: &str) -> Result<String, BookingError> {
 #[derive(Debug, Clone)]
 pub struct Bookings {
     store: Arc<dyn Store>,
+    /// Where new ids come from.
+    randomness: Arc<dyn ambient::Randomness>,
 }
 
 impl Bookings {
     /// The service over `store`.
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Bookings { store }
+        Bookings {
+            store,
+            randomness: Arc::new(ambient::SystemRandomness),
+        }
+    }
+
+    /// Draws new ids from `randomness` instead of the system's generator.
+    pub fn with_randomness(mut self, randomness: Arc<dyn ambient::Randomness>) -> Self {
+        self.randomness = randomness;
+        self
     }
 
     /// One booking.
@@ -409,7 +420,7 @@ impl Bookings {
                 error: e,
             })?;
         let booking = Booking {
-            id: crate::ids::new_id(),
+            id: crate::ids::new_id(self.randomness.as_ref()),
             customer: new.customer.clone(),
             technician: new.technician.clone(),
             service,
@@ -592,6 +603,7 @@ impl Bookings {
         let mut change = Change::new(booking.clone());
         Self::save(&mut change, &actor.tenant, version, &booking);
         crate::outbox::queue(
+            self.randomness.as_ref(),
             &mut change,
             &actor.tenant,
             customer_email,
@@ -649,6 +661,7 @@ impl Bookings {
         Self::save(&mut change, &actor.tenant, version, &booking);
         if tell {
             crate::outbox::queue(
+                self.randomness.as_ref(),
                 &mut change,
                 &actor.tenant,
                 customer_email,
@@ -714,6 +727,7 @@ impl Bookings {
         let mut change = Change::new(booking.clone());
         Self::save(&mut change, &actor.tenant, version, &booking);
         crate::outbox::queue(
+            self.randomness.as_ref(),
             &mut change,
             &actor.tenant,
             customer_email,

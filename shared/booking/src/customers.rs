@@ -176,12 +176,23 @@ fn item_of(
 #[derive(Debug, Clone)]
 pub struct Customers {
     store: Arc<dyn Store>,
+    /// Where new ids come from.
+    randomness: Arc<dyn ambient::Randomness>,
 }
 
 impl Customers {
     /// The service over `store`.
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Customers { store }
+        Customers {
+            store,
+            randomness: Arc::new(ambient::SystemRandomness),
+        }
+    }
+
+    /// Draws new ids from `randomness` instead of the system's generator.
+    pub fn with_randomness(mut self, randomness: Arc<dyn ambient::Randomness>) -> Self {
+        self.randomness = randomness;
+        self
     }
 
     /// One customer of the actor's tenant.
@@ -277,7 +288,7 @@ impl Customers {
         if let Some(reason) = separate_reason {
             check_len("reason", reason, 300)?;
         }
-        let id = crate::ids::new_id();
+        let id = crate::ids::new_id(self.randomness.as_ref());
         let secret = portal_password_hash.map(Value::S);
         let item = item_of(
             &name,

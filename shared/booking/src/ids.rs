@@ -1,15 +1,8 @@
 //! Public ids: a kind prefix and a random part (`cus_4fK2...`). Internal keys never leave.
 
-use rand::Rng as _;
-
-const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-
-/// A new random id part (20 characters, about 119 bits).
-pub fn new_id() -> String {
-    let mut rng = rand::rng();
-    (0..20)
-        .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
-        .collect()
+/// A new random id part (20 characters, about 119 bits), drawn from `randomness`.
+pub fn new_id(randomness: &dyn ambient::Randomness) -> String {
+    ambient::random_text(randomness, 20)
 }
 
 /// Kinds of objects with public ids.

@@ -8,6 +8,7 @@ use crate::{BookingError, Change, keys};
 
 /// Queues a message to `to` in `change`, and notes the recipient in `change.notified`.
 pub(crate) fn queue<T>(
+    randomness: &dyn ambient::Randomness,
     change: &mut Change<T>,
     tenant: &str,
     to: &str,
@@ -15,7 +16,7 @@ pub(crate) fn queue<T>(
     body: &str,
     about: &str,
 ) {
-    let id = crate::ids::new_id();
+    let id = crate::ids::new_id(randomness);
     let mut item = Item::new();
     item.insert("to".into(), Value::s(to));
     item.insert("subject".into(), Value::s(subject));

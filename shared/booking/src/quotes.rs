@@ -149,12 +149,23 @@ fn from_item(id: &str, item: &Item) -> Result<Quote, BookingError> {
 #[derive(Debug, Clone)]
 pub struct Quotes {
     store: Arc<dyn Store>,
+    /// Where new ids come from.
+    randomness: Arc<dyn ambient::Randomness>,
 }
 
 impl Quotes {
     /// The service over `store`.
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Quotes { store }
+        Quotes {
+            store,
+            randomness: Arc::new(ambient::SystemRandomness),
+        }
+    }
+
+    /// Draws new ids from `randomness` instead of the system's generator.
+    pub fn with_randomness(mut self, randomness: Arc<dyn ambient::Randomness>) -> Self {
+        self.randomness = randomness;
+        self
     }
 
     /// One quote.
@@ -205,7 +216,7 @@ impl Quotes {
             field: "lines",
             error: e,
         })?;
-        let id = crate::ids::new_id();
+        let id = crate::ids::new_id(self.randomness.as_ref());
         let item = item_of(customer, &parsed, currency, &tax_rate, "draft");
         let quote = from_item(&id, &item)?;
         let handle = quote.handle();
@@ -313,6 +324,7 @@ impl Quotes {
             |_| BookingError::Rejected("the quote changed meanwhile; read it again".into()),
         );
         crate::outbox::queue(
+            self.randomness.as_ref(),
             &mut change,
             &actor.tenant,
             customer_email,

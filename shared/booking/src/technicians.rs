@@ -89,12 +89,23 @@ fn valid_hours(h: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct Technicians {
     store: Arc<dyn Store>,
+    /// Where new ids come from.
+    randomness: Arc<dyn ambient::Randomness>,
 }
 
 impl Technicians {
     /// The service over `store`.
     pub fn new(store: Arc<dyn Store>) -> Self {
-        Technicians { store }
+        Technicians {
+            store,
+            randomness: Arc::new(ambient::SystemRandomness),
+        }
+    }
+
+    /// Draws new ids from `randomness` instead of the system's generator.
+    pub fn with_randomness(mut self, randomness: Arc<dyn ambient::Randomness>) -> Self {
+        self.randomness = randomness;
+        self
     }
 
     /// Every technician of the tenant, by name.
@@ -171,7 +182,15 @@ impl Technicians {
         let technician = Technician::from_item(id, &item);
         let handle = technician.handle();
         let mut change = Change::new(technician);
-        crate::outbox::queue(&mut change, &actor.tenant, &phone, "Page", text, &handle);
+        crate::outbox::queue(
+            self.randomness.as_ref(),
+            &mut change,
+            &actor.tenant,
+            &phone,
+            "Page",
+            text,
+            &handle,
+        );
         // The number is a secret: what callers see names the technician, not the phone.
         change.notified = vec![handle.clone()];
         change.ids.push(handle);
@@ -204,7 +223,7 @@ impl Technicians {
                 ),
             ));
         }
-        let id = crate::ids::new_id();
+        let id = crate::ids::new_id(self.randomness.as_ref());
         let mut item = Item::new();
         item.insert("name".into(), Value::s(name));
         item.insert(

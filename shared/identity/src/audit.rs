@@ -57,9 +57,15 @@ pub struct AuditEntry {
 impl AuditEntry {
     /// The put that records this entry; include it in the change's transaction.
     pub fn op(&self) -> TransactOp {
+        self.op_keyed(&crate::random_id(8))
+    }
+
+    /// The write of this row, told apart from rows of the same microsecond by `suffix` (an
+    /// MCP call's request id, drawn from the server's randomness).
+    pub fn op_keyed(&self, suffix: &str) -> TransactOp {
         let key = Key::new(
             keys::audit_partition(&self.tenant),
-            format!("{}#{}", self.at, crate::random_id(8)),
+            format!("{}#{suffix}", self.at),
         );
         let mut item = Item::new();
         item.insert("actor".into(), Value::s(&self.actor));

@@ -43,7 +43,7 @@ impl CommitHooks for McpCommitHooks {
             "The change could not be recorded",
             "Send the same call again",
         );
-        ops.push((audit.op(), retry));
+        ops.push((audit.op_keyed(call.request_id), retry));
         ops
     }
 }

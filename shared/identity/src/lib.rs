@@ -75,10 +75,5 @@ pub fn now_rfc3339() -> String {
 }
 
 pub(crate) fn random_id(len: usize) -> String {
-    use rand::Rng as _;
-    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    let mut rng = rand::rng();
-    (0..len)
-        .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
-        .collect()
+    ambient::random_text(&ambient::SystemRandomness, len)
 }

@@ -126,17 +126,7 @@ pub(crate) fn pending_key(tenant: &str, token: &str) -> Key {
 /// nothing they grant: the token is the pending action's key, so a token with other handles
 /// is an unknown token.
 pub(crate) fn new_token(handles: &[String], randomness: &dyn crate::Randomness) -> String {
-    const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    // 248 is the largest multiple of 62 under 256: bytes past it are drawn again, so that
-    // every character is equally likely.
-    let mut id = String::with_capacity(24);
-    let mut byte = [0u8; 1];
-    while id.len() < 24 {
-        randomness.fill(&mut byte);
-        if byte[0] < 248 {
-            id.push(char::from(ALPHABET[usize::from(byte[0] % 62)]));
-        }
-    }
+    let id = ambient::random_text(randomness, 24);
     let mut token = format!("cfm_{id}");
     for handle in handles {
         token.push('.');

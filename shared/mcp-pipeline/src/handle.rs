@@ -6,7 +6,6 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use rand::Rng as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A kind of object that has handles.
@@ -17,7 +16,6 @@ pub trait HandleKind: Send + Sync + 'static {
     const NOUN: &'static str;
 }
 
-const ALPHABET: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 /// Length of the random part: 20 characters of 62 give about 119 bits.
 pub(crate) const ID_LEN: usize = 20;
 
@@ -28,16 +26,17 @@ pub struct Handle<K> {
 }
 
 impl<K: HandleKind> Handle<K> {
-    /// A new random handle.
-    pub fn generate() -> Self {
-        let mut rng = rand::rng();
-        let id = (0..ID_LEN)
-            .map(|_| char::from(ALPHABET[rng.random_range(0..ALPHABET.len())]))
-            .collect();
+    /// A new random handle, drawn from `randomness`.
+    pub fn generate_with(randomness: &dyn crate::Randomness) -> Self {
         Handle {
-            id,
+            id: ambient::random_text(randomness, ID_LEN),
             _kind: PhantomData,
         }
+    }
+
+    /// A new random handle from the system's generator.
+    pub fn generate() -> Self {
+        Self::generate_with(&crate::SystemRandomness)
     }
 
     /// The random part.

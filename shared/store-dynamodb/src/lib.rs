@@ -97,7 +97,7 @@ pub struct DynamoStore {
     client: Client,
     table: String,
     /// Decides which items have expired (DynamoDB deletes them only eventually).
-    clock: Arc<dyn clock::Clock>,
+    clock: Arc<dyn ambient::Clock>,
 }
 
 fn build_error(e: impl std::fmt::Display) -> StoreError {
@@ -105,9 +105,7 @@ fn build_error(e: impl std::fmt::Display) -> StoreError {
 }
 
 fn request_token() -> String {
-    use rand::{Rng as _, SeedableRng as _};
-    let mut rng = rand::rngs::StdRng::from_os_rng();
-    format!("{:032x}", rng.random::<u128>())
+    ambient::random_text(&ambient::SystemRandomness, 32)
 }
 
 fn holds_absent(condition: Option<&Condition>) -> bool {
@@ -166,7 +164,7 @@ impl DynamoStore {
         DynamoStore {
             client: Client::new(&shared),
             table: config.table,
-            clock: Arc::new(clock::SystemClock),
+            clock: Arc::new(ambient::SystemClock),
         }
     }
 
@@ -187,12 +185,12 @@ impl DynamoStore {
         DynamoStore {
             client: Client::from_conf(config),
             table: table.to_owned(),
-            clock: Arc::new(clock::SystemClock),
+            clock: Arc::new(ambient::SystemClock),
         }
     }
 
     /// Decides expiry by `clock` instead of the system's.
-    pub fn with_clock(mut self, clock: Arc<dyn clock::Clock>) -> Self {
+    pub fn with_clock(mut self, clock: Arc<dyn ambient::Clock>) -> Self {
         self.clock = clock;
         self
     }

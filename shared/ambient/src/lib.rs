@@ -1,7 +1,8 @@
-//! Where the time comes from. Every crate a call passes through (the pipeline, identity, the
-//! booking tools, the store backends' expiry) reads it through [`Clock`], given from outside:
-//! tests set the time, and the same code runs where there is no system clock to read (an edge
-//! runtime passes its own).
+//! What a call takes from outside itself: the time ([`Clock`]) and randomness
+//! ([`Randomness`]). Every crate a call passes through (the pipeline, identity, the booking
+//! services and tools, the store backends' expiry) reads them through these ports, given from
+//! outside: tests set them, and the same code runs where there is no system clock or random
+//! generator to read (an edge runtime passes its own).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -57,6 +58,42 @@ impl Clock for FixedClock {
     }
 }
 
+/// Where random bytes come from (ids, tokens, keys).
+pub trait Randomness: std::fmt::Debug + Send + Sync {
+    /// Fills `bytes` with random bytes.
+    fn fill(&self, bytes: &mut [u8]);
+}
+
+/// The operating system's random generator.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemRandomness;
+
+impl Randomness for SystemRandomness {
+    fn fill(&self, bytes: &mut [u8]) {
+        use rand::Rng as _;
+        rand::rng().fill(bytes);
+    }
+}
+
+const ALPHANUMERIC: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// `len` random letters and digits, each equally likely (the form of every id and token).
+pub fn random_text(randomness: &dyn Randomness, len: usize) -> String {
+    let mut out = String::with_capacity(len);
+    let mut bytes = [0u8; 32];
+    while out.len() < len {
+        randomness.fill(&mut bytes);
+        // 248 is the largest multiple of 62 under 256: bytes past it are drawn again.
+        for &b in bytes.iter().filter(|b| **b < 248) {
+            if out.len() == len {
+                break;
+            }
+            out.push(char::from(ALPHANUMERIC[usize::from(b % 62)]));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +106,13 @@ mod tests {
         assert!(a < b, "readings keep their order");
         clock.advance(60);
         assert_eq!(clock.now(), 1_060);
+    }
+
+    #[test]
+    fn random_text_has_the_length_and_alphabet_asked() {
+        let text = random_text(&SystemRandomness, 43);
+        assert_eq!(text.len(), 43);
+        assert!(text.bytes().all(|b| b.is_ascii_alphanumeric()));
+        assert_ne!(text, random_text(&SystemRandomness, 43));
     }
 }
