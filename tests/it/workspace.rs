@@ -397,7 +397,7 @@ fn the_length_check_finds_a_long_function() {
 
 #[test]
 fn the_crates_a_call_passes_through_read_no_system_clock_or_generator() {
-    // The time and randomness come from the injected `Clock` and `Randomness` (the `ambient`
+    // The time and randomness come from the injected `Clock` and `Randomness` (the `outside`
     // crate; tests set them, an edge runtime passes its own). The product's own pages and the
     // CLI may read the system clock.
     let mut offenders = Vec::new();

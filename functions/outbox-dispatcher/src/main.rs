@@ -38,7 +38,7 @@ impl Deliver for LogDelivery {
 }
 
 fn now() -> i64 {
-    ambient::Clock::now(&ambient::SystemClock)
+    outside::Clock::now(&outside::SystemClock)
 }
 
 /// Claims a queued message (or one whose claim lapsed). `None`: someone else has it or it

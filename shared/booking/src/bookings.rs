@@ -249,7 +249,7 @@ fn check_service(service: &str) -> Result<String, BookingError> {
 pub struct Bookings {
     store: Arc<dyn Store>,
     /// Where new ids come from.
-    randomness: Arc<dyn ambient::Randomness>,
+    randomness: Arc<dyn outside::Randomness>,
 }
 
 impl Bookings {
@@ -257,12 +257,12 @@ impl Bookings {
     pub fn new(store: Arc<dyn Store>) -> Self {
         Bookings {
             store,
-            randomness: Arc::new(ambient::SystemRandomness),
+            randomness: Arc::new(outside::SystemRandomness),
         }
     }
 
     /// Draws new ids from `randomness` instead of the system's generator.
-    pub fn with_randomness(mut self, randomness: Arc<dyn ambient::Randomness>) -> Self {
+    pub fn with_randomness(mut self, randomness: Arc<dyn outside::Randomness>) -> Self {
         self.randomness = randomness;
         self
     }

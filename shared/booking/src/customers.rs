@@ -177,7 +177,7 @@ fn item_of(
 pub struct Customers {
     store: Arc<dyn Store>,
     /// Where new ids come from.
-    randomness: Arc<dyn ambient::Randomness>,
+    randomness: Arc<dyn outside::Randomness>,
 }
 
 impl Customers {
@@ -185,12 +185,12 @@ impl Customers {
     pub fn new(store: Arc<dyn Store>) -> Self {
         Customers {
             store,
-            randomness: Arc::new(ambient::SystemRandomness),
+            randomness: Arc::new(outside::SystemRandomness),
         }
     }
 
     /// Draws new ids from `randomness` instead of the system's generator.
-    pub fn with_randomness(mut self, randomness: Arc<dyn ambient::Randomness>) -> Self {
+    pub fn with_randomness(mut self, randomness: Arc<dyn outside::Randomness>) -> Self {
         self.randomness = randomness;
         self
     }

@@ -1,8 +1,8 @@
 //! Public ids: a kind prefix and a random part (`cus_4fK2...`). Internal keys never leave.
 
 /// A new random id part (20 characters, about 119 bits), drawn from `randomness`.
-pub fn new_id(randomness: &dyn ambient::Randomness) -> String {
-    ambient::random_text(randomness, 20)
+pub fn new_id(randomness: &dyn outside::Randomness) -> String {
+    outside::random_text(randomness, 20)
 }
 
 /// Kinds of objects with public ids.

@@ -8,7 +8,7 @@ use crate::{BookingError, Change, keys};
 
 /// Queues a message to `to` in `change`, and notes the recipient in `change.notified`.
 pub(crate) fn queue<T>(
-    randomness: &dyn ambient::Randomness,
+    randomness: &dyn outside::Randomness,
     change: &mut Change<T>,
     tenant: &str,
     to: &str,

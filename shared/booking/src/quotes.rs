@@ -150,7 +150,7 @@ fn from_item(id: &str, item: &Item) -> Result<Quote, BookingError> {
 pub struct Quotes {
     store: Arc<dyn Store>,
     /// Where new ids come from.
-    randomness: Arc<dyn ambient::Randomness>,
+    randomness: Arc<dyn outside::Randomness>,
 }
 
 impl Quotes {
@@ -158,12 +158,12 @@ impl Quotes {
     pub fn new(store: Arc<dyn Store>) -> Self {
         Quotes {
             store,
-            randomness: Arc::new(ambient::SystemRandomness),
+            randomness: Arc::new(outside::SystemRandomness),
         }
     }
 
     /// Draws new ids from `randomness` instead of the system's generator.
-    pub fn with_randomness(mut self, randomness: Arc<dyn ambient::Randomness>) -> Self {
+    pub fn with_randomness(mut self, randomness: Arc<dyn outside::Randomness>) -> Self {
         self.randomness = randomness;
         self
     }

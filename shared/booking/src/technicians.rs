@@ -90,7 +90,7 @@ fn valid_hours(h: &str) -> bool {
 pub struct Technicians {
     store: Arc<dyn Store>,
     /// Where new ids come from.
-    randomness: Arc<dyn ambient::Randomness>,
+    randomness: Arc<dyn outside::Randomness>,
 }
 
 impl Technicians {
@@ -98,12 +98,12 @@ impl Technicians {
     pub fn new(store: Arc<dyn Store>) -> Self {
         Technicians {
             store,
-            randomness: Arc::new(ambient::SystemRandomness),
+            randomness: Arc::new(outside::SystemRandomness),
         }
     }
 
     /// Draws new ids from `randomness` instead of the system's generator.
-    pub fn with_randomness(mut self, randomness: Arc<dyn ambient::Randomness>) -> Self {
+    pub fn with_randomness(mut self, randomness: Arc<dyn outside::Randomness>) -> Self {
         self.randomness = randomness;
         self
     }

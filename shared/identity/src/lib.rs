@@ -75,5 +75,5 @@ pub fn now_rfc3339() -> String {
 }
 
 pub(crate) fn random_id(len: usize) -> String {
-    ambient::random_text(&ambient::SystemRandomness, len)
+    outside::random_text(&outside::SystemRandomness, len)
 }

@@ -16,7 +16,7 @@ pub const SESSION_SECONDS: i64 = 8 * 3600;
 /// Hashes a password with Argon2id and a random salt.
 pub fn hash_password(password: &str) -> Result<String, IdentityError> {
     let mut bytes = [0u8; 16];
-    ambient::Randomness::fill(&ambient::SystemRandomness, &mut bytes);
+    outside::Randomness::fill(&outside::SystemRandomness, &mut bytes);
     let salt = SaltString::encode_b64(&bytes)
         .map_err(|e| IdentityError::Invalid(format!("cannot make a salt: {e}")))?;
     Argon2::default()
@@ -130,7 +130,7 @@ pub(crate) async fn start_session_with_role(
     item.insert("role".into(), Value::s(role));
     item.insert(
         store::TTL_ATTRIBUTE.into(),
-        Value::n(ambient::Clock::now(&ambient::SystemClock) + SESSION_SECONDS),
+        Value::n(outside::Clock::now(&outside::SystemClock) + SESSION_SECONDS),
     );
     store
         .put(Put::new(session_key(&id), item).when(Condition::item_not_exists()))

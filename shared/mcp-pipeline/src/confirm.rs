@@ -126,7 +126,7 @@ pub(crate) fn pending_key(tenant: &str, token: &str) -> Key {
 /// nothing they grant: the token is the pending action's key, so a token with other handles
 /// is an unknown token.
 pub(crate) fn new_token(handles: &[String], randomness: &dyn crate::Randomness) -> String {
-    let id = ambient::random_text(randomness, 24);
+    let id = outside::random_text(randomness, 24);
     let mut token = format!("cfm_{id}");
     for handle in handles {
         token.push('.');

@@ -29,7 +29,7 @@ impl<K: HandleKind> Handle<K> {
     /// A new random handle, drawn from `randomness`.
     pub fn generate_with(randomness: &dyn crate::Randomness) -> Self {
         Handle {
-            id: ambient::random_text(randomness, ID_LEN),
+            id: outside::random_text(randomness, ID_LEN),
             _kind: PhantomData,
         }
     }

@@ -97,7 +97,7 @@ pub struct DynamoStore {
     client: Client,
     table: String,
     /// Decides which items have expired (DynamoDB deletes them only eventually).
-    clock: Arc<dyn ambient::Clock>,
+    clock: Arc<dyn outside::Clock>,
 }
 
 fn build_error(e: impl std::fmt::Display) -> StoreError {
@@ -105,7 +105,7 @@ fn build_error(e: impl std::fmt::Display) -> StoreError {
 }
 
 fn request_token() -> String {
-    ambient::random_text(&ambient::SystemRandomness, 32)
+    outside::random_text(&outside::SystemRandomness, 32)
 }
 
 fn holds_absent(condition: Option<&Condition>) -> bool {
@@ -164,7 +164,7 @@ impl DynamoStore {
         DynamoStore {
             client: Client::new(&shared),
             table: config.table,
-            clock: Arc::new(ambient::SystemClock),
+            clock: Arc::new(outside::SystemClock),
         }
     }
 
@@ -185,12 +185,12 @@ impl DynamoStore {
         DynamoStore {
             client: Client::from_conf(config),
             table: table.to_owned(),
-            clock: Arc::new(ambient::SystemClock),
+            clock: Arc::new(outside::SystemClock),
         }
     }
 
     /// Decides expiry by `clock` instead of the system's.
-    pub fn with_clock(mut self, clock: Arc<dyn ambient::Clock>) -> Self {
+    pub fn with_clock(mut self, clock: Arc<dyn outside::Clock>) -> Self {
         self.clock = clock;
         self
     }

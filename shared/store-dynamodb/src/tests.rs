@@ -60,11 +60,11 @@ fn item(pairs: &[(&str, Value)]) -> Item {
 }
 
 fn past() -> Value {
-    Value::n(ambient::Clock::now(&ambient::SystemClock) - 100)
+    Value::n(outside::Clock::now(&outside::SystemClock) - 100)
 }
 
 fn future() -> Value {
-    Value::n(ambient::Clock::now(&ambient::SystemClock) + 3600)
+    Value::n(outside::Clock::now(&outside::SystemClock) + 3600)
 }
 
 /// Runs the same write on both stores and requires the same answer.
@@ -1029,7 +1029,7 @@ async fn transactions_treat_expired_items_as_absent_like_memory() {
         Condition::Cmp(
             TTL_ATTRIBUTE.into(),
             CmpOp::Lt,
-            Value::n(ambient::Clock::now(&ambient::SystemClock)),
+            Value::n(outside::Clock::now(&outside::SystemClock)),
         ),
     ] {
         let op = || {

@@ -62,7 +62,7 @@ struct Inner {
     writer: Mutex<Connection>,
     readers: Mutex<Vec<Connection>>,
     /// Decides which items have expired.
-    clock: Arc<dyn ambient::Clock>,
+    clock: Arc<dyn outside::Clock>,
 }
 
 fn open_connection(path: &Path) -> Result<Connection, rusqlite::Error> {
@@ -189,13 +189,13 @@ impl SqliteStore {
                 path: path.clone(),
                 writer: Mutex::new(writer),
                 readers: Mutex::new(Vec::new()),
-                clock: Arc::new(ambient::SystemClock),
+                clock: Arc::new(outside::SystemClock),
             }),
         })
     }
 
     /// Decides expiry by `clock` instead of the system's (before the store is shared).
-    pub fn with_clock(mut self, clock: Arc<dyn ambient::Clock>) -> Self {
+    pub fn with_clock(mut self, clock: Arc<dyn outside::Clock>) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.clock = clock;
         }

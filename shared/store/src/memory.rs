@@ -12,14 +12,14 @@ use crate::{Delete, Item, Key, Page, Put, Query, Store, StoreError, TransactOp, 
 pub struct MemoryStore {
     items: Mutex<BTreeMap<Key, Item>>,
     /// Decides which items have expired (the unit of [`crate::TTL_ATTRIBUTE`]).
-    clock: Arc<dyn ambient::Clock>,
+    clock: Arc<dyn outside::Clock>,
 }
 
 impl Default for MemoryStore {
     fn default() -> Self {
         MemoryStore {
             items: Mutex::default(),
-            clock: Arc::new(ambient::SystemClock),
+            clock: Arc::new(outside::SystemClock),
         }
     }
 }
@@ -31,7 +31,7 @@ impl MemoryStore {
     }
 
     /// Decides expiry by `clock` instead of the system's.
-    pub fn with_clock(mut self, clock: Arc<dyn ambient::Clock>) -> Self {
+    pub fn with_clock(mut self, clock: Arc<dyn outside::Clock>) -> Self {
         self.clock = clock;
         self
     }
