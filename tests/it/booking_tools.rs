@@ -1097,28 +1097,10 @@ async fn next_steps_are_exact_calls(world: World) {
 on_every_backend!(next_steps, next_steps_are_exact_calls);
 
 /// A writer that keeps everything logged, to search it.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn secrets_appear_in_no_log_line() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let captured = crate::support::LogCapture::default();
+    let _guard = captured.install();
     let world = World::on(crate::support::store::Backend::Sqlite)
         .await
         .unwrap();
@@ -1148,7 +1130,7 @@ async fn secrets_appear_in_no_log_line() {
         .await
         .unwrap();
     assert_eq!(c.request("tools/list", json!({})).await.status, 503);
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.lines().join("\n");
     assert!(
         logs.contains("kill switch is on"),
         "the capture saw nothing: {logs}"

@@ -340,10 +340,10 @@ impl Server {
         {
             return Outcome::error(Some(&id), &e);
         }
-        let started = std::time::Instant::now();
+        let started = self.config.clock.now_micros();
         let name = plan.spec.name;
         let (result, notifications) = Call::new(self, &req, plan, Phase::Call).run().await;
-        log_call(&req, name, &result, started);
+        log_call(&req, name, &result, self.took_ms(started));
         self.answer(&req, era, result, notifications)
     }
 
@@ -457,6 +457,15 @@ impl Server {
         format!("req_{:016x}", u64::from_be_bytes(bytes))
     }
 
+    /// Milliseconds since `started` (microseconds from the server's clock).
+    pub(crate) fn took_ms(&self, started: i64) -> f64 {
+        let micros = self.config.clock.now_micros().saturating_sub(started);
+        // Exact below 2^52 microseconds (142 years).
+        #[allow(clippy::cast_precision_loss)]
+        let ms = micros as f64 / 1000.0;
+        ms
+    }
+
     /// Where a person approves the pending action `token` in the product.
     pub(crate) fn approval_url(&self, token: &str) -> String {
         format!("{}/{}", self.config.approval_url_base, token)
@@ -499,7 +508,7 @@ pub(crate) fn log_call(
     req: &Request,
     tool: &str,
     result: &Result<ToolResult, Interrupt>,
-    started: std::time::Instant,
+    duration_ms: f64,
 ) {
     let outcome = match result {
         Ok(r) if r.is_error() => r
@@ -534,7 +543,7 @@ pub(crate) fn log_call(
         connection,
         tool,
         outcome = %outcome,
-        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+        duration_ms,
         "tool call"
     );
 }

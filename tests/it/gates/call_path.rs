@@ -347,3 +347,49 @@ on_every_backend!(
     |backend| Notes::on(backend, Limits::default()),
     threads = 4
 );
+
+/// The log line of an approval on the product's page times the approval: a body that takes
+/// three seconds of the server's clock is logged as taking them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_log_line_times_the_approval() {
+    let n = Notes::on(crate::support::store::Backend::Sqlite, Limits::default())
+        .await
+        .unwrap();
+    let c = n.client();
+    let note = new_note(&c, "Invoice", "42").await;
+    let preview = c.call_tool("charge_note", json!({"note": note})).await;
+    let token = preview.structured()["confirm_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let caller = mcp_pipeline::Caller {
+        tenant: "acme".into(),
+        connection: n.connection.clone(),
+        creator: "dan".into(),
+        client_name: "product page".into(),
+        rights: crate::support::rights(&[app::rights::CUSTOMERS_NOTIFY]),
+        toolset: mcp_pipeline::Toolset::Full,
+    };
+    n.traps.charge_takes_seconds.store(3, Ordering::SeqCst);
+    let logged = crate::support::LogCapture::default();
+    let result = {
+        let _guard = logged.install();
+        mcp_pipeline::Approvals::approve(n.app.server.as_ref(), &token, caller, "dan").await
+    };
+    assert!(!result.is_error(), "{}", result.structured);
+    let line = logged
+        .lines()
+        .into_iter()
+        .find(|l| l.contains("tool call") && l.contains("tool=\"approve\""))
+        .expect("the approval's log line");
+    let ms: f64 = line
+        .split("duration_ms=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no duration in {line}"));
+    assert!(
+        ms >= 3000.0,
+        "the approval took 3 s of the clock, logged {ms} ms: {line}"
+    );
+}

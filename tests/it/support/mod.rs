@@ -137,3 +137,40 @@ pub(crate) fn memory_config() -> mcp_pipeline::ServerConfig {
     let store = std::sync::Arc::new(::store::MemoryStore::new());
     mcp_pipeline::ServerConfig::new(mcp_pipeline::Gates::new(store), mcp_http::tokio_runtime())
 }
+
+/// Log lines written while installed (this thread's `tracing` default), as text.
+#[derive(Clone, Default)]
+pub(crate) struct LogCapture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogCapture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl LogCapture {
+    /// Captures this thread's log lines until the guard is dropped.
+    pub(crate) fn install(&self) -> tracing::subscriber::DefaultGuard {
+        let writer = self.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_default(subscriber)
+    }
+
+    /// What was captured, a line each.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        let bytes = self.0.lock().unwrap().clone();
+        String::from_utf8_lossy(&bytes)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}

@@ -663,6 +663,8 @@ pub(crate) struct Traps {
     pub(crate) guard_panics: AtomicBool,
     /// The interceptor panics.
     pub(crate) interceptor_panics: AtomicBool,
+    /// `charge_note`'s body takes this many seconds of the server's clock.
+    pub(crate) charge_takes_seconds: std::sync::atomic::AtomicI64,
 }
 
 impl Traps {
@@ -716,10 +718,35 @@ impl mcp_pipeline::Guard for TrapGuard {
     }
 }
 
+/// Moves the server's clock on while `charge_note`'s body runs, as a slow body would.
+struct SlowCharge {
+    traps: Arc<Traps>,
+    clock: Arc<mcp_pipeline::FixedClock>,
+}
+
+impl Interceptor for SlowCharge {
+    fn intercept<'a>(
+        &'a self,
+        _ctx: &'a ExecutionContext,
+        next: Next<'a>,
+    ) -> BoxFuture<'a, ToolResult> {
+        Box::pin(async move {
+            self.clock
+                .advance(self.traps.charge_takes_seconds.load(Ordering::SeqCst));
+            next.run().await
+        })
+    }
+}
+
 // ===== the fixture =====
 
 /// The notes product's tools, registered on `store`.
-fn registry(store: &Arc<dyn Store>, incident: &Arc<AtomicBool>, traps: &Arc<Traps>) -> Registry {
+fn registry(
+    store: &Arc<dyn Store>,
+    incident: &Arc<AtomicBool>,
+    traps: &Arc<Traps>,
+    clock: &Arc<mcp_pipeline::FixedClock>,
+) -> Registry {
     let mut registry = Registry::new();
     registry
         .register(
@@ -779,7 +806,11 @@ fn registry(store: &Arc<dyn Store>, incident: &Arc<AtomicBool>, traps: &Arc<Trap
                 store: store.clone(),
             })
             .requires(app::rights::CUSTOMERS_NOTIFY)
-            .approval_in_product(),
+            .approval_in_product()
+            .interceptor(SlowCharge {
+                traps: traps.clone(),
+                clock: clock.clone(),
+            }),
         )
         .unwrap();
     registry
@@ -867,9 +898,9 @@ impl Notes {
         let store: Arc<dyn Store> = lost_answer.clone();
         let incident = Arc::new(AtomicBool::new(false));
         let traps = Arc::new(Traps::default());
-        let registry = registry(&store, &incident, &traps);
-        let held = Arc::new(HeldReleases::default());
         let clock = Arc::new(mcp_pipeline::FixedClock::starting_now());
+        let registry = registry(&store, &incident, &traps, &clock);
+        let held = Arc::new(HeldReleases::default());
         let settings = app::Settings {
             clock: clock.clone(),
             backend: format!("{backend:?}"),
@@ -913,7 +944,7 @@ impl Notes {
     /// A client of the same connection on a second instance of the server (its own process
     /// state, the same store), as Lambda may route a client's next call.
     pub(crate) fn second_instance(&self) -> TestClient {
-        let registry = registry(&self.store, &self.incident, &self.traps);
+        let registry = registry(&self.store, &self.incident, &self.traps, &self.clock);
         let settings = app::Settings {
             defer: None,
             ..self.settings.clone()

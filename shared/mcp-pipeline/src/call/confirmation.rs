@@ -249,7 +249,7 @@ impl Server {
                 "Nothing to decide",
             ));
         };
-        let started = std::time::Instant::now();
+        let started = self.config().clock.now_micros();
         let request = Request {
             message: mcp_protocol::Message {
                 id: Some(mcp_protocol::RequestId::String(format!("approval-{token}"))),
@@ -273,7 +273,7 @@ impl Server {
         } else {
             "reject"
         };
-        crate::server::log_call(&request, name, &ended, started);
+        crate::server::log_call(&request, name, &ended, self.took_ms(started));
         match ended {
             Ok(result) => result,
             Err(Interrupt::Refused(e)) => ToolResult::error(&ToolError::new(
