@@ -58,7 +58,8 @@ impl<'a> Call<'a> {
     }
 
     /// Admits the call, waiting briefly for a slot whose release is on its way; `Ok(None)`
-    /// when the server keeps no gates or the call has no connection.
+    /// when the call has no connection (a transport that does not authenticate, as the
+    /// conformance fixture).
     async fn admission(&self) -> Stage<Option<gates::Slot>> {
         let g = &self.server.config().gates;
         let Some(caller) = self.caller() else {

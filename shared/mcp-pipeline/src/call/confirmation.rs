@@ -32,14 +32,7 @@ impl Call<'_> {
                 .map(|i| (i.confirm_token, None)),
         }
         .map_err(|_| self.internal_error("confirmation input of another type"))?;
-        let (g, Some(caller)) = (&self.server.config().gates, self.caller()) else {
-            return Err(ToolError::new(
-                ErrorKind::Forbidden,
-                "Confirming needs an authenticated connection on a server that keeps pending actions",
-                "Call it through a connection",
-            )
-            .into());
-        };
+        let (g, caller) = self.pending_scope()?;
         let loaded = confirm::load(
             g.store.as_ref(),
             &self.req.prefetched,
@@ -245,7 +238,7 @@ impl Server {
         let Some(reject) = self.registry().get(confirm::REJECT_ACTION).cloned() else {
             return ToolResult::error(&ToolError::new(
                 ErrorKind::Internal,
-                "This server keeps no pending actions",
+                "This server has no tools that prepare actions",
                 "Nothing to decide",
             ));
         };
@@ -290,17 +283,24 @@ impl Server {
     }
 }
 
-impl Call<'_> {
-    /// The page's step: find the pending action, then execute it as `member` or reject it.
-    async fn page_step(&mut self, token: &str, member: Option<&str>) -> Stage<ToolResult> {
-        let (g, Some(caller)) = (&self.server.config().gates, self.caller()) else {
+impl<'a> Call<'a> {
+    /// Where pending actions are kept, and whose they are: a pending action belongs to a
+    /// connection, so deciding one needs the caller.
+    fn pending_scope(&self) -> Stage<(&'a crate::gates::Gates, &'a Caller)> {
+        let Some(caller) = self.caller() else {
             return Err(ToolError::new(
-                ErrorKind::Internal,
-                "This server keeps no pending actions",
-                "Nothing to decide",
+                ErrorKind::Forbidden,
+                "Deciding a prepared action needs an authenticated connection",
+                "Call it through a connection",
             )
             .into());
         };
+        Ok((&self.server.config().gates, caller))
+    }
+
+    /// The page's step: find the pending action, then execute it as `member` or reject it.
+    async fn page_step(&mut self, token: &str, member: Option<&str>) -> Stage<ToolResult> {
+        let (g, caller) = self.pending_scope()?;
         let pending =
             confirm::load(g.store.as_ref(), &self.req.prefetched, caller, token, None).await?;
         match member {
