@@ -26,7 +26,12 @@ fn owner(tenant: &str) -> Actor {
 
 /// A customer with customer-written notes and a portal password hash, made through the
 /// service as the product's sign-up would.
-async fn seeded_customer(world: &World, tenant: &str, name: &str, email: &str) -> String {
+pub(crate) async fn seeded_customer(
+    world: &World,
+    tenant: &str,
+    name: &str,
+    email: &str,
+) -> String {
     let customers = Customers::new(world.app.store.clone());
     let new = NewCustomer {
         name: name.into(),
@@ -50,7 +55,7 @@ async fn seeded_customer(world: &World, tenant: &str, name: &str, email: &str) -
         .handle()
 }
 
-async fn setup(world: &World) -> (mcp_test_client::TestClient, String) {
+pub(crate) async fn setup(world: &World) -> (mcp_test_client::TestClient, String) {
     world.member("acme", "ana", "owner").await;
     let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
     (world.client(&token), token)
@@ -352,7 +357,12 @@ on_every_backend!(customers_rights, a_viewer_cannot_see_or_use_write_tools);
 
 // ===== bookings =====
 
-async fn seeded_technician(world: &World, tenant: &str, name: &str, zone: &str) -> String {
+pub(crate) async fn seeded_technician(
+    world: &World,
+    tenant: &str,
+    name: &str,
+    zone: &str,
+) -> String {
     let new = booking::NewTechnician {
         name: name.into(),
         skills: vec!["boiler".into()],
@@ -381,7 +391,7 @@ async fn outbox(world: &World, tenant: &str) -> Vec<store::Item> {
     page.items.into_iter().map(|(_, i)| i).collect()
 }
 
-fn draft(customer: &str, technician: &str, start: &str) -> Value {
+pub(crate) fn draft(customer: &str, technician: &str, start: &str) -> Value {
     json!({"customer": customer, "technician": technician, "service": "boiler service", "start": start, "zone": "Europe/Berlin", "duration_minutes": 90})
 }
 
@@ -664,7 +674,7 @@ on_every_backend!(quotes, quotes_compute_money_on_the_server);
 
 // ===== the rest of the effect classes =====
 
-async fn confirm(
+pub(crate) async fn confirm(
     c: &mcp_test_client::TestClient,
     preview: &mcp_test_client::ToolCall,
 ) -> mcp_test_client::ToolCall {
@@ -678,7 +688,7 @@ async fn confirm(
     c.call_tool("confirm_action", args).await
 }
 
-async fn confirmed_booking(
+pub(crate) async fn confirmed_booking(
     c: &mcp_test_client::TestClient,
     customer: &str,
     technician: &str,

@@ -7,6 +7,7 @@
 mod api_parity;
 mod booking_tools;
 mod browser;
+mod claims;
 mod endpoint;
 mod gates;
 mod identity_contract;

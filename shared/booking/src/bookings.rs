@@ -71,12 +71,35 @@ pub struct Booking {
     pub notes: Vec<String>,
     /// Content hash.
     pub version: String,
+    /// Created as a deliberate duplicate (`separate`): it holds no claim on its slot.
+    pub separate: bool,
 }
 
 impl Booking {
     /// The public handle.
     pub fn handle(&self) -> String {
         Kind::Booking.handle(&self.id)
+    }
+
+    /// The claim on this booking's customer, technician and start.
+    fn slot_claim(&self, tenant: &str) -> store::Key {
+        let business_key = format!(
+            "{}|{}|{}",
+            self.customer,
+            self.technician,
+            self.start.to_rfc3339()
+        );
+        keys::unique(tenant, "booking-slot", &business_key)
+    }
+
+    /// Moves the slot claim with the booking from where `before` stood (a draft or a
+    /// confirmed booking that holds one).
+    fn move_claim(&self, before: &Booking, change: &mut Change<Booking>, tenant: &str) {
+        if !self.separate {
+            let keys = (before.slot_claim(tenant), self.slot_claim(tenant));
+            let what = "customer, technician and start";
+            crate::claims::relocate(change, keys, &self.handle(), "booking", what);
+        }
     }
 
     fn from_item(id: &str, item: &Item) -> Option<Self> {
@@ -103,6 +126,7 @@ impl Booking {
                 _ => Vec::new(),
             },
             version: s("version").unwrap_or_default(),
+            separate: item.get("separate") == Some(&Value::Bool(true)),
         })
     }
 
@@ -120,6 +144,9 @@ impl Booking {
             Value::L(self.notes.iter().map(Value::s).collect()),
         );
         item.insert("version".into(), Value::s(&self.version));
+        if self.separate {
+            item.insert("separate".into(), Value::Bool(true));
+        }
         item
     }
 
@@ -430,6 +457,7 @@ impl Bookings {
             status: Status::Draft,
             notes: Vec::new(),
             version: String::new(),
+            separate: separate_reason.is_some(),
         }
         .with_version();
         let handle = booking.handle();
@@ -441,31 +469,9 @@ impl Bookings {
             |_| BookingError::Rejected("a booking with this id exists; try again".into()),
         );
         if separate_reason.is_none() {
-            let business_key = format!(
-                "{}|{}|{}",
-                new.customer,
-                new.technician,
-                booking.start.to_rfc3339()
-            );
-            let mut claim = Item::new();
-            claim.insert("holder".into(), Value::s(&handle));
-            change.push(
-                Put::new(
-                    keys::unique(&actor.tenant, "booking-slot", &business_key),
-                    claim,
-                )
-                .when(Condition::item_not_exists())
-                .return_old_on_failure(),
-                |current| BookingError::Duplicate {
-                    kind: "booking",
-                    key: "customer, technician and start",
-                    existing: current
-                        .and_then(|i| i.get("holder"))
-                        .and_then(Value::as_s)
-                        .unwrap_or("an existing booking")
-                        .to_owned(),
-                },
-            );
+            let what = "customer, technician and start";
+            let key = booking.slot_claim(&actor.tenant);
+            crate::claims::take(&mut change, key, &handle, "booking", what);
         }
         change.ids.push(handle);
         Ok(change)
@@ -518,6 +524,7 @@ impl Bookings {
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
         let mut booking = self.current(actor, id, version).await?;
+        let before = booking.clone();
         if booking.status != Status::Draft {
             return Err(BookingError::Rejected(format!(
                 "booking {} is {}; only drafts change silently (a confirmed booking is moved with reschedule_booking, which tells the customer)",
@@ -548,6 +555,7 @@ impl Bookings {
         let booking = booking.with_version();
         let mut change = Change::new(booking.clone());
         Self::save(&mut change, &actor.tenant, version, &booking);
+        booking.move_claim(&before, &mut change, &actor.tenant);
         change.ids.push(booking.handle());
         Ok(change)
     }
@@ -659,6 +667,11 @@ impl Bookings {
         let booking = booking.with_version();
         let mut change = Change::new(booking.clone());
         Self::save(&mut change, &actor.tenant, version, &booking);
+        // A cancelled booking blocks nothing: its slot is free for another.
+        if !booking.separate {
+            let key = booking.slot_claim(&actor.tenant);
+            crate::claims::release(&mut change, key, &booking.handle());
+        }
         if tell {
             crate::outbox::queue(
                 self.randomness.as_ref(),
@@ -692,6 +705,7 @@ impl Bookings {
         actor.require(rights::BOOKINGS_WRITE)?;
         actor.require(rights::CUSTOMERS_NOTIFY)?;
         let mut booking = self.current(actor, id, version).await?;
+        let before = booking.clone();
         if booking.status != Status::Confirmed {
             return Err(BookingError::Rejected(format!(
                 "booking {} is {}; only confirmed bookings are rescheduled with a message (drafts change with update_booking)",
@@ -726,6 +740,7 @@ impl Bookings {
         );
         let mut change = Change::new(booking.clone());
         Self::save(&mut change, &actor.tenant, version, &booking);
+        booking.move_claim(&before, &mut change, &actor.tenant);
         crate::outbox::queue(
             self.randomness.as_ref(),
             &mut change,
@@ -766,17 +781,10 @@ impl Bookings {
                 )
             },
         );
-        let business_key = format!(
-            "{}|{}|{}",
-            booking.customer,
-            booking.technician,
-            booking.start.to_rfc3339()
-        );
-        change.push(
-            store::Delete::new(keys::unique(&actor.tenant, "booking-slot", &business_key))
-                .when(Condition::eq("holder", Value::s(&handle))),
-            |_| BookingError::Rejected("the booking's slot claim changed meanwhile".into()),
-        );
+        if !booking.separate {
+            let key = booking.slot_claim(&actor.tenant);
+            crate::claims::release(&mut change, key, &handle);
+        }
         change.ids.push(handle);
         Ok(change)
     }

@@ -27,6 +27,8 @@ pub struct Customer {
     pub notes: Option<UntrustedText>,
     /// Content hash.
     pub version: String,
+    /// Created as a deliberate duplicate (`separate`): it holds no claim on its email.
+    pub separate: bool,
 }
 
 impl Customer {
@@ -45,7 +47,13 @@ impl Customer {
             address: s("address"),
             notes: s("notes").map(|n| untrusted(&n, 500)),
             version: s("version").unwrap_or_default(),
+            separate: item.get("separate") == Some(&Value::Bool(true)),
         }
+    }
+
+    /// The claim on this customer's email.
+    fn email_claim(tenant: &str, email: &str) -> store::Key {
+        keys::unique(tenant, "customer-email", email)
     }
 }
 
@@ -149,8 +157,12 @@ fn item_of(
     address: Option<&str>,
     notes: Option<&str>,
     secret: Option<&Value>,
+    separate: bool,
 ) -> Item {
     let mut item = Item::new();
+    if separate {
+        item.insert("separate".into(), Value::Bool(true));
+    }
     item.insert("name".into(), Value::s(name));
     item.insert("email".into(), Value::s(email));
     if let Some(p) = phone {
@@ -297,6 +309,7 @@ impl Customers {
             address.as_deref(),
             notes.as_deref(),
             secret.as_ref(),
+            separate_reason.is_some(),
         );
         let customer = Customer::from_item(&id, &item);
         let handle = customer.handle();
@@ -307,20 +320,8 @@ impl Customers {
             |_| BookingError::Rejected("a customer with this id exists; try again".into()),
         );
         if separate_reason.is_none() {
-            let mut claim = Item::new();
-            claim.insert("holder".into(), Value::s(&handle));
-            let op = Put::new(keys::unique(&actor.tenant, "customer-email", &email), claim)
-                .when(Condition::item_not_exists())
-                .return_old_on_failure();
-            change.push(op, |current| BookingError::Duplicate {
-                kind: "customer",
-                key: "email",
-                existing: current
-                    .and_then(|i| i.get("holder"))
-                    .and_then(Value::as_s)
-                    .unwrap_or("an existing customer")
-                    .to_owned(),
-            });
+            let key = Customer::email_claim(&actor.tenant, &email);
+            crate::claims::take(&mut change, key, &handle, "customer", "email");
         }
         change.ids.push(handle);
         Ok(change)
@@ -371,6 +372,7 @@ impl Customers {
             address.as_deref(),
             notes.as_deref(),
             item.get("portal_password_hash"),
+            current.separate,
         );
         let updated = Customer::from_item(id, &new_item);
         let handle = updated.handle();
@@ -385,38 +387,11 @@ impl Customers {
                 current: json!(null),
             },
         );
-        if email != current.email {
-            // The address moves: the old claim goes, the new one must be free.
-            change.push(
-                store::Delete::new(keys::unique(
-                    &actor.tenant,
-                    "customer-email",
-                    &current.email,
-                ))
-                .when(Condition::eq("holder", Value::s(&handle))),
-                |_| {
-                    BookingError::Rejected(
-                        "the customer's email claim changed meanwhile; read the customer again"
-                            .into(),
-                    )
-                },
-            );
-            let mut claim = Item::new();
-            claim.insert("holder".into(), Value::s(&handle));
-            change.push(
-                Put::new(keys::unique(&actor.tenant, "customer-email", &email), claim)
-                    .when(Condition::item_not_exists())
-                    .return_old_on_failure(),
-                |current| BookingError::Duplicate {
-                    kind: "customer",
-                    key: "email",
-                    existing: current
-                        .and_then(|i| i.get("holder"))
-                        .and_then(Value::as_s)
-                        .unwrap_or("an existing customer")
-                        .to_owned(),
-                },
-            );
+        if !current.separate {
+            // The address moves with its claim: the old one goes, the new one must be free.
+            let from = Customer::email_claim(&actor.tenant, &current.email);
+            let to = Customer::email_claim(&actor.tenant, &email);
+            crate::claims::relocate(&mut change, (from, to), &handle, "customer", "email");
         }
         change.ids.push(handle);
         Ok(change)
@@ -429,6 +404,7 @@ impl Customers {
         let handle = current.handle();
         let version = current.version.clone();
         let email = current.email.clone();
+        let separate = current.separate;
         let mut change = Change::new(current);
         change.push(
             store::Delete::new(keys::object(&actor.tenant, Kind::Customer, id))
@@ -439,10 +415,13 @@ impl Customers {
                 )
             },
         );
-        change.push(
-            store::Delete::new(keys::unique(&actor.tenant, "customer-email", &email)),
-            |_| BookingError::Rejected("the email claim could not be released".into()),
-        );
+        if !separate {
+            crate::claims::release(
+                &mut change,
+                Customer::email_claim(&actor.tenant, &email),
+                &handle,
+            );
+        }
         change.ids.push(handle);
         Ok(change)
     }

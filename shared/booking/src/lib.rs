@@ -10,6 +10,7 @@ mod actor;
 pub mod alerts;
 pub mod bookings;
 mod change;
+mod claims;
 pub mod customers;
 mod error;
 pub mod ids;

@@ -824,7 +824,7 @@ fn registry(
         .register(
             ToolSpec::new(SlowWrite)
                 .requires(app::rights::BOOKINGS_WRITE)
-                .deadline(std::time::Duration::from_secs(1)),
+                .deadline(std::time::Duration::from_secs(3)),
         )
         .unwrap();
     registry
