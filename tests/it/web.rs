@@ -528,3 +528,61 @@ async fn links_in_tool_results_open_the_records_pages(world: World) {
     }
 }
 on_every_backend!(record_pages, links_in_tool_results_open_the_records_pages);
+
+/// `GET /api/customers?query=...` searches; without a query it lists.
+async fn the_customer_list_searches(world: World) {
+    world.member("acme", "ana", "owner").await;
+    let api = format!(
+        "Bearer {}",
+        identity::product::create_api_token(&world.app.store, "acme", "ana")
+            .await
+            .unwrap()
+    );
+    let headers = [
+        ("content-type", "application/json"),
+        ("authorization", api.as_str()),
+    ];
+    for (name, email) in [
+        ("Ada Lovelace", "ada@example.com"),
+        ("Tom Weber", "tom@example.com"),
+    ] {
+        let body = json!({"name": name, "email": email}).to_string();
+        let created = send(&world, "POST", "/api/customers", &headers, &body).await;
+        assert_eq!(created.status, 201, "{}", created.body);
+    }
+    let names = |body: &str| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        v["customers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let found = send(&world, "GET", "/api/customers?query=ada", &headers, "").await;
+    assert_eq!(found.status, 200, "{}", found.body);
+    assert_eq!(names(&found.body), ["Ada Lovelace"]);
+    let all = send(&world, "GET", "/api/customers", &headers, "").await;
+    assert_eq!(names(&all.body).len(), 2, "{}", all.body);
+}
+on_every_backend!(customer_search, the_customer_list_searches);
+
+/// A sign-in form whose `%` is followed by a multi-byte character is refused as a wrong
+/// sign-in, never a crash.
+async fn an_odd_form_is_refused_not_a_crash(world: World) {
+    world.member("acme", "ana", "owner").await;
+    let r = send(
+        &world,
+        "POST",
+        "/app/login",
+        &[FORM],
+        "tenant=acme&member=%a\u{e9}na&password=%\u{20ac}x%",
+    )
+    .await;
+    assert!(r.status < 500, "{}: {}", r.status, r.body);
+    assert!(
+        r.headers.get("set-cookie").is_none(),
+        "no session for an odd form"
+    );
+}
+on_every_backend!(odd_forms, an_odd_form_is_refused_not_a_crash);

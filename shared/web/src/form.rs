@@ -2,37 +2,10 @@
 
 use std::collections::BTreeMap;
 
-fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => match u8::from_str_radix(&text[i + 1..i + 3], 16) {
-                Ok(b) => {
-                    out.push(b);
-                    i += 2;
-                }
-                Err(_) => out.push(b'%'),
-            },
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Reads an `application/x-www-form-urlencoded` body.
+/// Reads an `application/x-www-form-urlencoded` body (or a query string). Any bytes decode:
+/// a bad escape or a non-UTF-8 byte becomes U+FFFD, never a failure.
 pub(crate) fn parse(body: &[u8]) -> BTreeMap<String, String> {
-    String::from_utf8_lossy(body)
-        .split('&')
-        .filter(|p| !p.is_empty())
-        .map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (decode(k), decode(v))
-        })
-        .collect()
+    form_urlencoded::parse(body).into_owned().collect()
 }
 
 /// Escapes text for HTML.
@@ -58,5 +31,9 @@ mod tests {
             escape("<b onclick=\"x\">&'"),
             "&lt;b onclick=&quot;x&quot;&gt;&amp;&#39;"
         );
+        // A `%` before a multi-byte character, or bytes that are not UTF-8, decode lossily.
+        let odd = parse("member=%a\u{e9}x&password=%ff%fe".as_bytes());
+        assert_eq!(odd["member"], "%a\u{e9}x");
+        assert_eq!(odd["password"], "\u{fffd}\u{fffd}");
     }
 }

@@ -12,17 +12,28 @@ pub(crate) fn customer_json(c: &booking::Customer) -> Value {
     json!({"customer": c.handle(), "version": c.version, "name": c.name, "email": c.email, "phone": c.phone, "address": c.address})
 }
 
-pub(super) async fn route(
-    web: &Web,
-    actor: &booking::Actor,
-    method: &str,
-    rest: &[&str],
-    body: &[u8],
-) -> Answer {
+/// One request to `/api/customers`.
+pub(super) struct Request<'a> {
+    pub(super) method: &'a str,
+    /// The path after `/api/customers`.
+    pub(super) rest: &'a [&'a str],
+    /// The query string's fields (`query`: what to search for).
+    pub(super) query: &'a std::collections::BTreeMap<String, String>,
+    pub(super) body: &'a [u8],
+}
+
+pub(super) async fn route(web: &Web, actor: &booking::Actor, request: Request<'_>) -> Answer {
     let customers = &web.customers;
+    let Request {
+        method,
+        rest,
+        query,
+        body,
+    } = request;
     match (method, rest) {
         ("GET", []) => {
-            let list = customers.find(actor, "", 50).await.map_err(error)?;
+            let search = query.get("query").map_or("", String::as_str);
+            let list = customers.find(actor, search, 50).await.map_err(error)?;
             Ok(json_response(
                 StatusCode::OK,
                 &json!({"customers": list.iter().map(customer_json).collect::<Vec<_>>()}),

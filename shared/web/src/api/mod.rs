@@ -243,7 +243,16 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
         .collect();
     let method = parts.method.as_str();
     let answer = match segments.split_first() {
-        Some((&"customers", rest)) => customers::route(web, &actor, method, rest, body).await,
+        Some((&"customers", rest)) => {
+            let query = crate::form::parse(parts.uri.query().unwrap_or_default().as_bytes());
+            let request = customers::Request {
+                method,
+                rest,
+                query: &query,
+                body,
+            };
+            customers::route(web, &actor, request).await
+        }
         Some((&"bookings", rest)) => bookings::route(web, &actor, method, rest, body).await,
         Some((&"technicians", rest)) => {
             bookings::technicians(web, &actor, method, rest, body).await
