@@ -1246,3 +1246,41 @@ async fn silent_tools_send_nothing(world: World) {
     );
 }
 on_every_backend!(silent_tools, silent_tools_send_nothing);
+
+/// An oversized argument is refused by its schema's `maxLength` before anything reads it, and
+/// the refusal quotes only a short prefix (issue 14, defect 6).
+async fn an_oversized_argument_is_not_echoed(world: World) {
+    let (c, _) = setup(&world).await;
+    let huge = format!("cus_{}", "A".repeat(500_000));
+    let call = c.call_tool("get_customer", json!({"customer": huge})).await;
+    assert!(call.is_error());
+    assert_eq!(call.structured()["code"], "validation", "{}", call.text());
+    assert_eq!(call.structured()["max_length"], 200);
+    let size = call.result.to_string().len();
+    assert!(size < 2_000, "the answer is {size} bytes");
+    // A text field without a tighter limit of its own takes the default.
+    let long = "x".repeat(usize::try_from(mcp_pipeline::DEFAULT_MAX_LENGTH).unwrap() + 1);
+    let create = c
+        .call_tool(
+            "create_customer",
+            json!({"name": long, "email": "ada@example.com"}),
+        )
+        .await;
+    assert_eq!(create.structured()["field"], "name", "{}", create.text());
+    assert!(create.result.to_string().len() < 2_000);
+    assert!(
+        world
+            .app
+            .store
+            .query(store::Query::partition(booking::keys::partition(
+                "acme",
+                booking::ids::Kind::Customer,
+            )))
+            .await
+            .unwrap()
+            .items
+            .is_empty(),
+        "nothing was written"
+    );
+}
+on_every_backend!(oversized_arguments, an_oversized_argument_is_not_echoed);

@@ -28,7 +28,7 @@ pub struct Normalized {
     pub warnings: Vec<String>,
 }
 
-fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
+pub(crate) fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
     let mut current = schema;
     for _ in 0..8 {
         let Some(reference) = current.get("$ref").and_then(Value::as_str) else {
@@ -227,6 +227,8 @@ pub fn normalize(
                 .detail("allowed", allowed.clone()),
         );
     }
+    // Before anything reads a value: none is longer than its schema allows.
+    crate::lengths::check(schema, &args)?;
     let mut out = Map::new();
     let mut warnings = Vec::new();
     for (field, value) in args {

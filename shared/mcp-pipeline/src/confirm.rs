@@ -330,6 +330,7 @@ pub(crate) fn approve_in_product(preview: &mut Value, pending: &Pending, url: &s
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct ConfirmInput {
     /// The preview's confirm_token.
+    #[schemars(length(max = 300))]
     pub(crate) confirm_token: String,
     /// The preview's confirm_summary, unchanged.
     pub(crate) confirm_summary: String,
@@ -339,6 +340,7 @@ pub(crate) struct ConfirmInput {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub(crate) struct RejectInput {
     /// The preview's confirm_token.
+    #[schemars(length(max = 300))]
     pub(crate) confirm_token: String,
 }
 

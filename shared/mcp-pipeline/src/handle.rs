@@ -137,6 +137,8 @@ impl<K: HandleKind> schemars::JsonSchema for Handle<K> {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
+            // A handle, or a console link naming one, is short; a longer text names nothing.
+            "maxLength": 200,
             "description": format!("A {} handle, `{}_` followed by its id (the bare id or a console link also work).", K::NOUN, K::PREFIX),
         })
     }

@@ -26,6 +26,7 @@ mod decorators;
 mod effect;
 mod gates;
 mod handle;
+mod lengths;
 mod outcome;
 mod prefetch;
 mod registry;
@@ -50,6 +51,7 @@ pub use gates::{
     BRAKE_AFTER_FAILURES, ClassLimits, CommitContext, CommitHooks, Gates, IDEMPOTENCY_KEY, Limits,
 };
 pub use handle::{Handle, HandleKind};
+pub use lengths::DEFAULT_MAX_LENGTH;
 pub use outcome::{ErrorKind, Success, ToolError, ToolResult, shape_success};
 pub use prefetch::{Claim, Defer, Prefetched, ReadAhead, RecordKey};
 pub use registry::{DEFAULT_DEADLINE, MAX_NAME_LEN, Registry, RegistryError, ToolSpec};

@@ -210,6 +210,7 @@ impl ToolSpec {
             // Unknown fields are refused by the pipeline, so say so in the schema too.
             obj.insert("additionalProperties".into(), Value::Bool(false));
         }
+        crate::lengths::state_limits(&mut input_schema);
         if T::EFFECT == EffectClass::SilentWrite
             && let Some(props) = input_schema
                 .as_object_mut()
