@@ -1,14 +1,15 @@
 // A person approves an agent's prepared action in the product's page, in headless Chromium.
 //
-//   PLAYWRIGHT_MODULES=DIR node approve.mjs BASE_URL APPROVAL_PATH SCREENSHOT_DIR
+//   PLAYWRIGHT_MODULES=DIR node approve.mjs BASE_URL APPROVAL_PATH SCREENSHOT_DIR [SECOND_PATH]
 //
 // Signs in as the demo owner of acme, opens the approval link, checks the summary, approves,
-// takes screenshots of the approval and connections pages, then turns agent access off.
+// approves the second link the same way (a non-money action in product mode), takes
+// screenshots of the approval, connections and agent access pages, then turns agent access off.
 // Prints one JSON line with what it saw; exits non-zero on any surprise.
 import { createRequire } from "node:module";
 import path from "node:path";
 
-const [base, approvalPath, shots] = process.argv.slice(2);
+const [base, approvalPath, shots, secondPath] = process.argv.slice(2);
 const modules = process.env.PLAYWRIGHT_MODULES;
 if (!base || !approvalPath || !shots || !modules) {
   console.error("usage: PLAYWRIGHT_MODULES=DIR node approve.mjs BASE_URL APPROVAL_PATH SCREENSHOT_DIR");
@@ -36,11 +37,20 @@ try {
   await page.waitForSelector("text=Done.");
   seen.approved = (await page.textContent("body")).includes("Done.");
   await page.screenshot({ path: path.join(shots, "approval-done.png"), fullPage: true });
+  if (secondPath) {
+    await page.goto(`${base}${secondPath}`);
+    seen.cancellation_summary = (await page.textContent(".box p")) ?? "";
+    await Promise.all([page.waitForLoadState("load"), page.click("button[value=approve]")]);
+    await page.waitForSelector("text=Done.");
+    seen.cancellation_approved = (await page.textContent("body")).includes("Done.");
+    await page.screenshot({ path: path.join(shots, "cancellation-done.png"), fullPage: true });
+  }
   await page.goto(`${base}/app/connections`);
   seen.connections = await page.locator("table tr").count();
   await page.screenshot({ path: path.join(shots, "connections-page.png"), fullPage: true });
   await page.goto(`${base}/app/agent-access`);
-  await Promise.all([page.waitForLoadState("load"), page.click("button")]);
+  await page.screenshot({ path: path.join(shots, "agent-access-page.png"), fullPage: true });
+  await Promise.all([page.waitForLoadState("load"), page.click("text=Turn agent access off")]);
   await page.waitForSelector("text=Agent access is off");
   seen.agent_access = "off";
   console.log(JSON.stringify(seen));

@@ -1,5 +1,6 @@
 //! End to end in a real browser: an agent prepares a quote over MCP, a person with the right
-//! approves it in the product's page in headless Chromium, exactly once; a second approval, a
+//! approves it in the product's page in headless Chromium, exactly once, and then a booking
+//! cancellation the workspace approves in the product (ADR 15); a second approval, a
 //! reused token and an approval by a member without the right all fail; agent access turned
 //! off in the page stops the agent's next call. Screenshots go to `target/screenshots/`.
 
@@ -144,6 +145,7 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
         .structured()["customers"][0]["customer"]
         .clone();
     let (preview, path) = prepare_quote(&agent, &customer).await;
+    let cancel_path = prepare_cancellation_in_product_mode(addr, &agent).await;
 
     // A member without the right cannot approve.
     let (viewer, viewer_csrf) = form_login(addr, "victor").await;
@@ -161,6 +163,7 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
             format!("http://{addr}"),
             path.clone(),
             shots.display().to_string(),
+            cancel_path,
         ])
         .env("PLAYWRIGHT_MODULES", modules)
         .env("CHROMIUM", chromium)
@@ -178,10 +181,19 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
         "the page showed the summary: {seen}"
     );
     assert_eq!(seen["approved"], true);
+    assert_eq!(seen["cancellation_approved"], true);
+    assert!(
+        seen["cancellation_summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("Cancel booking"),
+        "{seen}"
+    );
     assert_eq!(seen["agent_access"], "off");
     for shot in [
         "approval-page.png",
         "approval-done.png",
+        "cancellation-done.png",
         "connections-page.png",
     ] {
         assert!(shots.join(shot).exists(), "{shot} was not saved");
@@ -195,7 +207,19 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
         .await
         .unwrap()
         .items;
-    assert_eq!(outbox.len(), 1, "one message to the customer");
+    assert_eq!(
+        outbox.len(),
+        1,
+        "one message to the customer (the cancelled demo booking was a draft: nobody is told)"
+    );
+    let cancelled: Vec<_> = identity::audit::recent(&store, "acme", None, 50)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.action == "cancel_booking" && e.outcome == "ok")
+        .map(|e| e.approval)
+        .collect();
+    assert_eq!(cancelled, [Some("product_page:olivia".to_owned())]);
     // A second approval and the reused token fail; nothing more is sent.
     let (owner, owner_csrf) = form_login(addr, "olivia").await;
     assert_eq!(
@@ -215,4 +239,55 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
             .len(),
         1
     );
+}
+
+/// The owner moves notify actions to approval in the product (the agent access page's form);
+/// the agent prepares a cancellation, which the client cannot confirm. Returns its approval
+/// page's path.
+async fn prepare_cancellation_in_product_mode(
+    addr: std::net::SocketAddr,
+    agent: &TestClient,
+) -> String {
+    let (owner, csrf) = form_login(addr, "olivia").await;
+    let headers = [
+        (
+            "content-type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        ),
+        ("cookie".to_owned(), owner),
+    ];
+    let set = TestClient::http(addr)
+        .send(
+            http::Method::POST,
+            "/app/agent-access/approval",
+            &headers,
+            format!("class=notify&mode=product&csrf={csrf}").into(),
+        )
+        .await;
+    assert_eq!(set.status, 200);
+    let bookings = agent.call_tool("find_bookings", json!({})).await;
+    let booking = bookings.structured()["bookings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["state"] != "cancelled")
+        .expect("a demo booking to cancel")
+        .clone();
+    let preview = agent
+        .call_tool(
+            "cancel_booking",
+            json!({"booking": booking["booking"], "version": booking["version"]}),
+        )
+        .await;
+    let by_client = agent
+        .call_tool("confirm_action", json!({"confirm_token": preview.structured()["confirm_token"], "confirm_summary": preview.structured()["confirm_summary"]}))
+        .await;
+    assert_eq!(
+        by_client.structured()["code"],
+        "forbidden",
+        "{}",
+        by_client.text()
+    );
+    let url = preview.structured()["approval_url"].as_str().unwrap();
+    format!("/app/{}", url.split_once("/app/").unwrap().1)
 }

@@ -85,6 +85,7 @@ async fn oauth_connection(world: &World, tenant: &str, member: &str, subject: &s
                 rights,
                 toolset: Toolset::Full,
                 client_name: "oauth client".into(),
+                approval: mcp_pipeline::ApprovalMode::Client,
             },
         )
         .await
@@ -460,6 +461,7 @@ async fn connections_are_capped_hashed_and_revocable(world: World) {
         rights: ["bookings:read".into(), "records:delete".into()].into(),
         toolset: Toolset::Core,
         client_name: "x".into(),
+        approval: mcp_pipeline::ApprovalMode::Client,
     };
     let err = world
         .app
@@ -478,6 +480,7 @@ async fn connections_are_capped_hashed_and_revocable(world: World) {
         rights: ["bookings:read".into()].into(),
         toolset: Toolset::Core,
         client_name: "x".into(),
+        approval: mcp_pipeline::ApprovalMode::Client,
     };
     assert!(
         world
@@ -673,6 +676,7 @@ async fn recent_changes_show_this_connections_work(world: World) {
             },
             action: "create_booking".into(),
             outcome: "ok".into(),
+            approval: None,
             ids: vec![id.into()],
             at: identity::now_rfc3339(),
         };

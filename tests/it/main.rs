@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod api_parity;
+mod approval_modes;
 mod booking_tools;
 mod browser;
 mod claims;

@@ -111,6 +111,58 @@ enum Command {
         #[arg(long)]
         member: String,
     },
+    /// Where a tenant's agents' actions are approved, per effect class: `client` (the client
+    /// prompts or elicits) or `product` (only through the approval link). Without a class and
+    /// a mode, prints the current modes.
+    ApprovalMode {
+        /// notify, wake, alerting or delete.
+        class: Option<ApprovalClass>,
+        /// client or product.
+        mode: Option<Approval>,
+        #[arg(long)]
+        tenant: String,
+        /// The member doing it (needs agent_access:manage to change a mode).
+        #[arg(long)]
+        member: String,
+    },
+}
+
+/// Where a person approves prepared actions (ADR 15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Approval {
+    /// In the client (its prompt on confirm_action, or elicitation).
+    Client,
+    /// Only in the product, through the approval link.
+    Product,
+}
+
+impl Approval {
+    fn mode(self) -> mcp_pipeline::ApprovalMode {
+        match self {
+            Approval::Client => mcp_pipeline::ApprovalMode::Client,
+            Approval::Product => mcp_pipeline::ApprovalMode::Product,
+        }
+    }
+}
+
+/// The effect classes whose actions are approved before they execute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ApprovalClass {
+    Notify,
+    Wake,
+    Alerting,
+    Delete,
+}
+
+impl ApprovalClass {
+    fn effect(self) -> mcp_pipeline::EffectClass {
+        match self {
+            ApprovalClass::Notify => mcp_pipeline::EffectClass::Notify,
+            ApprovalClass::Wake => mcp_pipeline::EffectClass::Wake,
+            ApprovalClass::Alerting => mcp_pipeline::EffectClass::Alerting,
+            ApprovalClass::Delete => mcp_pipeline::EffectClass::Delete,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -231,6 +283,10 @@ enum TokenCommand {
         /// core, standard or full.
         #[arg(long, default_value = "standard")]
         toolset: String,
+        /// Where this connection's actions are approved: `client` (the tenant's modes) or
+        /// `product` (every action through the approval link: for clients that never prompt).
+        #[arg(long, value_enum, default_value = "client")]
+        approval: Approval,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -319,6 +375,12 @@ async fn main() -> anyhow::Result<()> {
             tenant,
             member,
         } => agent_access(store, state, &tenant, &member).await,
+        Command::ApprovalMode {
+            class,
+            mode,
+            tenant,
+            member,
+        } => approval_mode(store, (class, mode), &tenant, &member).await,
         Command::Manifest { out } => manifest(out).await,
         Command::CheckManifest {
             files,
@@ -680,6 +742,7 @@ fn connection_json(c: &identity::Connection) -> serde_json::Value {
         "toolset": c.toolset.as_str(),
         "created_at": c.created_at,
         "revoked": c.revoked,
+        "approval": if c.approval_pinned { "product" } else { "tenant" },
     })
 }
 
@@ -692,6 +755,7 @@ async fn token(store: Arc<dyn store::Store>, command: TokenCommand) -> anyhow::R
             client,
             rights,
             toolset,
+            approval,
             json,
         } => {
             let Some(toolset) = Toolset::parse(&toolset) else {
@@ -720,6 +784,7 @@ async fn token(store: Arc<dyn store::Store>, command: TokenCommand) -> anyhow::R
                         rights,
                         toolset,
                         client_name: client,
+                        approval: approval.mode(),
                     },
                 )
                 .await?;
@@ -814,20 +879,62 @@ async fn kill_switch(
     Ok(())
 }
 
+/// Whether `member` of `tenant` is active and holds `agent_access:manage`.
+async fn may_manage_agent_access(
+    app: &app::App,
+    tenant: &str,
+    member: &str,
+) -> anyhow::Result<bool> {
+    use identity::Directory as _;
+    Ok(app
+        .directory
+        .member(tenant, member)
+        .await?
+        .is_some_and(|m| m.active && m.rights.contains(app::rights::AGENT_ACCESS_MANAGE)))
+}
+
+async fn approval_mode(
+    store: Arc<dyn store::Store>,
+    change: (Option<ApprovalClass>, Option<Approval>),
+    tenant: &str,
+    member: &str,
+) -> anyhow::Result<()> {
+    let app = build(Arc::clone(&store), app::Settings::default())?;
+    match change {
+        (None, None) => {}
+        (Some(class), Some(mode)) => {
+            if !may_manage_agent_access(&app, tenant, member).await? {
+                bail!(
+                    "{member} may not change approval modes in {tenant} (needs agent_access:manage)"
+                );
+            }
+            app.switches
+                .set_approval_mode(&cli_actor(tenant, member), class.effect(), mode.mode())
+                .await?;
+        }
+        _ => bail!(
+            "give both a class (notify, wake, alerting, delete) and a mode (client, product), or neither to see the modes"
+        ),
+    }
+    let modes = app.switches.approval_modes(tenant).await?;
+    for class in mcp_pipeline::APPROVAL_CLASSES {
+        println!(
+            "{:<9} {}",
+            mcp_pipeline::class_name(class),
+            modes.mode(class).as_str()
+        );
+    }
+    Ok(())
+}
+
 async fn agent_access(
     store: Arc<dyn store::Store>,
     state: SwitchState,
     tenant: &str,
     member: &str,
 ) -> anyhow::Result<()> {
-    use identity::Directory as _;
     let app = build(Arc::clone(&store), app::Settings::default())?;
-    let allowed = app
-        .directory
-        .member(tenant, member)
-        .await?
-        .is_some_and(|m| m.active && m.rights.contains(app::rights::AGENT_ACCESS_MANAGE));
-    if !allowed {
+    if !may_manage_agent_access(&app, tenant, member).await? {
         bail!("{member} may not change agent access in {tenant}");
     }
     match state {

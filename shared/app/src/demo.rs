@@ -242,6 +242,7 @@ pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, Dem
                     rights,
                     toolset,
                     client_name: format!("demo {role} {}", toolset.as_str()),
+                    approval: mcp_pipeline::ApprovalMode::Client,
                 };
                 let (connection, token) = app.connections.create_token(&actor, new).await?;
                 connections.push(DemoConnection {

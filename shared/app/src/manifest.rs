@@ -27,6 +27,7 @@ pub async fn dump(
         client_name: "manifest".into(),
         rights,
         toolset,
+        product_approval: mcp_pipeline::ProductApproval::NONE,
     };
     let message = Message {
         id: Some(mcp_protocol::RequestId::Number(1)),

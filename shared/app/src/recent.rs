@@ -44,6 +44,10 @@ pub(crate) struct Change {
     channel: String,
     /// The connection, for MCP changes.
     connection: Option<String>,
+    /// How an executed action was approved: `client_prompt` (the client called
+    /// confirm_action), `elicitation` (the client asked its user) or `product_page:<member>`;
+    /// null for changes that needed no approval.
+    approval: Option<String>,
 }
 
 /// The changes.
@@ -125,6 +129,7 @@ impl Tool for ListRecentChanges {
                     ids: e.ids,
                     channel: e.channel.name().into(),
                     connection,
+                    approval: e.approval,
                 }
             })
             .collect();

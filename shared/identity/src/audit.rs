@@ -48,6 +48,9 @@ pub struct AuditEntry {
     pub action: String,
     /// `ok`, `refused`, ...
     pub outcome: String,
+    /// How an executed action was approved: `client_prompt`, `elicitation` or
+    /// `product_page:<member>` (ADR 15); `None` for everything that needs no approval.
+    pub approval: Option<String>,
     /// Public ids of the objects concerned.
     pub ids: Vec<String>,
     /// When (RFC 3339).
@@ -76,6 +79,9 @@ impl AuditEntry {
         }
         item.insert("action".into(), Value::s(&self.action));
         item.insert("outcome".into(), Value::s(&self.outcome));
+        if let Some(approval) = &self.approval {
+            item.insert("approval".into(), Value::s(approval));
+        }
         item.insert(
             "ids".into(),
             Value::L(self.ids.iter().map(Value::s).collect()),
@@ -116,9 +122,24 @@ impl AuditEntry {
             channel,
             action: s("action"),
             outcome: s("outcome"),
+            approval: item
+                .get("approval")
+                .and_then(Value::as_s)
+                .map(str::to_owned),
             ids,
             at: s("at"),
         }
+    }
+}
+
+/// An audit row's approval path in words for people: `client_prompt` is "the client (its
+/// prompt on confirm_action)", `product_page:ana` is "ana, in the product".
+pub fn approval_words(label: &str) -> String {
+    match label.split_once(':') {
+        Some(("product_page", member)) => format!("{member}, in the product"),
+        _ if label == "client_prompt" => "the client (its prompt on confirm_action)".into(),
+        _ if label == "elicitation" => "the client's user (asked by the client)".into(),
+        _ => label.to_owned(),
     }
 }
 

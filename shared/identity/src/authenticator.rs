@@ -132,10 +132,17 @@ impl McpAuthenticator {
             .directory
             .member(&connection.tenant, &connection.creator);
         let (tenant_switch, member) = futures_util::future::join(tenant_switch, member).await;
-        check_tenant(tenant_switch.map_err(|e| unavailable(&e))?.as_ref())?;
+        let tenant_switch = tenant_switch.map_err(|e| unavailable(&e))?;
+        check_tenant(tenant_switch.as_ref())?;
+        let modes = switch::approval_modes(tenant_switch.as_ref());
         let member = member.map_err(|e| unavailable(&e))?;
-        self.admit(index_key, connection, member, Prefetched::default())
-            .await
+        self.admit(
+            index_key,
+            (connection, modes),
+            member,
+            Prefetched::default(),
+        )
+        .await
     }
 
     /// The one-batch path of a token whose locator names its tenant, creator and connection.
@@ -184,6 +191,7 @@ impl McpAuthenticator {
         check_global(got[1].as_ref())?;
         check_path(&connection, path_tenant)?;
         check_tenant(got[2].as_ref())?;
+        let modes = switch::approval_modes(got[2].as_ref());
         let member = match member_key {
             Some(_) => self
                 .directory
@@ -197,7 +205,7 @@ impl McpAuthenticator {
         let read_ahead = got.split_off(fixed);
         self.admit(
             index_key,
-            connection,
+            (connection, modes),
             member,
             Prefetched::new(prefetch, read_ahead),
         )
@@ -209,7 +217,7 @@ impl McpAuthenticator {
     async fn admit(
         &self,
         index_key: store::Key,
-        connection: Connection,
+        (connection, tenant_modes): (Connection, mcp_pipeline::ProductApproval),
         member: Option<crate::Member>,
         prefetched: Prefetched,
     ) -> Result<Authenticated, Rejection> {
@@ -241,6 +249,12 @@ impl McpAuthenticator {
             .intersection(&member.rights)
             .cloned()
             .collect();
+        // A pinned connection approves every class in the product; modes only add strictness.
+        let product_approval = if connection.approval_pinned {
+            tenant_modes.union(mcp_pipeline::ProductApproval::all())
+        } else {
+            tenant_modes
+        };
         Ok(Authenticated {
             caller: Caller {
                 tenant: connection.tenant,
@@ -249,6 +263,7 @@ impl McpAuthenticator {
                 client_name: connection.client_name,
                 rights,
                 toolset: connection.toolset,
+                product_approval,
             },
             prefetched,
         })

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use mcp_pipeline::Toolset;
+use mcp_pipeline::{ApprovalMode, Toolset};
 use store::{Condition, Item, Put, Query, Store, TransactOp, Update, UpdateAction, Value};
 
 use crate::{Actor, AuditEntry, Directory, IdentityError, keys, token};
@@ -34,6 +34,8 @@ pub struct Connection {
     pub kind: String,
     /// The OAuth subject, for `oauth` connections.
     pub subject: Option<String>,
+    /// Pinned to approval in the product for every class (a client known not to prompt).
+    pub approval_pinned: bool,
     /// When its credential last authenticated a request, to the hour
     /// ([`LAST_USED_RESOLUTION_SECONDS`]); `None`: never. Kept on the credential's index item,
     /// which authentication reads anyway, so that recording it costs one write per connection
@@ -64,6 +66,9 @@ impl Connection {
         }
         if let Some(at) = &self.last_used {
             item.insert("last_used".into(), Value::s(at));
+        }
+        if self.approval_pinned {
+            item.insert("approval".into(), Value::s(ApprovalMode::Product.as_str()));
         }
         item
     }
@@ -110,6 +115,7 @@ impl Connection {
             kind: s("kind").unwrap_or_else(|| "token".into()),
             subject: s("subject"),
             last_used: s("last_used"),
+            approval_pinned: s("approval").as_deref() == Some(ApprovalMode::Product.as_str()),
         })
     }
 }
@@ -123,6 +129,9 @@ pub struct NewConnection {
     pub toolset: Toolset,
     /// The client it is for ("Claude Desktop on Ana's laptop").
     pub client_name: String,
+    /// `Product`: every action this connection prepares is approved only in the product,
+    /// whatever the tenant's modes (for clients known not to prompt; ADR 15).
+    pub approval: ApprovalMode,
 }
 
 /// Creates, lists and revokes connections; every change is audited in its transaction.
@@ -189,6 +198,7 @@ impl ConnectionService {
             kind: kind.into(),
             subject: subject.map(str::to_owned),
             last_used: None,
+            approval_pinned: new.approval == ApprovalMode::Product,
         }
     }
 
@@ -199,6 +209,7 @@ impl ConnectionService {
             channel: actor.channel.clone(),
             action: action.into(),
             outcome: "ok".into(),
+            approval: None,
             ids: vec![id.to_owned()],
             at: crate::now_rfc3339(),
         }

@@ -35,6 +35,7 @@ impl CommitHooks for McpCommitHooks {
             },
             action: call.tool.to_owned(),
             outcome: call.outcome.into(),
+            approval: call.approval.map(str::to_owned),
             ids: call.ids.to_vec(),
             at: crate::rfc3339_at(call.now_micros),
         };

@@ -52,6 +52,7 @@ pub async fn create(
         channel: actor.channel.clone(),
         action: "operator.create".into(),
         outcome: "ok".into(),
+        approval: None,
         ids: vec![email.clone()],
         at,
     };

@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use store::{Condition, ConditionCheck, Item, Put, Store, TransactOp, Value};
+use mcp_pipeline::{ApprovalMode, EffectClass, ProductApproval};
+use store::{Condition, ConditionCheck, Item, Put, Store, TransactOp, Update, UpdateAction, Value};
 
 use crate::{Actor, AuditEntry, IdentityError, keys};
 
@@ -26,6 +27,25 @@ pub fn tenant_allows(item: Option<&Item>) -> bool {
         Some(Value::Bool(enabled)) => *enabled,
         _ => AGENT_ACCESS_DEFAULT,
     }
+}
+
+/// The attribute of a tenant's settings item that holds the approval mode of `class`.
+fn approval_attribute(class: EffectClass) -> String {
+    format!("approval_{}", mcp_pipeline::class_name(class))
+}
+
+/// The classes a tenant's settings item approves only in the product (ADR 15); every class
+/// the item does not name is approved in the client.
+pub fn approval_modes(item: Option<&Item>) -> ProductApproval {
+    mcp_pipeline::APPROVAL_CLASSES
+        .iter()
+        .filter(|class| {
+            item.and_then(|i| i.get(&approval_attribute(**class)))
+                .and_then(Value::as_s)
+                .and_then(ApprovalMode::parse)
+                == Some(ApprovalMode::Product)
+        })
+        .fold(ProductApproval::NONE, |modes, class| modes.with(*class))
 }
 
 /// Condition checks to put in every MCP write transaction of `tenant`: the global switch is
@@ -83,6 +103,7 @@ impl SwitchService {
                 "kill_switch.off".into()
             },
             outcome: "ok".into(),
+            approval: None,
             ids: Vec::new(),
             at,
         };
@@ -108,30 +129,76 @@ impl SwitchService {
         actor: &Actor,
         enabled: bool,
     ) -> Result<(), IdentityError> {
+        // An update, not a put: the same item keeps the tenant's approval modes.
+        let action = if enabled {
+            "agent_access.on"
+        } else {
+            "agent_access.off"
+        };
+        self.change_settings(
+            actor,
+            vec![
+                UpdateAction::Set("enabled".into(), Value::Bool(enabled)),
+                UpdateAction::Set("actor".into(), Value::s(&actor.member)),
+            ],
+            action,
+        )
+        .await
+    }
+
+    /// Changes attributes of the actor's tenant's settings item, stamped with when, audited
+    /// as `action` in the same transaction.
+    async fn change_settings(
+        &self,
+        actor: &Actor,
+        mut actions: Vec<UpdateAction>,
+        action: &str,
+    ) -> Result<(), IdentityError> {
         let at = crate::now_rfc3339();
-        let mut item = Item::new();
-        item.insert("enabled".into(), Value::Bool(enabled));
-        item.insert("actor".into(), Value::s(&actor.member));
-        item.insert("at".into(), Value::s(&at));
+        actions.push(UpdateAction::Set("at".into(), Value::s(&at)));
+        let change = Update::new(keys::tenant_switch(&actor.tenant), actions);
         let audit = AuditEntry {
             tenant: actor.tenant.clone(),
             actor: actor.member.clone(),
             channel: actor.channel.clone(),
-            action: if enabled {
-                "agent_access.on".into()
-            } else {
-                "agent_access.off".into()
-            },
+            action: action.into(),
             outcome: "ok".into(),
+            approval: None,
             ids: Vec::new(),
             at,
         };
         self.store
-            .transact_write(vec![
-                Put::new(keys::tenant_switch(&actor.tenant), item).into(),
-                audit.op(),
-            ])
+            .transact_write(vec![change.into(), audit.op()])
             .await?;
         Ok(())
+    }
+
+    /// The classes the actor's tenant approves only in the product.
+    pub async fn approval_modes(&self, tenant: &str) -> Result<ProductApproval, IdentityError> {
+        let item = self.store.get(&keys::tenant_switch(tenant)).await?;
+        Ok(approval_modes(item.as_ref()))
+    }
+
+    /// Sets where the actor's tenant approves actions of `class` (notify, wake, alerting or
+    /// delete), audited in the same transaction. The caller checks the actor's right.
+    pub async fn set_approval_mode(
+        &self,
+        actor: &Actor,
+        class: EffectClass,
+        mode: ApprovalMode,
+    ) -> Result<(), IdentityError> {
+        if !mcp_pipeline::APPROVAL_CLASSES.contains(&class) {
+            return Err(IdentityError::Invalid(format!(
+                "{} actions need no approval; the classes are notify, wake, alerting and delete",
+                mcp_pipeline::class_name(class)
+            )));
+        }
+        let set = UpdateAction::Set(approval_attribute(class), Value::s(mode.as_str()));
+        let action = format!(
+            "approval_mode.{}.{}",
+            mcp_pipeline::class_name(class),
+            mode.as_str()
+        );
+        self.change_settings(actor, vec![set], &action).await
     }
 }

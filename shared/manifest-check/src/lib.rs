@@ -191,11 +191,15 @@ pub enum DefectClass {
     ModelInstruction,
     /// More tools than [`Options::max_tools`].
     TooManyTools,
+    /// A tool that is destructive or reaches outside executes at once (its output schema
+    /// declares no `PREVIEW`) without `_meta["anthropic/requiresUserInteraction"]: true`, so
+    /// a prompting client is not made to ask its user (ADR 15).
+    UnmarkedExternalEffect,
 }
 
 impl DefectClass {
     /// Every class, in report order.
-    pub const ALL: [DefectClass; 23] = [
+    pub const ALL: [DefectClass; 24] = [
         DefectClass::Malformed,
         DefectClass::Name,
         DefectClass::DuplicateName,
@@ -219,6 +223,7 @@ impl DefectClass {
         DefectClass::ExampleUnknownProperty,
         DefectClass::ModelInstruction,
         DefectClass::TooManyTools,
+        DefectClass::UnmarkedExternalEffect,
     ];
 
     /// The snake_case name, as serialised.
@@ -247,6 +252,7 @@ impl DefectClass {
             DefectClass::ExampleUnknownProperty => "example_unknown_property",
             DefectClass::ModelInstruction => "model_instruction",
             DefectClass::TooManyTools => "too_many_tools",
+            DefectClass::UnmarkedExternalEffect => "unmarked_external_effect",
         }
     }
 }
@@ -463,7 +469,55 @@ fn check_tool<'a>(report: &mut Report, index: usize, tool: &'a Value, seen: &mut
     check_annotations(report, name, &label, obj);
     let props = check_input_schema(report, name, &label, obj);
     check_output_schema(report, name, &label, obj);
+    check_user_interaction(report, name, &label, obj);
     check_description(report, name, &label, obj, props);
+}
+
+/// The `_meta` key that makes a prompting client ask its user on every call.
+pub const REQUIRES_USER_INTERACTION: &str = "anthropic/requiresUserInteraction";
+
+/// A tool that is destructive or reaches outside, and does not prepare first, must ask the
+/// client to prompt its user on every call.
+fn check_user_interaction(
+    report: &mut Report,
+    name: Option<&str>,
+    label: &str,
+    obj: &Map<String, Value>,
+) {
+    let hint = |key: &str| {
+        obj.get("annotations")
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_bool)
+    };
+    let external = hint("readOnlyHint") == Some(false)
+        && (hint("destructiveHint") == Some(true) || hint("openWorldHint") == Some(true));
+    let prepares = obj
+        .get("outputSchema")
+        .and_then(|o| o.get("anyOf"))
+        .and_then(Value::as_array)
+        .is_some_and(|branches| {
+            branches.iter().any(|b| {
+                b.pointer("/properties/status/const")
+                    .and_then(Value::as_str)
+                    == Some("PREVIEW")
+            })
+        });
+    let marked = obj
+        .get("_meta")
+        .and_then(|m| m.get(REQUIRES_USER_INTERACTION))
+        .and_then(Value::as_bool)
+        == Some(true);
+    if external && !prepares && !marked {
+        report.push(
+            name,
+            DefectClass::UnmarkedExternalEffect,
+            format!(
+                "{label} is destructive or reaches outside and executes at once (its output \
+                 schema declares no PREVIEW), but lacks `_meta[\"{REQUIRES_USER_INTERACTION}\"]: \
+                 true`; mark it so a prompting client asks its user, or make it prepare first"
+            ),
+        );
+    }
 }
 
 fn valid_name(name: &str) -> bool {

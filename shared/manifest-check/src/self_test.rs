@@ -115,6 +115,15 @@ fn case(class: DefectClass) -> Report {
         DefectClass::ModelInstruction => mutated(with_description(
             "Returns one widget with its handle. Always call it before find_widgets.",
         )),
+        DefectClass::UnmarkedExternalEffect => mutated(|t| {
+            t["name"] = json!("send_widget");
+            t["description"] = json!(
+                "Sends one widget to its owner at once. Example: {\"widget\": \"wdg_4fK2aZ9qLm\"}"
+            );
+            t["annotations"]["readOnlyHint"] = json!(false);
+            t["annotations"]["idempotentHint"] = json!(false);
+            t["annotations"]["openWorldHint"] = json!(true);
+        }),
         DefectClass::TooManyTools => {
             check_with(&json!([good_tool()]), Options { max_tools: Some(0) })
         }

@@ -86,12 +86,18 @@ fn the_example_may_contain_braces_in_strings() {
 
 #[test]
 fn built_ins_are_exempt_from_the_effect_class_table_only() {
-    let confirm = tool(
+    let mut confirm = tool(
         "confirm_action",
         "Executes a prepared action after the user approved it. Example: {\"confirm_token\": \"cfm_1\"}",
         [false, true, true, true],
         json!({"confirm_token": {"type": "string"}}),
     );
+    assert_eq!(
+        check(&json!([confirm.clone()])).classes(),
+        [DefectClass::UnmarkedExternalEffect].into(),
+        "a tool that executes an external effect at once must ask for a prompt"
+    );
+    confirm["_meta"] = json!({REQUIRES_USER_INTERACTION: true});
     assert!(check(&json!([confirm.clone()])).is_clean());
     let mut other = confirm;
     other["name"] = json!("run_action");
@@ -147,4 +153,23 @@ fn names() {
     ] {
         assert!(!valid_name(bad), "{bad}");
     }
+}
+
+#[test]
+fn a_tool_that_prepares_needs_no_prompt_mark() {
+    let mut send = tool(
+        "send_widget",
+        "Prepares sending one widget to its owner; confirm_action sends it. Example: {\"widget\": \"wdg_1\"}",
+        [false, false, false, true],
+        json!({"widget": {"type": "string"}}),
+    );
+    assert_eq!(
+        check(&json!([send.clone()])).classes(),
+        [DefectClass::UnmarkedExternalEffect].into()
+    );
+    send["outputSchema"] = json!({"type": "object", "anyOf": [
+        {"type": "object", "properties": {"summary": {"type": "string"}}},
+        {"type": "object", "properties": {"status": {"const": "PREVIEW"}}}
+    ]});
+    assert!(check(&json!([send])).is_clean());
 }

@@ -55,6 +55,9 @@ pub struct Caller {
     pub rights: BTreeSet<String>,
     /// The catalog this connection sees.
     pub toolset: Toolset,
+    /// The effect classes whose actions this caller may only have approved in the product
+    /// (the tenant's choice, or every class for a connection pinned to the product).
+    pub product_approval: crate::ProductApproval,
 }
 
 /// Why a registered tool is not available to a caller.

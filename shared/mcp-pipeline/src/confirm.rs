@@ -27,6 +27,9 @@ pub(crate) struct Pending {
     pub(crate) content_hash: String,
     pub(crate) summary: String,
     pub(crate) status: String,
+    /// Prepared while its class was approved only in the product: it stays so, whatever the
+    /// mode is when someone tries to execute it (modes only make approval stricter).
+    pub(crate) in_product: bool,
 }
 
 /// The elicitation asking the person to approve the server-written summary.
@@ -69,7 +72,8 @@ pub(crate) enum Phase {
 /// Who approved a prepared action, as its audit row records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Approver {
-    /// The client called `confirm_action` (a client that prompts its user per call).
+    /// The client called `confirm_action` (a client that honours the descriptor's mark
+    /// prompts its user first; one that does not let the model decide).
     Client,
     /// The user accepted the approval request the client showed (elicitation).
     Elicitation,
@@ -81,9 +85,9 @@ impl Approver {
     /// The audit row's words for it.
     pub(crate) fn label(&self) -> String {
         match self {
-            Approver::Client => "client".into(),
+            Approver::Client => "client_prompt".into(),
             Approver::Elicitation => "elicitation".into(),
-            Approver::Product(member) => format!("product:{member}"),
+            Approver::Product(member) => format!("product_page:{member}"),
         }
     }
 }
@@ -173,6 +177,9 @@ pub(crate) fn pending_item(p: &Pending, now: i64) -> Item {
     item.insert("content_hash".into(), SV::s(&p.content_hash));
     item.insert("summary".into(), SV::s(&p.summary));
     item.insert("status".into(), SV::s(&p.status));
+    if p.in_product {
+        item.insert("in_product".into(), SV::Bool(true));
+    }
     item.insert(
         store::TTL_ATTRIBUTE.into(),
         SV::n(now + PENDING_TTL_SECONDS),
@@ -190,6 +197,7 @@ pub(crate) fn read_pending(token: &str, item: &Item) -> Option<Pending> {
         content_hash: s("content_hash")?,
         summary: s("summary")?,
         status: s("status")?,
+        in_product: matches!(item.get("in_product"), Some(SV::Bool(true))),
     })
 }
 

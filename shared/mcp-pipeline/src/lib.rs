@@ -14,6 +14,7 @@
 //! # }
 //! ```
 
+mod approval;
 mod args;
 mod authenticate;
 mod call;
@@ -35,6 +36,10 @@ mod state;
 mod tool;
 mod writes;
 
+pub use approval::{
+    APPROVAL_CLASSES, ApprovalMode, META_REQUIRES_USER_INTERACTION, ProductApproval,
+    approval_class, class_name,
+};
 pub use args::{Normalized, Synonym, normalize};
 pub use authenticate::{Admitted, Authenticated, Authenticator, Rejection};
 pub use call::{Approvals, PendingView};

@@ -201,6 +201,30 @@ fn output_schema(mut success: Value) -> Option<Value> {
     Some(root)
 }
 
+/// A tool that prepares answers a preview first: say so in its output schema, so that clients
+/// and the manifest checker can tell a preparing tool from one that executes at once.
+fn add_preview_branch(root: &mut Value) {
+    let preview = json!({
+        "type": "object",
+        "description": "A preview: nothing was done yet. confirm_action executes it (or a person approves it at approval_url, when there is one); reject_action discards it.",
+        "properties": {
+            "summary": {"type": "string"},
+            "status": {"const": "PREVIEW"},
+            "confirm_token": {"type": "string"},
+            "confirm_summary": {"type": "string"},
+            "preview": {"type": "object"},
+            "expires_in_seconds": {"type": "integer"},
+            "approval_url": {"type": "string", "description": "Present when a person approves this action in the product; give it to the user."},
+            "warnings": {"type": "array", "items": {"type": "string"}},
+            "next_steps": {"type": "array", "items": {"type": "string"}}
+        },
+        "required": ["summary", "status", "confirm_token", "confirm_summary", "preview", "expires_in_seconds", "warnings", "next_steps"]
+    });
+    if let Some(branches) = root.get_mut("anyOf").and_then(Value::as_array_mut) {
+        branches.insert(1, preview);
+    }
+}
+
 impl ToolSpec {
     /// Starts the registration of `tool`.
     pub fn new<T: Tool>(tool: T) -> Self {
@@ -222,7 +246,10 @@ impl ToolSpec {
                 crate::gates::idempotency_property(),
             );
         }
-        let output_schema = output_schema(schema_value::<T::Output>()).unwrap_or(Value::Null);
+        let mut output_schema = output_schema(schema_value::<T::Output>()).unwrap_or(Value::Null);
+        if T::EFFECT.needs_confirmation() {
+            add_preview_branch(&mut output_schema);
+        }
         ToolSpec {
             name: T::NAME,
             title: T::TITLE,
@@ -366,16 +393,27 @@ impl ToolSpec {
         self.name
     }
 
+    /// Whether a call executes an external effect at once (it does not prepare first): then
+    /// its descriptor asks the client to prompt its user on every call (ADR 15). Every tool
+    /// of a class above silent write prepares, so here that is `confirm_action`.
+    pub fn executes_in_one_step(&self) -> bool {
+        self.shown_effect().needs_confirmation() && !self.effect.needs_confirmation()
+    }
+
     /// The `tools/list` entry.
     pub fn descriptor(&self) -> Value {
-        json!({
+        let mut descriptor = json!({
             "name": self.name,
             "title": self.title,
             "description": self.description,
             "inputSchema": self.input_schema,
             "outputSchema": self.output_schema,
             "annotations": self.shown_effect().annotations(self.title),
-        })
+        });
+        if self.executes_in_one_step() {
+            descriptor["_meta"] = json!({crate::META_REQUIRES_USER_INTERACTION: true});
+        }
+        descriptor
     }
 }
 

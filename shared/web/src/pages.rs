@@ -135,6 +135,7 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
         ("POST", "/app/connections/revoke") => revoke_connection(web, &s, &form).await,
         ("GET", "/app/agent-access") => agent_access_page(web, &s, None).await,
         ("POST", "/app/agent-access") => set_agent_access(web, &s, &form).await,
+        ("POST", "/app/agent-access/approval") => set_approval_mode(web, &s, &form).await,
         ("GET", "/app/activity") => activity(web, &s).await,
         _ => match path.strip_prefix("/app/approvals/") {
             Some(token) if method == "GET" => approval(web, &s, token, None).await,
@@ -290,6 +291,8 @@ async fn decide(
         client_name: "product page".into(),
         rights: rights(web, s).await,
         toolset: mcp_pipeline::Toolset::Full,
+        // The page is the product: the approver is the person the product mode asks for.
+        product_approval: mcp_pipeline::ProductApproval::NONE,
     };
     let result = match form.get("decision").map(String::as_str) {
         Some("approve") => web.approvals.approve(token, caller, &s.member).await,
@@ -333,10 +336,15 @@ async fn connections(web: &Web, s: &Session, created: Option<&str>) -> WebRespon
             )
         };
         rows.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&c.client_name),
             escape(&c.creator),
             escape(c.toolset.as_str()),
+            if c.approval_pinned {
+                "in the product"
+            } else {
+                "workspace modes"
+            },
             escape(&c.rights.iter().cloned().collect::<Vec<_>>().join(", ")),
             escape(&c.created_at),
             escape(c.last_used.as_deref().unwrap_or("never")),
@@ -348,9 +356,11 @@ async fn connections(web: &Web, s: &Session, created: Option<&str>) -> WebRespon
         body.push_str(&format!("<div class=\"box\"><p>New connection. Copy the token now; it is not shown again:</p><pre>{}</pre></div>", escape(token)));
     }
     body.push_str(&format!(
-        "<table><tr><th>Client</th><th>Created by</th><th>Toolset</th><th>Rights</th><th>Created</th><th>Last used (to the hour)</th><th></th></tr>{rows}</table>\
+        "<table><tr><th>Client</th><th>Created by</th><th>Toolset</th><th>Approval</th><th>Rights</th><th>Created</th><th>Last used (to the hour)</th><th></th></tr>{rows}</table>\
          <h2>New connection</h2><form method=\"post\" action=\"/app/connections\">{}<p><label>Client <input name=\"client\" required></label></p>\
          <p><label>Toolset <select name=\"toolset\"><option>core</option><option selected>standard</option><option>full</option></select></label></p>\
+         <p><label>Approval <select name=\"approval\"><option value=\"client\" selected>the workspace's modes</option>\
+         <option value=\"product\">always in the product (for clients that never ask you)</option></select></label></p>\
          <p><button>Create</button></p></form>",
         csrf_field(s)
     ));
@@ -378,6 +388,10 @@ async fn create_connection(
         rights: rights(web, s).await,
         toolset,
         client_name: form.get("client").cloned().unwrap_or_default(),
+        approval: form
+            .get("approval")
+            .and_then(|a| mcp_pipeline::ApprovalMode::parse(a))
+            .unwrap_or_default(),
     };
     match web.connections.create_token(&actor(s), new).await {
         Ok((_, token)) => connections(web, s, Some(&token)).await,
@@ -413,7 +427,8 @@ async fn agent_access_page(web: &Web, s: &Session, message: Option<&str>) -> Web
         .ok()
         .flatten();
     let enabled = identity::switch::tenant_allows(on.as_ref());
-    let body = format!(
+    let modes = identity::switch::approval_modes(on.as_ref());
+    let mut body = format!(
         "{}<p>Agent access for <strong>{}</strong> is <strong>{}</strong>.</p><form method=\"post\">{}<input type=\"hidden\" name=\"state\" value=\"{}\"><button>{}</button></form>",
         message
             .map(|m| format!("<div class=\"box\">{}</div>", escape(m)))
@@ -428,7 +443,90 @@ async fn agent_access_page(web: &Web, s: &Session, message: Option<&str>) -> Web
             "Turn agent access on"
         }
     );
+    body.push_str(&approval_modes_form(s, modes));
     html(StatusCode::OK, "Agent access", &body)
+}
+
+/// Where each class of prepared action is approved, with a form to change each (ADR 15).
+fn approval_modes_form(s: &Session, modes: mcp_pipeline::ProductApproval) -> String {
+    let mut rows = String::new();
+    for class in mcp_pipeline::APPROVAL_CLASSES {
+        let name = mcp_pipeline::class_name(class);
+        let (now, other, button) = match modes.mode(class) {
+            mcp_pipeline::ApprovalMode::Client => {
+                ("in the client", "product", "Approve in the product only")
+            }
+            mcp_pipeline::ApprovalMode::Product => {
+                ("in the product only", "client", "Let clients approve")
+            }
+        };
+        rows.push_str(&format!(
+            "<tr><td>{name}</td><td>{now}</td><td><form method=\"post\" action=\"/app/agent-access/approval\">{}\
+             <input type=\"hidden\" name=\"class\" value=\"{name}\"><input type=\"hidden\" name=\"mode\" value=\"{other}\">\
+             <button>{button}</button></form></td></tr>",
+            csrf_field(s)
+        ));
+    }
+    format!(
+        "<h2>Approvals</h2><p class=\"muted\">In the client, the person's client asks them before a prepared action runs (clients that \
+         prompt per call, or ask through elicitation). In the product only, the agent gets a link and a member with the right approves \
+         here. Quotes are always approved in the product.</p><table><tr><th>Actions</th><th>Approved</th><th></th></tr>{rows}</table>"
+    )
+}
+
+/// The refusal for a member without `agent_access:manage`, who may not change `what`.
+async fn needs_agent_access_manage(web: &Web, s: &Session, what: &str) -> Option<WebResponse> {
+    let allowed = rights(web, s)
+        .await
+        .contains(booking::rights::AGENT_ACCESS_MANAGE);
+    (!allowed).then(|| {
+        html(
+            StatusCode::FORBIDDEN,
+            "Agent access",
+            &format!("<p>Changing {what} needs the agent_access:manage right.</p>"),
+        )
+    })
+}
+
+async fn set_approval_mode(
+    web: &Web,
+    s: &Session,
+    form: &std::collections::BTreeMap<String, String>,
+) -> WebResponse {
+    if let Some(refused) = needs_agent_access_manage(web, s, "approval modes").await {
+        return refused;
+    }
+    let class = form
+        .get("class")
+        .and_then(|c| mcp_pipeline::approval_class(c));
+    let mode = form
+        .get("mode")
+        .and_then(|m| mcp_pipeline::ApprovalMode::parse(m));
+    let (Some(class), Some(mode)) = (class, mode) else {
+        return html(
+            StatusCode::BAD_REQUEST,
+            "Agent access",
+            "<p>Choose one of notify, wake, alerting or delete, and client or product.</p>",
+        );
+    };
+    match web.switches.set_approval_mode(&actor(s), class, mode).await {
+        Ok(()) => {
+            let message = format!(
+                "{} actions are now approved {}.",
+                mcp_pipeline::class_name(class),
+                match mode {
+                    mcp_pipeline::ApprovalMode::Client => "in the client",
+                    mcp_pipeline::ApprovalMode::Product => "in the product only",
+                }
+            );
+            agent_access_page(web, s, Some(&message)).await
+        }
+        Err(e) => html(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Agent access",
+            &format!("<p>{}</p>", escape(&e.to_string())),
+        ),
+    }
 }
 
 async fn set_agent_access(
@@ -436,15 +534,8 @@ async fn set_agent_access(
     s: &Session,
     form: &std::collections::BTreeMap<String, String>,
 ) -> WebResponse {
-    if !rights(web, s)
-        .await
-        .contains(booking::rights::AGENT_ACCESS_MANAGE)
-    {
-        return html(
-            StatusCode::FORBIDDEN,
-            "Agent access",
-            "<p>Changing agent access needs the agent_access:manage right.</p>",
-        );
+    if let Some(refused) = needs_agent_access_manage(web, s, "agent access").await {
+        return refused;
     }
     let on = form.get("state").map(String::as_str) == Some("on");
     match web.switches.set_agent_access(&actor(s), on).await {
@@ -478,11 +569,17 @@ async fn activity(web: &Web, s: &Session) -> WebResponse {
             identity::Channel::Mcp { connection, client } => (connection.as_str(), client.as_str()),
             _ => ("", ""),
         };
+        let approved = e
+            .approval
+            .as_deref()
+            .map(identity::audit::approval_words)
+            .unwrap_or_default();
         rows.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&e.at),
             escape(&e.action),
             escape(&e.ids.join(", ")),
+            escape(&approved),
             escape(client),
             escape(connection)
         ));
@@ -491,7 +588,7 @@ async fn activity(web: &Web, s: &Session) -> WebResponse {
         StatusCode::OK,
         "Recent agent activity",
         &format!(
-            "<table><tr><th>When</th><th>What</th><th>Objects</th><th>Client</th><th>Connection</th></tr>{rows}</table>"
+            "<table><tr><th>When</th><th>What</th><th>Objects</th><th>Approved by</th><th>Client</th><th>Connection</th></tr>{rows}</table>"
         ),
     )
 }

@@ -40,8 +40,15 @@ async fn tools_are_listed_in_registration_order_with_derived_schemas_and_annotat
         let any_of = tool["outputSchema"]["anyOf"]
             .as_array()
             .unwrap_or_else(|| panic!("{name}: outputSchema covers success and error"));
-        assert_eq!(any_of.len(), 2);
-        assert_eq!(any_of[1]["properties"]["error"]["const"], true);
+        // Success, then (for tools that prepare) the preview, then the error.
+        let prepares = matches!(name, "notify_customer" | "delete_thing");
+        assert_eq!(any_of.len(), if prepares { 3 } else { 2 }, "{name}");
+        if prepares {
+            assert_eq!(any_of[1]["properties"]["status"]["const"], "PREVIEW");
+        }
+        assert_eq!(any_of.last().unwrap()["properties"]["error"]["const"], true);
+        let marked = tool["_meta"]["anthropic/requiresUserInteraction"] == true;
+        assert_eq!(marked, name == "confirm_action", "{name}");
         assert!(tool["title"].is_string() && tool["description"].is_string());
     }
     let by_name = |n: &str| tools.iter().find(|t| t["name"] == n).unwrap()["annotations"].clone();

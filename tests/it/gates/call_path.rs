@@ -380,6 +380,7 @@ async fn an_approval_log_line_times_the_approval() {
         client_name: "product page".into(),
         rights: crate::support::rights(&[app::rights::CUSTOMERS_NOTIFY]),
         toolset: mcp_pipeline::Toolset::Full,
+        product_approval: mcp_pipeline::ProductApproval::NONE,
     };
     n.traps.charge_takes_seconds.store(3, Ordering::SeqCst);
     let logged = crate::support::LogCapture::default();

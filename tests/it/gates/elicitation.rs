@@ -62,6 +62,11 @@ async fn a_client_that_can_ask_gets_an_approval_request(n: Notes) {
     assert!(!done.is_error(), "{}", done.text());
     assert_eq!(done.structured()["status"], "DONE");
     assert_eq!(n.outbox().await.len(), 1);
+    assert_eq!(
+        n.approvals_of("send_note").await,
+        [Some("elicitation".to_owned())],
+        "the audit row says the client's user approved it"
+    );
     // The same approval replayed is refused: it was consumed in the store.
     let replayed = c
         .call_tool_with("send_note", approval_retry(args, &state, true))

@@ -50,6 +50,7 @@ pub(crate) async fn connect(
         rights,
         toolset,
         client_name: client.into(),
+        approval: mcp_pipeline::ApprovalMode::Client,
     };
     let (connection, token) = app.connections.create_token(&actor, new).await.unwrap();
     (connection.id, token)

@@ -1007,6 +1007,17 @@ impl Notes {
             .collect()
     }
 
+    /// How each executed `action` of this connection was approved, newest first.
+    pub(crate) async fn approvals_of(&self, action: &str) -> Vec<Option<String>> {
+        identity::audit::recent(self.app.store.as_ref(), "acme", Some(&self.connection), 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.action == action && e.outcome == "ok")
+            .map(|e| e.approval)
+            .collect()
+    }
+
     /// The executed writes among [`Notes::audit_actions`].
     pub(crate) async fn executed(&self) -> Vec<String> {
         let rows = self.audit_actions().await;

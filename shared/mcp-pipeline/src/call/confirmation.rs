@@ -100,15 +100,8 @@ impl Call<'_> {
             )
             .into());
         };
-        if spec.approval_in_product && !matches!(approver, Approver::Product(_)) {
-            let url = self.server.approval_url(&pending.token);
-            return Err(ToolError::new(
-                ErrorKind::Forbidden,
-                "This action moves money or binds the company, so it is approved only in the product, by a person with the right",
-                format!("Give the user the approval link: {url}"),
-            )
-            .detail("approval_url", url)
-            .into());
+        if let Some(refusal) = self.approval_in_product_needed(&pending, &approver) {
+            return Err(refusal.into());
         }
         let rerun = rerun_request(self.req, &pending);
         let plan = Arc::new(CallPlan::new(
@@ -126,6 +119,43 @@ impl Call<'_> {
         inner.notifications = self.notifications.clone();
         let (ended, _) = Box::pin(inner.run()).await;
         ended.map_err(Exit::Interrupt)
+    }
+}
+
+impl Call<'_> {
+    /// The refusal of an approval that did not come from the product, for an action only a
+    /// person in the product may approve: the tool moves money or binds the company, or its
+    /// class is approved in the product by the tenant or the connection, now or when it was
+    /// prepared (ADR 15). Nothing is consumed: the link still works.
+    pub(crate) fn approval_in_product_needed(
+        &self,
+        pending: &confirm::Pending,
+        approver: &Approver,
+    ) -> Option<ToolError> {
+        if matches!(approver, Approver::Product(_)) {
+            return None;
+        }
+        let spec = self.server.registry().get(&pending.tool)?;
+        let by_mode = self
+            .caller()
+            .is_some_and(|c| c.product_approval.requires(spec.effect));
+        let url = self.server.approval_url(&pending.token);
+        let why = if spec.approval_in_product {
+            "This action moves money or binds the company, so it is approved only in the product, by a person with the right"
+        } else if by_mode || pending.in_product {
+            "This workspace approves this kind of action only in the product, by a person with the right; the client cannot confirm it"
+        } else {
+            return None;
+        };
+        Some(
+            ToolError::new(
+                ErrorKind::Forbidden,
+                why,
+                format!("Give the user the approval link: {url}"),
+            )
+            .detail("approval_url", url)
+            .detail("approval_mode", "product"),
+        )
     }
 }
 
@@ -165,7 +195,7 @@ pub struct PendingView {
     pub status: String,
     /// The connection that asked.
     pub connection: String,
-    /// Whether the tool is approved only in the product (money).
+    /// Whether only a person in the product may approve it (money, or the product mode).
     pub approval_in_product: bool,
 }
 
@@ -202,10 +232,11 @@ impl Approvals for Server {
                 .await
                 .ok()??;
             let p = confirm::read_pending(&token, &item)?;
-            let approval_in_product = self
-                .registry()
-                .get(&p.tool)
-                .is_some_and(|t| t.approval_in_product);
+            let approval_in_product = p.in_product
+                || self
+                    .registry()
+                    .get(&p.tool)
+                    .is_some_and(|t| t.approval_in_product);
             Some(PendingView {
                 token: p.token,
                 tool: p.tool,

@@ -143,6 +143,11 @@ impl Call<'_> {
             confirm::load(g.store.as_ref(), &self.req.prefetched, caller, token, None).await?;
         let responses = self.req.message.params.get("inputResponses");
         if confirm::approved(responses) {
+            // The mode may have become `product` since the client was asked.
+            if let Some(refusal) = self.approval_in_product_needed(&pending, &Approver::Elicitation)
+            {
+                return Err(refusal.into());
+            }
             self.phase = Phase::Confirm(Box::new(pending), Approver::Elicitation);
             return Ok(());
         }
@@ -176,6 +181,8 @@ impl Call<'_> {
             content_hash: crate::canonical::digest(&content),
             summary,
             status: "pending".into(),
+            in_product: self.plan.spec.approval_in_product
+                || caller.product_approval.requires(self.plan.spec.effect),
         };
         Ok((pending, content))
     }
@@ -197,8 +204,7 @@ impl Call<'_> {
         {
             return Err(error.into());
         }
-        let spec = &self.plan.spec;
-        if self.client_elicits() && !spec.approval_in_product {
+        if self.client_elicits() && !fresh.in_product {
             // The client can ask its user: ask for approval of the server-written summary;
             // the sealed state names the pending action.
             return Err(Exit::Interrupt(Interrupt::InputRequired(json!({
@@ -209,7 +215,7 @@ impl Call<'_> {
             }))));
         }
         let mut preview = confirm::preview_result(ran.result.structured, &fresh, &content);
-        if spec.approval_in_product {
+        if fresh.in_product {
             let url = self.server.approval_url(&fresh.token);
             confirm::approve_in_product(&mut preview, &fresh, &url);
         }
@@ -222,8 +228,9 @@ impl Call<'_> {
         &mut self,
         g: &gates::Gates,
         old: &Pending,
-        (fresh, content): (Pending, Value),
+        (mut fresh, content): (Pending, Value),
     ) -> Stage<ToolResult> {
+        fresh.in_product |= old.in_product;
         let tenant = self.caller().map(|c| c.tenant.clone()).unwrap_or_default();
         let mut ops = WriteSet::of(confirm::consume_op(&tenant, &old.token, "superseded"));
         ops.ops

@@ -222,6 +222,7 @@ async fn commit<T>(
         channel: identity::Channel::Api,
         action: format!("api.{tool}"),
         outcome: "ok".into(),
+        approval: None,
         ids: change.ids.clone(),
         at: identity::now_rfc3339(),
     };
