@@ -141,7 +141,7 @@ async fn fixture(world: &World) -> Fixture {
         unit_price: "19.99".into(),
     };
     let quote = booking::Quotes::new(store.clone())
-        .create(&seed, &customer.id, &[line])
+        .create(&seed, &customer.id, &[line], None)
         .await
         .unwrap()
         .commit(store.as_ref(), vec![])

@@ -593,7 +593,7 @@ on_every_backend!(
 
 // ===== quotes =====
 
-async fn tenant_settings(world: &World, tenant: &str, currency: &str, tax: &str) {
+pub(crate) async fn tenant_settings(world: &World, tenant: &str, currency: &str, tax: &str) {
     let t = booking::Tenant {
         id: tenant.into(),
         name: "Test".into(),

@@ -210,3 +210,99 @@ on_every_backend!(
     separate_customers,
     a_separate_customer_holds_no_claim_on_its_email
 );
+
+fn filter_quote(customer: &str, quantity: &str) -> Value {
+    json!({"customer": customer, "lines": [{"description": "Filter", "quantity": quantity, "unit_price": "19.99"}]})
+}
+
+/// A quote's business key is its customer and lines: a second identical quote is refused and
+/// names the first, `separate` with a reason makes one anyway (and holds no claim), and the
+/// claim follows the lines when a draft changes. Through MCP and the JSON API alike.
+async fn a_second_identical_quote_is_a_duplicate(world: World) {
+    let (c, _) = setup(&world).await;
+    crate::booking_tools::tenant_settings(&world, "acme", "EUR", "19").await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let first = c.call_tool("create_quote", filter_quote(&ada, "3")).await;
+    assert!(!first.is_error(), "{}", first.text());
+    let q = first.structured()["quote"].clone();
+    // Written differently, the same decimals are the same lines.
+    let again = c.call_tool("create_quote", filter_quote(&ada, "3.0")).await;
+    assert_eq!(code(&again), "conflict", "{}", again.text());
+    assert_eq!(again.structured()["existing"], q["quote"]);
+    let no_reason = c
+        .call_tool(
+            "create_quote",
+            json!({"customer": ada, "lines": filter_quote(&ada, "3")["lines"], "separate": true}),
+        )
+        .await;
+    assert_eq!(code(&no_reason), "validation");
+    let separate = c
+        .call_tool(
+            "create_quote",
+            json!({"customer": ada, "lines": filter_quote(&ada, "3")["lines"], "separate": true, "reason": "a second site"}),
+        )
+        .await;
+    assert!(!separate.is_error(), "{}", separate.text());
+    // The draft's lines change: the old content is free, the new one guarded.
+    let updated = c
+        .call_tool(
+            "update_quote",
+            json!({"quote": q["quote"], "version": q["version"], "lines": filter_quote(&ada, "4")["lines"]}),
+        )
+        .await;
+    assert!(!updated.is_error(), "{}", updated.text());
+    let at_new = c.call_tool("create_quote", filter_quote(&ada, "4")).await;
+    assert_eq!(code(&at_new), "conflict", "{}", at_new.text());
+    let at_old = c.call_tool("create_quote", filter_quote(&ada, "3")).await;
+    assert!(
+        !at_old.is_error(),
+        "the old lines are free: {}",
+        at_old.text()
+    );
+    // The JSON API guards the same key and takes the same `separate`.
+    let api = format!(
+        "Bearer {}",
+        identity::product::create_api_token(&world.app.store, "acme", "ana")
+            .await
+            .unwrap()
+    );
+    let headers = [
+        ("content-type", "application/json"),
+        ("authorization", api.as_str()),
+    ];
+    let post = |body: Value| {
+        let headers = headers;
+        let world = &world;
+        async move { crate::web::send(world, "POST", "/api/quotes", &headers, &body.to_string()).await }
+    };
+    let dup = post(filter_quote(&ada, "4")).await;
+    assert_eq!(dup.status, 409, "{}", dup.body);
+    let quotes_before = world
+        .app
+        .store
+        .query(store::Query::partition("acme#quote"))
+        .await
+        .unwrap()
+        .items
+        .len();
+    let bad =
+        post(json!({"customer": ada, "lines": filter_quote(&ada, "4")["lines"], "separate": true}))
+            .await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+    let ok = post(json!({"customer": ada, "lines": filter_quote(&ada, "4")["lines"], "separate": true, "reason": "a second site"})).await;
+    assert_eq!(ok.status, 201, "{}", ok.body);
+    let quotes_after = world
+        .app
+        .store
+        .query(store::Query::partition("acme#quote"))
+        .await
+        .unwrap()
+        .items
+        .len();
+    assert_eq!(
+        quotes_after,
+        quotes_before + 1,
+        "only the separate one was written"
+    );
+}
+on_every_backend!(identical_quotes, a_second_identical_quote_is_a_duplicate);

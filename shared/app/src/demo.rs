@@ -216,7 +216,7 @@ pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, Dem
             unit_price: "19.99".into(),
         }];
         Quotes::new(app.store.clone())
-            .create(&seed, &found[0].id, &lines)
+            .create(&seed, &found[0].id, &lines, None)
             .await?
             .commit(app.store.as_ref(), vec![])
             .await?;

@@ -1,7 +1,7 @@
 //! `create_quote`: a draft quote (silent).
 
 use booking::Quotes;
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +17,10 @@ pub(crate) struct Input {
     customer: Handle<CustomerKind>,
     /// The lines (1 to 100).
     lines: Vec<LineArg>,
+    /// Create another quote with the same customer and lines anyway (needs `reason`).
+    separate: Option<bool>,
+    /// Why a second identical quote is meant (with `separate`).
+    reason: Option<String>,
 }
 
 /// The draft quote with totals computed by the server.
@@ -39,14 +43,28 @@ impl Tool for CreateQuote {
     type Output = Output;
     const NAME: &'static str = "create_quote";
     const TITLE: &'static str = "Create a draft quote";
-    const DESCRIPTION: &'static str = "Creates a draft quote for a customer in the workspace's currency and tax rate; the server computes line totals, tax and total. The customer is not told; send_quote sends it after approval in the product. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"lines\": [{\"description\": \"Filter\", \"quantity\": \"3\", \"unit_price\": \"19.99\"}]}";
+    const DESCRIPTION: &'static str = "Creates a draft quote for a customer in the workspace's currency and tax rate; the server computes line totals, tax and total. The same customer with the same lines is one quote: the error names it. The customer is not told; send_quote sends it after approval in the product. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"lines\": [{\"description\": \"Filter\", \"quantity\": \"3\", \"unit_price\": \"19.99\"}]}";
     const EFFECT: EffectClass = EffectClass::SilentWrite;
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let separate = input.separate.unwrap_or(false);
+        let reason = input.reason.as_deref().filter(|r| !r.trim().is_empty());
+        if separate && reason.is_none() {
+            return Err(ToolError::validation(
+                "`separate` needs a `reason`",
+                "Say why a second quote with the same customer and lines is needed",
+            )
+            .into());
+        }
         let change = self
             .quotes
-            .create(&actor, input.customer.id(), &lines(input.lines))
+            .create(
+                &actor,
+                input.customer.id(),
+                &lines(input.lines),
+                if separate { reason } else { None },
+            )
             .await
             .map_err(error)?;
         let q = apply(&ctx, change);

@@ -107,7 +107,11 @@ pub fn normalize_email(email: &str) -> Result<String, BookingError> {
     }
 }
 
-fn check_len(field: &'static str, value: &str, max: usize) -> Result<String, BookingError> {
+pub(crate) fn check_len(
+    field: &'static str,
+    value: &str,
+    max: usize,
+) -> Result<String, BookingError> {
     let v = value.trim();
     if v.is_empty() || v.chars().count() > max {
         return Err(BookingError::invalid(

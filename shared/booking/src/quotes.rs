@@ -36,12 +36,33 @@ pub struct Quote {
     pub status: String,
     /// Content hash.
     pub version: String,
+    /// Created as a deliberate duplicate (`separate`): it holds no claim on its customer and
+    /// lines.
+    pub separate: bool,
 }
 
 impl Quote {
     /// The public handle.
     pub fn handle(&self) -> String {
         Kind::Quote.handle(&self.id)
+    }
+
+    /// The claim on this quote's business key: the same customer and the same lines (in
+    /// order, as decimals) make the same quote, drafted or sent; a second one is refused as a
+    /// duplicate unless it is made `separate` with a reason.
+    fn content_claim(tenant: &str, customer: &str, lines: &[Line]) -> store::Key {
+        let canonical: Vec<serde_json::Value> = lines
+            .iter()
+            .map(|l| {
+                json!([
+                    l.description,
+                    l.quantity.normalize().to_string(),
+                    l.unit_price.normalize().to_string()
+                ])
+            })
+            .collect();
+        let digest = version_of(&json!({"customer": customer, "lines": canonical}));
+        keys::unique(tenant, "quote-content", &digest)
     }
 }
 
@@ -142,7 +163,16 @@ fn from_item(id: &str, item: &Item) -> Result<Quote, BookingError> {
         totals,
         status: s("status"),
         version: s("version"),
+        separate: item.get("separate") == Some(&Value::Bool(true)),
     })
+}
+
+/// The stored item of a quote, keeping its `separate` mark across changes.
+fn marked(mut item: Item, separate: bool) -> Item {
+    if separate {
+        item.insert("separate".into(), Value::Bool(true));
+    }
+    item
 }
 
 /// The quote service.
@@ -182,14 +212,19 @@ impl Quotes {
         from_item(id, &item)
     }
 
-    /// Plans a draft quote in the workspace's currency and tax rate.
+    /// Plans a draft quote in the workspace's currency and tax rate. The same customer with
+    /// the same lines is one quote: a second needs `separate_reason` (why it is meant).
     pub async fn create(
         &self,
         actor: &Actor,
         customer: &str,
         lines: &[LineInput],
+        separate_reason: Option<&str>,
     ) -> Result<Change<Quote>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
+        if let Some(reason) = separate_reason {
+            crate::customers::check_len("reason", reason, 300)?;
+        }
         if self
             .store
             .get(&keys::object(&actor.tenant, Kind::Customer, customer))
@@ -217,7 +252,11 @@ impl Quotes {
             error: e,
         })?;
         let id = crate::ids::new_id(self.randomness.as_ref());
-        let item = item_of(customer, &parsed, currency, &tax_rate, "draft");
+        let separate = separate_reason.is_some();
+        let item = marked(
+            item_of(customer, &parsed, currency, &tax_rate, "draft"),
+            separate,
+        );
         let quote = from_item(&id, &item)?;
         let handle = quote.handle();
         let mut change = Change::new(quote);
@@ -226,6 +265,10 @@ impl Quotes {
                 .when(Condition::item_not_exists()),
             |_| BookingError::Rejected("a quote with this id exists; try again".into()),
         );
+        if !separate {
+            let key = Quote::content_claim(&actor.tenant, customer, &parsed);
+            crate::claims::take(&mut change, key, &handle, "quote", "customer and lines");
+        }
         change.ids.push(handle);
         Ok(change)
     }
@@ -260,12 +303,15 @@ impl Quotes {
                 error: e,
             }
         })?;
-        let item = item_of(
-            &current.customer,
-            &parsed,
-            current.totals.currency,
-            &current.totals.tax_rate,
-            "draft",
+        let item = marked(
+            item_of(
+                &current.customer,
+                &parsed,
+                current.totals.currency,
+                &current.totals.tax_rate,
+                "draft",
+            ),
+            current.separate,
         );
         let quote = from_item(id, &item)?;
         let handle = quote.handle();
@@ -280,6 +326,13 @@ impl Quotes {
                 current: json!(null),
             },
         );
+        if !current.separate {
+            // The claim follows the lines.
+            let claim =
+                |lines: &[Line]| Quote::content_claim(&actor.tenant, &current.customer, lines);
+            let moved = (claim(&current.lines), claim(&parsed));
+            crate::claims::relocate(&mut change, moved, &handle, "quote", "customer and lines");
+        }
         change.ids.push(handle);
         Ok(change)
     }
@@ -308,12 +361,15 @@ impl Quotes {
                 current.handle()
             )));
         }
-        let item = item_of(
-            &current.customer,
-            &current.lines,
-            current.totals.currency,
-            &current.totals.tax_rate,
-            "sent",
+        let item = marked(
+            item_of(
+                &current.customer,
+                &current.lines,
+                current.totals.currency,
+                &current.totals.tax_rate,
+                "sent",
+            ),
+            current.separate,
         );
         let quote = from_item(id, &item)?;
         let handle = quote.handle();

@@ -55,8 +55,11 @@ pub(super) async fn route(
                     "start",
                     "zone",
                     "duration_minutes",
+                    "separate",
+                    "reason",
                 ],
             )?;
+            let reason = b.separate_reason()?;
             let new = booking::NewBooking {
                 customer: b.handle("customer", Kind::Customer)?,
                 technician: b.handle("technician", Kind::Technician)?,
@@ -65,7 +68,7 @@ pub(super) async fn route(
                 duration_minutes: b.int("duration_minutes")?,
             };
             let change = bookings
-                .create_draft(actor, new, None, now)
+                .create_draft(actor, new, reason.as_deref(), now)
                 .await
                 .map_err(error)?;
             let created = commit(web, actor, "create_booking", change).await?;

@@ -40,7 +40,11 @@ pub(super) async fn route(web: &Web, actor: &booking::Actor, request: Request<'_
             ))
         }
         ("POST", []) => {
-            let b = Body::parse(body, &["name", "email", "phone", "address"])?;
+            let b = Body::parse(
+                body,
+                &["name", "email", "phone", "address", "separate", "reason"],
+            )?;
+            let reason = b.separate_reason()?;
             let new = booking::NewCustomer {
                 name: b.opt_string("name")?.unwrap_or_default(),
                 email: b.opt_string("email")?.unwrap_or_default(),
@@ -48,7 +52,9 @@ pub(super) async fn route(web: &Web, actor: &booking::Actor, request: Request<'_
                 address: b.opt_string("address")?,
                 notes: None,
             };
-            let change = customers.create(actor, new, None).map_err(error)?;
+            let change = customers
+                .create(actor, new, reason.as_deref())
+                .map_err(error)?;
             let c = commit(web, actor, "create_customer", change).await?;
             Ok(json_response(StatusCode::CREATED, &customer_json(&c)))
         }

@@ -183,6 +183,22 @@ impl Body {
         }
     }
 
+    /// The reason a create is a deliberate duplicate: `separate: true` needs a `reason`, as
+    /// the tools ask (`None`: not separate).
+    fn separate_reason(&self) -> Result<Option<String>, WebResponse> {
+        let separate = match self.0.get("separate") {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+            Some(Value::Bool(true)) => true,
+            Some(_) => return Err(invalid("separate", "must be true or false")),
+        };
+        let reason = self.opt_string("reason")?.filter(|r| !r.trim().is_empty());
+        match (separate, reason) {
+            (true, None) => Err(invalid("reason", "`separate` needs a `reason`")),
+            (true, reason) => Ok(reason),
+            (false, _) => Ok(None),
+        }
+    }
+
     fn handle(&self, field: &str, kind: Kind) -> Result<String, WebResponse> {
         self.opt_handle(field, kind)?
             .ok_or_else(|| invalid(field, "is required"))

@@ -55,10 +55,11 @@ pub(super) async fn route(
     let quotes = &web.quotes;
     match (method, rest) {
         ("POST", []) => {
-            let b = Body::parse(body, &["customer", "lines"])?;
+            let b = Body::parse(body, &["customer", "lines", "separate", "reason"])?;
             let customer = b.handle("customer", Kind::Customer)?;
+            let reason = b.separate_reason()?;
             let change = quotes
-                .create(actor, &customer, &lines(&b)?)
+                .create(actor, &customer, &lines(&b)?, reason.as_deref())
                 .await
                 .map_err(error)?;
             let q = commit(web, actor, "create_quote", change).await?;
