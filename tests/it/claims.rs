@@ -271,7 +271,6 @@ async fn a_second_identical_quote_is_a_duplicate(world: World) {
         ("authorization", api.as_str()),
     ];
     let post = |body: Value| {
-        let headers = headers;
         let world = &world;
         async move { crate::web::send(world, "POST", "/api/quotes", &headers, &body.to_string()).await }
     };
