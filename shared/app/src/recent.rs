@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use mcp_pipeline::{CallError, EffectClass, ErrorKind, Success, Tool, ToolContext, ToolError};
+use mcp_pipeline::{
+    CallError, EffectClass, ErrorKind, Policy, Success, Tool, ToolContext, ToolError,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use store::Store;
@@ -72,6 +74,8 @@ impl Tool for ListRecentChanges {
         trail; with scope \"tenant\" and the audit:read right, every change in the workspace. Use it \
         before creating something to find work done earlier. Changes nothing. Example: {\"limit\": 10}";
     const EFFECT: EffectClass = EffectClass::Read;
+    // The audit trail names the product's objects, so reading it needs the product's read right.
+    const POLICY: Policy = Policy::CORE.requires(&[booking::rights::BOOKINGS_READ]);
 
     async fn call(
         &self,

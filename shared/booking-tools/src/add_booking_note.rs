@@ -1,10 +1,11 @@
 //! `add_booking_note`: a staff note on a booking (silent).
 
-use booking::Bookings;
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Services;
 use crate::adapter::{BookingKind, actor, apply, error};
 use crate::present::BookingView;
 
@@ -29,8 +30,7 @@ pub(crate) struct Output {
 /// Adds a staff note.
 #[derive(Debug)]
 pub(crate) struct AddBookingNote {
-    pub(crate) bookings: Bookings,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for AddBookingNote {
@@ -40,10 +40,12 @@ impl Tool for AddBookingNote {
     const TITLE: &'static str = "Add a booking note";
     const DESCRIPTION: &'static str = "Adds a staff note to a booking, visible to staff only; the customer is not told. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"note\": \"Bring the long ladder.\"}";
     const EFFECT: EffectClass = EffectClass::SilentWrite;
+    const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::BOOKINGS_WRITE]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let change = self
+            .services
             .bookings
             .add_note(&actor, input.booking.id(), &input.note)
             .await
@@ -52,7 +54,11 @@ impl Tool for AddBookingNote {
         Ok(Success::new(
             format!("Added a note to {}; nobody was told.", b.handle()),
             Output {
-                booking: BookingView::new(&b, &self.console_base, crate::adapter::now(&ctx)),
+                booking: BookingView::new(
+                    &b,
+                    &self.services.console_base,
+                    crate::adapter::now(&ctx),
+                ),
                 notified: Vec::new(),
             },
         ))

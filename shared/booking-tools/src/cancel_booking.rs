@@ -1,12 +1,13 @@
 //! `cancel_booking`: prepares cancelling a booking (and telling the customer if it was
 //! confirmed); `confirm_action` cancels.
 
-use booking::{Bookings, Customers};
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::Services;
 use crate::adapter::{BookingKind, actor, apply, error};
 use crate::present::BookingView;
 
@@ -31,9 +32,7 @@ pub(crate) struct Output {
 /// Cancels a booking.
 #[derive(Debug)]
 pub(crate) struct CancelBooking {
-    pub(crate) bookings: Bookings,
-    pub(crate) customers: Customers,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for CancelBooking {
@@ -43,21 +42,25 @@ impl Tool for CancelBooking {
     const TITLE: &'static str = "Cancel a booking";
     const DESCRIPTION: &'static str = "Prepares cancelling one booking; if it was confirmed, the customer is emailed. Returns a preview and a confirm_token; nothing happens until confirm_action. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\"}";
     const EFFECT: EffectClass = EffectClass::Notify;
+    const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::BOOKINGS_WRITE]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let current = self
+            .services
             .bookings
             .get(&actor, input.booking.id())
             .await
             .map_err(error)?;
         let customer = self
+            .services
             .customers
             .get(&actor, &current.customer)
             .await
             .map_err(error)?;
         let text = booking::messages::booking_cancelled(&customer, &current);
         let change = self
+            .services
             .bookings
             .cancel(
                 &actor,
@@ -87,7 +90,11 @@ impl Tool for CancelBooking {
         Ok(Success::new(
             format!("Cancelled booking {}.", b.handle()),
             Output {
-                booking: BookingView::new(&b, &self.console_base, crate::adapter::now(&ctx)),
+                booking: BookingView::new(
+                    &b,
+                    &self.services.console_base,
+                    crate::adapter::now(&ctx),
+                ),
                 notified,
             },
         ))

@@ -1,12 +1,13 @@
 //! `cancel_bookings`: prepares cancelling several bookings matched by a filter, only when the
 //! match count is what the caller expects.
 
-use booking::{Bookings, Customers};
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::Services;
 use crate::adapter::{CustomerKind, TechnicianKind, actor, apply, error};
 use crate::present::BookingView;
 
@@ -32,9 +33,7 @@ pub(crate) struct Output {
 /// Cancels several bookings.
 #[derive(Debug)]
 pub(crate) struct CancelBookings {
-    pub(crate) bookings: Bookings,
-    pub(crate) customers: Customers,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for CancelBookings {
@@ -44,10 +43,12 @@ impl Tool for CancelBookings {
     const TITLE: &'static str = "Cancel several bookings";
     const DESCRIPTION: &'static str = "Prepares cancelling every open booking of a customer or technician; the customers of confirmed ones are emailed. If the filter matches a different number than expected_count, it lists the matches and does nothing. Waits for confirm_action. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"expected_count\": 3}";
     const EFFECT: EffectClass = EffectClass::Notify;
+    const POLICY: Policy = Policy::listed_in(Toolset::Full).requires(&[rights::BOOKINGS_WRITE]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let open = self
+            .services
             .bookings
             .open_matching(
                 &actor,
@@ -65,9 +66,12 @@ impl Tool for CancelBookings {
         let mut wanted: Vec<&str> = open.iter().map(|b| b.customer.as_str()).collect();
         wanted.sort_unstable();
         wanted.dedup();
-        let found =
-            futures_util::future::join_all(wanted.iter().map(|id| self.customers.get(&actor, id)))
-                .await;
+        let found = futures_util::future::join_all(
+            wanted
+                .iter()
+                .map(|id| self.services.customers.get(&actor, id)),
+        )
+        .await;
         let mut customers = std::collections::HashMap::new();
         for (id, customer) in wanted.into_iter().zip(found) {
             customers.insert(id, customer.map_err(error)?);
@@ -76,12 +80,17 @@ impl Tool for CancelBookings {
             let customer = &customers[b.customer.as_str()];
             let text = booking::messages::booking_cancelled(customer, b);
             let change = self
+                .services
                 .bookings
                 .cancel_read(&actor, b.clone(), &customer.email, &text)
                 .map_err(error)?;
             notified.extend(change.notified.clone());
             let cancelled = apply(&ctx, change);
-            views.push(BookingView::new(&cancelled, &self.console_base, now));
+            views.push(BookingView::new(
+                &cancelled,
+                &self.services.console_base,
+                now,
+            ));
         }
         ctx.writes.preview(
             format!(

@@ -1,10 +1,14 @@
 //! `create_booking`: a draft booking; nobody is told.
 
-use booking::{Bookings, NewBooking};
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext, ToolError};
+use booking::NewBooking;
+use booking::rights;
+use mcp_pipeline::{
+    CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, ToolError, Toolset,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Services;
 use crate::adapter::{CustomerKind, TechnicianKind, actor, apply, error, when};
 use crate::present::BookingView;
 
@@ -41,8 +45,7 @@ pub(crate) struct Output {
 /// Creates a draft booking.
 #[derive(Debug)]
 pub(crate) struct CreateBooking {
-    pub(crate) bookings: Bookings,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for CreateBooking {
@@ -52,6 +55,7 @@ impl Tool for CreateBooking {
     const TITLE: &'static str = "Create a draft booking";
     const DESCRIPTION: &'static str = "Creates a draft booking of a technician at a customer; the customer is not told until send_booking_confirmation. If the same customer, technician and start exist, the error names that booking; update_booking changes drafts. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"service\": \"boiler service\", \"start\": \"2026-06-01 09:00\", \"zone\": \"Europe/Berlin\", \"duration_minutes\": 90}";
     const EFFECT: EffectClass = EffectClass::SilentWrite;
+    const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_WRITE]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
@@ -73,12 +77,13 @@ impl Tool for CreateBooking {
         };
         let now = crate::adapter::now(&ctx);
         let change = self
+            .services
             .bookings
             .create_draft(&actor, new, if separate { reason } else { None }, now)
             .await
             .map_err(error)?;
         let b = apply(&ctx, change);
-        let view = BookingView::new(&b, &self.console_base, now);
+        let view = BookingView::new(&b, &self.services.console_base, now);
         let handle = b.handle();
         Ok(Success::new(
             format!("Created draft booking {handle}; the customer was not told."),

@@ -1,10 +1,14 @@
 //! `create_customer`: a new customer (silent: nobody is told).
 
-use booking::{Customers, NewCustomer};
-use mcp_pipeline::{CallError, EffectClass, Success, Tool, ToolContext, ToolError};
+use booking::NewCustomer;
+use booking::rights;
+use mcp_pipeline::{
+    CallError, EffectClass, Policy, Success, Tool, ToolContext, ToolError, Toolset,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Services;
 use crate::adapter::{actor, apply, error};
 use crate::present::CustomerView;
 
@@ -37,8 +41,7 @@ pub(crate) struct Output {
 /// Creates a customer.
 #[derive(Debug)]
 pub(crate) struct CreateCustomer {
-    pub(crate) customers: Customers,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for CreateCustomer {
@@ -48,6 +51,7 @@ impl Tool for CreateCustomer {
     const TITLE: &'static str = "Create a customer";
     const DESCRIPTION: &'static str = "Creates a customer record. Use it for a person who is not a customer yet; if one exists with the email, the error names it and update_customer changes it. Sends nothing to anyone. Example: {\"name\": \"Ada Lovelace\", \"email\": \"ada@example.com\", \"phone\": \"+44 20 7946 0000\"}";
     const EFFECT: EffectClass = EffectClass::SilentWrite;
+    const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_WRITE]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
@@ -68,6 +72,7 @@ impl Tool for CreateCustomer {
             notes: None,
         };
         let change = self
+            .services
             .customers
             .create(&actor, new, if separate { reason } else { None })
             .map_err(error)?;
@@ -79,7 +84,7 @@ impl Tool for CreateCustomer {
                 customer.name
             ),
             Output {
-                customer: CustomerView::new(&customer, &self.console_base),
+                customer: CustomerView::new(&customer, &self.services.console_base),
                 notified: Vec::new(),
             },
         )

@@ -1,10 +1,13 @@
 //! `create_quote`: a draft quote (silent).
 
-use booking::Quotes;
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext, ToolError};
+use booking::rights;
+use mcp_pipeline::{
+    CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, ToolError, Toolset,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Services;
 use crate::adapter::{CustomerKind, actor, apply, error};
 use crate::present::QuoteView;
 use crate::quote_lines::{LineArg, lines};
@@ -34,8 +37,7 @@ pub(crate) struct Output {
 /// Creates a draft quote.
 #[derive(Debug)]
 pub(crate) struct CreateQuote {
-    pub(crate) quotes: Quotes,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for CreateQuote {
@@ -45,6 +47,7 @@ impl Tool for CreateQuote {
     const TITLE: &'static str = "Create a draft quote";
     const DESCRIPTION: &'static str = "Creates a draft quote for a customer in the workspace's currency and tax rate; the server computes line totals, tax and total. The same customer with the same lines is one quote: the error names it. The customer is not told; send_quote sends it after approval in the product. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"lines\": [{\"description\": \"Filter\", \"quantity\": \"3\", \"unit_price\": \"19.99\"}]}";
     const EFFECT: EffectClass = EffectClass::SilentWrite;
+    const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::BOOKINGS_WRITE]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
@@ -58,6 +61,7 @@ impl Tool for CreateQuote {
             .into());
         }
         let change = self
+            .services
             .quotes
             .create(
                 &actor,
@@ -68,7 +72,7 @@ impl Tool for CreateQuote {
             .await
             .map_err(error)?;
         let q = apply(&ctx, change);
-        let view = QuoteView::new(&q, &self.console_base);
+        let view = QuoteView::new(&q, &self.services.console_base);
         Ok(Success::new(
             format!(
                 "Created draft quote {} over {}; the customer was not told.",

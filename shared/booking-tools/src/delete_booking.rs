@@ -1,11 +1,12 @@
 //! `delete_booking`: prepares deleting a draft or cancelled booking.
 
-use booking::Bookings;
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::Services;
 use crate::adapter::{BookingKind, actor, apply, error};
 use crate::present::BookingView;
 
@@ -30,8 +31,7 @@ pub(crate) struct Output {
 /// Deletes a booking after confirmation.
 #[derive(Debug)]
 pub(crate) struct DeleteBooking {
-    pub(crate) bookings: Bookings,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for DeleteBooking {
@@ -41,10 +41,12 @@ impl Tool for DeleteBooking {
     const TITLE: &'static str = "Delete a booking";
     const DESCRIPTION: &'static str = "Prepares deleting a draft or cancelled booking; nothing is deleted until confirm_action. A confirmed booking is cancelled first with cancel_booking. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\"}";
     const EFFECT: EffectClass = EffectClass::Delete;
+    const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::RECORDS_DELETE]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let change = self
+            .services
             .bookings
             .delete(&actor, input.booking.id(), &input.version)
             .await
@@ -62,7 +64,11 @@ impl Tool for DeleteBooking {
         Ok(Success::new(
             format!("Deleted booking {}.", b.handle()),
             Output {
-                booking: BookingView::new(&b, &self.console_base, crate::adapter::now(&ctx)),
+                booking: BookingView::new(
+                    &b,
+                    &self.services.console_base,
+                    crate::adapter::now(&ctx),
+                ),
                 notified: Vec::new(),
             },
         ))

@@ -1,11 +1,12 @@
 //! `delete_customer`: prepares deleting a customer; `confirm_action` deletes.
 
-use booking::Customers;
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::Services;
 use crate::adapter::{CustomerKind, actor, apply, error};
 use crate::present::CustomerView;
 
@@ -28,8 +29,7 @@ pub(crate) struct Output {
 /// Deletes a customer after confirmation.
 #[derive(Debug)]
 pub(crate) struct DeleteCustomer {
-    pub(crate) customers: Customers,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for DeleteCustomer {
@@ -39,10 +39,12 @@ impl Tool for DeleteCustomer {
     const TITLE: &'static str = "Delete a customer";
     const DESCRIPTION: &'static str = "Prepares deleting a customer record and returns a preview with a confirm_token; nothing is deleted until confirm_action. Does not cancel their bookings. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\"}";
     const EFFECT: EffectClass = EffectClass::Delete;
+    const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::RECORDS_DELETE]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let change = self
+            .services
             .customers
             .delete(&actor, input.customer.id())
             .await
@@ -59,7 +61,7 @@ impl Tool for DeleteCustomer {
         Ok(Success::new(
             format!("Deleted customer {handle}."),
             Output {
-                customer: CustomerView::new(&customer, &self.console_base),
+                customer: CustomerView::new(&customer, &self.services.console_base),
                 notified: Vec::new(),
             },
         ))

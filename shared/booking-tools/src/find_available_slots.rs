@@ -1,11 +1,15 @@
 //! `find_available_slots`: free times of a technician on a day.
 
+use booking::rights;
 use booking::time::{self, TimeRange};
-use booking::{BookingFilter, Bookings, Status, Technicians};
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext, ToolError};
+use booking::{BookingFilter, Status};
+use mcp_pipeline::{
+    CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, ToolError, Toolset,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Services;
 use crate::adapter::{TechnicianKind, actor, error};
 use crate::present::TimeView;
 
@@ -40,8 +44,7 @@ pub(crate) struct Output {
 /// Finds free slots.
 #[derive(Debug)]
 pub(crate) struct FindAvailableSlots {
-    pub(crate) technicians: Technicians,
-    pub(crate) bookings: Bookings,
+    pub(crate) services: Services,
 }
 
 impl Tool for FindAvailableSlots {
@@ -51,6 +54,9 @@ impl Tool for FindAvailableSlots {
     const TITLE: &'static str = "Find free slots";
     const DESCRIPTION: &'static str = "Lists up to 10 free start times for a technician on one day, within their working hours and around their open bookings, in half-hour steps. Changes nothing; create_booking books one. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"date\": \"2027-06-07\", \"duration_minutes\": 90}";
     const EFFECT: EffectClass = EffectClass::Read;
+    const POLICY: Policy = Policy::listed_in(Toolset::Core)
+        .requires(&[rights::BOOKINGS_READ])
+        .expensive();
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
@@ -69,6 +75,7 @@ impl Tool for FindAvailableSlots {
                 )
             })?;
         let technician = self
+            .services
             .technicians
             .get(&actor, input.technician.id())
             .await
@@ -90,6 +97,7 @@ impl Tool for FindAvailableSlots {
             ..BookingFilter::default()
         };
         let busy: Vec<TimeRange> = self
+            .services
             .bookings
             .find(&actor, &filter, 500)
             .await

@@ -1,10 +1,12 @@
 //! `find_bookings`: bookings by customer, technician or status.
 
-use booking::{BookingFilter, Bookings, Status};
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use booking::{BookingFilter, Status};
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Services;
 use crate::adapter::{CustomerKind, TechnicianKind, actor, error};
 use crate::present::BookingView;
 
@@ -41,8 +43,7 @@ pub(crate) struct Output {
 /// Finds bookings.
 #[derive(Debug)]
 pub(crate) struct FindBookings {
-    pub(crate) bookings: Bookings,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for FindBookings {
@@ -52,6 +53,7 @@ impl Tool for FindBookings {
     const TITLE: &'static str = "Find bookings";
     const DESCRIPTION: &'static str = "Finds bookings by customer, technician or status, earliest first, with times shown as weekday, local time with zone, UTC and distance from now. Changes nothing; get_booking reads one. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"status\": \"draft\"}";
     const EFFECT: EffectClass = EffectClass::Read;
+    const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_READ]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
@@ -67,6 +69,7 @@ impl Tool for FindBookings {
         };
         let limit = input.limit.unwrap_or(20).clamp(1, 50) as usize;
         let found = self
+            .services
             .bookings
             .find(&actor, &filter, limit)
             .await
@@ -74,7 +77,7 @@ impl Tool for FindBookings {
         let now = crate::adapter::now(&ctx);
         let bookings: Vec<BookingView> = found
             .iter()
-            .map(|b| BookingView::new(b, &self.console_base, now))
+            .map(|b| BookingView::new(b, &self.services.console_base, now))
             .collect();
         let mut success = Success::new(
             format!("{} bookings match.", bookings.len()),

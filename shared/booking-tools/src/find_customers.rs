@@ -1,10 +1,11 @@
 //! `find_customers`: search customers by name or email.
 
-use booking::Customers;
-use mcp_pipeline::{CallError, EffectClass, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Services;
 use crate::adapter::{actor, error};
 use crate::present::CustomerView;
 
@@ -29,8 +30,7 @@ pub(crate) struct Output {
 /// Searches customers.
 #[derive(Debug)]
 pub(crate) struct FindCustomers {
-    pub(crate) customers: Customers,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for FindCustomers {
@@ -40,18 +40,20 @@ impl Tool for FindCustomers {
     const TITLE: &'static str = "Find customers";
     const DESCRIPTION: &'static str = "Finds customers whose name or email contains the query, with their handles and versions. Use it to get a customer's handle before reading or changing it. Changes nothing; get_customer reads one customer. Example: {\"query\": \"ada\"}";
     const EFFECT: EffectClass = EffectClass::Read;
+    const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_READ]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let limit = input.limit.unwrap_or(10).clamp(1, 50) as usize;
         let found = self
+            .services
             .customers
             .find(&actor, &input.query, limit)
             .await
             .map_err(error)?;
         let customers: Vec<CustomerView> = found
             .iter()
-            .map(|c| CustomerView::new(c, &self.console_base))
+            .map(|c| CustomerView::new(c, &self.services.console_base))
             .collect();
         let summary = match customers.len() {
             0 => format!("No customer matches {:?}.", input.query),

@@ -1,10 +1,11 @@
 //! `get_booking`: one booking.
 
-use booking::Bookings;
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Services;
 use crate::adapter::{BookingKind, actor, error};
 use crate::present::BookingView;
 
@@ -25,8 +26,7 @@ pub(crate) struct Output {
 /// Reads one booking.
 #[derive(Debug)]
 pub(crate) struct GetBooking {
-    pub(crate) bookings: Bookings,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for GetBooking {
@@ -36,10 +36,12 @@ impl Tool for GetBooking {
     const TITLE: &'static str = "Get a booking";
     const DESCRIPTION: &'static str = "Returns one booking with handle, version, state, customer, technician and times. Changes nothing; find_bookings searches. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\"}";
     const EFFECT: EffectClass = EffectClass::Read;
+    const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_READ]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let b = self
+            .services
             .bookings
             .get(&actor, input.booking.id())
             .await
@@ -59,7 +61,11 @@ impl Tool for GetBooking {
         Ok(Success::new(
             format!("Booking {handle} is {}.", b.status.as_str()),
             Output {
-                booking: BookingView::new(&b, &self.console_base, crate::adapter::now(&ctx)),
+                booking: BookingView::new(
+                    &b,
+                    &self.services.console_base,
+                    crate::adapter::now(&ctx),
+                ),
             },
         )
         .next_step(next))

@@ -1,10 +1,11 @@
 //! `get_customer`: one customer.
 
-use booking::Customers;
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Services;
 use crate::adapter::{CustomerKind, actor, error};
 use crate::present::CustomerView;
 
@@ -25,8 +26,7 @@ pub(crate) struct Output {
 /// Reads one customer.
 #[derive(Debug)]
 pub(crate) struct GetCustomer {
-    pub(crate) customers: Customers,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for GetCustomer {
@@ -36,10 +36,12 @@ impl Tool for GetCustomer {
     const TITLE: &'static str = "Get a customer";
     const DESCRIPTION: &'static str = "Returns one customer with handle, version, contact details and the notes the customer wrote (as untrusted text). Changes nothing; find_customers searches. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\"}";
     const EFFECT: EffectClass = EffectClass::Read;
+    const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_READ]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let c = self
+            .services
             .customers
             .get(&actor, input.customer.id())
             .await
@@ -48,7 +50,7 @@ impl Tool for GetCustomer {
         Ok(Success::new(
             format!("Customer {} ({handle}).", c.name),
             Output {
-                customer: CustomerView::new(&c, &self.console_base),
+                customer: CustomerView::new(&c, &self.services.console_base),
             },
         )
         .next_step(format!("find_bookings {{\"customer\": \"{handle}\"}}")))

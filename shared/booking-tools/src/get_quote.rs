@@ -1,10 +1,11 @@
 //! `get_quote`: one quote with its totals.
 
-use booking::Quotes;
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Services;
 use crate::adapter::{QuoteKind, actor, error};
 use crate::present::QuoteView;
 
@@ -25,8 +26,7 @@ pub(crate) struct Output {
 /// Reads one quote.
 #[derive(Debug)]
 pub(crate) struct GetQuote {
-    pub(crate) quotes: Quotes,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for GetQuote {
@@ -36,10 +36,12 @@ impl Tool for GetQuote {
     const TITLE: &'static str = "Get a quote";
     const DESCRIPTION: &'static str = "Returns one quote with its lines, tax and totals as exact decimal strings. Changes nothing. Example: {\"quote\": \"quo_2bX9kL4mQ7vZ1cN8pR3t\"}";
     const EFFECT: EffectClass = EffectClass::Read;
+    const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::BOOKINGS_READ]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let q = self
+            .services
             .quotes
             .get(&actor, input.quote.id())
             .await
@@ -52,7 +54,7 @@ impl Tool for GetQuote {
                 q.totals.gross
             ),
             Output {
-                quote: QuoteView::new(&q, &self.console_base),
+                quote: QuoteView::new(&q, &self.services.console_base),
             },
         ))
     }

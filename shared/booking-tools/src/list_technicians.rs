@@ -1,10 +1,11 @@
 //! `list_technicians`: every technician of the workspace.
 
-use booking::Technicians;
-use mcp_pipeline::{CallError, EffectClass, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Services;
 use crate::adapter::{actor, error};
 use crate::present::TechnicianView;
 
@@ -22,8 +23,7 @@ pub(crate) struct Output {
 /// Lists technicians.
 #[derive(Debug)]
 pub(crate) struct ListTechnicians {
-    pub(crate) technicians: Technicians,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for ListTechnicians {
@@ -33,13 +33,19 @@ impl Tool for ListTechnicians {
     const TITLE: &'static str = "List technicians";
     const DESCRIPTION: &'static str = "Lists the workspace's technicians with handles, skills, working hours, time zone and on-call state. Use it to pick a technician for a booking. Changes nothing. Example: {}";
     const EFFECT: EffectClass = EffectClass::Read;
+    const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_READ]);
 
     async fn call(&self, ctx: ToolContext, _input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let list = self.technicians.list(&actor).await.map_err(error)?;
+        let list = self
+            .services
+            .technicians
+            .list(&actor)
+            .await
+            .map_err(error)?;
         let technicians: Vec<TechnicianView> = list
             .iter()
-            .map(|t| TechnicianView::new(t, &self.console_base))
+            .map(|t| TechnicianView::new(t, &self.services.console_base))
             .collect();
         Ok(Success::new(
             format!("{} technicians.", technicians.len()),

@@ -1,11 +1,12 @@
 //! `mute_booking_alerts`: prepares muting a booking's reminders for a while.
 
-use booking::Alerts;
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::Services;
 use crate::adapter::{BookingKind, actor, apply, error};
 
 /// Arguments.
@@ -32,7 +33,7 @@ pub(crate) struct Output {
 /// Mutes a booking's reminders.
 #[derive(Debug)]
 pub(crate) struct MuteBookingAlerts {
-    pub(crate) alerts: Alerts,
+    pub(crate) services: Services,
 }
 
 impl Tool for MuteBookingAlerts {
@@ -42,10 +43,12 @@ impl Tool for MuteBookingAlerts {
     const TITLE: &'static str = "Mute a booking's reminders";
     const DESCRIPTION: &'static str = "Prepares muting the reminders of one booking for 1 to 168 hours; nobody is told and the reminders stop, so it waits for confirm_action. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"hours\": 24}";
     const EFFECT: EffectClass = EffectClass::Alerting;
+    const POLICY: Policy = Policy::listed_in(Toolset::Full).requires(&[rights::ALERTS_MANAGE]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let change = self
+            .services
             .alerts
             .mute(
                 &actor,

@@ -1,11 +1,12 @@
 //! `page_technician`: prepares paging a technician by text message.
 
-use booking::Technicians;
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::Services;
 use crate::adapter::{TechnicianKind, actor, apply, error};
 use crate::present::TechnicianView;
 
@@ -30,8 +31,7 @@ pub(crate) struct Output {
 /// Pages a technician.
 #[derive(Debug)]
 pub(crate) struct PageTechnician {
-    pub(crate) technicians: Technicians,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for PageTechnician {
@@ -41,10 +41,13 @@ impl Tool for PageTechnician {
     const TITLE: &'static str = "Page a technician";
     const DESCRIPTION: &'static str = "Prepares paging a technician with a text message to their private phone, which may wake them; returns a preview and a confirm_token, nothing is sent until confirm_action. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"message\": \"Burst pipe at Hauptstr. 1, please call.\"}";
     const EFFECT: EffectClass = EffectClass::Wake;
+    const POLICY: Policy =
+        Policy::listed_in(Toolset::Standard).requires(&[rights::TECHNICIANS_PAGE]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let change = self
+            .services
             .technicians
             .page(&actor, input.technician.id(), &input.message)
             .await
@@ -63,7 +66,7 @@ impl Tool for PageTechnician {
         Ok(Success::new(
             format!("Paged {}.", t.name),
             Output {
-                technician: TechnicianView::new(&t, &self.console_base),
+                technician: TechnicianView::new(&t, &self.services.console_base),
                 notified,
             },
         ))

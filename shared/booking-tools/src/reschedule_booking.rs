@@ -1,11 +1,12 @@
 //! `reschedule_booking`: prepares moving a confirmed booking and telling the customer.
 
-use booking::{Bookings, Customers};
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::Services;
 use crate::adapter::{BookingKind, actor, apply, error, when};
 use crate::present::BookingView;
 
@@ -35,9 +36,7 @@ pub(crate) struct Output {
 /// Moves a confirmed booking.
 #[derive(Debug)]
 pub(crate) struct RescheduleBooking {
-    pub(crate) bookings: Bookings,
-    pub(crate) customers: Customers,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for RescheduleBooking {
@@ -47,21 +46,26 @@ impl Tool for RescheduleBooking {
     const TITLE: &'static str = "Reschedule a booking";
     const DESCRIPTION: &'static str = "Prepares moving a confirmed booking to a new time and emailing the customer; returns a preview and a confirm_token, nothing changes until confirm_action. Drafts move with update_booking. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\", \"start\": \"2027-06-10 14:00\", \"zone\": \"Europe/Berlin\"}";
     const EFFECT: EffectClass = EffectClass::Notify;
+    const POLICY: Policy = Policy::listed_in(Toolset::Standard)
+        .requires(&[rights::BOOKINGS_WRITE, rights::CUSTOMERS_NOTIFY]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let current = self
+            .services
             .bookings
             .get(&actor, input.booking.id())
             .await
             .map_err(error)?;
         let customer = self
+            .services
             .customers
             .get(&actor, &current.customer)
             .await
             .map_err(error)?;
         let now = crate::adapter::now(&ctx);
         let change = self
+            .services
             .bookings
             .reschedule(
                 &actor,
@@ -76,7 +80,7 @@ impl Tool for RescheduleBooking {
             .map_err(error)?;
         let notified = change.notified.clone();
         let b = apply(&ctx, change);
-        let view = BookingView::new(&b, &self.console_base, now);
+        let view = BookingView::new(&b, &self.services.console_base, now);
         let start = booking::time::Moment::new(b.start, b.zone, now);
         ctx.writes.preview(
             format!(

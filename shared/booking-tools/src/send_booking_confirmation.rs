@@ -1,12 +1,13 @@
 //! `send_booking_confirmation`: prepares confirming a draft to the customer by email;
 //! `confirm_action` sends.
 
-use booking::{Bookings, Customers, Technicians};
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::Services;
 use crate::adapter::{BookingKind, actor, apply, error};
 use crate::present::BookingView;
 
@@ -31,10 +32,7 @@ pub(crate) struct Output {
 /// Confirms a draft to the customer.
 #[derive(Debug)]
 pub(crate) struct SendBookingConfirmation {
-    pub(crate) bookings: Bookings,
-    pub(crate) customers: Customers,
-    pub(crate) technicians: Technicians,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for SendBookingConfirmation {
@@ -44,18 +42,21 @@ impl Tool for SendBookingConfirmation {
     const TITLE: &'static str = "Confirm a booking to the customer";
     const DESCRIPTION: &'static str = "Prepares confirming a draft booking and emailing the customer the date, time and technician; returns a preview with the exact message and a confirm_token. Nothing is sent until confirm_action. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\"}";
     const EFFECT: EffectClass = EffectClass::Notify;
+    const POLICY: Policy = Policy::listed_in(Toolset::Core)
+        .requires(&[rights::BOOKINGS_WRITE, rights::CUSTOMERS_NOTIFY]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let current = self
+            .services
             .bookings
             .get(&actor, input.booking.id())
             .await
             .map_err(error)?;
         // Independent reads: at once.
         let (customer, technician) = futures_util::future::join(
-            self.customers.get(&actor, &current.customer),
-            self.technicians.get(&actor, &current.technician),
+            self.services.customers.get(&actor, &current.customer),
+            self.services.technicians.get(&actor, &current.technician),
         )
         .await;
         let (customer, technician) = (customer.map_err(error)?, technician.map_err(error)?);
@@ -63,6 +64,7 @@ impl Tool for SendBookingConfirmation {
         // The server writes the message; the model cannot put words in it.
         let text = booking::messages::booking_confirmed(&customer, &current, &technician, now);
         let change = self
+            .services
             .bookings
             .confirm(
                 &actor,
@@ -86,7 +88,7 @@ impl Tool for SendBookingConfirmation {
                 customer.email
             ),
             Output {
-                booking: BookingView::new(&b, &self.console_base, now),
+                booking: BookingView::new(&b, &self.services.console_base, now),
                 notified,
             },
         ))

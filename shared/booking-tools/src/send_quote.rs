@@ -1,12 +1,13 @@
 //! `send_quote`: prepares sending a quote; it binds the company to a price, so only a person
 //! with the right approves it, in the product's page.
 
-use booking::{Customers, Quotes};
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::Services;
 use crate::adapter::{QuoteKind, actor, apply, error};
 use crate::present::QuoteView;
 
@@ -30,9 +31,7 @@ pub(crate) struct Output {
 /// Sends a quote after approval in the product.
 #[derive(Debug)]
 pub(crate) struct SendQuote {
-    pub(crate) quotes: Quotes,
-    pub(crate) customers: Customers,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for SendQuote {
@@ -42,21 +41,27 @@ impl Tool for SendQuote {
     const TITLE: &'static str = "Send a quote to the customer";
     const DESCRIPTION: &'static str = "Prepares emailing a draft quote to its customer and returns an approval link: a quote binds the company to a price, so a person with the quotes:approve right approves it in the product; confirm_action cannot send it. Example: {\"quote\": \"quo_2bX9kL4mQ7vZ1cN8pR3t\", \"version\": \"3f9a1c2b7d4e\"}";
     const EFFECT: EffectClass = EffectClass::Notify;
+    const POLICY: Policy = Policy::listed_in(Toolset::Full)
+        .requires(&[rights::CUSTOMERS_NOTIFY])
+        .approval_in_product();
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let current = self
+            .services
             .quotes
             .get(&actor, input.quote.id())
             .await
             .map_err(error)?;
         let customer = self
+            .services
             .customers
             .get(&actor, &current.customer)
             .await
             .map_err(error)?;
         let text = booking::messages::quote_sent(&customer, &current);
         let change = self
+            .services
             .quotes
             .send(
                 &actor,
@@ -81,7 +86,7 @@ impl Tool for SendQuote {
         Ok(Success::new(
             format!("Sent quote {} to {}.", q.handle(), customer.email),
             Output {
-                quote: QuoteView::new(&q, &self.console_base),
+                quote: QuoteView::new(&q, &self.services.console_base),
                 notified,
             },
         ))

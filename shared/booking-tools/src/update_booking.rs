@@ -1,10 +1,11 @@
 //! `update_booking`: change a draft booking (silent).
 
-use booking::Bookings;
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Services;
 use crate::adapter::{BookingKind, actor, apply, error};
 use crate::present::BookingView;
 
@@ -37,8 +38,7 @@ pub(crate) struct Output {
 /// Changes a draft booking.
 #[derive(Debug)]
 pub(crate) struct UpdateBooking {
-    pub(crate) bookings: Bookings,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for UpdateBooking {
@@ -48,6 +48,7 @@ impl Tool for UpdateBooking {
     const TITLE: &'static str = "Update a draft booking";
     const DESCRIPTION: &'static str = "Changes a draft booking's service, start or length; send the version you read. Only drafts: nobody is told. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\", \"start\": \"2026-06-04 14:00\", \"zone\": \"Europe/Berlin\"}";
     const EFFECT: EffectClass = EffectClass::SilentWrite;
+    const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_WRITE]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
@@ -55,6 +56,7 @@ impl Tool for UpdateBooking {
             .map_err(error)?;
         let now = crate::adapter::now(&ctx);
         let change = self
+            .services
             .bookings
             .update_draft(
                 &actor,
@@ -72,7 +74,7 @@ impl Tool for UpdateBooking {
         Ok(Success::new(
             format!("Updated draft {handle}; nobody was told."),
             Output {
-                booking: BookingView::new(&b, &self.console_base, now),
+                booking: BookingView::new(&b, &self.services.console_base, now),
                 notified: Vec::new(),
             },
         )

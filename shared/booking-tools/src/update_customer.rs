@@ -1,10 +1,12 @@
 //! `update_customer`: change a customer's details (silent).
 
-use booking::{CustomerPatch, Customers};
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::CustomerPatch;
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Services;
 use crate::adapter::{CustomerKind, actor, apply, error};
 use crate::present::CustomerView;
 
@@ -37,8 +39,7 @@ pub(crate) struct Output {
 /// Changes a customer.
 #[derive(Debug)]
 pub(crate) struct UpdateCustomer {
-    pub(crate) customers: Customers,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for UpdateCustomer {
@@ -48,6 +49,7 @@ impl Tool for UpdateCustomer {
     const TITLE: &'static str = "Update a customer";
     const DESCRIPTION: &'static str = "Changes a customer's name, email, phone or address; send the version you read. Fields left out stay as they are. Sends nothing to anyone; create_customer makes new customers. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"version\": \"3f9a1c2b7d4e\", \"phone\": \"+44 20 7946 0001\"}";
     const EFFECT: EffectClass = EffectClass::SilentWrite;
+    const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_WRITE]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
@@ -58,6 +60,7 @@ impl Tool for UpdateCustomer {
             address: input.address,
         };
         let change = self
+            .services
             .customers
             .update(&actor, input.customer.id(), &input.version, patch)
             .await
@@ -67,7 +70,7 @@ impl Tool for UpdateCustomer {
         Ok(Success::new(
             format!("Updated customer {handle}; nobody was notified."),
             Output {
-                customer: CustomerView::new(&customer, &self.console_base),
+                customer: CustomerView::new(&customer, &self.services.console_base),
                 notified: Vec::new(),
             },
         )

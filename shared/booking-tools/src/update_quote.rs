@@ -1,10 +1,11 @@
 //! `update_quote`: replace a draft quote's lines (silent).
 
-use booking::Quotes;
-use mcp_pipeline::{CallError, EffectClass, Handle, Success, Tool, ToolContext};
+use booking::rights;
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Services;
 use crate::adapter::{QuoteKind, actor, apply, error};
 use crate::present::QuoteView;
 use crate::quote_lines::{LineArg, lines};
@@ -32,8 +33,7 @@ pub(crate) struct Output {
 /// Changes a draft quote.
 #[derive(Debug)]
 pub(crate) struct UpdateQuote {
-    pub(crate) quotes: Quotes,
-    pub(crate) console_base: String,
+    pub(crate) services: Services,
 }
 
 impl Tool for UpdateQuote {
@@ -43,10 +43,12 @@ impl Tool for UpdateQuote {
     const TITLE: &'static str = "Update a draft quote";
     const DESCRIPTION: &'static str = "Replaces all lines of a draft quote; send the version you read. The server recomputes totals. Nobody is told. Example: {\"quote\": \"quo_2bX9kL4mQ7vZ1cN8pR3t\", \"version\": \"3f9a1c2b7d4e\", \"lines\": [{\"description\": \"Filter\", \"quantity\": \"2\", \"unit_price\": \"19.99\"}]}";
     const EFFECT: EffectClass = EffectClass::SilentWrite;
+    const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::BOOKINGS_WRITE]);
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let change = self
+            .services
             .quotes
             .update(
                 &actor,
@@ -60,7 +62,7 @@ impl Tool for UpdateQuote {
         Ok(Success::new(
             format!("Updated draft quote {}; nobody was told.", q.handle()),
             Output {
-                quote: QuoteView::new(&q, &self.console_base),
+                quote: QuoteView::new(&q, &self.services.console_base),
                 notified: Vec::new(),
             },
         ))

@@ -61,7 +61,7 @@ pub use outcome::{ErrorKind, Success, ToolError, ToolResult, shape_success};
 pub use prefetch::{Claim, Defer, Prefetched, ReadAhead, RecordKey};
 pub use registry::{DEFAULT_DEADLINE, MAX_NAME_LEN, Registry, RegistryError, ToolSpec};
 pub use server::{Outcome, Planned, Request, Runtime, Server, ServerConfig, Sleep};
-pub use tool::{InputRequired, Tool};
+pub use tool::{InputRequired, Policy, Tool};
 pub use writes::Writes;
 
 pub use futures_util::future::BoxFuture;

@@ -97,6 +97,7 @@ pub struct ToolSpec {
     pub(crate) name: &'static str,
     pub(crate) title: &'static str,
     pub(crate) description: &'static str,
+    pub(crate) core_description: Option<&'static str>,
     pub(crate) effect: EffectClass,
     pub(crate) input_schema: Value,
     pub(crate) output_schema: Value,
@@ -254,6 +255,7 @@ impl ToolSpec {
             name: T::NAME,
             title: T::TITLE,
             description: T::DESCRIPTION,
+            core_description: T::CORE_DESCRIPTION,
             effect: T::EFFECT,
             input_schema,
             output_schema,
@@ -263,10 +265,10 @@ impl ToolSpec {
             handlers: Vec::new(),
             metadata: BTreeMap::new(),
             synonyms: Vec::new(),
-            required_rights: Vec::new(),
-            toolset: crate::Toolset::Core,
-            approval_in_product: false,
-            expensive: false,
+            required_rights: T::POLICY.rights.to_vec(),
+            toolset: T::POLICY.toolset,
+            approval_in_product: T::POLICY.approval_in_product,
+            expensive: T::POLICY.expensive,
             deadline: DEFAULT_DEADLINE,
             builtin: None,
         }
@@ -400,12 +402,17 @@ impl ToolSpec {
         self.shown_effect().needs_confirmation() && !self.effect.needs_confirmation()
     }
 
-    /// The `tools/list` entry.
-    pub fn descriptor(&self) -> Value {
+    /// The `tools/list` entry for a connection of `toolset`: the core toolset gets the short
+    /// description where the tool has one.
+    pub fn descriptor(&self, toolset: crate::Toolset) -> Value {
+        let description = match (toolset, self.core_description) {
+            (crate::Toolset::Core, Some(short)) => short,
+            _ => self.description,
+        };
         let mut descriptor = json!({
             "name": self.name,
             "title": self.title,
-            "description": self.description,
+            "description": description,
             "inputSchema": self.input_schema,
             "outputSchema": self.output_schema,
             "annotations": self.shown_effect().annotations(self.title),

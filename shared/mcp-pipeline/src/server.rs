@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::call::{Call, CallPlan};
 use crate::confirm::Phase;
-use crate::{Headers, Notifications, Registry, ToolResult, ToolSpec, gates};
+use crate::{Headers, Notifications, Registry, ToolResult, ToolSpec, Toolset, gates};
 
 /// Server-wide settings.
 #[derive(Debug, Clone)]
@@ -163,7 +163,8 @@ pub struct Server {
     /// Every tool, with `confirm_action` and `reject_action` when a two-step tool is
     /// registered and the server keeps pending actions.
     registry: Registry,
-    tool_list: Vec<Value>,
+    /// Each tool's descriptor as the core toolset lists it, and as the others do.
+    tool_list: Vec<[Value; 2]>,
     /// Slot releases sent after an answer and not yet landed.
     releases: gates::Releases,
 }
@@ -179,7 +180,10 @@ impl Server {
                 }
             }
         }
-        let tool_list = registry.iter().map(|t| t.descriptor()).collect();
+        let tool_list = registry
+            .iter()
+            .map(|t| [t.descriptor(Toolset::Core), t.descriptor(Toolset::Full)])
+            .collect();
         Arc::new(Server {
             config,
             registry,
@@ -311,7 +315,10 @@ impl Server {
             .iter()
             .zip(&self.tool_list)
             .filter(|(spec, _)| caller.is_none_or(|c| self.hidden_from(spec, c).is_none()))
-            .map(|(_, descriptor)| descriptor.clone())
+            .map(|(_, [core, other])| match caller.map(|c| c.toolset) {
+                Some(Toolset::Core) => core.clone(),
+                _ => other.clone(),
+            })
             .collect();
         let mut result = json!({"tools": tools});
         if era == Era::Modern {
