@@ -15,6 +15,7 @@ mod identity_contract;
 mod infra;
 mod lambda_runtime;
 mod manifest;
+mod model_text;
 mod operator;
 mod round_trips;
 mod store_conformance;

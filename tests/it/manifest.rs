@@ -35,13 +35,12 @@ async fn every_toolset_matches_its_committed_snapshot() {
 
 #[tokio::test]
 async fn every_toolset_passes_the_manifest_check() {
-    for (toolset, max_tools) in [
-        (Toolset::Core, Some(manifest_check::CORE_TOOLSET_MAX)),
-        (Toolset::Standard, None),
-        (Toolset::Full, None),
+    for (toolset, options) in [
+        (Toolset::Core, manifest_check::Options::core()),
+        (Toolset::Standard, Default::default()),
+        (Toolset::Full, Default::default()),
     ] {
-        let report =
-            manifest_check::check_with(&dump(toolset).await, manifest_check::Options { max_tools });
+        let report = manifest_check::check_with(&dump(toolset).await, options);
         assert!(
             report.is_clean(),
             "{}:\n{}",
@@ -58,4 +57,39 @@ async fn every_toolset_passes_the_manifest_check() {
 fn the_manifest_checker_catches_every_defect_class() {
     let classes = manifest_check::self_test().unwrap();
     assert!(classes >= 20, "{classes}");
+}
+
+/// The core toolset lists short descriptions where the tool has one; the others the full text.
+#[tokio::test]
+async fn the_core_toolset_has_short_descriptions() {
+    let (core, full) = (dump(Toolset::Core).await, dump(Toolset::Full).await);
+    let description = |dump: &serde_json::Value, name: &str| {
+        dump["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap()["description"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (short, long) = (
+        description(&core, "create_booking"),
+        description(&full, "create_booking"),
+    );
+    assert!(short.len() < long.len(), "{short}");
+    let too_long = manifest_check::check_with(
+        &full,
+        manifest_check::Options {
+            max_tools: None,
+            ..manifest_check::Options::core()
+        },
+    );
+    assert!(
+        too_long
+            .classes()
+            .contains(&manifest_check::DefectClass::LongDescription),
+        "the full descriptions would not pass as core ones"
+    );
 }

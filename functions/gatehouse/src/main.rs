@@ -97,6 +97,10 @@ enum Command {
         /// At most this many tools (use 20 for the core toolset).
         #[arg(long)]
         max_tools: Option<usize>,
+        /// Check as the core toolset: at most 20 tools and short descriptions (240
+        /// characters); --max-tools still wins.
+        #[arg(long)]
+        core: bool,
         /// Prove the checker catches each defect class, then exit.
         #[arg(long)]
         self_test: bool,
@@ -348,8 +352,9 @@ async fn main() -> anyhow::Result<()> {
         Command::CheckManifest {
             files,
             max_tools,
+            core,
             self_test,
-        } => return check_manifest(files, *max_tools, *self_test),
+        } => return check_manifest(files, manifest_options(*max_tools, *core), *self_test),
         _ => {}
     }
     let (store, described) = open_store(&cli.store).await?;
@@ -385,8 +390,9 @@ async fn main() -> anyhow::Result<()> {
         Command::CheckManifest {
             files,
             max_tools,
+            core,
             self_test,
-        } => check_manifest(&files, max_tools, self_test),
+        } => check_manifest(&files, manifest_options(max_tools, core), self_test),
     }
 }
 
@@ -591,9 +597,22 @@ async fn manifest(out: Option<PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The checker's limits from the command line.
+fn manifest_options(max_tools: Option<usize>, core: bool) -> manifest_check::Options {
+    let base = if core {
+        manifest_check::Options::core()
+    } else {
+        manifest_check::Options::default()
+    };
+    manifest_check::Options {
+        max_tools: max_tools.or(base.max_tools),
+        ..base
+    }
+}
+
 fn check_manifest(
     files: &[PathBuf],
-    max_tools: Option<usize>,
+    options: manifest_check::Options,
     self_test: bool,
 ) -> anyhow::Result<()> {
     if self_test {
@@ -611,7 +630,7 @@ fn check_manifest(
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
         let dump: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("{} is not JSON", file.display()))?;
-        let report = manifest_check::check_with(&dump, manifest_check::Options { max_tools });
+        let report = manifest_check::check_with(&dump, options);
         if report.is_clean() {
             println!("{}: ok", file.display());
         } else {

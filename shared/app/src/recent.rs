@@ -57,6 +57,8 @@ pub(crate) struct Change {
 pub(crate) struct RecentOutput {
     /// Newest first.
     changes: Vec<Change>,
+    /// Whether older changes exist than are shown.
+    more: bool,
 }
 
 /// Lists recent changes from the audit trail.
@@ -73,6 +75,9 @@ impl Tool for ListRecentChanges {
     const DESCRIPTION: &'static str = "Lists what this connection changed recently, newest first, from the audit \
         trail; with scope \"tenant\" and the audit:read right, every change in the workspace. Use it \
         before creating something to find work done earlier. Changes nothing. Example: {\"limit\": 10}";
+    const CORE_DESCRIPTION: Option<&'static str> = Some(
+        "Lists what this connection changed recently, newest first. Changes nothing. Example: {\"limit\": 10}",
+    );
     const EFFECT: EffectClass = EffectClass::Read;
     // The audit trail names the product's objects, so reading it needs the product's read right.
     const POLICY: Policy = Policy::CORE.requires(&[booking::rights::BOOKINGS_READ]);
@@ -115,12 +120,14 @@ impl Tool for ListRecentChanges {
             self.store.as_ref(),
             &caller.tenant,
             connection,
-            limit as usize,
+            limit as usize + 1,
         )
         .await
         .map_err(|e| CallError::Other(Box::new(e)))?;
+        let more = entries.len() > limit as usize;
         let changes: Vec<Change> = entries
             .into_iter()
+            .take(limit as usize)
             .map(|e| {
                 let connection = match &e.channel {
                     identity::Channel::Mcp { connection, .. } => Some(connection.clone()),
@@ -140,8 +147,12 @@ impl Tool for ListRecentChanges {
         let summary = match (changes.len(), input.scope) {
             (0, Scope::Connection) => "This connection has changed nothing yet.".to_owned(),
             (0, Scope::Tenant) => "Nothing has changed in this workspace yet.".to_owned(),
-            (n, _) => format!("{n} recent changes, newest first."),
+            (1, _) if !more => "1 change.".to_owned(),
+            (n, _) if more => format!(
+                "The {n} most recent changes, newest first; older ones exist (raise limit, at most 50)."
+            ),
+            (n, _) => format!("{n} changes, newest first."),
         };
-        Ok(Success::new(summary, RecentOutput { changes }))
+        Ok(Success::new(summary, RecentOutput { changes, more }))
     }
 }

@@ -50,6 +50,9 @@ impl Tool for CreateCustomer {
     const NAME: &'static str = "create_customer";
     const TITLE: &'static str = "Create a customer";
     const DESCRIPTION: &'static str = "Creates a customer record. Use it for a person who is not a customer yet; if one exists with the email, the error names it and update_customer changes it. Sends nothing to anyone. Example: {\"name\": \"Ada Lovelace\", \"email\": \"ada@example.com\", \"phone\": \"+44 20 7946 0000\"}";
+    const CORE_DESCRIPTION: Option<&'static str> = Some(
+        "Creates a customer; if one has the email, the error names it. Sends nothing. Example: {\"name\": \"Ada Lovelace\", \"email\": \"ada@example.com\"}",
+    );
     const EFFECT: EffectClass = EffectClass::SilentWrite;
     const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_WRITE]);
 

@@ -53,6 +53,9 @@ impl Tool for FindAvailableSlots {
     const NAME: &'static str = "find_available_slots";
     const TITLE: &'static str = "Find free slots";
     const DESCRIPTION: &'static str = "Lists up to 10 free start times for a technician on one day, within their working hours and around their open bookings, in half-hour steps. Changes nothing; create_booking books one. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"date\": \"2027-06-07\", \"duration_minutes\": 90}";
+    const CORE_DESCRIPTION: Option<&'static str> = Some(
+        "Lists free start times of a technician on one day. Changes nothing. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"date\": \"2027-06-07\", \"duration_minutes\": 90}",
+    );
     const EFFECT: EffectClass = EffectClass::Read;
     const POLICY: Policy = Policy::listed_in(Toolset::Core)
         .requires(&[rights::BOOKINGS_READ])

@@ -38,6 +38,8 @@ pub(crate) struct Input {
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct Output {
     bookings: Vec<BookingView>,
+    /// Whether more bookings match than are shown.
+    more: bool,
 }
 
 /// Finds bookings.
@@ -52,6 +54,9 @@ impl Tool for FindBookings {
     const NAME: &'static str = "find_bookings";
     const TITLE: &'static str = "Find bookings";
     const DESCRIPTION: &'static str = "Finds bookings by customer, technician or status, earliest first, with times shown as weekday, local time with zone, UTC and distance from now. Changes nothing; get_booking reads one. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"status\": \"draft\"}";
+    const CORE_DESCRIPTION: Option<&'static str> = Some(
+        "Finds bookings by customer, technician or status, earliest first. Changes nothing. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"status\": \"draft\"}",
+    );
     const EFFECT: EffectClass = EffectClass::Read;
     const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_READ]);
 
@@ -71,18 +76,17 @@ impl Tool for FindBookings {
         let found = self
             .services
             .bookings
-            .find(&actor, &filter, limit)
+            .find(&actor, &filter, limit + 1)
             .await
             .map_err(error)?;
+        let (found, more) = crate::present::page(found, limit);
         let now = crate::adapter::now(&ctx);
         let bookings: Vec<BookingView> = found
             .iter()
             .map(|b| BookingView::new(b, &self.services.console_base, now))
             .collect();
-        let mut success = Success::new(
-            format!("{} bookings match.", bookings.len()),
-            Output { bookings },
-        );
+        let summary = crate::present::matched(bookings.len(), more, ("booking", "bookings"));
+        let mut success = Success::new(summary, Output { bookings, more });
         if let Some(first) = found.first() {
             success = success.next_step(format!(
                 "get_booking {{\"booking\": \"{}\"}}",

@@ -25,6 +25,8 @@ pub(crate) struct Input {
 pub(crate) struct Output {
     /// The matching customers.
     customers: Vec<CustomerView>,
+    /// Whether more customers match than are shown.
+    more: bool,
 }
 
 /// Searches customers.
@@ -48,19 +50,19 @@ impl Tool for FindCustomers {
         let found = self
             .services
             .customers
-            .find(&actor, &input.query, limit)
+            .find(&actor, &input.query, limit + 1)
             .await
             .map_err(error)?;
+        let (found, more) = crate::present::page(found, limit);
         let customers: Vec<CustomerView> = found
             .iter()
             .map(|c| CustomerView::new(c, &self.services.console_base))
             .collect();
         let summary = match customers.len() {
             0 => format!("No customer matches {:?}.", input.query),
-            1 => "1 customer matches.".to_owned(),
-            n => format!("{n} customers match."),
+            n => crate::present::matched(n, more, ("customer", "customers")),
         };
-        let mut success = Success::new(summary, Output { customers });
+        let mut success = Success::new(summary, Output { customers, more });
         if let Some(first) = found.first() {
             success = success.next_step(format!(
                 "get_customer {{\"customer\": \"{}\"}}",

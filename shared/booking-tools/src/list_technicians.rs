@@ -48,7 +48,11 @@ impl Tool for ListTechnicians {
             .map(|t| TechnicianView::new(t, &self.services.console_base))
             .collect();
         Ok(Success::new(
-            format!("{} technicians.", technicians.len()),
+            match technicians.len() {
+                0 => "This workspace has no technicians.".to_owned(),
+                1 => "1 technician.".to_owned(),
+                n => format!("{n} technicians."),
+            },
             Output { technicians },
         ))
     }

@@ -6,6 +6,28 @@ use booking::{Booking, Customer, Quote, Technician};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+/// At most `limit` of what a search found (it asks for one more), and whether more match.
+pub(crate) fn page<T>(mut found: Vec<T>, limit: usize) -> (Vec<T>, bool) {
+    let more = found.len() > limit;
+    found.truncate(limit);
+    (found, more)
+}
+
+/// A search's summary: how many are shown, and whether more match than are shown.
+pub(crate) fn matched(shown: usize, more: bool, (one, many): (&str, &str)) -> String {
+    match (shown, more) {
+        (0, _) => format!("No {many} match."),
+        (1, true) => format!(
+            "Showing the first {one} that matches; more match. Narrow the search or raise limit (at most 50) to see them."
+        ),
+        (n, true) => format!(
+            "Showing the first {n} {many} that match; more match. Narrow the search or raise limit (at most 50) to see them."
+        ),
+        (1, false) => format!("1 {one} matches."),
+        (n, false) => format!("{n} {many} match."),
+    }
+}
+
 /// Third-party text, wrapped.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct Untrusted {

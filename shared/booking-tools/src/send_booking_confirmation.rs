@@ -41,6 +41,9 @@ impl Tool for SendBookingConfirmation {
     const NAME: &'static str = "send_booking_confirmation";
     const TITLE: &'static str = "Confirm a booking to the customer";
     const DESCRIPTION: &'static str = "Prepares confirming a draft booking and emailing the customer the date, time and technician; returns a preview with the exact message and a confirm_token. Nothing is sent until confirm_action. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\"}";
+    const CORE_DESCRIPTION: Option<&'static str> = Some(
+        "Prepares emailing the customer the booking's confirmation; nothing is sent until confirm_action. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\"}",
+    );
     const EFFECT: EffectClass = EffectClass::Notify;
     const POLICY: Policy = Policy::listed_in(Toolset::Core)
         .requires(&[rights::BOOKINGS_WRITE, rights::CUSTOMERS_NOTIFY]);

@@ -48,6 +48,9 @@ impl Tool for UpdateCustomer {
     const NAME: &'static str = "update_customer";
     const TITLE: &'static str = "Update a customer";
     const DESCRIPTION: &'static str = "Changes a customer's name, email, phone or address; send the version you read. Fields left out stay as they are. Sends nothing to anyone; create_customer makes new customers. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"version\": \"3f9a1c2b7d4e\", \"phone\": \"+44 20 7946 0001\"}";
+    const CORE_DESCRIPTION: Option<&'static str> = Some(
+        "Changes a customer's name, email, phone or address; send the version you read. Sends nothing. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"version\": \"3f9a1c2b7d4e\", \"phone\": \"+44 20 7946 0001\"}",
+    );
     const EFFECT: EffectClass = EffectClass::SilentWrite;
     const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_WRITE]);
 

@@ -36,6 +36,10 @@ pub const MAX_DESCRIPTION_CHARS: usize = 1024;
 /// A size for the core toolset ("about 20 tools") to pass as [`Options::max_tools`].
 pub const CORE_TOOLSET_MAX: usize = 20;
 
+/// The longest description in the core toolset, which exists for small models: one short
+/// sentence and the example ([`Options::core`]).
+pub const CORE_DESCRIPTION_MAX_CHARS: usize = 240;
+
 /// The text that starts the one JSON example in a description; the example is the JSON object
 /// that starts at its `{` and ends at the matching `}`.
 pub const EXAMPLE_MARKER: &str = "Example: {";
@@ -319,6 +323,19 @@ impl Report {
 pub struct Options {
     /// The most tools the dump may list (for the core toolset: about [`CORE_TOOLSET_MAX`]).
     pub max_tools: Option<usize>,
+    /// The longest description allowed (default [`MAX_DESCRIPTION_CHARS`]).
+    pub max_description_chars: Option<usize>,
+}
+
+impl Options {
+    /// The core toolset's limits: [`CORE_TOOLSET_MAX`] tools, descriptions of at most
+    /// [`CORE_DESCRIPTION_MAX_CHARS`].
+    pub fn core() -> Self {
+        Options {
+            max_tools: Some(CORE_TOOLSET_MAX),
+            max_description_chars: Some(CORE_DESCRIPTION_MAX_CHARS),
+        }
+    }
 }
 
 /// Checks one dump: a `tools/list` result (`{"tools": [...]}`), the whole JSON-RPC response
@@ -339,7 +356,7 @@ pub fn check_with(tools_list: &Value, options: Options) -> Report {
     };
     let mut seen = HashSet::new();
     for (index, tool) in tools.iter().enumerate() {
-        check_tool(&mut report, index, tool, &mut seen);
+        check_tool(&mut report, index, tool, &mut seen, options);
     }
     if let Some(max) = options.max_tools
         && tools.len() > max
@@ -414,7 +431,13 @@ fn names_of(value: &Value) -> Result<Vec<&str>, String> {
         .collect())
 }
 
-fn check_tool<'a>(report: &mut Report, index: usize, tool: &'a Value, seen: &mut HashSet<&'a str>) {
+fn check_tool<'a>(
+    report: &mut Report,
+    index: usize,
+    tool: &'a Value,
+    seen: &mut HashSet<&'a str>,
+    options: Options,
+) {
     let Some(obj) = tool.as_object() else {
         report.push(
             None,
@@ -470,7 +493,10 @@ fn check_tool<'a>(report: &mut Report, index: usize, tool: &'a Value, seen: &mut
     let props = check_input_schema(report, name, &label, obj);
     check_output_schema(report, name, &label, obj);
     check_user_interaction(report, name, &label, obj);
-    check_description(report, name, &label, obj, props);
+    let max_chars = options
+        .max_description_chars
+        .unwrap_or(MAX_DESCRIPTION_CHARS);
+    check_description(report, name, &label, obj, (props, max_chars));
 }
 
 /// The `_meta` key that makes a prompting client ask its user on every call.
@@ -760,7 +786,7 @@ fn check_description(
     name: Option<&str>,
     label: &str,
     obj: &Map<String, Value>,
-    input_properties: Option<&Map<String, Value>>,
+    (input_properties, max_chars): (Option<&Map<String, Value>>, usize),
 ) {
     let Some(description) = obj
         .get("description")
@@ -803,14 +829,11 @@ fn check_description(
     }
 
     let chars = description.chars().count();
-    if chars > MAX_DESCRIPTION_CHARS {
+    if chars > max_chars {
         report.push(
             name,
             DefectClass::LongDescription,
-            format!(
-                "{label}: the description has {chars} characters, more than \
-                 {MAX_DESCRIPTION_CHARS}"
-            ),
+            format!("{label}: the description has {chars} characters, more than {max_chars}"),
         );
     }
 

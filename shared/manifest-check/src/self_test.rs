@@ -124,9 +124,13 @@ fn case(class: DefectClass) -> Report {
             t["annotations"]["idempotentHint"] = json!(false);
             t["annotations"]["openWorldHint"] = json!(true);
         }),
-        DefectClass::TooManyTools => {
-            check_with(&json!([good_tool()]), Options { max_tools: Some(0) })
-        }
+        DefectClass::TooManyTools => check_with(
+            &json!([good_tool()]),
+            Options {
+                max_tools: Some(0),
+                ..Options::default()
+            },
+        ),
     }
 }
 
@@ -140,7 +144,10 @@ pub fn self_test() -> Result<usize, String> {
             "two good tools",
             check_with(
                 &json!([good_tool(), other_tool()]),
-                Options { max_tools: Some(2) },
+                Options {
+                    max_tools: Some(2),
+                    ..Options::default()
+                },
             ),
         ),
         (

@@ -216,32 +216,35 @@ pub(crate) fn consume_op(tenant: &str, token: &str, to: &str) -> store::Update {
     .when(Condition::eq("status", SV::s("pending")))
 }
 
-/// The structured result of a preparation.
-pub(crate) fn preview_result(mut structured: Value, pending: &Pending, content: &Value) -> Value {
-    if let Value::Object(obj) = &mut structured {
-        obj.insert(
-            "summary".into(),
-            json!(format!(
-                "Prepared, not done yet: {} Confirm to execute.",
-                pending.summary
-            )),
-        );
-        obj.insert("status".into(), json!("PREVIEW"));
-        obj.insert("confirm_token".into(), json!(pending.token));
-        obj.insert("confirm_summary".into(), json!(pending.summary));
-        obj.insert("preview".into(), content.clone());
-        obj.insert("expires_in_seconds".into(), json!(PENDING_TTL_SECONDS));
-        let confirm = json!({"confirm_token": pending.token, "confirm_summary": pending.summary});
-        let reject = json!({"confirm_token": pending.token});
-        obj.insert(
-            "next_steps".into(),
-            json!([
-                format!("After the user approves the summary: {CONFIRM_ACTION} {confirm}"),
-                format!("If the user declines: {REJECT_ACTION} {reject}"),
-            ]),
-        );
+/// The structured result of a preparation. What the tool would return once it executed goes
+/// under `if_confirmed`, so that nothing in a preview reads as done (a cancel preview's booking
+/// is still a draft; its `notified` names who *would* be told).
+pub(crate) fn preview_result(structured: Value, pending: &Pending, content: &Value) -> Value {
+    let Value::Object(mut tool_output) = structured else {
+        return structured;
+    };
+    let warnings = tool_output.remove("warnings").unwrap_or_else(|| json!([]));
+    tool_output.remove("summary");
+    tool_output.remove("next_steps");
+    let confirm = json!({"confirm_token": pending.token, "confirm_summary": pending.summary});
+    let reject = json!({"confirm_token": pending.token});
+    let mut preview = json!({
+        "summary": format!("Prepared, not done yet: {} Confirm to execute.", pending.summary),
+        "status": "PREVIEW",
+        "confirm_token": pending.token,
+        "confirm_summary": pending.summary,
+        "preview": content,
+        "expires_in_seconds": PENDING_TTL_SECONDS,
+        "warnings": warnings,
+        "next_steps": [
+            format!("After the user approves the summary: {CONFIRM_ACTION} {confirm}"),
+            format!("If the user declines: {REJECT_ACTION} {reject}"),
+        ],
+    });
+    if !tool_output.is_empty() {
+        preview["if_confirmed"] = Value::Object(tool_output);
     }
-    structured
+    preview
 }
 
 /// Checks a pending action against the caller and the presented summary.
@@ -372,6 +375,9 @@ impl crate::Tool for ConfirmAction {
     const NAME: &'static str = CONFIRM_ACTION;
     const TITLE: &'static str = "Confirm a prepared action";
     const DESCRIPTION: &'static str = "Executes an action that a notify, wake, alerting or delete tool prepared, after the user approved its confirm_summary. Send the confirm_token and the confirm_summary exactly as the preview gave them. Executes at most once; if the content changed since the preview, returns a new preview instead. Example: {\"confirm_token\": \"cfm_...\", \"confirm_summary\": \"...\"}";
+    const CORE_DESCRIPTION: Option<&'static str> = Some(
+        "Executes a prepared action after the user approved it; send confirm_token and confirm_summary exactly as the preview gave them. Example: {\"confirm_token\": \"cfm_...\", \"confirm_summary\": \"...\"}",
+    );
     const EFFECT: crate::EffectClass = crate::EffectClass::SilentWrite;
 
     async fn call(

@@ -214,6 +214,7 @@ fn add_preview_branch(root: &mut Value) {
             "confirm_token": {"type": "string"},
             "confirm_summary": {"type": "string"},
             "preview": {"type": "object"},
+            "if_confirmed": {"type": "object", "description": "What the tool would return once executed; nothing of it has happened yet."},
             "expires_in_seconds": {"type": "integer"},
             "approval_url": {"type": "string", "description": "Present when a person approves this action in the product; give it to the user."},
             "warnings": {"type": "array", "items": {"type": "string"}},
