@@ -161,6 +161,7 @@ DATA_DIR="$WORK/data"
 SERVER_LOG="$WORK/server.log"
 mkdir -p "$DATA_DIR"
 # Every MCP request needs a credential: a member and a connection token for this run.
+"$BIN" tenant create sdk-tests --data-dir "$DATA_DIR" --name "SDK tests" --zone Europe/Berlin --currency EUR --tax-rate 19 >/dev/null
 "$BIN" member set --data-dir "$DATA_DIR" --tenant sdk-tests --member owner --role owner >/dev/null
 MCP_TOKEN=$("$BIN" token create --data-dir "$DATA_DIR" --tenant sdk-tests --member owner --client "sdk client tests" --json \
     | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')

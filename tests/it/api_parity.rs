@@ -395,7 +395,7 @@ async fn the_api_and_the_tools_refuse_every_write_for_the_same_reason(world: Wor
     let agent = world.client(&token);
     let api = format!(
         "Bearer {}",
-        identity::product::create_api_token(&world.app.store, "acme", "ana")
+        crate::support::api_token(&world.app, "acme", "ana")
             .await
             .unwrap()
     );
@@ -507,7 +507,7 @@ async fn the_api_acts_with_the_members_live_rights(world: World) {
         async move {
             format!(
                 "Bearer {}",
-                identity::product::create_api_token(&world.app.store, "acme", member)
+                crate::support::api_token(&world.app, "acme", member)
                     .await
                     .unwrap()
             )

@@ -262,7 +262,7 @@ async fn a_second_identical_quote_is_a_duplicate(world: World) {
     // The JSON API guards the same key and takes the same `separate`.
     let api = format!(
         "Bearer {}",
-        identity::product::create_api_token(&world.app.store, "acme", "ana")
+        crate::support::api_token(&world.app, "acme", "ana")
             .await
             .unwrap()
     );

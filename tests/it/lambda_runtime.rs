@@ -982,8 +982,8 @@ fn the_release_web_function_serves_the_pages_on_the_runtime_api() {
         .build()
         .unwrap();
     let (app, table, mcp_token) = setup(&rt, &endpoint, "gatehouse-web");
-    rt.block_on(identity::product::set_password(
-        app.store.as_ref(),
+    rt.block_on(crate::support::set_password(
+        &app,
         "acme",
         "ana",
         "correct horse battery",

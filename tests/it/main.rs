@@ -4,6 +4,7 @@
 // target (rust-clippy#13981).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod administration;
 mod api_parity;
 mod approval_modes;
 mod booking_tools;

@@ -31,7 +31,7 @@ async fn make_operator(world: &World) {
         member: "tests".into(),
         channel: identity::Channel::Cli,
     };
-    identity::operator::create(world.app.store.as_ref(), &cli, EMAIL, PASSWORD)
+    accounts::operators::create(world.app.store.as_ref(), &cli, EMAIL, PASSWORD)
         .await
         .unwrap();
 }
@@ -246,19 +246,19 @@ async fn the_cli_creates_operators_on_every_backend() {
     };
     let check = |store: std::sync::Arc<dyn store::Store>| async move {
         assert!(
-            identity::operator::check_password(store.as_ref(), EMAIL, PASSWORD)
+            accounts::operators::check_password(store.as_ref(), EMAIL, PASSWORD)
                 .await
                 .unwrap()
         );
         assert!(
-            !identity::operator::check_password(store.as_ref(), EMAIL, "wrong password")
+            !accounts::operators::check_password(store.as_ref(), EMAIL, "wrong password")
                 .await
                 .unwrap()
         );
         // The key has no `#`: no tenant's partition can hold it.
         assert!(
             store
-                .get(&identity::keys::operator(EMAIL))
+                .get(&accounts::keys::operator(EMAIL))
                 .await
                 .unwrap()
                 .is_some()
@@ -298,7 +298,7 @@ async fn the_cli_creates_operators_on_every_backend() {
 async fn the_demo_seeds_an_operator(world: World) {
     app::demo::seed_if_empty(&world.app).await.unwrap().unwrap();
     assert!(
-        identity::operator::check_password(
+        accounts::operators::check_password(
             world.app.store.as_ref(),
             app::demo::DEMO_OPERATOR,
             app::demo::DEMO_PASSWORD

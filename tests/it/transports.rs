@@ -97,6 +97,21 @@ impl Drop for Running {
     }
 }
 
+/// The command that creates the workspace `acme`.
+pub(crate) const ACME: [&str; 11] = [
+    "tenant",
+    "create",
+    "acme",
+    "--name",
+    "Acme",
+    "--zone",
+    "Europe/Berlin",
+    "--currency",
+    "EUR",
+    "--tax-rate",
+    "19",
+];
+
 /// Runs a `gatehouse` administration command and returns its stdout.
 pub(crate) fn gatehouse(args: &[&str], data_dir: &std::path::Path) -> String {
     let out = Command::new(gatehouse_binary())
@@ -115,6 +130,10 @@ pub(crate) fn gatehouse(args: &[&str], data_dir: &std::path::Path) -> String {
 
 /// Adds an owner and creates a connection with the CLI; returns the token.
 pub(crate) fn cli_token(data_dir: &std::path::Path) -> String {
+    // The workspace, unless the demo seeding made it already.
+    if !gatehouse(&["tenant", "list"], data_dir).contains("acme\t") {
+        gatehouse(&ACME, data_dir);
+    }
     gatehouse(
         &[
             "member", "set", "--tenant", "acme", "--member", "ana", "--role", "owner",
@@ -276,6 +295,7 @@ async fn token_commands_work_on_dynamodb_too() {
         );
         String::from_utf8(out.stdout).unwrap()
     };
+    run(&ACME);
     run(&[
         "member", "set", "--tenant", "acme", "--member", "ana", "--role", "owner",
     ]);

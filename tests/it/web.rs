@@ -22,13 +22,28 @@ pub(crate) async fn send(
     headers: &[(&str, &str)],
     body: &str,
 ) -> Reply {
+    send_from(world, None, (method, path), headers, body).await
+}
+
+/// [`send`] from a client address, as the transports tell it to the pages.
+pub(crate) async fn send_from(
+    world: &World,
+    address: Option<&str>,
+    (method, path): (&str, &str),
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Reply {
     let mut req = http::Request::builder().method(method).uri(path);
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    let req = req
+    let mut req = req
         .body(http_body_util::Full::new(Bytes::from(body.to_owned())))
         .unwrap();
+    if let Some(address) = address {
+        req.extensions_mut()
+            .insert(web::ClientAddress(address.to_owned()));
+    }
     let response = if web::is_product_path(path) {
         world.app.web.handle(req).await
     } else {
@@ -46,14 +61,9 @@ pub(crate) async fn send(
 pub(crate) const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
 
 pub(crate) async fn sign_in(world: &World, tenant: &str, member: &str) -> (String, String) {
-    identity::product::set_password(
-        world.app.store.as_ref(),
-        tenant,
-        member,
-        "correct horse battery",
-    )
-    .await
-    .unwrap();
+    crate::support::set_password(&world.app, tenant, member, "correct horse battery")
+        .await
+        .unwrap();
     let r = send(
         world,
         "POST",
@@ -98,7 +108,7 @@ async fn credentials_do_not_cross(world: World) {
         let r = send(&world, "GET", path, &[("authorization", &bearer)], "").await;
         assert_eq!(r.status, 401, "an MCP token opened {path}");
     }
-    let api = identity::product::create_api_token(&world.app.store, "acme", "ana")
+    let api = crate::support::api_token(&world.app, "acme", "ana")
         .await
         .unwrap();
     let r = send(
@@ -138,14 +148,9 @@ on_every_backend!(credentials_cross, credentials_do_not_cross);
 
 async fn sign_in_sets_a_safe_cookie_and_forms_need_csrf(world: World) {
     world.member("acme", "ana", "owner").await;
-    identity::product::set_password(
-        world.app.store.as_ref(),
-        "acme",
-        "ana",
-        "correct horse battery",
-    )
-    .await
-    .unwrap();
+    crate::support::set_password(&world.app, "acme", "ana", "correct horse battery")
+        .await
+        .unwrap();
     let wrong = send(
         &world,
         "POST",
@@ -215,7 +220,7 @@ async fn the_api_and_the_tools_refuse_the_same_inputs(world: World) {
     let client = world.client(&token);
     let api = format!(
         "Bearer {}",
-        identity::product::create_api_token(&world.app.store, "acme", "ana")
+        crate::support::api_token(&world.app, "acme", "ana")
             .await
             .unwrap()
     );
@@ -534,7 +539,7 @@ async fn the_customer_list_searches(world: World) {
     world.member("acme", "ana", "owner").await;
     let api = format!(
         "Bearer {}",
-        identity::product::create_api_token(&world.app.store, "acme", "ana")
+        crate::support::api_token(&world.app, "acme", "ana")
             .await
             .unwrap()
     );

@@ -54,7 +54,12 @@ enum Command {
     Serve(ServeArgs),
     /// Speak newline-delimited JSON-RPC on stdin/stdout; the MCP token comes from GATEHOUSE_TOKEN.
     Stdio,
-    /// Members of a tenant (until the product's member pages exist).
+    /// Workspaces (tenants): create one with its zone and currency, list them.
+    Tenant {
+        #[command(subcommand)]
+        command: TenantCommand,
+    },
+    /// Members of a workspace, their passwords and product API tokens.
     Member {
         #[command(subcommand)]
         command: MemberCommand,
@@ -216,7 +221,8 @@ struct ServeArgs {
 
 #[derive(Debug, Subcommand)]
 enum MemberCommand {
-    /// Adds a member or changes their role and active flag.
+    /// Adds a member to a workspace that exists, or changes their role and active flag
+    /// (audited).
     Set {
         #[arg(long)]
         tenant: String,
@@ -229,30 +235,76 @@ enum MemberCommand {
         #[arg(long)]
         inactive: bool,
     },
-    /// Sets a member's sign-in password for the product's pages.
+    /// Sets a member's sign-in password for the product's pages, read from the first line of
+    /// stdin so that it stays out of the shell history and the process list (audited).
     Password {
         #[arg(long)]
         tenant: String,
         #[arg(long)]
         member: String,
-        /// The new password (at least 8 characters).
-        #[arg(long)]
-        password: String,
     },
-    /// Creates a product API token for a member (for /api/..., never accepted at /mcp).
+    /// Product API tokens (for /api/..., never accepted at /mcp): create, list, revoke.
     ApiToken {
-        #[arg(long)]
-        tenant: String,
-        #[arg(long)]
-        member: String,
+        #[command(subcommand)]
+        command: ApiTokenCommand,
     },
-    /// Removes a member (their connections stop working).
+    /// Removes a member: every credential they made (connections, API tokens, sessions)
+    /// stops working for good, even if the id is added again (audited).
     Remove {
         #[arg(long)]
         tenant: String,
         #[arg(long)]
         member: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum ApiTokenCommand {
+    /// Creates a token acting as the member and prints it once.
+    Create {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        member: String,
+        /// How long it lasts, in days (1 to 365).
+        #[arg(long, default_value_t = accounts::api_tokens::DEFAULT_VALID_DAYS)]
+        days: u32,
+    },
+    /// Lists a workspace's tokens (never their secrets).
+    List {
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Revokes a token: it stops working on the next request.
+    Revoke {
+        #[arg(long)]
+        tenant: String,
+        /// The token's id (`tok_...`).
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TenantCommand {
+    /// Creates a workspace with its time zone, currency and tax rate (audited).
+    Create {
+        /// The workspace id: 2 to 40 lower-case letters, digits and hyphens.
+        id: String,
+        /// The company's name.
+        #[arg(long)]
+        name: String,
+        /// IANA time zone, e.g. Europe/Berlin.
+        #[arg(long)]
+        zone: String,
+        /// ISO 4217 currency, e.g. EUR.
+        #[arg(long)]
+        currency: String,
+        /// Tax rate in percent, e.g. 19.
+        #[arg(long)]
+        tax_rate: String,
+    },
+    /// Lists the workspaces.
+    List,
 }
 
 #[derive(Debug, Subcommand)]
@@ -366,6 +418,7 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve(store, backend, &described, &cli.store.data_dir, args).await,
         Command::Stdio => stdio(store, backend).await,
+        Command::Tenant { command } => tenant(store, command).await,
         Command::Member { command } => member(store, command).await,
         Command::Operator { command } => operator(store, command).await,
         Command::Token { command } => token(store, command).await,
@@ -486,7 +539,7 @@ async fn serve(
         );
     }
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => accepted?,
             _ = tokio::signal::ctrl_c() => {
                 eprintln!("gatehouse: stopping");
@@ -496,8 +549,10 @@ async fn serve(
         let http = app.http.clone();
         let web = app.web.clone();
         tokio::spawn(async move {
-            let service = service_fn(move |req: http::Request<hyper::body::Incoming>| {
+            let address = web::ClientAddress(peer.ip().to_string());
+            let service = service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
                 let (http, web) = (http.clone(), web.clone());
+                req.extensions_mut().insert(address.clone());
                 async move {
                     // The product's pages and API live beside the MCP endpoint, with their own
                     // credentials.
@@ -674,8 +729,55 @@ async fn stdio(store: Arc<dyn store::Store>, backend: &str) -> anyhow::Result<()
     Ok(())
 }
 
+/// Who acts at the command line: whoever holds the deployment's shell, recorded as `cli`.
+fn console(tenant: &str) -> Actor {
+    cli_actor(tenant, "cli")
+}
+
+/// The first line of stdin, without its line break.
+fn read_stdin_line(what: &str) -> anyhow::Result<String> {
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .with_context(|| format!("reading {what} from stdin"))?;
+    Ok(line.trim_end_matches(['\r', '\n']).to_owned())
+}
+
+async fn tenant(store: Arc<dyn store::Store>, command: TenantCommand) -> anyhow::Result<()> {
+    match command {
+        TenantCommand::Create {
+            id,
+            name,
+            zone,
+            currency,
+            tax_rate,
+        } => {
+            let tax_rate = tax_rate.parse().map_err(|_| {
+                anyhow::anyhow!("--tax-rate {tax_rate:?} is not a number like 19 or 7.5")
+            })?;
+            let workspace = booking::Tenant {
+                id: id.clone(),
+                name,
+                zone,
+                currency,
+                tax_rate,
+            };
+            accounts::workspaces::create(&store, &console(&id), &workspace).await?;
+            println!(
+                "workspace {id} created; add its first member with `gatehouse member set --tenant {id} --member NAME --role owner`"
+            );
+        }
+        TenantCommand::List => {
+            for (id, name) in accounts::workspaces::list(&store).await? {
+                println!("{id}\t{name}");
+            }
+        }
+    }
+    Ok(())
+}
+
 async fn member(store: Arc<dyn store::Store>, command: MemberCommand) -> anyhow::Result<()> {
-    let directory = identity::StoreDirectory::new(Arc::clone(&store), app::rights::for_role);
+    let app = build(Arc::clone(&store), app::Settings::default())?;
     match command {
         MemberCommand::Set {
             tenant,
@@ -683,42 +785,64 @@ async fn member(store: Arc<dyn store::Store>, command: MemberCommand) -> anyhow:
             role,
             inactive,
         } => {
-            if app::rights::for_role(&role).is_empty() {
-                bail!("unknown role {role:?}: use owner, admin, dispatcher or viewer");
-            }
-            directory
-                .put_member(&tenant, &member, &role, !inactive)
+            let set = app
+                .members
+                .set(&console(&tenant), &member, (&role, !inactive))
                 .await?;
-            println!(
-                "{member} is {} {role} of {tenant}",
-                if inactive { "an inactive" } else { "an active" }
-            );
+            let state = if inactive { "an inactive" } else { "an active" };
+            let verb = match set {
+                accounts::members::Set::Added => "added",
+                accounts::members::Set::Changed => "changed",
+            };
+            println!("{member} ({verb}) is {state} {role} of {tenant}");
         }
-        MemberCommand::Password {
-            tenant,
-            member,
-            password,
-        } => {
-            identity::product::set_password(store.as_ref(), &tenant, &member, &password).await?;
+        MemberCommand::Password { tenant, member } => {
+            let password = read_stdin_line("the password")?;
+            app.members
+                .set_password(&console(&tenant), &member, &password)
+                .await?;
             println!("password of {member} in {tenant} set");
         }
-        MemberCommand::ApiToken { tenant, member } => {
-            use identity::Directory as _;
-            if directory
-                .member(&tenant, &member)
-                .await?
-                .is_none_or(|m| !m.active)
-            {
-                bail!("{member} is not an active member of {tenant}");
-            }
-            let token = identity::product::create_api_token(&store, &tenant, &member).await?;
-            println!("product API token (shown once): {token}");
-        }
+        MemberCommand::ApiToken { command } => api_token(&app, command).await?,
         MemberCommand::Remove { tenant, member } => {
-            store
-                .delete(store::Delete::new(identity::keys::member(&tenant, &member)))
+            app.members.remove(&console(&tenant), &member).await?;
+            println!(
+                "{member} is no longer a member of {tenant}; their credentials no longer work"
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn api_token(app: &app::App, command: ApiTokenCommand) -> anyhow::Result<()> {
+    match command {
+        ApiTokenCommand::Create {
+            tenant,
+            member,
+            days,
+        } => {
+            let (token, secret) = app
+                .api_tokens
+                .create(&cli_actor(&tenant, &member), Some(days))
                 .await?;
-            println!("{member} is no longer a member of {tenant}");
+            println!(
+                "product API token {} of {member}, valid until {} (shown once):",
+                token.id, token.expires_at
+            );
+            println!("{secret}");
+        }
+        ApiTokenCommand::List { tenant } => {
+            for t in app.api_tokens.list(&tenant).await? {
+                let state = if t.revoked { "revoked" } else { "active" };
+                println!(
+                    "{}\t{}\t{state}\tcreated {}\tuntil {}",
+                    t.id, t.member, t.created_at, t.expires_at
+                );
+            }
+        }
+        ApiTokenCommand::Revoke { tenant, id } => {
+            app.api_tokens.revoke(&console(&tenant), &id).await?;
+            println!("API token {id} revoked");
         }
     }
     Ok(())
@@ -733,16 +857,12 @@ async fn operator(store: Arc<dyn store::Store>, command: OperatorCommand) -> any
             if !password_stdin {
                 bail!("pass the password on stdin with --password-stdin");
             }
-            let mut password = String::new();
-            std::io::stdin()
-                .read_line(&mut password)
-                .context("reading the password from stdin")?;
-            let password = password.trim_end_matches(['\r', '\n']);
-            let email = identity::operator::create(
+            let password = read_stdin_line("the password")?;
+            let email = accounts::operators::create(
                 store.as_ref(),
                 &cli_actor("system", "cli"),
                 &email,
-                password,
+                &password,
             )
             .await?;
             println!("{email} is an operator; sign in at /app/operator/login");

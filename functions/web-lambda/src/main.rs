@@ -49,6 +49,15 @@ fn config(
     }
 }
 
+/// The caller's address as the Function URL saw it (for the sign-in throttle).
+fn source_ip(req: &Request) -> Option<String> {
+    use lambda_http::RequestExt as _;
+    match req.request_context_ref()? {
+        lambda_http::request::RequestContext::ApiGatewayV2(ctx) => ctx.http.source_ip.clone(),
+        _ => None,
+    }
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let filter = std::env::var(LOG).unwrap_or_else(|_| "info".into());
@@ -92,6 +101,10 @@ async fn main() -> ExitCode {
                 let mut missing = Response::new(Body::from("not found\n"));
                 *missing.status_mut() = lambda_http::http::StatusCode::NOT_FOUND;
                 return Ok::<_, Error>(missing);
+            }
+            let mut req = req;
+            if let Some(address) = source_ip(&req) {
+                req.extensions_mut().insert(web::ClientAddress(address));
             }
             let (parts, body) = web.handle(req).await.into_parts();
             Ok(Response::from_parts(

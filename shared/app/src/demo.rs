@@ -126,6 +126,11 @@ pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, Dem
     }
     let mut connections = Vec::new();
     for t in &TENANTS {
+        // A workspace made before the first start (`gatehouse tenant create acme`) is the
+        // operator's own: the demo leaves it alone.
+        if Tenants::new(app.store.clone()).exists(t.id).await? {
+            continue;
+        }
         let seed = Actor {
             tenant: t.id.into(),
             member: "seed".into(),
@@ -145,9 +150,15 @@ pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, Dem
             .create(&seed, &tenant)?
             .commit(app.store.as_ref(), vec![])
             .await?;
+        let seeding = identity::Actor {
+            tenant: t.id.into(),
+            member: "demo seed".into(),
+            channel: Channel::Cli,
+        };
         for (member, role) in ROLES {
-            app.directory.put_member(t.id, member, role, true).await?;
-            identity::product::set_password(app.store.as_ref(), t.id, member, DEMO_PASSWORD)
+            app.members.set(&seeding, member, (role, true)).await?;
+            app.members
+                .set_password(&seeding, member, DEMO_PASSWORD)
                 .await?;
         }
         let customers = Customers::new(app.store.clone());
@@ -261,6 +272,6 @@ pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, Dem
         member: "demo seed".into(),
         channel: Channel::Cli,
     };
-    identity::operator::create(app.store.as_ref(), &seeder, DEMO_OPERATOR, DEMO_PASSWORD).await?;
+    accounts::operators::create(app.store.as_ref(), &seeder, DEMO_OPERATOR, DEMO_PASSWORD).await?;
     Ok(Some(connections))
 }

@@ -95,6 +95,10 @@ pub struct App {
     pub connections: identity::ConnectionService,
     /// The kill switch and agent access.
     pub switches: identity::SwitchService,
+    /// Members of workspaces (audited administration).
+    pub members: accounts::Members,
+    /// Product API tokens.
+    pub api_tokens: accounts::ApiTokens,
     /// The product's pages and JSON API.
     pub web: web::Web,
 }
@@ -210,6 +214,9 @@ fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> 
     .with_authenticator(Arc::new(authenticator));
     let connections = identity::ConnectionService::new(Arc::clone(&store), directory.clone());
     let switches = identity::SwitchService::new(Arc::clone(&store));
+    let members = accounts::Members::new(Arc::clone(&store), rights::for_role);
+    let api_tokens = accounts::ApiTokens::new(Arc::clone(&store), rights::for_role)
+        .with_clock(Arc::clone(&settings.clock));
     let web = web::Web {
         store: Arc::clone(&store),
         approvals: server.clone(),
@@ -225,6 +232,9 @@ fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> 
         quotes: booking::Quotes::new(Arc::clone(&store))
             .with_randomness(Arc::clone(&settings.randomness)),
         alerts: booking::Alerts::new(Arc::clone(&store)),
+        members: members.clone(),
+        api_tokens: api_tokens.clone(),
+        throttle: accounts::Throttle::new(Arc::clone(&store), Arc::clone(&settings.clock)),
         secure_cookies: settings.secure_cookies,
     };
     App {
@@ -232,6 +242,8 @@ fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> 
         http,
         connections,
         switches,
+        members,
+        api_tokens,
         web,
         directory,
         store,

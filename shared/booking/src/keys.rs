@@ -7,9 +7,12 @@ pub fn tenant(tenant: &str) -> Key {
     Key::new(format!("{tenant}#tenant"), "settings")
 }
 
-/// A member (read by the identity layer's directory as well).
-pub fn member(tenant: &str, member: &str) -> Key {
-    Key::new(format!("{tenant}#member"), member)
+/// The partition listing every workspace (it belongs to no tenant: `tenants` is reserved).
+pub const LISTED_TENANTS: &str = "tenants";
+
+/// A workspace in the list of workspaces.
+pub fn listed_tenant(tenant: &str) -> Key {
+    Key::new(LISTED_TENANTS, tenant)
 }
 
 /// The partition of a kind of object.

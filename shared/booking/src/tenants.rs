@@ -59,9 +59,24 @@ impl Tenants {
         })
     }
 
-    /// Plans a new tenant's settings (seeding and sign-up).
+    /// Plans a new tenant's settings (seeding and sign-up): a valid id (the actor's tenant),
+    /// an IANA zone, a supported currency and a tax rate from 0 to 100 percent.
     pub fn create(&self, actor: &Actor, tenant: &Tenant) -> Result<Change<Tenant>, BookingError> {
         actor.require(rights::AGENT_ACCESS_MANAGE)?;
+        store::tenant_id::check(&tenant.id).map_err(|why| BookingError::invalid("tenant", why))?;
+        if tenant.id != actor.tenant {
+            return Err(BookingError::invalid(
+                "tenant",
+                "a workspace is created by someone acting in it",
+            ));
+        }
+        if tenant.name.trim().is_empty() || tenant.name.chars().count() > 100 {
+            return Err(BookingError::invalid("name", "must be 1 to 100 characters"));
+        }
+        crate::money::Currency::parse(&tenant.currency).map_err(|e| BookingError::Money {
+            field: "currency",
+            error: e,
+        })?;
         if tenant.zone.parse::<chrono_tz::Tz>().is_err() {
             return Err(BookingError::invalid(
                 "zone",
@@ -79,11 +94,42 @@ impl Tenants {
         item.insert("zone".into(), Value::s(&tenant.zone));
         item.insert("currency".into(), Value::s(&tenant.currency));
         item.insert("tax_rate".into(), Value::s(tenant.tax_rate.to_string()));
+        let mut listed = Item::new();
+        listed.insert("name".into(), Value::s(&tenant.name));
         let mut change = Change::new(tenant.clone());
         change.push(
-            Put::new(keys::tenant(&actor.tenant), item).when(Condition::item_not_exists()),
+            Put::new(keys::tenant(&tenant.id), item).when(Condition::item_not_exists()),
+            |_| BookingError::Rejected("this workspace exists already".into()),
+        );
+        change.push(
+            Put::new(keys::listed_tenant(&tenant.id), listed).when(Condition::item_not_exists()),
             |_| BookingError::Rejected("this workspace exists already".into()),
         );
         Ok(change)
+    }
+
+    /// Whether the workspace `tenant` exists.
+    pub async fn exists(&self, tenant: &str) -> Result<bool, BookingError> {
+        Ok(self.store.get(&keys::tenant(tenant)).await?.is_some())
+    }
+
+    /// Every workspace's id and name, by id (for operators and the command line).
+    pub async fn list(&self) -> Result<Vec<(String, String)>, BookingError> {
+        let mut out = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self
+                .store
+                .query(store::Query::partition(keys::LISTED_TENANTS).after(cursor))
+                .await?;
+            out.extend(page.items.into_iter().map(|(k, i)| {
+                let name = i.get("name").and_then(Value::as_s).unwrap_or_default();
+                (k.sk, name.to_owned())
+            }));
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => return Ok(out),
+            }
+        }
     }
 }

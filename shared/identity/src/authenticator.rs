@@ -221,7 +221,10 @@ impl McpAuthenticator {
         member: Option<crate::Member>,
         prefetched: Prefetched,
     ) -> Result<Authenticated, Rejection> {
-        let Some(member) = member.filter(|m| m.active) else {
+        // The member id must still be held by the person who created the connection: a member
+        // removed and added again is a new person, whose credentials start afresh.
+        let same_person = |m: &crate::Member| m.person == connection.creator_person;
+        let Some(member) = member.filter(|m| m.active && same_person(m)) else {
             return Err(Rejection::invalid_token(
                 "the person who created this connection no longer has access; the connection has ended",
             ));

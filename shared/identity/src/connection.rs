@@ -36,6 +36,9 @@ pub struct Connection {
     pub subject: Option<String>,
     /// Pinned to approval in the product for every class (a client known not to prompt).
     pub approval_pinned: bool,
+    /// The person who held the creator's member id when it was created: the connection ends
+    /// for good when that member is removed, even if the id is added again.
+    pub creator_person: Option<String>,
     /// When its credential last authenticated a request, to the hour
     /// ([`LAST_USED_RESOLUTION_SECONDS`]); `None`: never. Kept on the credential's index item,
     /// which authentication reads anyway, so that recording it costs one write per connection
@@ -69,6 +72,9 @@ impl Connection {
         }
         if self.approval_pinned {
             item.insert("approval".into(), Value::s(ApprovalMode::Product.as_str()));
+        }
+        if let Some(person) = &self.creator_person {
+            item.insert("creator_person".into(), Value::s(person));
         }
         item
     }
@@ -116,6 +122,7 @@ impl Connection {
             subject: s("subject"),
             last_used: s("last_used"),
             approval_pinned: s("approval").as_deref() == Some(ApprovalMode::Product.as_str()),
+            creator_person: s("creator_person"),
         })
     }
 }
@@ -147,7 +154,12 @@ impl ConnectionService {
         ConnectionService { store, directory }
     }
 
-    async fn check_creator(&self, actor: &Actor, new: &NewConnection) -> Result<(), IdentityError> {
+    /// The creator, when they may create `new`; their person is recorded with it.
+    async fn check_creator(
+        &self,
+        actor: &Actor,
+        new: &NewConnection,
+    ) -> Result<crate::Member, IdentityError> {
         let member = self
             .directory
             .member(&actor.tenant, &actor.member)
@@ -182,11 +194,17 @@ impl ConnectionService {
                 "the client name must be 1 to 64 characters".into(),
             ));
         }
-        Ok(())
+        Ok(member)
     }
 
-    fn record(actor: &Actor, new: &NewConnection, kind: &str, subject: Option<&str>) -> Connection {
+    fn record(
+        (actor, creator): (&Actor, crate::Member),
+        new: &NewConnection,
+        kind: &str,
+        subject: Option<&str>,
+    ) -> Connection {
         Connection {
+            creator_person: creator.person,
             id: format!("con_{}", crate::random_id(20)),
             tenant: actor.tenant.clone(),
             creator: actor.member.clone(),
@@ -223,8 +241,8 @@ impl ConnectionService {
         actor: &Actor,
         new: NewConnection,
     ) -> Result<(Connection, String), IdentityError> {
-        self.check_creator(actor, &new).await?;
-        let connection = Self::record(actor, &new, "token", None);
+        let creator = self.check_creator(actor, &new).await?;
+        let connection = Self::record((actor, creator), &new, "token", None);
         let token = token::generate(&token::Locator {
             tenant: connection.tenant.clone(),
             creator: connection.creator.clone(),
@@ -255,13 +273,13 @@ impl ConnectionService {
         subject: &str,
         new: NewConnection,
     ) -> Result<Connection, IdentityError> {
-        self.check_creator(actor, &new).await?;
+        let creator = self.check_creator(actor, &new).await?;
         if subject.trim().is_empty() {
             return Err(IdentityError::Invalid(
                 "the OAuth subject must not be empty".into(),
             ));
         }
-        let connection = Self::record(actor, &new, "oauth", Some(subject));
+        let connection = Self::record((actor, creator), &new, "oauth", Some(subject));
         self.store
             .transact_write(vec![
                 Put::new(

@@ -3,7 +3,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use store::{Item, Key, Put, Store, StoreError, Value};
+use store::{
+    Condition, Item, Key, Put, Store, StoreError, TransactOp, Update, UpdateAction, Value,
+};
 
 use crate::keys;
 
@@ -18,6 +20,10 @@ pub struct Member {
     pub role: String,
     /// The rights the role grants now.
     pub rights: BTreeSet<String>,
+    /// Which person holds this member id: drawn when the member is added, so that a member
+    /// removed and added again under the same id is a new person, and the credentials the
+    /// first one made never work for the second (`None`: added before persons were recorded).
+    pub person: Option<String>,
 }
 
 /// Answers "what may this member do now?". Implemented by the product; asked on every call.
@@ -39,6 +45,57 @@ pub trait Directory: std::fmt::Debug + Send + Sync + 'static {
     }
 }
 
+/// The member item's attribute naming the person who holds the id.
+const PERSON: &str = "person";
+
+/// The write that adds a member (with a new person) or changes an existing one's role and
+/// active flag, keeping its person and password; it fails if the item changed since
+/// `existing` was read. Put it in the transaction that audits the change.
+pub fn member_write(
+    tenant: &str,
+    member_id: &str,
+    (role, active): (&str, bool),
+    existing: Option<&Item>,
+) -> TransactOp {
+    let key = keys::member(tenant, member_id);
+    let Some(existing) = existing else {
+        let mut item = Item::new();
+        item.insert("role".into(), Value::s(role));
+        item.insert("active".into(), Value::Bool(active));
+        item.insert(
+            PERSON.into(),
+            Value::s(format!("per_{}", crate::random_id(20))),
+        );
+        return Put::new(key, item)
+            .when(Condition::item_not_exists())
+            .into();
+    };
+    Update::new(
+        key,
+        vec![
+            UpdateAction::Set("role".into(), Value::s(role)),
+            UpdateAction::Set("active".into(), Value::Bool(active)),
+        ],
+    )
+    .when(same_person(existing))
+    .into()
+}
+
+/// The item still holds the person it held when `existing` was read.
+fn same_person(existing: &Item) -> Condition {
+    match existing.get(PERSON) {
+        Some(p) => Condition::eq(PERSON, p.clone()),
+        None => Condition::item_exists().and(Condition::NotExists(PERSON.into())),
+    }
+}
+
+/// The write that removes a member, only while it is the person read as `existing`.
+pub fn member_removal(tenant: &str, member_id: &str, existing: &Item) -> TransactOp {
+    store::Delete::new(keys::member(tenant, member_id))
+        .when(same_person(existing))
+        .into()
+}
+
 /// The rights each role grants, defined once by the product.
 pub type RoleCatalog = fn(&str) -> &'static [&'static str];
 
@@ -55,7 +112,8 @@ impl StoreDirectory {
         StoreDirectory { store, catalog }
     }
 
-    /// Adds or changes a member (used by seeding and the command line).
+    /// Adds or changes a member, unaudited (seeding and tests; people administer members
+    /// through the audited service of the accounts crate, which writes [`member_write`]).
     pub async fn put_member(
         &self,
         tenant: &str,
@@ -63,12 +121,9 @@ impl StoreDirectory {
         role: &str,
         active: bool,
     ) -> Result<(), StoreError> {
-        let mut item = Item::new();
-        item.insert("role".into(), Value::s(role));
-        item.insert("active".into(), Value::Bool(active));
-        self.store
-            .put(Put::new(keys::member(tenant, member_id), item))
-            .await
+        let existing = self.store.get(&keys::member(tenant, member_id)).await?;
+        let write = member_write(tenant, member_id, (role, active), existing.as_ref());
+        self.store.transact_write(vec![write]).await
     }
 }
 
@@ -100,6 +155,7 @@ impl Directory for StoreDirectory {
             active,
             role,
             rights,
+            person: item.get(PERSON).and_then(Value::as_s).map(str::to_owned),
         })
     }
 }

@@ -2,9 +2,15 @@
 //!
 //! Tenant-owned items put the tenant first. Some kinds are not tenant-owned: the MCP token
 //! index (found by the token's hash, before the tenant is known), the global switch and its
-//! audit trail, and the operators.
+//! audit trail.
 
 use store::Key;
+
+/// The second segment of this crate's tenant partitions (`<tenant>#<kind>`).
+pub const TENANT_KINDS: &[&str] = &["connection", "oauth", "member", "settings", "audit"];
+
+/// The first segment of this crate's partitions that belong to no tenant.
+pub const GLOBAL: &[&str] = &["mcptoken", "system"];
 
 /// The item found by an MCP token's hash; holds a copy of the connection.
 pub fn mcp_token(hash_hex: &str) -> Key {
@@ -44,14 +50,4 @@ pub fn tenant_switch(tenant: &str) -> Key {
 /// The partition of a tenant's audit rows (`system` for global events).
 pub fn audit_partition(tenant: &str) -> String {
     format!("{tenant}#audit")
-}
-
-/// An operator (a global identity, outside every tenant), by normalized email.
-///
-/// Every tenant-owned partition is `<tenant>#<kind>` and so contains `#`, whatever the tenant
-/// id; the partition `operator` has no `#`, so it cannot be any tenant's partition, not even
-/// a tenant named `operator` (whose items live under `operator#...`). A `system#...` or
-/// `<name>#operator` key would not have that guarantee.
-pub fn operator(email: &str) -> Key {
-    Key::new("operator", email)
 }

@@ -13,6 +13,8 @@
 //!   [`mcp_pipeline::Caller`] with live rights.
 //!
 //! Every item this crate stores is keyed in [`keys`]; tenant-owned items start with the tenant.
+//! The product's own accounts (passwords, sessions, API tokens, operators) are the `accounts`
+//! crate's.
 
 pub mod audit;
 pub mod authenticator;
@@ -21,8 +23,6 @@ pub mod directory;
 mod hooks;
 pub mod keys;
 pub mod oauth;
-pub mod operator;
-pub mod product;
 pub mod switch;
 pub mod token;
 

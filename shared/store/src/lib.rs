@@ -13,6 +13,7 @@ mod memory;
 mod number;
 pub mod read_ahead;
 mod request;
+pub mod tenant_id;
 mod value;
 
 pub use counting::{CountingStore, Latency, RoundTrips};

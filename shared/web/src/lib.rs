@@ -3,11 +3,17 @@
 //! JSON API. Pages take a session cookie, the API a product API token; an MCP token is refused
 //! on every route here, as product credentials are refused at the MCP endpoint.
 
+mod agent_access;
 mod api;
+mod approvals;
+mod connections;
 mod form;
+mod html;
 mod operator;
 mod pages;
 mod records;
+mod session;
+mod sign_in;
 
 use std::sync::Arc;
 
@@ -39,9 +45,20 @@ pub struct Web {
     pub quotes: booking::Quotes,
     /// Alert rules (the API).
     pub alerts: booking::Alerts,
+    /// Members and their passwords.
+    pub members: accounts::Members,
+    /// Product API tokens.
+    pub api_tokens: accounts::ApiTokens,
+    /// The sign-in throttle.
+    pub throttle: accounts::Throttle,
     /// Whether cookies carry `Secure` (everywhere but plain local HTTP).
     pub secure_cookies: bool,
 }
+
+/// The client's network address, put in a request's extensions by the transport that knows
+/// it (the local server's peer, Lambda's `sourceIp`); the sign-in throttle counts by it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientAddress(pub String);
 
 /// The response type.
 pub type WebResponse = Response<Full<Bytes>>;

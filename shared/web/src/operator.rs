@@ -7,11 +7,13 @@
 
 use std::collections::BTreeMap;
 
+use accounts::Session;
+use http::request::Parts;
 use http::{HeaderValue, StatusCode, header};
-use identity::product::Session;
 
 use crate::form::{escape, parse};
-use crate::pages::{csrf_field, html, logout, redirect, session_cookie};
+use crate::html::{csrf_field, html, redirect};
+use crate::session::{client_address, logout, session_cookie, throttled};
 use crate::{Web, WebResponse};
 
 /// The operator's sign-in page.
@@ -19,7 +21,7 @@ pub(crate) const LOGIN: &str = "/app/operator/login";
 /// The operator's page.
 pub(crate) const PAGE: &str = "/app/operator";
 
-pub(crate) async fn login(web: &Web, method: &str, body: &[u8]) -> WebResponse {
+pub(crate) async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -> WebResponse {
     let form_html = |message: &str| {
         format!(
             "{message}<form method=\"post\" action=\"{LOGIN}\"><p><label>Email <input name=\"email\" type=\"email\" required></label></p>\
@@ -35,17 +37,28 @@ pub(crate) async fn login(web: &Web, method: &str, body: &[u8]) -> WebResponse {
         form.get("email").cloned().unwrap_or_default(),
         form.get("password").cloned().unwrap_or_default(),
     );
-    let ok = identity::operator::check_password(web.store.as_ref(), &email, &password)
+    let attempt = accounts::Attempt::operator(&email, client_address(parts).as_deref());
+    if let Err(accounts::AccountsError::Throttled {
+        retry_after_seconds,
+    }) = web.throttle.check(&attempt).await
+    {
+        return throttled("Operator sign-in", retry_after_seconds);
+    }
+    let ok = accounts::operators::check_password(web.store.as_ref(), &email, &password)
         .await
         .unwrap_or(false);
     if !ok {
+        if let Err(e) = web.throttle.failed(&attempt).await {
+            tracing::warn!(error = %e, "could not count a failed sign-in");
+        }
         return html(
             StatusCode::UNAUTHORIZED,
             "Operator sign-in",
             &form_html("<p><strong>Those details do not match an active operator.</strong></p>"),
         );
     }
-    let Ok((id, _)) = identity::operator::start_session(web.store.as_ref(), &email).await else {
+    let _ = web.throttle.succeeded(&attempt).await;
+    let Ok((id, _)) = accounts::sessions::start_operator(web.store.as_ref(), &email).await else {
         return html(
             StatusCode::SERVICE_UNAVAILABLE,
             "Operator sign-in",

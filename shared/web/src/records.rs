@@ -4,12 +4,13 @@
 //! member's live rights, so a page shows exactly what that person may see, and another
 //! tenant's handle is not found.
 
+use accounts::Session;
 use booking::ids::Kind;
 use http::StatusCode;
-use identity::product::Session;
 
 use crate::form::escape;
-use crate::pages::{html, rights};
+use crate::html::html;
+use crate::session::rights;
 use crate::{Web, WebResponse};
 
 /// Label and value rows of one record.

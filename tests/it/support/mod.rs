@@ -56,6 +56,35 @@ pub(crate) async fn connect(
     (connection.id, token)
 }
 
+/// A product API token acting as `member` of `tenant` (valid for the default 90 days).
+pub(crate) async fn api_token(
+    app: &app::App,
+    tenant: &str,
+    member: &str,
+) -> Result<String, accounts::AccountsError> {
+    let actor = identity::Actor {
+        tenant: tenant.into(),
+        member: member.into(),
+        channel: identity::Channel::Cli,
+    };
+    Ok(app.api_tokens.create(&actor, None).await?.1)
+}
+
+/// Sets `member`'s sign-in password, as the command line does.
+pub(crate) async fn set_password(
+    app: &app::App,
+    tenant: &str,
+    member: &str,
+    password: &str,
+) -> Result<(), accounts::AccountsError> {
+    let console = identity::Actor {
+        tenant: tenant.into(),
+        member: "cli".into(),
+        channel: identity::Channel::Cli,
+    };
+    app.members.set_password(&console, member, password).await
+}
+
 /// Every right `member` of `tenant` holds now.
 pub(crate) async fn rights_of(app: &app::App, tenant: &str, member: &str) -> BTreeSet<String> {
     use identity::Directory as _;

@@ -97,10 +97,10 @@ async fn actor(web: &Web, parts: &Parts) -> Result<booking::Actor, WebResponse> 
         .ok_or_else(|| {
             unauthorized("a product API token is required (Authorization: Bearer gha_...)")
         })?;
-    let Ok(Some((tenant, member))) =
-        identity::product::api_token(web.store.as_ref(), bearer.trim()).await
-    else {
-        return Err(unauthorized("the product API token is unknown"));
+    let Ok(Some((tenant, member))) = web.api_tokens.authenticate(bearer.trim()).await else {
+        return Err(unauthorized(
+            "the product API token is unknown, expired or revoked, or its member has left",
+        ));
     };
     // Live rights: the member's current role decides, not what they had when the token was made.
     let Ok(Some(m)) = web.directory.member(&tenant, &member).await else {

@@ -1,0 +1,228 @@
+//! Product API tokens (`gha_...`): made by a member for the JSON API, shown once, stored as a
+//! hash, with an expiry; listed and revoked by the workspace, every change audited. A token
+//! works only while its member is active and still the same person.
+
+use std::sync::Arc;
+
+use identity::{Actor, Directory as _, RoleCatalog, StoreDirectory};
+use store::{Condition, Item, Put, Store, Update, UpdateAction, Value};
+
+use crate::{AccountsError, keys};
+
+/// How long a token lasts unless its maker says otherwise.
+pub const DEFAULT_VALID_DAYS: u32 = 90;
+/// The longest a token may last.
+pub const MAX_VALID_DAYS: u32 = 365;
+
+/// A product API token as the workspace sees it (never its secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiToken {
+    /// Public id (`tok_...`).
+    pub id: String,
+    /// The member it acts as.
+    pub member: String,
+    /// When it was made (RFC 3339).
+    pub created_at: String,
+    /// When it stops working (RFC 3339).
+    pub expires_at: String,
+    /// Whether it was revoked.
+    pub revoked: bool,
+}
+
+/// The product API token service.
+#[derive(Debug, Clone)]
+pub struct ApiTokens {
+    store: Arc<dyn Store>,
+    catalog: RoleCatalog,
+    clock: Arc<dyn outside::Clock>,
+}
+
+impl ApiTokens {
+    /// The service over `store`, with roles from `catalog`.
+    pub fn new(store: Arc<dyn Store>, catalog: RoleCatalog) -> Self {
+        ApiTokens {
+            store,
+            catalog,
+            clock: Arc::new(outside::SystemClock),
+        }
+    }
+
+    /// The same service telling time by `clock`.
+    pub fn with_clock(mut self, clock: Arc<dyn outside::Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    fn directory(&self) -> StoreDirectory {
+        StoreDirectory::new(Arc::clone(&self.store), self.catalog)
+    }
+
+    /// Makes a token for the actor (an active member), valid for `valid_days` (1 to 365);
+    /// returns it and its secret, which is shown once and never stored. Audited.
+    pub async fn create(
+        &self,
+        actor: &Actor,
+        valid_days: Option<u32>,
+    ) -> Result<(ApiToken, String), AccountsError> {
+        let days = valid_days.unwrap_or(DEFAULT_VALID_DAYS);
+        if !(1..=MAX_VALID_DAYS).contains(&days) {
+            return Err(AccountsError::Invalid(format!(
+                "a token lasts 1 to {MAX_VALID_DAYS} days, not {days}"
+            )));
+        }
+        let member = self
+            .directory()
+            .member(&actor.tenant, &actor.member)
+            .await?
+            .filter(|m| m.active)
+            .ok_or_else(|| {
+                AccountsError::Forbidden(format!(
+                    "{} is not an active member of {}",
+                    actor.member, actor.tenant
+                ))
+            })?;
+        let now = self.clock.now_micros();
+        let expires = now + i64::from(days) * 86_400 * 1_000_000;
+        let token = ApiToken {
+            id: format!("tok_{}", crate::random_id(16)),
+            member: actor.member.clone(),
+            created_at: identity::rfc3339_at(now),
+            expires_at: identity::rfc3339_at(expires),
+            revoked: false,
+        };
+        let secret = format!(
+            "{}{}",
+            identity::token::API_TOKEN_PREFIX,
+            crate::random_id(43)
+        );
+        let hash = identity::token::hash(&secret);
+        let mut record = record_item(&token);
+        record.insert("hash".into(), Value::s(&hash));
+        let mut index = Item::new();
+        index.insert("tenant".into(), Value::s(&actor.tenant));
+        index.insert("member".into(), Value::s(&actor.member));
+        index.insert("id".into(), Value::s(&token.id));
+        index.insert("expires".into(), Value::n(expires / 1_000_000));
+        if let Some(person) = &member.person {
+            index.insert("person".into(), Value::s(person));
+        }
+        let ops = vec![
+            Put::new(keys::api_token_record(&actor.tenant, &token.id), record)
+                .when(Condition::item_not_exists())
+                .into(),
+            Put::new(keys::api_token(&hash), index)
+                .when(Condition::item_not_exists())
+                .into(),
+            crate::audit(actor, "api_token.create", vec![token.id.clone()]),
+        ];
+        self.store.transact_write(ops).await?;
+        Ok((token, secret))
+    }
+
+    /// The workspace's tokens, newest first.
+    pub async fn list(&self, tenant: &str) -> Result<Vec<ApiToken>, AccountsError> {
+        let mut out = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self
+                .store
+                .query(store::Query::partition(keys::api_tokens(tenant)).after(cursor))
+                .await?;
+            out.extend(page.items.iter().map(|(k, i)| read_record(&k.sk, i)));
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        out.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        Ok(out)
+    }
+
+    /// Revokes a token of the actor's workspace: it stops working on the next request.
+    /// Audited; a token that does not exist or was revoked already is an error.
+    pub async fn revoke(&self, actor: &Actor, id: &str) -> Result<(), AccountsError> {
+        let key = keys::api_token_record(&actor.tenant, id);
+        let record = self.store.get(&key).await?;
+        let Some(hash) = record
+            .as_ref()
+            .filter(|r| !matches!(r.get("revoked"), Some(Value::Bool(true))))
+            .and_then(|r| r.get("hash"))
+            .and_then(Value::as_s)
+        else {
+            return Err(AccountsError::NotFound(format!(
+                "no active API token {id} in {}",
+                actor.tenant
+            )));
+        };
+        let ops = vec![
+            Update::new(
+                key,
+                vec![UpdateAction::Set("revoked".into(), Value::Bool(true))],
+            )
+            .when(Condition::eq("revoked", Value::Bool(false)))
+            .into(),
+            store::Delete::new(keys::api_token(hash)).into(),
+            crate::audit(actor, "api_token.revoke", vec![id.to_owned()]),
+        ];
+        match self.store.transact_write(ops).await {
+            Err(store::StoreError::TransactionCancelled { .. }) => Err(AccountsError::NotFound(
+                format!("API token {id} was revoked meanwhile"),
+            )),
+            other => Ok(other?),
+        }
+    }
+
+    /// The workspace and member a token acts for, if it is live: not revoked, not expired,
+    /// and its member still active and still the person who made it.
+    pub async fn authenticate(
+        &self,
+        secret: &str,
+    ) -> Result<Option<(String, String)>, AccountsError> {
+        if identity::token::classify(secret) != identity::token::BearerKind::ProductApi {
+            return Ok(None);
+        }
+        let key = keys::api_token(&identity::token::hash(secret));
+        let Some(item) = self.store.get(&key).await? else {
+            return Ok(None);
+        };
+        let s = |k: &str| item.get(k).and_then(Value::as_s).map(str::to_owned);
+        let (Some(tenant), Some(member)) = (s("tenant"), s("member")) else {
+            return Ok(None);
+        };
+        let expires = crate::int(&item, "expires");
+        if expires.is_none_or(|e| e <= self.clock.now()) {
+            return Ok(None);
+        }
+        let live = self
+            .directory()
+            .member(&tenant, &member)
+            .await?
+            .is_some_and(|m| m.active && m.person == s("person"));
+        Ok(live.then_some((tenant, member)))
+    }
+}
+
+fn record_item(token: &ApiToken) -> Item {
+    let mut item = Item::new();
+    item.insert("member".into(), Value::s(&token.member));
+    item.insert("created_at".into(), Value::s(&token.created_at));
+    item.insert("valid_until".into(), Value::s(&token.expires_at));
+    item.insert("revoked".into(), Value::Bool(token.revoked));
+    item
+}
+
+fn read_record(id: &str, item: &Item) -> ApiToken {
+    let s = |k: &str| {
+        item.get(k)
+            .and_then(Value::as_s)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    ApiToken {
+        id: id.to_owned(),
+        member: s("member"),
+        created_at: s("created_at"),
+        expires_at: s("valid_until"),
+        revoked: matches!(item.get("revoked"), Some(Value::Bool(true))),
+    }
+}

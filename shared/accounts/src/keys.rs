@@ -1,0 +1,52 @@
+//! Every key this crate reads or writes, in one place. Tenant-owned items put the validated
+//! tenant id first; the others live in partitions whose first segment no tenant id can take
+//! ([`GLOBAL`], reserved by `store::tenant_id`).
+
+use store::Key;
+
+/// The second segment of this crate's tenant partitions (`<tenant>#<kind>`).
+pub const TENANT_KINDS: &[&str] = &["apitoken", "signin"];
+
+/// The first segment of this crate's partitions that belong to no tenant.
+pub const GLOBAL: &[&str] = &["session", "apitoken", "operator", "signin"];
+
+/// A sign-in session, by the hash of its cookie value.
+pub fn session(id_hash: &str) -> Key {
+    Key::new(format!("session#{id_hash}"), "session")
+}
+
+/// A product API token's index item, found by the token's hash before the tenant is known.
+pub fn api_token(hash: &str) -> Key {
+    Key::new(format!("apitoken#{hash}"), "token")
+}
+
+/// The partition of a tenant's product API tokens (what the listing shows).
+pub fn api_tokens(tenant: &str) -> String {
+    format!("{tenant}#apitoken")
+}
+
+/// One product API token of a tenant, by its public id.
+pub fn api_token_record(tenant: &str, id: &str) -> Key {
+    Key::new(api_tokens(tenant), id)
+}
+
+/// An operator (a global identity, outside every tenant), by normalized email. The partition
+/// `operator` has no `#`, so it is no tenant's partition.
+pub fn operator(email: &str) -> Key {
+    Key::new("operator", email)
+}
+
+/// Failed sign-ins of one member.
+pub fn sign_in_member(tenant: &str, member: &str) -> Key {
+    Key::new(format!("{tenant}#signin"), member)
+}
+
+/// Failed sign-ins of one operator.
+pub fn sign_in_operator(email: &str) -> Key {
+    Key::new("signin#operator", email)
+}
+
+/// Failed sign-ins from one client address.
+pub fn sign_in_address(address: &str) -> Key {
+    Key::new("signin#address", address)
+}

@@ -1,0 +1,146 @@
+//! Members of a workspace, administered through an audited service: added to a workspace that
+//! exists, changed, removed (which ends every credential their person made), and their
+//! sign-in passwords.
+
+use std::sync::Arc;
+
+use identity::{Actor, Directory as _, RoleCatalog, StoreDirectory};
+use store::{Condition, Store, Update, UpdateAction, Value};
+
+use crate::{AccountsError, passwords};
+
+/// What [`Members::set`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Set {
+    /// A new member (a new person).
+    Added,
+    /// An existing member's role or active flag.
+    Changed,
+}
+
+/// The member service of the actor's workspace.
+#[derive(Debug, Clone)]
+pub struct Members {
+    store: Arc<dyn Store>,
+    catalog: RoleCatalog,
+}
+
+impl Members {
+    /// The service over `store`, with roles from `catalog`.
+    pub fn new(store: Arc<dyn Store>, catalog: RoleCatalog) -> Self {
+        Members { store, catalog }
+    }
+
+    /// Adds `member` to the actor's workspace with `role`, or changes their role and active
+    /// flag; audited. The workspace must exist and the role be known.
+    pub async fn set(
+        &self,
+        actor: &Actor,
+        member: &str,
+        (role, active): (&str, bool),
+    ) -> Result<Set, AccountsError> {
+        check_member_id(member)?;
+        if (self.catalog)(role).is_empty() {
+            return Err(AccountsError::Invalid(format!(
+                "unknown role {role:?}: use owner, admin, dispatcher or viewer"
+            )));
+        }
+        crate::workspaces::require(self.store.as_ref(), &actor.tenant).await?;
+        let key = identity::keys::member(&actor.tenant, member);
+        let existing = self.store.get(&key).await?;
+        let write = identity::directory::member_write(
+            &actor.tenant,
+            member,
+            (role, active),
+            existing.as_ref(),
+        );
+        let (outcome, action) = match existing {
+            None => (Set::Added, "member.add"),
+            Some(_) => (Set::Changed, "member.set"),
+        };
+        let audit = crate::audit(actor, action, vec![format!("{member}:{role}")]);
+        self.store.transact_write(vec![write, audit]).await?;
+        Ok(outcome)
+    }
+
+    /// Removes `member` from the actor's workspace, audited. Every credential their person
+    /// made (connections, API tokens, sessions) stops working for good, even if the id is
+    /// added again. A member that does not exist is an error, not a success.
+    pub async fn remove(&self, actor: &Actor, member: &str) -> Result<(), AccountsError> {
+        let key = identity::keys::member(&actor.tenant, member);
+        let Some(existing) = self.store.get(&key).await? else {
+            return Err(not_a_member(member, &actor.tenant));
+        };
+        let removal = identity::directory::member_removal(&actor.tenant, member, &existing);
+        let audit = crate::audit(actor, "member.remove", vec![member.to_owned()]);
+        match self.store.transact_write(vec![removal, audit]).await {
+            Err(store::StoreError::TransactionCancelled { .. }) => Err(AccountsError::Invalid(
+                format!("{member} changed meanwhile; try again"),
+            )),
+            other => Ok(other?),
+        }
+    }
+
+    /// Sets `member`'s sign-in password, audited (the password itself never is).
+    pub async fn set_password(
+        &self,
+        actor: &Actor,
+        member: &str,
+        password: &str,
+    ) -> Result<(), AccountsError> {
+        let hash = passwords::hash(password)?;
+        let change = Update::new(
+            identity::keys::member(&actor.tenant, member),
+            vec![UpdateAction::Set("password_hash".into(), Value::s(hash))],
+        )
+        .when(Condition::item_exists());
+        let audit = crate::audit(actor, "member.password", vec![member.to_owned()]);
+        match self.store.transact_write(vec![change.into(), audit]).await {
+            Err(store::StoreError::TransactionCancelled { .. }) => {
+                Err(not_a_member(member, &actor.tenant))
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// The member, when they are active and `password` is theirs (`None` otherwise, after
+    /// the same work, so that timing does not tell members apart).
+    pub async fn check_password(
+        &self,
+        tenant: &str,
+        member: &str,
+        password: &str,
+    ) -> Result<Option<identity::Member>, AccountsError> {
+        let key = identity::keys::member(tenant, member);
+        let item = self.store.get(&key).await?;
+        let hash = item
+            .as_ref()
+            .and_then(|i| i.get("password_hash"))
+            .and_then(Value::as_s)
+            .unwrap_or(passwords::DUMMY_HASH);
+        let matches = passwords::verify(password, hash);
+        let directory = StoreDirectory::new(Arc::clone(&self.store), self.catalog);
+        let found = directory.member_from_item(member, item.as_ref());
+        Ok(found.filter(|m| matches && item.is_some() && m.active))
+    }
+}
+
+fn not_a_member(member: &str, tenant: &str) -> AccountsError {
+    AccountsError::NotFound(format!("{member} is not a member of {tenant}"))
+}
+
+/// A member id: 1 to 64 characters, no whitespace, control characters or `#` (which
+/// separates key segments).
+fn check_member_id(member: &str) -> Result<(), AccountsError> {
+    let ok = (1..=64).contains(&member.chars().count())
+        && !member
+            .chars()
+            .any(|c| c == '#' || c.is_whitespace() || c.is_control());
+    if ok {
+        Ok(())
+    } else {
+        Err(AccountsError::Invalid(format!(
+            "{member:?} is not a member id: 1 to 64 characters without spaces or #"
+        )))
+    }
+}

@@ -1,0 +1,50 @@
+//! Workspaces (tenants): created with a validated id, zone, currency and tax rate, audited,
+//! and listed; members are only ever added to a workspace that exists.
+
+use std::sync::Arc;
+
+use store::Store;
+
+use crate::AccountsError;
+
+/// The workspace must exist.
+pub async fn require(store: &dyn Store, tenant: &str) -> Result<(), AccountsError> {
+    let key = booking::keys::tenant(tenant);
+    if store.get(&key).await?.is_some() {
+        return Ok(());
+    }
+    Err(AccountsError::NotFound(format!(
+        "there is no workspace {tenant:?}; create it first with `gatehouse tenant create`"
+    )))
+}
+
+/// Creates a workspace with its settings, audited in the same transaction. `actor` names who
+/// does it; its tenant is the new workspace's id.
+pub async fn create(
+    store: &Arc<dyn Store>,
+    actor: &identity::Actor,
+    tenant: &booking::Tenant,
+) -> Result<(), AccountsError> {
+    let creator = booking::Actor {
+        tenant: tenant.id.clone(),
+        member: actor.member.clone(),
+        rights: [booking::rights::AGENT_ACCESS_MANAGE.to_owned()].into(),
+    };
+    let change = booking::Tenants::new(Arc::clone(store))
+        .create(&creator, tenant)
+        .map_err(|e| AccountsError::Invalid(e.to_string()))?;
+    let audit = crate::audit(actor, "workspace.create", vec![tenant.id.clone()]);
+    change
+        .commit(store.as_ref(), vec![audit])
+        .await
+        .map_err(|e| AccountsError::Invalid(e.to_string()))?;
+    Ok(())
+}
+
+/// Every workspace's id and name.
+pub async fn list(store: &Arc<dyn Store>) -> Result<Vec<(String, String)>, AccountsError> {
+    booking::Tenants::new(Arc::clone(store))
+        .list()
+        .await
+        .map_err(|e| AccountsError::Invalid(e.to_string()))
+}

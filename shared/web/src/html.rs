@@ -1,0 +1,40 @@
+//! The HTML every page shares: the frame and its style, responses, redirects and the CSRF
+//! field of a form.
+
+use accounts::Session;
+use http::{HeaderValue, StatusCode, header};
+
+use crate::form::escape;
+use crate::{WebResponse, respond};
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#222}\
+    .box{border:1px solid #ccc;border-radius:6px;padding:1rem;margin:1rem 0}.muted{color:#666}\
+    button{padding:.4rem 1rem;margin-right:.5rem}pre{white-space:pre-wrap;background:#f6f6f6;padding:.5rem}\
+    table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3rem;text-align:left}";
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t} · gatehouse</title><style>{STYLE}</style></head>\
+         <body><p class=\"muted\"><a href=\"/app/\">gatehouse</a></p><h1>{t}</h1>{body}</body></html>",
+        t = escape(title)
+    )
+}
+
+pub(crate) fn html(status: StatusCode, title: &str, body: &str) -> WebResponse {
+    respond(status, "text/html; charset=utf-8", page(title, body))
+}
+
+pub(crate) fn redirect(to: &str) -> WebResponse {
+    let mut r = respond(StatusCode::SEE_OTHER, "text/plain", "");
+    if let Ok(v) = HeaderValue::from_str(to) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    r
+}
+
+pub(crate) fn csrf_field(s: &Session) -> String {
+    format!(
+        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+        escape(&s.csrf)
+    )
+}

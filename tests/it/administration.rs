@@ -1,0 +1,326 @@
+//! Administration through audited services (issue 14, defects 4 and 5): workspaces are created
+//! with a validated id, zone and currency; members are added only to a workspace that exists,
+//! and every change to them, their passwords (read from stdin) and their API tokens is audited;
+//! removing a member ends every credential their person made, for good; API tokens expire and
+//! can be revoked; sign-in slows down per account and per client address.
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+use mcp_pipeline::Toolset;
+use serde_json::json;
+
+use crate::support::on_every_backend;
+use crate::transports::{ACME, gatehouse, gatehouse_binary};
+use crate::web::{FORM, send, send_from};
+use crate::world::World;
+
+/// Runs `gatehouse args` with `stdin`; returns (success, stdout, stderr).
+fn run(args: &[&str], data: &std::path::Path, stdin: &str) -> (bool, String, String) {
+    let mut child = Command::new(gatehouse_binary())
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn audit_actions(data: &std::path::Path, tenant: &str) -> Vec<String> {
+    let store = store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap();
+    identity::audit::recent(&store, tenant, None, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| format!("{} by {}", e.action, e.actor))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_cli_administers_through_audited_services_and_refuses_mistakes() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    // Workspaces: a reserved or malformed id, an unknown zone or currency are refused.
+    for (bad, why) in [("system", "reserved"), ("Acme Inc", "not a workspace id")] {
+        let mut args = ACME;
+        args[2] = bad;
+        let (ok, _, err) = run(&args, data, "");
+        assert!(!ok && err.contains(why), "{bad}: {err}");
+    }
+    let mut mars = ACME;
+    mars[6] = "Mars/Olympus";
+    assert!(!run(&mars, data, "").0);
+    let mut coins = ACME;
+    coins[8] = "XYZ";
+    assert!(!run(&coins, data, "").0);
+    assert_eq!(gatehouse(&["tenant", "list"], data), "");
+    gatehouse(&ACME, data);
+    assert_eq!(gatehouse(&["tenant", "list"], data), "acme\tAcme\n");
+    // Members only join a workspace that exists.
+    let (ok, _, err) = run(
+        &[
+            "member", "set", "--tenant", "no-such", "--member", "ana", "--role", "owner",
+        ],
+        data,
+        "",
+    );
+    assert!(!ok && err.contains("no workspace"), "{err}");
+    assert!(audit_actions(data, "no-such").await.is_empty());
+    gatehouse(
+        &[
+            "member", "set", "--tenant", "acme", "--member", "ana", "--role", "owner",
+        ],
+        data,
+    );
+    gatehouse(
+        &[
+            "member", "set", "--tenant", "acme", "--member", "ana", "--role", "admin",
+        ],
+        data,
+    );
+    // The password comes from stdin, never from the command line.
+    let (ok, _, err) = run(
+        &[
+            "member",
+            "password",
+            "--tenant",
+            "acme",
+            "--member",
+            "ana",
+            "--password",
+            "x",
+        ],
+        data,
+        "",
+    );
+    assert!(!ok && err.contains("--password"), "{err}");
+    let (ok, _, err) = run(
+        &["member", "password", "--tenant", "acme", "--member", "ana"],
+        data,
+        "correct horse battery\n",
+    );
+    assert!(ok, "{err}");
+    // API tokens: made with an expiry, listed, revoked.
+    let made = gatehouse(
+        &[
+            "member",
+            "api-token",
+            "create",
+            "--tenant",
+            "acme",
+            "--member",
+            "ana",
+            "--days",
+            "7",
+        ],
+        data,
+    );
+    let id = made.split_whitespace().nth(3).unwrap().to_owned();
+    assert!(id.starts_with("tok_"), "{made}");
+    let listed = gatehouse(&["member", "api-token", "list", "--tenant", "acme"], data);
+    assert!(
+        listed.contains(&id) && listed.contains("active"),
+        "{listed}"
+    );
+    gatehouse(
+        &["member", "api-token", "revoke", "--tenant", "acme", &id],
+        data,
+    );
+    let listed = gatehouse(&["member", "api-token", "list", "--tenant", "acme"], data);
+    assert!(listed.contains("revoked"), "{listed}");
+    assert!(
+        !run(
+            &["member", "api-token", "revoke", "--tenant", "acme", &id],
+            data,
+            ""
+        )
+        .0
+    );
+    // Removing someone who is not a member is an error.
+    let (ok, _, err) = run(
+        &["member", "remove", "--tenant", "acme", "--member", "bob"],
+        data,
+        "",
+    );
+    assert!(!ok && err.contains("not a member"), "{err}");
+    gatehouse(
+        &["member", "remove", "--tenant", "acme", "--member", "ana"],
+        data,
+    );
+    let audited = audit_actions(data, "acme").await;
+    for expected in [
+        "workspace.create by cli",
+        "member.add by cli",
+        "member.set by cli",
+        "member.password by cli",
+        "api_token.create by ana",
+        "api_token.revoke by cli",
+        "member.remove by cli",
+    ] {
+        assert!(
+            audited.iter().any(|a| a == expected),
+            "{expected} missing from {audited:?}"
+        );
+    }
+    assert_eq!(
+        audited.len(),
+        7,
+        "one row per change, none for refusals: {audited:?}"
+    );
+    let store = std::fs::read(data.join("gatehouse.db")).unwrap();
+    assert!(
+        !String::from_utf8_lossy(&store).contains("correct horse battery"),
+        "the password is stored only as a hash"
+    );
+}
+
+async fn removing_a_member_ends_their_credentials_for_good(world: World) {
+    world.member("acme", "ana", "owner").await;
+    let (_, mcp) = world.connect("acme", "ana", Toolset::Full).await;
+    let api = crate::support::api_token(&world.app, "acme", "ana")
+        .await
+        .unwrap();
+    let (cookie, _) = crate::web::sign_in(&world, "acme", "ana").await;
+    let api_header = format!("Bearer {api}");
+    let api_get = |h: String| {
+        let world = &world;
+        async move {
+            send(
+                world,
+                "GET",
+                "/api/customers",
+                &[("authorization", h.as_str())],
+                "",
+            )
+            .await
+            .status
+        }
+    };
+    assert_eq!(api_get(api_header.clone()).await, 200);
+    assert_eq!(
+        world
+            .client(&mcp)
+            .request("tools/list", json!({}))
+            .await
+            .status,
+        200
+    );
+    let console = identity::Actor {
+        tenant: "acme".into(),
+        member: "cli".into(),
+        channel: identity::Channel::Cli,
+    };
+    world.app.members.remove(&console, "ana").await.unwrap();
+    // The same id added again is a new person: none of the old credentials comes back.
+    world.member("acme", "ana", "owner").await;
+    assert_eq!(
+        world
+            .client(&mcp)
+            .request("tools/list", json!({}))
+            .await
+            .status,
+        401
+    );
+    assert_eq!(api_get(api_header).await, 401);
+    let page = send(
+        &world,
+        "GET",
+        "/app/connections",
+        &[("cookie", &cookie)],
+        "",
+    )
+    .await;
+    assert_eq!(page.status, 303, "the old session is gone: {}", page.body);
+    // New credentials of the new person work.
+    let (_, fresh) = world.connect("acme", "ana", Toolset::Full).await;
+    assert_eq!(
+        world
+            .client(&fresh)
+            .request("tools/list", json!({}))
+            .await
+            .status,
+        200
+    );
+    let new_api = crate::support::api_token(&world.app, "acme", "ana")
+        .await
+        .unwrap();
+    assert_eq!(api_get(format!("Bearer {new_api}")).await, 200);
+}
+on_every_backend!(
+    member_removal,
+    removing_a_member_ends_their_credentials_for_good
+);
+
+async fn api_tokens_expire_and_can_be_revoked(world: World) {
+    world.member("acme", "ana", "owner").await;
+    let ana = identity::Actor {
+        tenant: "acme".into(),
+        member: "ana".into(),
+        channel: identity::Channel::Cli,
+    };
+    let (token, secret) = world.app.api_tokens.create(&ana, Some(1)).await.unwrap();
+    let header = format!("Bearer {secret}");
+    let headers = [("authorization", header.as_str())];
+    let get = || send(&world, "GET", "/api/customers", &headers, "");
+    assert_eq!(get().await.status, 200);
+    // A day and a second later the same token no longer authenticates.
+    let later =
+        mcp_pipeline::FixedClock::at(mcp_pipeline::Clock::now(&mcp_pipeline::SystemClock) + 86_401);
+    let tomorrow = accounts::ApiTokens::new(world.app.store.clone(), app::rights::for_role)
+        .with_clock(std::sync::Arc::new(later));
+    assert_eq!(tomorrow.authenticate(&secret).await.unwrap(), None);
+    assert!(world.app.api_tokens.create(&ana, Some(366)).await.is_err());
+    world.app.api_tokens.revoke(&ana, &token.id).await.unwrap();
+    let refused = get().await;
+    assert_eq!(refused.status, 401, "{}", refused.body);
+    assert!(world.app.api_tokens.revoke(&ana, &token.id).await.is_err());
+}
+on_every_backend!(api_token_life, api_tokens_expire_and_can_be_revoked);
+
+async fn sign_in_slows_down_per_account_and_address(world: World) {
+    world.member("acme", "ana", "owner").await;
+    crate::support::set_password(&world.app, "acme", "ana", "correct horse battery")
+        .await
+        .unwrap();
+    let attempt = |member: &'static str, password: &'static str, address: &'static str| {
+        let world = &world;
+        async move {
+            let body = format!("tenant=acme&member={member}&password={password}");
+            send_from(world, Some(address), ("POST", "/app/login"), &[FORM], &body).await
+        }
+    };
+    for _ in 0..5 {
+        assert_eq!(attempt("ana", "wrong", "198.51.100.7").await.status, 401);
+    }
+    let throttled = attempt("ana", "wrong", "198.51.100.7").await;
+    assert_eq!(throttled.status, 429, "{}", throttled.body);
+    assert!(throttled.headers.contains_key("retry-after"));
+    // The right password waits too, from any address: guessing gains nothing.
+    assert_eq!(
+        attempt("ana", "correct%20horse%20battery", "203.0.113.9")
+            .await
+            .status,
+        429
+    );
+    // One address failing on many accounts is slowed down as well.
+    for i in 0..20 {
+        let member: &'static str = Box::leak(format!("nobody{i}").into_boxed_str());
+        assert_eq!(attempt(member, "wrong", "192.0.2.1").await.status, 401);
+    }
+    assert_eq!(attempt("eve", "wrong", "192.0.2.1").await.status, 429);
+}
+on_every_backend!(sign_in_throttle, sign_in_slows_down_per_account_and_address);
