@@ -57,17 +57,7 @@ impl From<identity::IdentityError> for AccountsError {
 
 /// An audit row of an accounts change, for the transaction that makes it.
 fn audit(actor: &identity::Actor, action: &str, ids: Vec<String>) -> store::TransactOp {
-    identity::AuditEntry {
-        tenant: actor.tenant.clone(),
-        actor: actor.member.clone(),
-        channel: actor.channel.clone(),
-        action: action.into(),
-        outcome: "ok".into(),
-        approval: None,
-        ids,
-        at: identity::now_rfc3339(),
-    }
-    .op()
+    identity::AuditEntry::by(actor, action, ids).op()
 }
 
 fn random_id(len: usize) -> String {

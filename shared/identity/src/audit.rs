@@ -58,6 +58,20 @@ pub struct AuditEntry {
 }
 
 impl AuditEntry {
+    /// A successful change made now by `actor` (a person through the CLI, a page or the API).
+    pub fn by(actor: &crate::Actor, action: impl Into<String>, ids: Vec<String>) -> Self {
+        AuditEntry {
+            tenant: actor.tenant.clone(),
+            actor: actor.member.clone(),
+            channel: actor.channel.clone(),
+            action: action.into(),
+            outcome: "ok".into(),
+            approval: None,
+            ids,
+            at: crate::now_rfc3339(),
+        }
+    }
+
     /// The put that records this entry; include it in the change's transaction.
     pub fn op(&self) -> TransactOp {
         self.op_keyed(&crate::random_id(8))

@@ -221,17 +221,7 @@ impl ConnectionService {
     }
 
     fn audit(actor: &Actor, action: &str, id: &str) -> TransactOp {
-        AuditEntry {
-            tenant: actor.tenant.clone(),
-            actor: actor.member.clone(),
-            channel: actor.channel.clone(),
-            action: action.into(),
-            outcome: "ok".into(),
-            approval: None,
-            ids: vec![id.to_owned()],
-            at: crate::now_rfc3339(),
-        }
-        .op()
+        AuditEntry::by(actor, action, vec![id.to_owned()]).op()
     }
 
     /// Creates a connection with an MCP token. The token is returned here once and never

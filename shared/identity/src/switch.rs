@@ -154,19 +154,9 @@ impl SwitchService {
         mut actions: Vec<UpdateAction>,
         action: &str,
     ) -> Result<(), IdentityError> {
-        let at = crate::now_rfc3339();
-        actions.push(UpdateAction::Set("at".into(), Value::s(&at)));
+        let audit = AuditEntry::by(actor, action, Vec::new());
+        actions.push(UpdateAction::Set("at".into(), Value::s(&audit.at)));
         let change = Update::new(keys::tenant_switch(&actor.tenant), actions);
-        let audit = AuditEntry {
-            tenant: actor.tenant.clone(),
-            actor: actor.member.clone(),
-            channel: actor.channel.clone(),
-            action: action.into(),
-            outcome: "ok".into(),
-            approval: None,
-            ids: Vec::new(),
-            at,
-        };
         self.store
             .transact_write(vec![change.into(), audit.op()])
             .await?;
