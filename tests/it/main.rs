@@ -14,6 +14,7 @@ mod endpoint;
 mod gates;
 mod identity_contract;
 mod infra;
+mod keys;
 mod lambda_runtime;
 mod manifest;
 mod model_text;

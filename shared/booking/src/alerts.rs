@@ -24,10 +24,6 @@ pub struct Alerts {
     store: Arc<dyn Store>,
 }
 
-fn key(tenant: &str, booking: &str) -> store::Key {
-    store::Key::new(format!("{tenant}#alert"), booking)
-}
-
 impl Alerts {
     /// The service over `store`.
     pub fn new(store: Arc<dyn Store>) -> Self {
@@ -65,9 +61,10 @@ impl Alerts {
             muted_until: Some(until),
         };
         let mut change = Change::new(rule);
-        change.push(Put::new(key(&actor.tenant, booking), item), |_| {
-            BookingError::Rejected("the alert rule changed meanwhile".into())
-        });
+        change.push(
+            Put::new(crate::keys::alert_rule(&actor.tenant, booking), item),
+            |_| BookingError::Rejected("the alert rule changed meanwhile".into()),
+        );
         change.ids.push(Kind::Booking.handle(booking));
         Ok(change)
     }

@@ -2,6 +2,24 @@
 
 use store::Key;
 
+/// The second segment of the product's tenant partitions (`<tenant>#<kind>`): its settings,
+/// each kind of record ([`crate::ids::Kind::noun`]), duplicate claims, outbox messages and
+/// alert rules.
+pub const TENANT_KINDS: &[&str] = &[
+    "tenant",
+    "customer",
+    "technician",
+    "booking",
+    "quote",
+    "message",
+    "unique",
+    "outbox",
+    "alert",
+];
+
+/// The first segment of the product's partitions that belong to no tenant.
+pub const GLOBAL: &[&str] = &["tenants"];
+
 /// A tenant's settings.
 pub fn tenant(tenant: &str) -> Key {
     Key::new(format!("{tenant}#tenant"), "settings")
@@ -38,5 +56,15 @@ pub fn unique(tenant: &str, what: &str, value: &str) -> Key {
 
 /// An outbox message.
 pub fn outbox(tenant: &str, id: &str) -> Key {
-    Key::new(format!("{tenant}#outbox"), id)
+    Key::new(outbox_partition(tenant), id)
+}
+
+/// The partition of a tenant's outbox (what the dispatcher reads).
+pub fn outbox_partition(tenant: &str) -> String {
+    format!("{tenant}#outbox")
+}
+
+/// The alert rule of a booking.
+pub fn alert_rule(tenant: &str, booking: &str) -> Key {
+    Key::new(format!("{tenant}#alert"), booking)
 }

@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use store::{Condition, Item, Key, Put, UpdateAction, Value as SV};
+use store::{Condition, Item, Put, UpdateAction, Value as SV};
 
 use crate::{Caller, ErrorKind, ToolError};
 
@@ -105,7 +105,7 @@ pub(crate) async fn load(
     if !well_formed(token) {
         return check(None, caller, summary);
     }
-    let key = pending_key(&caller.tenant, token);
+    let key = crate::keys::pending(&caller.tenant, token);
     let item = match prefetched.one(&key) {
         Some(item) => item,
         None => store.get(&key).await.map_err(|e| {
@@ -118,10 +118,6 @@ pub(crate) async fn load(
         })?,
     };
     check(item.and_then(|i| read_pending(token, &i)), caller, summary)
-}
-
-pub(crate) fn pending_key(tenant: &str, token: &str) -> Key {
-    Key::new(format!("{tenant}#pending"), token)
 }
 
 /// A new confirmation token: `cfm_` and 24 random characters, then `.` and each record
@@ -203,14 +199,15 @@ pub(crate) fn read_pending(token: &str, item: &Item) -> Option<Pending> {
 
 /// Stores a new pending action.
 pub(crate) fn store_op(tenant: &str, p: &Pending, now: i64) -> Put {
-    Put::new(pending_key(tenant, &p.token), pending_item(p, now)).when(Condition::item_not_exists())
+    Put::new(crate::keys::pending(tenant, &p.token), pending_item(p, now))
+        .when(Condition::item_not_exists())
 }
 
 /// Marks a pending action used, only if it is still pending: the consumption that makes 20
 /// racing confirmations execute once.
 pub(crate) fn consume_op(tenant: &str, token: &str, to: &str) -> store::Update {
     store::Update::new(
-        pending_key(tenant, token),
+        crate::keys::pending(tenant, token),
         vec![UpdateAction::Set("status".into(), SV::s(to))],
     )
     .when(Condition::eq("status", SV::s("pending")))

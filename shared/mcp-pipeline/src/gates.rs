@@ -147,20 +147,6 @@ pub(crate) fn scope(caller: Option<&Caller>) -> (String, String) {
     })
 }
 
-/// The replay record of a silent write of `connection` (keyed by tenant and connection, so
-/// that it can be named from a credential's claim before authentication, see `prefetch`).
-pub(crate) fn replay_key(tenant: &str, connection: &str, tool: &str, fingerprint: &str) -> Key {
-    Key::new(
-        format!("{tenant}#replay#{connection}"),
-        format!("{tool}#{fingerprint}"),
-    )
-}
-
-/// The loop-brake item of a connection: the last call that failed and how often in a row.
-pub(crate) fn brake_key(tenant: &str, connection: &str) -> Key {
-    Key::new(format!("{tenant}#brake#{connection}"), "last")
-}
-
 /// The loop brake as one call sees it: which call this is, and what the connection's brake
 /// item said before it ran.
 ///
@@ -328,10 +314,7 @@ impl Ask<'_> {
         let (start, window) = self.window(gates);
         // One partition per connection and per tenant shard: no partition takes the calls
         // of a whole tenant unless its limit is low enough for one item (see `tenant_shard`).
-        let key = Key::new(
-            format!("{tenant}#rate#{who}"),
-            format!("{}#{start}", bucket_name(self.class, self.expensive)),
-        );
+        let key = crate::keys::rate(tenant, who, &bucket_name(self.class, self.expensive), start);
         let under = Condition::NotExists("count".into()).or(Condition::Cmp(
             "count".into(),
             store::CmpOp::Lt,
@@ -443,7 +426,7 @@ pub(crate) async fn admit(
         }
     };
     for slot in slot_candidates(ask.class) {
-        let key = Key::new(slot_partition(&caller.tenant, &caller.connection), *slot);
+        let key = crate::keys::slot(&caller.tenant, &caller.connection, slot);
         let mut item = Item::new();
         item.insert("request".into(), SV::s(ask.request_id));
         item.insert(store::TTL_ATTRIBUTE.into(), SV::n(ask.now + lease));
@@ -565,7 +548,7 @@ impl Releases {
 
     /// Waits for this process's unfinished releases of `caller`'s slots.
     pub(crate) async fn settle(&self, caller: &Caller) {
-        let partition = slot_partition(&caller.tenant, &caller.connection);
+        let partition = crate::keys::slots(&caller.tenant, &caller.connection);
         let pending: Vec<SharedRelease> = self
             .map()
             .iter()
@@ -574,10 +557,6 @@ impl Releases {
             .collect();
         futures_util::future::join_all(pending).await;
     }
-}
-
-fn slot_partition(tenant: &str, connection: &str) -> String {
-    format!("{tenant}#slot#{connection}")
 }
 
 /// Runs `work` and gives `slot` back at the same time: the release does not depend on the
@@ -610,7 +589,7 @@ pub(crate) fn object_buckets(
     let limit = gates.limits.per_object_notify;
     ids.iter()
         .map(|id| {
-            let key = Key::new(format!("{tenant}#rate"), format!("object#{id}#{start}"));
+            let key = crate::keys::object_rate(tenant, id, start);
             let under = Condition::NotExists("count".into()).or(Condition::Cmp(
                 "count".into(),
                 store::CmpOp::Lt,

@@ -27,6 +27,7 @@ mod decorators;
 mod effect;
 mod gates;
 mod handle;
+pub mod keys;
 mod lengths;
 mod outcome;
 mod prefetch;

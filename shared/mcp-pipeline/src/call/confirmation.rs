@@ -228,7 +228,7 @@ impl Approvals for Server {
             }
             let item = g
                 .store
-                .get(&confirm::pending_key(&tenant, &token))
+                .get(&crate::keys::pending(&tenant, &token))
                 .await
                 .ok()??;
             let p = confirm::read_pending(&token, &item)?;

@@ -199,7 +199,7 @@ impl<'a> Call<'a> {
             return Ok(());
         };
         let (tenant, connection) = gates::scope(self.caller());
-        let brake_key = gates::brake_key(&tenant, &connection);
+        let brake_key = crate::keys::brake(&tenant, &connection);
         let mut keys = vec![brake_key.clone()];
         keys.extend(self.plan.replay_key(&tenant, &connection));
         let items = match self.req.prefetched.all(&keys) {

@@ -76,7 +76,7 @@ impl CallPlan {
     pub(crate) fn replay_key(&self, tenant: &str, connection: &str) -> Option<Key> {
         (self.spec.effect == EffectClass::SilentWrite).then(|| {
             let fingerprint = gates::fingerprint(self.idempotency_key.as_deref(), &self.digest);
-            gates::replay_key(tenant, connection, self.spec.name, &fingerprint)
+            crate::keys::replay(tenant, connection, self.spec.name, &fingerprint)
         })
     }
 
@@ -100,13 +100,13 @@ impl CallPlan {
         connection: &str,
         read_ahead: &ReadAhead,
     ) -> Vec<Key> {
-        let mut keys = vec![gates::brake_key(tenant, connection)];
+        let mut keys = vec![crate::keys::brake(tenant, connection)];
         if self.args.is_err() {
             return keys;
         }
         keys.extend(self.replay_key(tenant, connection));
         if let Some(token) = self.confirm_token() {
-            keys.push(crate::confirm::pending_key(tenant, token));
+            keys.push(crate::keys::pending(tenant, token));
             keys.extend(
                 crate::confirm::token_handles(token)
                     .filter_map(|handle| read_ahead.key(tenant, handle)),

@@ -1,0 +1,48 @@
+//! Every key the pipeline's gates read or write, in one place. Each is tenant-owned: the
+//! caller's tenant id comes first (validated when the workspace is made, see
+//! `store::tenant_id`), then the kind, so no gate's item can land in another owner's partition.
+
+use store::Key;
+
+/// The second segment of the pipeline's tenant partitions (`<tenant>#<kind>`).
+pub const TENANT_KINDS: &[&str] = &["replay", "brake", "rate", "slot", "pending"];
+
+/// The replay record of a silent write of `connection` (keyed by tenant and connection, so
+/// that it can be named from a credential's claim before authentication, see `prefetch`).
+pub fn replay(tenant: &str, connection: &str, tool: &str, fingerprint: &str) -> Key {
+    Key::new(
+        format!("{tenant}#replay#{connection}"),
+        format!("{tool}#{fingerprint}"),
+    )
+}
+
+/// The loop-brake item of a connection: the last call that failed and how often in a row.
+pub fn brake(tenant: &str, connection: &str) -> Key {
+    Key::new(format!("{tenant}#brake#{connection}"), "last")
+}
+
+/// A rate bucket of `who` (a connection, or a tenant shard) for `bucket` in the window that
+/// starts at `start`: one partition per connection and per shard.
+pub fn rate(tenant: &str, who: &str, bucket: &str, start: i64) -> Key {
+    Key::new(format!("{tenant}#rate#{who}"), format!("{bucket}#{start}"))
+}
+
+/// The per-object notify bucket of the record `id` in the window that starts at `start`.
+pub fn object_rate(tenant: &str, id: &str, start: i64) -> Key {
+    Key::new(format!("{tenant}#rate"), format!("object#{id}#{start}"))
+}
+
+/// The partition of a connection's concurrency slots.
+pub fn slots(tenant: &str, connection: &str) -> String {
+    format!("{tenant}#slot#{connection}")
+}
+
+/// One concurrency slot of a connection (`0` for reads and writes, `1` kept for writes).
+pub fn slot(tenant: &str, connection: &str, slot: &str) -> Key {
+    Key::new(slots(tenant, connection), slot)
+}
+
+/// A pending (prepared) action, by its confirm token.
+pub fn pending(tenant: &str, token: &str) -> Key {
+    Key::new(format!("{tenant}#pending"), token)
+}

@@ -1,0 +1,139 @@
+//! Keys in one place per owner (issue 14): every owner of stored items (the pipeline's gates,
+//! MCP identity, the product's accounts, the product) builds its keys in its own `keys`
+//! module, which names the kinds of its tenant partitions and the first segments of its
+//! partitions that belong to no tenant. No two owners share a kind or a global partition, every
+//! global partition begins with a word no tenant id may take, and every tenant partition
+//! begins with the (validated) tenant id.
+
+use std::collections::BTreeMap;
+
+/// (owner, tenant kinds, global first segments)
+const OWNERS: [(&str, &[&str], &[&str]); 4] = [
+    ("mcp-pipeline", mcp_pipeline::keys::TENANT_KINDS, &[]),
+    (
+        "identity",
+        identity::keys::TENANT_KINDS,
+        identity::keys::GLOBAL,
+    ),
+    (
+        "accounts",
+        accounts::keys::TENANT_KINDS,
+        accounts::keys::GLOBAL,
+    ),
+    (
+        "booking",
+        booking::keys::TENANT_KINDS,
+        booking::keys::GLOBAL,
+    ),
+];
+
+#[test]
+fn no_two_owners_share_a_partition() {
+    let mut kinds: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut globals: BTreeMap<&str, &str> = BTreeMap::new();
+    for (owner, tenant_kinds, global) in OWNERS {
+        for kind in tenant_kinds {
+            if let Some(other) = kinds.insert(kind, owner) {
+                panic!("the tenant kind {kind:?} belongs to both {other} and {owner}");
+            }
+        }
+        for first in global {
+            assert!(
+                store::tenant_id::RESERVED.contains(first),
+                "{owner}'s global partition {first:?} is not reserved: a tenant could take it"
+            );
+            if let Some(other) = globals.insert(first, owner) {
+                // Several partitions of one owner may share a first segment; owners may not.
+                assert_eq!(other, owner, "{first:?} is global for {other} and {owner}");
+            }
+        }
+    }
+    for reserved in store::tenant_id::RESERVED {
+        assert!(store::tenant_id::check(reserved).is_err(), "{reserved}");
+    }
+}
+
+/// The owner-kind of a built key: `(tenant kind)` for `<tenant>#<kind>...`, or the global
+/// first segment.
+fn kind_of(pk: &str, tenant: &str) -> (bool, String) {
+    match pk.strip_prefix(&format!("{tenant}#")) {
+        Some(rest) => (true, rest.split('#').next().unwrap_or_default().to_owned()),
+        None => (false, pk.split('#').next().unwrap_or_default().to_owned()),
+    }
+}
+
+#[test]
+fn every_key_builder_uses_its_owners_kinds() {
+    let t = "acme";
+    let built: Vec<(&str, store::Key)> = vec![
+        (
+            "mcp-pipeline",
+            mcp_pipeline::keys::replay(t, "con_1", "create_booking", "f"),
+        ),
+        ("mcp-pipeline", mcp_pipeline::keys::brake(t, "con_1")),
+        (
+            "mcp-pipeline",
+            mcp_pipeline::keys::rate(t, "con_1", "read", 0),
+        ),
+        (
+            "mcp-pipeline",
+            mcp_pipeline::keys::object_rate(t, "bkg_1", 0),
+        ),
+        ("mcp-pipeline", mcp_pipeline::keys::slot(t, "con_1", "0")),
+        ("mcp-pipeline", mcp_pipeline::keys::pending(t, "cfm_1")),
+        ("identity", identity::keys::mcp_token("ab")),
+        ("identity", identity::keys::connection(t, "con_1")),
+        ("identity", identity::keys::oauth_subject(t, "sub")),
+        ("identity", identity::keys::member(t, "ana")),
+        ("identity", identity::keys::global_switch()),
+        ("identity", identity::keys::tenant_switch(t)),
+        (
+            "identity",
+            store::Key::new(identity::keys::audit_partition(t), "x"),
+        ),
+        (
+            "identity",
+            store::Key::new(identity::keys::audit_partition("system"), "x"),
+        ),
+        ("accounts", accounts::keys::session("ab")),
+        ("accounts", accounts::keys::api_token("ab")),
+        ("accounts", accounts::keys::api_token_record(t, "tok_1")),
+        ("accounts", accounts::keys::operator("ops@example.com")),
+        ("accounts", accounts::keys::sign_in_member(t, "ana")),
+        (
+            "accounts",
+            accounts::keys::sign_in_operator("ops@example.com"),
+        ),
+        ("accounts", accounts::keys::sign_in_address("192.0.2.1")),
+        ("booking", booking::keys::tenant(t)),
+        ("booking", booking::keys::listed_tenant(t)),
+        (
+            "booking",
+            booking::keys::object(t, booking::ids::Kind::Booking, "b"),
+        ),
+        (
+            "booking",
+            booking::keys::object(t, booking::ids::Kind::Message, "m"),
+        ),
+        (
+            "booking",
+            booking::keys::unique(t, "customer-email", "a@b.c"),
+        ),
+        ("booking", booking::keys::outbox(t, "m1")),
+        ("booking", booking::keys::alert_rule(t, "b")),
+    ];
+    for (owner, key) in built {
+        let (_, kinds, globals) = OWNERS.iter().find(|(o, _, _)| *o == owner).unwrap();
+        let (tenant_owned, kind) = kind_of(&key.pk, t);
+        let ok = if tenant_owned {
+            kinds.contains(&kind.as_str())
+        } else {
+            globals.contains(&kind.as_str())
+        };
+        assert!(
+            ok,
+            "{owner} built {:?}, whose {kind:?} it does not declare",
+            key.pk
+        );
+    }
+}
