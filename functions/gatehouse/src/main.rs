@@ -6,6 +6,8 @@
 // writes the protocol through tokio's stdout handle, never through these macros.)
 #![allow(clippy::print_stdout)]
 
+mod deliveries;
+
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -54,6 +56,11 @@ enum Command {
     Serve(ServeArgs),
     /// Speak newline-delimited JSON-RPC on stdin/stdout; the MCP token comes from GATEHOUSE_TOKEN.
     Stdio,
+    /// The outbox: deliver what is due, list the dead letters, requeue one.
+    Outbox {
+        #[command(subcommand)]
+        command: deliveries::OutboxCommand,
+    },
     /// Workspaces (tenants): create one with its zone and currency, list them.
     Tenant {
         #[command(subcommand)]
@@ -419,6 +426,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve(args) => serve(store, backend, &described, &cli.store.data_dir, args).await,
         Command::Stdio => stdio(store, backend).await,
         Command::Tenant { command } => tenant(store, command).await,
+        Command::Outbox { command } => deliveries::run(store, command).await,
         Command::Member { command } => member(store, command).await,
         Command::Operator { command } => operator(store, command).await,
         Command::Token { command } => token(store, command).await,
@@ -505,6 +513,7 @@ async fn serve(
     } else {
         build(store, settings)?
     };
+    deliveries::spawn_sweeps(deliveries::dispatcher(Arc::clone(&app.store))?);
     eprintln!(
         "gatehouse {} serving MCP at http://{local}/mcp",
         env!("CARGO_PKG_VERSION")

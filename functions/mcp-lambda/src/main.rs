@@ -12,7 +12,6 @@ use anyhow::Context as _;
 use lambda_http::{Error, Request, service_fn};
 
 mod runtime_api;
-mod secrets;
 mod telemetry;
 mod test_tool;
 
@@ -376,7 +375,12 @@ async fn read_state_key(key: &StateKey) -> anyhow::Result<Vec<u8>> {
                 .ok()
                 .filter(|t| !t.is_empty())
                 .context("AWS_SESSION_TOKEN is missing; the secrets extension needs it")?;
-            let key = secrets::fetch(secrets::port(), arn, &token)
+            let port = std::env::var("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT")
+                .ok()
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(http_client::SECRETS_EXTENSION_PORT);
+            let client = http_client::HttpClient::new(std::time::Duration::from_secs(5))?;
+            let key = http_client::lambda_secret(&client, port, arn, &token)
                 .await
                 .with_context(|| format!("reading the requestState key from {arn}"))?;
             Ok(key.into_bytes())

@@ -4,42 +4,40 @@
 //! (`next`, `response`, `error`) is `lambda_runtime`'s.
 
 use anyhow::{Context as _, bail};
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 
 /// Posts `{"errorMessage", "errorType"}` to the Runtime API at `api` (`host:port`, the value of
-/// `AWS_LAMBDA_RUNTIME_API`).
+/// `AWS_LAMBDA_RUNTIME_API`), with the workspace's one HTTP client.
 pub(crate) async fn report_init_error(
     api: &str,
     error_type: &str,
     message: &str,
 ) -> anyhow::Result<()> {
     let body = serde_json::json!({"errorMessage": message, "errorType": error_type}).to_string();
-    let mut stream = tokio::net::TcpStream::connect(api)
+    let client = http_client::HttpClient::new(std::time::Duration::from_secs(5))?;
+    let kind = format!("Runtime.{error_type}");
+    let answer = client
+        .post(
+            &format!("http://{api}/2018-06-01/runtime/init/error"),
+            &[
+                ("lambda-runtime-function-error-type", kind.as_str()),
+                ("content-type", "application/json"),
+            ],
+            body.into(),
+        )
         .await
         .with_context(|| format!("the Runtime API at {api} is not reachable"))?;
-    let request = format!(
-        "POST /2018-06-01/runtime/init/error HTTP/1.1\r\nHost: {api}\r\n\
-         Lambda-Runtime-Function-Error-Type: Runtime.{error_type}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await?;
-    // The status line is all that matters; the process exits next, whether or not the server
-    // closes the connection.
-    let mut status_line = String::new();
-    tokio::io::BufReader::new(stream)
-        .read_line(&mut status_line)
-        .await?;
-    let status = status_line.split_whitespace().nth(1).unwrap_or("?");
-    if !status.starts_with('2') {
-        bail!("the Runtime API answered {status} to the init error");
+    if !(200..300).contains(&answer.status) {
+        bail!(
+            "the Runtime API answered {} to the init error",
+            answer.status
+        );
     }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use tokio::io::AsyncReadExt as _;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
     use super::*;
 
@@ -59,7 +57,11 @@ mod tests {
                 if let Some((head, body)) = text.split_once("\r\n\r\n") {
                     let len: usize = head
                         .lines()
-                        .find_map(|l| l.strip_prefix("Content-Length: "))
+                        .find_map(|l| {
+                            l.to_lowercase()
+                                .strip_prefix("content-length: ")
+                                .map(str::to_owned)
+                        })
                         .unwrap()
                         .parse()
                         .unwrap();
@@ -84,7 +86,12 @@ mod tests {
             request.starts_with("POST /2018-06-01/runtime/init/error HTTP/1.1\r\n"),
             "{request}"
         );
-        assert!(request.contains("Lambda-Runtime-Function-Error-Type: Runtime.ConfigError\r\n"));
+        assert!(
+            request
+                .to_lowercase()
+                .contains("lambda-runtime-function-error-type: runtime.configerror\r\n"),
+            "{request}"
+        );
         let body: serde_json::Value =
             serde_json::from_str(request.split_once("\r\n\r\n").unwrap().1).unwrap();
         assert_eq!(

@@ -615,8 +615,7 @@ impl Bookings {
             &mut change,
             &actor.tenant,
             customer_email,
-            "Your booking is confirmed",
-            text,
+            ("Your booking is confirmed", text),
             &booking.handle(),
         );
         change.ids.push(booking.handle());
@@ -678,8 +677,7 @@ impl Bookings {
                 &mut change,
                 &actor.tenant,
                 customer_email,
-                "Your booking is cancelled",
-                text,
+                ("Your booking is cancelled", text),
                 &booking.handle(),
             );
         }
@@ -746,8 +744,7 @@ impl Bookings {
             &mut change,
             &actor.tenant,
             customer_email,
-            "Your booking moves",
-            &text,
+            ("Your booking moves", &text),
             &booking.handle(),
         );
         change.ids.push(booking.handle());

@@ -18,7 +18,7 @@ pub const TENANT_KINDS: &[&str] = &[
 ];
 
 /// The first segment of the product's partitions that belong to no tenant.
-pub const GLOBAL: &[&str] = &["tenants"];
+pub const GLOBAL: &[&str] = &["tenants", "outbox"];
 
 /// A tenant's settings.
 pub fn tenant(tenant: &str) -> Key {
@@ -67,4 +67,18 @@ pub fn outbox_partition(tenant: &str) -> String {
 /// The alert rule of a booking.
 pub fn alert_rule(tenant: &str, booking: &str) -> Key {
     Key::new(format!("{tenant}#alert"), booking)
+}
+
+/// The partition of the outbox's due index: one entry per message not yet sent, across
+/// tenants, which the dispatcher's sweep reads (it belongs to no tenant: `outbox` is reserved).
+pub const OUTBOX_DUE: &str = "outbox";
+
+/// A message's entry in the due index.
+pub fn outbox_due(tenant: &str, id: &str) -> Key {
+    Key::new(OUTBOX_DUE, format!("{tenant}#{id}"))
+}
+
+/// The tenant of an outbox partition (`None`: `pk` is no outbox partition).
+pub fn outbox_tenant(pk: &str) -> Option<&str> {
+    pk.strip_suffix("#outbox")
 }

@@ -17,7 +17,7 @@ pub mod ids;
 pub mod keys;
 pub mod messages;
 pub mod money;
-mod outbox;
+pub mod outbox;
 pub mod quotes;
 pub mod rights;
 pub mod technicians;

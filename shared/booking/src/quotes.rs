@@ -384,8 +384,7 @@ impl Quotes {
             &mut change,
             &actor.tenant,
             customer_email,
-            "Your quote",
-            text,
+            ("Your quote", text),
             &handle,
         );
         change.ids.push(handle);

@@ -187,8 +187,7 @@ impl Technicians {
             &mut change,
             &actor.tenant,
             &phone,
-            "Page",
-            text,
+            ("Page", text),
             &handle,
         );
         // The number is a secret: what callers see names the technician, not the phone.

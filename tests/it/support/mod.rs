@@ -8,6 +8,7 @@ use mcp_pipeline::Toolset;
 
 pub(crate) mod notes;
 pub(crate) mod probe_tools;
+pub(crate) mod receiver;
 pub(crate) mod store;
 
 /// The local DynamoDB-compatible server's endpoint, from `GATEHOUSE_TEST_DYNAMODB_ENDPOINT`

@@ -1,0 +1,117 @@
+//! The outbox on one machine: `serve` sweeps it every few seconds, delivering to the log (or to
+//! a webhook when `GATEHOUSE_WEBHOOK_URL` and `GATEHOUSE_WEBHOOK_SECRET` are set), and the
+//! `outbox` commands deliver what is due, list the dead letters and requeue one (audited).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::bail;
+use clap::Subcommand;
+use identity::{Actor, Channel};
+
+/// How often `serve` sweeps the outbox.
+const SWEEP_EVERY: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum OutboxCommand {
+    /// Delivers every message that is due now, then prints what happened.
+    Dispatch,
+    /// Lists the dead letters: messages that failed for good.
+    Dead,
+    /// Puts a dead letter back in the queue (audited); the next sweep delivers it.
+    Retry {
+        #[arg(long)]
+        tenant: String,
+        /// The message id.
+        id: String,
+    },
+}
+
+/// The channel the environment names: a webhook, or the log.
+fn channel() -> anyhow::Result<Arc<dyn outbox::Deliver>> {
+    let Ok(url) = std::env::var("GATEHOUSE_WEBHOOK_URL") else {
+        return Ok(Arc::new(outbox::LogDelivery));
+    };
+    let local = url.starts_with("http://127.0.0.1") || url.starts_with("http://localhost");
+    if !url.starts_with("https://") && !local {
+        bail!("GATEHOUSE_WEBHOOK_URL must be https:// (or http:// on this machine), not {url:?}");
+    }
+    let Ok(secret) = std::env::var("GATEHOUSE_WEBHOOK_SECRET") else {
+        bail!(
+            "GATEHOUSE_WEBHOOK_URL is set: set GATEHOUSE_WEBHOOK_SECRET (32 characters or more) too"
+        );
+    };
+    if secret.len() < 32 {
+        bail!("GATEHOUSE_WEBHOOK_SECRET must have at least 32 characters");
+    }
+    let clock: Arc<dyn outside::Clock> = Arc::new(outside::SystemClock);
+    Ok(Arc::new(outbox::Webhook::new(
+        &url,
+        secret.as_bytes(),
+        Duration::from_secs(10),
+        clock,
+    )?))
+}
+
+/// The dispatcher over `store` with the environment's channel.
+pub(crate) fn dispatcher(store: Arc<dyn store::Store>) -> anyhow::Result<outbox::Dispatcher> {
+    Ok(outbox::Dispatcher::new(store, channel()?))
+}
+
+/// Sweeps the outbox every few seconds for as long as the server runs.
+pub(crate) fn spawn_sweeps(dispatcher: outbox::Dispatcher) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(SWEEP_EVERY).await;
+            match dispatcher.sweep().await {
+                Ok(s) if s.delivered + s.retrying + s.dead > 0 => tracing::info!(
+                    delivered = s.delivered,
+                    retrying = s.retrying,
+                    dead = s.dead,
+                    "outbox swept"
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "outbox sweep failed; trying again soon"),
+            }
+        }
+    });
+}
+
+pub(crate) async fn run(
+    store: Arc<dyn store::Store>,
+    command: OutboxCommand,
+) -> anyhow::Result<()> {
+    let dispatcher = dispatcher(Arc::clone(&store))?;
+    match command {
+        OutboxCommand::Dispatch => {
+            let s = dispatcher.sweep().await?;
+            println!(
+                "delivered {}, retrying {}, dead {}, skipped {}",
+                s.delivered, s.retrying, s.dead, s.skipped
+            );
+        }
+        OutboxCommand::Dead => {
+            for m in dispatcher.dead_letters().await? {
+                println!(
+                    "{}\t{}\t{}\tattempts {}\t{}",
+                    m.tenant,
+                    m.id,
+                    m.to,
+                    m.attempts,
+                    m.last_error.unwrap_or_default()
+                );
+            }
+        }
+        OutboxCommand::Retry { tenant, id } => {
+            let console = Actor {
+                tenant: tenant.clone(),
+                member: "cli".into(),
+                channel: Channel::Cli,
+            };
+            let audit = identity::AuditEntry::by(&console, "outbox.retry", vec![id.clone()]);
+            dispatcher.retry(&tenant, &id, vec![audit.op()]).await?;
+            println!("{tenant}/{id} is queued again; the next sweep delivers it");
+        }
+    }
+    Ok(())
+}
