@@ -6,6 +6,7 @@
 
 use std::io::Write as _;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use mcp_pipeline::Toolset;
 use serde_json::json;
@@ -324,3 +325,93 @@ async fn sign_in_slows_down_per_account_and_address(world: World) {
     assert_eq!(attempt("eve", "wrong", "192.0.2.1").await.status, 429);
 }
 on_every_backend!(sign_in_throttle, sign_in_slows_down_per_account_and_address);
+
+/// Waits for a fresh rate window when the current one ends within 15 seconds, so that a test
+/// counting calls stays inside one window.
+async fn fresh_window() {
+    let now = mcp_pipeline::Clock::now(&mcp_pipeline::SystemClock);
+    let left = 60 - now.rem_euclid(60);
+    if left < 15 {
+        tokio::time::sleep(Duration::from_secs(u64::try_from(left).unwrap() + 1)).await;
+    }
+}
+
+/// The JSON API has MCP's limits per effect class, counted per API token, and shares the
+/// tenant's buckets with MCP: paging a technician is a wake (3 per credential, 10 per
+/// workspace a minute), whichever door it comes through.
+async fn the_api_is_rate_limited_with_mcp(world: World) {
+    world.member("acme", "ana", "owner").await;
+    let tom =
+        crate::booking_tools::seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let path = format!("/api/technicians/{tom}/pages");
+    let page = |token: String| {
+        let (world, path) = (&world, path.clone());
+        async move {
+            let bearer = format!("Bearer {token}");
+            let headers = [
+                ("content-type", "application/json"),
+                ("authorization", bearer.as_str()),
+            ];
+            send(
+                world,
+                "POST",
+                &path,
+                &headers,
+                r#"{"message": "Boiler down at Hauptstr. 1"}"#,
+            )
+            .await
+        }
+    };
+    let outbox = || async {
+        world
+            .app
+            .store
+            .query(store::Query::partition("acme#outbox"))
+            .await
+            .unwrap()
+            .items
+            .len()
+    };
+    fresh_window().await;
+    let first = crate::support::api_token(&world.app, "acme", "ana")
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        let paged = page(first.clone()).await;
+        assert_eq!(paged.status, 201, "{}", paged.body);
+    }
+    let refused = page(first.clone()).await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert!(refused.headers.contains_key("retry-after"));
+    assert_eq!(outbox().await, 3, "a refused call sends nothing");
+    // Two more tokens fill the workspace's ten wakes with MCP's: the tenant's total holds.
+    for _ in 0..2 {
+        let token = crate::support::api_token(&world.app, "acme", "ana")
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            assert_eq!(page(token.clone()).await.status, 201);
+        }
+    }
+    let (_, mcp) = world.connect("acme", "ana", Toolset::Full).await;
+    let agent = world.client(&mcp);
+    let args = json!({"technician": tom, "message": "Boiler down"});
+    let tenth = agent.call_tool("page_technician", args.clone()).await;
+    assert!(!tenth.is_error(), "{}", tenth.text());
+    let eleventh = agent.call_tool("page_technician", args).await;
+    assert_eq!(
+        eleventh.structured()["code"],
+        "rate_limited",
+        "{}",
+        eleventh.text()
+    );
+    let token = crate::support::api_token(&world.app, "acme", "ana")
+        .await
+        .unwrap();
+    assert_eq!(
+        page(token).await.status,
+        429,
+        "a new token does not lift the workspace's limit"
+    );
+}
+on_every_backend!(api_limits, the_api_is_rate_limited_with_mcp);

@@ -29,6 +29,17 @@ pub struct ApiToken {
     pub revoked: bool,
 }
 
+/// Who a live product API token acts for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bearer {
+    /// The workspace.
+    pub tenant: String,
+    /// The member.
+    pub member: String,
+    /// The token's public id (its rate buckets are its own).
+    pub token: String,
+}
+
 /// The product API token service.
 #[derive(Debug, Clone)]
 pub struct ApiTokens {
@@ -172,12 +183,9 @@ impl ApiTokens {
         }
     }
 
-    /// The workspace and member a token acts for, if it is live: not revoked, not expired,
-    /// and its member still active and still the person who made it.
-    pub async fn authenticate(
-        &self,
-        secret: &str,
-    ) -> Result<Option<(String, String)>, AccountsError> {
+    /// Who a token acts for, if it is live: not revoked, not expired, and its member still
+    /// active and still the person who made it.
+    pub async fn authenticate(&self, secret: &str) -> Result<Option<Bearer>, AccountsError> {
         if identity::token::classify(secret) != identity::token::BearerKind::ProductApi {
             return Ok(None);
         }
@@ -186,7 +194,7 @@ impl ApiTokens {
             return Ok(None);
         };
         let s = |k: &str| item.get(k).and_then(Value::as_s).map(str::to_owned);
-        let (Some(tenant), Some(member)) = (s("tenant"), s("member")) else {
+        let (Some(tenant), Some(member), Some(token)) = (s("tenant"), s("member"), s("id")) else {
             return Ok(None);
         };
         let expires = crate::int(&item, "expires");
@@ -198,7 +206,11 @@ impl ApiTokens {
             .member(&tenant, &member)
             .await?
             .is_some_and(|m| m.active && m.person == s("person"));
-        Ok(live.then_some((tenant, member)))
+        Ok(live.then_some(Bearer {
+            tenant,
+            member,
+            token,
+        }))
     }
 }
 

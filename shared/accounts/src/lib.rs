@@ -16,7 +16,7 @@ pub mod sessions;
 pub mod sign_in;
 pub mod workspaces;
 
-pub use api_tokens::{ApiToken, ApiTokens};
+pub use api_tokens::{ApiToken, ApiTokens, Bearer};
 pub use members::Members;
 pub use sessions::Session;
 pub use sign_in::{Attempt, Throttle};

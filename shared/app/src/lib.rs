@@ -235,6 +235,8 @@ fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> 
         members: members.clone(),
         api_tokens: api_tokens.clone(),
         throttle: accounts::Throttle::new(Arc::clone(&store), Arc::clone(&settings.clock)),
+        gates: server.config().gates.clone(),
+        clock: Arc::clone(&settings.clock),
         secure_cookies: settings.secure_cookies,
     };
     App {

@@ -333,7 +333,12 @@ impl Ask<'_> {
 
     /// The connection's and the tenant's bucket updates (of the write class too, when asked).
     fn buckets(&self, gates: &Gates, caller: &Caller) -> Vec<TransactOp> {
-        let mut ops = self.class_buckets(gates, caller);
+        self.buckets_of(gates, &caller.tenant, &caller.connection)
+    }
+
+    /// The updates of `who`'s bucket and its tenant's shared bucket.
+    fn buckets_of(&self, gates: &Gates, tenant: &str, who: &str) -> Vec<TransactOp> {
+        let mut ops = self.class_buckets(gates, tenant, who);
         if self.also_write && self.class != EffectClass::SilentWrite {
             let write = Ask {
                 class: EffectClass::SilentWrite,
@@ -341,12 +346,12 @@ impl Ask<'_> {
                 also_write: false,
                 ..*self
             };
-            ops.extend(write.class_buckets(gates, caller));
+            ops.extend(write.class_buckets(gates, tenant, who));
         }
         ops
     }
 
-    fn class_buckets(&self, gates: &Gates, caller: &Caller) -> Vec<TransactOp> {
+    fn class_buckets(&self, gates: &Gates, tenant: &str, who: &str) -> Vec<TransactOp> {
         let limits = &gates.limits;
         let (_, window) = self.window(gates);
         let (shard, tenant_limit) = tenant_shard(
@@ -357,11 +362,11 @@ impl Ask<'_> {
         vec![
             self.bucket(
                 gates,
-                &caller.tenant,
-                &caller.connection,
+                tenant,
+                who,
                 limits.per_connection.for_class(self.class, self.expensive),
             ),
-            self.bucket(gates, &caller.tenant, &shard, tenant_limit),
+            self.bucket(gates, tenant, &shard, tenant_limit),
         ]
     }
 
@@ -399,6 +404,35 @@ async fn attempt(
             }
         }
         Err(e) => Err(unavailable(&e)),
+    }
+}
+
+impl Gates {
+    /// Counts one call of a product adapter (the JSON API) in its credential's bucket and in
+    /// its tenant's buckets of `class`, which MCP calls share: with MCP's limits per
+    /// connection for the credential, and the tenant's total over MCP and the API bounded by
+    /// the tenant's limits. `Err`: refused, nothing counted (the error says when to retry).
+    pub async fn admit_product_call(
+        &self,
+        (tenant, credential): (&str, &str),
+        class: EffectClass,
+        request_id: &str,
+        now: i64,
+    ) -> Result<(), ToolError> {
+        let ask = Ask {
+            class,
+            expensive: false,
+            request_id,
+            lease_seconds: None,
+            also_write: false,
+            now,
+        };
+        let buckets = ask.buckets_of(self, tenant, credential);
+        let count = buckets.len();
+        match attempt(self, buckets, count).await? {
+            Attempt::Admitted => Ok(()),
+            _ => Err(ask.rate_limited(self)),
+        }
     }
 }
 

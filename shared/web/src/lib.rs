@@ -51,6 +51,10 @@ pub struct Web {
     pub api_tokens: accounts::ApiTokens,
     /// The sign-in throttle.
     pub throttle: accounts::Throttle,
+    /// The gates whose rate buckets the JSON API shares with MCP.
+    pub gates: mcp_pipeline::Gates,
+    /// The clock (rate windows).
+    pub clock: Arc<dyn mcp_pipeline::Clock>,
     /// Whether cookies carry `Secure` (everywhere but plain local HTTP).
     pub secure_cookies: bool,
 }

@@ -16,6 +16,7 @@ mod quotes;
 use http::request::Parts;
 use http::{StatusCode, header};
 use identity::Directory as _;
+use mcp_pipeline::EffectClass;
 use serde_json::{Map, Value, json};
 
 use booking::ids::Kind;
@@ -87,7 +88,8 @@ fn no_route() -> WebResponse {
     )
 }
 
-async fn actor(web: &Web, parts: &Parts) -> Result<booking::Actor, WebResponse> {
+/// The token's member with their live rights, and the token's id.
+async fn actor(web: &Web, parts: &Parts) -> Result<(booking::Actor, String), WebResponse> {
     let unauthorized = |m: &str| json_response(StatusCode::UNAUTHORIZED, &json!({"error": m}));
     let bearer = parts
         .headers
@@ -97,7 +99,12 @@ async fn actor(web: &Web, parts: &Parts) -> Result<booking::Actor, WebResponse> 
         .ok_or_else(|| {
             unauthorized("a product API token is required (Authorization: Bearer gha_...)")
         })?;
-    let Ok(Some((tenant, member))) = web.api_tokens.authenticate(bearer.trim()).await else {
+    let Ok(Some(accounts::Bearer {
+        tenant,
+        member,
+        token,
+    })) = web.api_tokens.authenticate(bearer.trim()).await
+    else {
         return Err(unauthorized(
             "the product API token is unknown, expired or revoked, or its member has left",
         ));
@@ -109,11 +116,64 @@ async fn actor(web: &Web, parts: &Parts) -> Result<booking::Actor, WebResponse> 
     if !m.active {
         return Err(unauthorized("the token's member no longer has access"));
     }
-    Ok(booking::Actor {
+    let actor = booking::Actor {
         tenant,
         member,
         rights: m.rights,
-    })
+    };
+    Ok((actor, token))
+}
+
+/// The effect class of an API route, as its tool's: reads, silent writes, messages to
+/// customers (notify), paging (wake), muting alerts (alerting), deletions.
+fn class_of(method: &str, segments: &[&str]) -> EffectClass {
+    match (method, segments) {
+        ("GET", _) => EffectClass::Read,
+        ("DELETE", _) => EffectClass::Delete,
+        (_, ["technicians", _, "pages"]) => EffectClass::Wake,
+        (_, ["bookings", _, "mute"]) => EffectClass::Alerting,
+        (_, ["bookings", "cancellations"] | ["quotes", _, "send"])
+        | (
+            _,
+            [
+                "bookings",
+                _,
+                "confirmation" | "cancellation" | "reschedule",
+            ],
+        ) => EffectClass::Notify,
+        _ => EffectClass::SilentWrite,
+    }
+}
+
+/// Counts the call in its token's and its tenant's buckets (shared with MCP); 429 with
+/// `Retry-After` when one is full, before anything is done.
+async fn admit(
+    web: &Web,
+    (tenant, token): (&str, &str),
+    class: EffectClass,
+) -> Result<(), WebResponse> {
+    let request = outside::random_text(&outside::SystemRandomness, 16);
+    let now = web.clock.now();
+    let Err(refused) = web
+        .gates
+        .admit_product_call((tenant, token), class, &request, now)
+        .await
+    else {
+        return Ok(());
+    };
+    let retry = refused
+        .details
+        .get("retry_after_seconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(60);
+    let mut r = json_response(
+        StatusCode::TOO_MANY_REQUESTS,
+        &json!({"error": "rate_limited", "reason": refused.message, "retry_after_seconds": retry}),
+    );
+    if let Ok(v) = http::HeaderValue::from_str(&retry.to_string()) {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    Err(r)
 }
 
 /// A JSON object body, with only the fields a route takes (like the tools, which refuse
@@ -249,7 +309,7 @@ async fn commit<T>(
 }
 
 pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) -> WebResponse {
-    let actor = match actor(web, parts).await {
+    let (actor, token) = match actor(web, parts).await {
         Ok(a) => a,
         Err(r) => return r,
     };
@@ -259,6 +319,10 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
         .split('/')
         .collect();
     let method = parts.method.as_str();
+    let class = class_of(method, &segments);
+    if let Err(refused) = admit(web, (&actor.tenant, &token), class).await {
+        return refused;
+    }
     let answer = match segments.split_first() {
         Some((&"customers", rest)) => {
             let query = crate::form::parse(parts.uri.query().unwrap_or_default().as_bytes());
