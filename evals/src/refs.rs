@@ -61,7 +61,7 @@ impl Scope {
         };
         let root = root.ok_or_else(|| anyhow!("reference {expr:?}: no result named so"))?;
         walk(root, rest)
-            .cloned()
+            .map(|v| unwrapped(v).clone())
             .ok_or_else(|| anyhow!("reference {expr:?} finds nothing in {}", short(root)))
     }
 
@@ -84,6 +84,7 @@ impl Scope {
         list.iter()
             .find(|o| {
                 o.get(field)
+                    .map(unwrapped)
                     .and_then(Value::as_str)
                     .is_some_and(|v| v.eq_ignore_ascii_case(name))
             })
@@ -245,8 +246,14 @@ pub fn lookup<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
     walk(v, &segments)
 }
 
+/// The text of a field the server returns as untrusted (`{"untrusted_text": ...}`), as a
+/// model reads it; any other value as it is.
+fn unwrapped(v: &Value) -> &Value {
+    v.get("untrusted_text").unwrap_or(v)
+}
+
 fn as_text(v: &Value) -> String {
-    match v {
+    match unwrapped(v) {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
@@ -281,7 +288,7 @@ pub fn matches(value: Option<&Value>, cond: &Value) -> bool {
 }
 
 fn equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
+    match (unwrapped(a), unwrapped(b)) {
         (Value::String(x), Value::String(y)) => x == y,
         (Value::Number(_), Value::String(_)) | (Value::String(_), Value::Number(_)) => {
             as_text(a) == as_text(b)
@@ -291,7 +298,7 @@ fn equal(a: &Value, b: &Value) -> bool {
 }
 
 fn contains(v: &Value, needle: &Value) -> bool {
-    match v {
+    match unwrapped(v) {
         Value::Array(items) => items
             .iter()
             .any(|item| equal(item, needle) || contains(item, needle)),

@@ -24,6 +24,7 @@ mod round_trips;
 mod store_conformance;
 mod support;
 mod transports;
+mod untrusted_text;
 mod web;
 mod workspace;
 mod world;

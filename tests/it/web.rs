@@ -367,6 +367,11 @@ async fn money_is_approved_in_the_product_by_a_member_with_the_right(world: Worl
         "the summary shows the amount: {}",
         page.body
     );
+    assert!(
+        page.body.contains("The message to ada@example.com") && page.body.contains("Hello Ada"),
+        "the page shows the exact message: {}",
+        page.body
+    );
     let refused = send(
         &world,
         "POST",

@@ -81,12 +81,12 @@ impl Tool for CancelBooking {
             )
         } else {
             format!(
-                "Cancel booking {} and email {}: \"{text}\"",
+                "Cancel booking {} and email {} the cancellation notice (preview.body)",
                 b.handle(),
                 customer.email
             )
         };
-        ctx.writes.preview(summary, json!({"booking": b.handle(), "notified": notified, "body": if notified.is_empty() { None } else { Some(&text) }}));
+        ctx.writes.preview(summary, json!({"booking": b.handle(), "notified": notified, "body": (!notified.is_empty()).then(|| crate::present::message_body(&text))}));
         Ok(Success::new(
             format!("Cancelled booking {}.", b.handle()),
             Output {

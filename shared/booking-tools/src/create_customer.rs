@@ -82,10 +82,7 @@ impl Tool for CreateCustomer {
         let customer = apply(&ctx, change);
         let handle = customer.handle();
         Ok(Success::new(
-            format!(
-                "Created customer {} ({handle}); nobody was notified.",
-                customer.name
-            ),
+            format!("Created customer {handle}; nobody was notified."),
             Output {
                 customer: CustomerView::new(&customer, &self.services.console_base),
                 notified: Vec::new(),

@@ -53,12 +53,7 @@ impl Tool for DeleteBooking {
             .map_err(error)?;
         let b = apply(&ctx, change);
         ctx.writes.preview(
-            format!(
-                "Delete booking {} ({}, {})",
-                b.handle(),
-                b.service,
-                b.status.as_str()
-            ),
+            format!("Delete booking {} (a {})", b.handle(), b.status.as_str()),
             json!({"booking": b.handle(), "version": b.version}),
         );
         Ok(Success::new(

@@ -52,10 +52,7 @@ impl Tool for DeleteCustomer {
         let customer = apply(&ctx, change);
         let handle = customer.handle();
         ctx.writes.preview(
-            format!(
-                "Delete customer {} ({handle}, {}).",
-                customer.name, customer.email
-            ),
+            format!("Delete customer {handle} ({}).", customer.email),
             json!({"customer": handle, "version": customer.version}),
         );
         Ok(Success::new(

@@ -48,7 +48,7 @@ impl Tool for GetCustomer {
             .map_err(error)?;
         let handle = c.handle();
         Ok(Success::new(
-            format!("Customer {} ({handle}).", c.name),
+            format!("Customer {handle}."),
             Output {
                 customer: CustomerView::new(&c, &self.services.console_base),
             },

@@ -39,6 +39,20 @@ pub(crate) struct Untrusted {
     note: String,
 }
 
+impl Untrusted {
+    /// `text` as untrusted: cleaned of control and invisible characters, cut to `max_chars`.
+    pub(crate) fn of(text: &str, max_chars: usize) -> Self {
+        Untrusted::from(&booking::text::untrusted(text, max_chars))
+    }
+}
+
+/// A message to a customer as a preview shows it: server-written, but it quotes fields a
+/// third party can write (the customer's name, the service), so it comes back as untrusted
+/// text.
+pub(crate) fn message_body(text: &str) -> Untrusted {
+    Untrusted::of(text, 2000)
+}
+
 impl From<&UntrustedText> for Untrusted {
     fn from(t: &UntrustedText) -> Self {
         Untrusted {
@@ -60,10 +74,14 @@ pub(crate) struct CustomerView {
     state: &'static str,
     /// The customer's page in the product.
     link: String,
-    name: String,
+    /// The name, as untrusted text (the customer, an import or a person may have written it).
+    name: Untrusted,
+    /// A validated email address.
     email: String,
+    /// A validated phone number.
     phone: Option<String>,
-    address: Option<String>,
+    /// The address, as untrusted text.
+    address: Option<Untrusted>,
     /// What the customer wrote, as untrusted text.
     notes: Option<Untrusted>,
 }
@@ -75,10 +93,10 @@ impl CustomerView {
             version: c.version.clone(),
             state: "active",
             link: format!("{console_base}/customers/{}", c.handle()),
-            name: c.name.clone(),
+            name: Untrusted::of(&c.name, 100),
             email: c.email.clone(),
             phone: c.phone.clone(),
-            address: c.address.clone(),
+            address: c.address.as_deref().map(|a| Untrusted::of(a, 300)),
             notes: c.notes.as_ref().map(Untrusted::from),
         }
     }
@@ -153,12 +171,13 @@ pub(crate) struct BookingView {
     customer: String,
     /// The technician's handle.
     technician: String,
-    service: String,
+    /// What is done, as untrusted text (callers and imports write it).
+    service: Untrusted,
     start: TimeView,
     end: TimeView,
     duration_minutes: i64,
-    /// Staff notes, oldest first.
-    notes: Vec<String>,
+    /// Notes, oldest first, each as untrusted text (they quote customers).
+    notes: Vec<Untrusted>,
 }
 
 impl BookingView {
@@ -170,11 +189,11 @@ impl BookingView {
             link: format!("{console_base}/bookings/{}", b.handle()),
             customer: booking::ids::Kind::Customer.handle(&b.customer),
             technician: booking::ids::Kind::Technician.handle(&b.technician),
-            service: b.service.clone(),
+            service: Untrusted::of(&b.service, 200),
             start: Moment::new(b.start, b.zone, now).into(),
             end: Moment::new(b.end, b.zone, now).into(),
             duration_minutes: (b.end - b.start).num_minutes(),
-            notes: b.notes.clone(),
+            notes: b.notes.iter().map(|n| Untrusted::of(n, 2000)).collect(),
         }
     }
 }
@@ -182,7 +201,8 @@ impl BookingView {
 /// A quote line in results.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct QuoteLineView {
-    description: String,
+    /// What is sold, as untrusted text.
+    description: Untrusted,
     quantity: String,
     unit_price: String,
     total: String,
@@ -236,7 +256,7 @@ impl QuoteView {
                 .iter()
                 .zip(&q.totals.line_totals)
                 .map(|(l, t)| QuoteLineView {
-                    description: l.description.clone(),
+                    description: Untrusted::of(&l.description, 300),
                     quantity: l.quantity.to_string(),
                     unit_price: l.unit_price.to_string(),
                     total: t.view().amount,

@@ -66,6 +66,7 @@ impl Tool for SendBookingConfirmation {
         let now = crate::adapter::now(&ctx);
         // The server writes the message; the model cannot put words in it.
         let text = booking::messages::booking_confirmed(&customer, &current, &technician, now);
+        let start = booking::time::Moment::new(current.start, current.zone, now);
         let change = self
             .services
             .bookings
@@ -81,8 +82,15 @@ impl Tool for SendBookingConfirmation {
         let notified = change.notified.clone();
         let b = apply(&ctx, change);
         ctx.writes.preview(
-            format!("Confirm booking {} and email {}: \"{text}\"", b.handle(), customer.email),
-            json!({"to": customer.email, "subject": "Your booking is confirmed", "body": text, "booking": b.handle()}),
+            format!(
+                "Confirm booking {} for {} {} ({}) and email {} the confirmation (preview.body)",
+                b.handle(),
+                start.weekday,
+                start.local,
+                start.zone,
+                customer.email
+            ),
+            json!({"to": customer.email, "subject": "Your booking is confirmed", "body": crate::present::message_body(&text), "booking": b.handle()}),
         );
         Ok(Success::new(
             format!(

@@ -81,7 +81,7 @@ impl Tool for SendQuote {
                 q.totals.gross,
                 customer.email
             ),
-            json!({"to": customer.email, "body": text, "gross": q.totals.gross.view().amount}),
+            json!({"to": customer.email, "body": crate::present::message_body(&text), "gross": q.totals.gross.view().amount}),
         );
         Ok(Success::new(
             format!("Sent quote {} to {}.", q.handle(), customer.email),

@@ -25,6 +25,8 @@ pub(crate) struct Pending {
     pub(crate) tool: String,
     pub(crate) args: Map<String, Value>,
     pub(crate) content_hash: String,
+    /// What the action would do, as the preview showed it (the approval page shows it too).
+    pub(crate) content: Value,
     pub(crate) summary: String,
     pub(crate) status: String,
     /// Prepared while its class was approved only in the product: it stays so, whatever the
@@ -171,6 +173,7 @@ pub(crate) fn pending_item(p: &Pending, now: i64) -> Item {
         SV::s(Value::Object(p.args.clone()).to_string()),
     );
     item.insert("content_hash".into(), SV::s(&p.content_hash));
+    item.insert("content".into(), SV::s(p.content.to_string()));
     item.insert("summary".into(), SV::s(&p.summary));
     item.insert("status".into(), SV::s(&p.status));
     if p.in_product {
@@ -191,6 +194,9 @@ pub(crate) fn read_pending(token: &str, item: &Item) -> Option<Pending> {
         tool: s("tool")?,
         args: serde_json::from_str(&s("args")?).ok()?,
         content_hash: s("content_hash")?,
+        content: s("content")
+            .and_then(|c| serde_json::from_str(&c).ok())
+            .unwrap_or(Value::Null),
         summary: s("summary")?,
         status: s("status")?,
         in_product: matches!(item.get("in_product"), Some(SV::Bool(true))),

@@ -37,6 +37,14 @@ pub(crate) async fn approval(
         escape(&p.connection),
         escape(&p.status)
     ));
+    if let Some(message) = p.content["body"]["untrusted_text"].as_str() {
+        // The exact message that would go out (it quotes what customers wrote: escaped).
+        body.push_str(&format!(
+            "<div class=\"box\"><p class=\"muted\">The message to {}:</p><pre>{}</pre></div>",
+            escape(p.content["to"].as_str().unwrap_or("the customer")),
+            escape(message)
+        ));
+    }
     if p.status == "pending" {
         body.push_str(&format!(
             "<form method=\"post\">{c}<button name=\"decision\" value=\"approve\">Approve</button><button name=\"decision\" value=\"reject\">Reject</button></form>",

@@ -197,6 +197,8 @@ pub struct PendingView {
     pub connection: String,
     /// Whether only a person in the product may approve it (money, or the product mode).
     pub approval_in_product: bool,
+    /// What it would do, as the preview showed it (recipient, message body, amounts).
+    pub content: Value,
 }
 
 /// What the product's approval pages need of pending actions: the port they use instead of
@@ -244,6 +246,7 @@ impl Approvals for Server {
                 status: p.status,
                 connection: p.connection,
                 approval_in_product,
+                content: p.content,
             })
         })
     }

@@ -179,6 +179,7 @@ impl Call<'_> {
             tool: self.plan.spec.name.to_owned(),
             args: self.plan.args.clone().unwrap_or_default(),
             content_hash: crate::canonical::digest(&content),
+            content: content.clone(),
             summary,
             status: "pending".into(),
             in_product: self.plan.spec.approval_in_product
