@@ -18,6 +18,7 @@ mod keys;
 mod lambda_runtime;
 mod manifest;
 mod model_text;
+mod names;
 mod operator;
 mod outbox;
 mod round_trips;

@@ -103,29 +103,31 @@ pub struct App {
     pub web: web::Web,
 }
 
+/// The product's services as the tools see them: reading through the read-ahead wrapper, which
+/// serves the records a call named from the credential's batch (`ServerConfig::read_ahead`).
+fn tool_services(settings: &Settings, store: &Arc<dyn Store>) -> booking_tools::Services {
+    let store: Arc<dyn Store> = Arc::new(store::read_ahead::ReadAheadStore::new(Arc::clone(store)));
+    booking_tools::Services {
+        customers: booking::Customers::new(Arc::clone(&store))
+            .with_randomness(Arc::clone(&settings.randomness)),
+        technicians: booking::Technicians::new(Arc::clone(&store))
+            .with_randomness(Arc::clone(&settings.randomness)),
+        bookings: booking::Bookings::new(Arc::clone(&store))
+            .with_randomness(Arc::clone(&settings.randomness)),
+        quotes: booking::Quotes::new(Arc::clone(&store))
+            .with_randomness(Arc::clone(&settings.randomness)),
+        alerts: booking::Alerts::new(Arc::clone(&store)),
+        console_base: settings.console_base.clone(),
+    }
+}
+
 /// The tools every gatehouse serves, in `tools/list` order.
 pub fn registry(settings: &Settings, store: &Arc<dyn Store>) -> Result<Registry, RegistryError> {
-    // The product's services read through this wrapper, which serves the records a call named
-    // from the credential's batch (`ServerConfig::read_ahead`).
-    let reading: Arc<dyn Store> =
-        Arc::new(store::read_ahead::ReadAheadStore::new(Arc::clone(store)));
-    let store = &reading;
     let mut registry = Registry::new();
     registry.register(ToolSpec::new(status::GetServerStatus {
         backend: settings.backend.clone(),
     }))?;
-    let services = booking_tools::Services {
-        customers: booking::Customers::new(Arc::clone(store))
-            .with_randomness(Arc::clone(&settings.randomness)),
-        technicians: booking::Technicians::new(Arc::clone(store))
-            .with_randomness(Arc::clone(&settings.randomness)),
-        bookings: booking::Bookings::new(Arc::clone(store))
-            .with_randomness(Arc::clone(&settings.randomness)),
-        quotes: booking::Quotes::new(Arc::clone(store))
-            .with_randomness(Arc::clone(&settings.randomness)),
-        alerts: booking::Alerts::new(Arc::clone(store)),
-        console_base: settings.console_base.clone(),
-    };
+    let services = tool_services(settings, store);
     booking_tools::register(&mut registry, &services)?;
     registry.register(ToolSpec::new(recent::ListRecentChanges {
         store: Arc::clone(store),
@@ -163,6 +165,9 @@ fn server_config(settings: &Settings, store: &Arc<dyn Store>) -> ServerConfig {
         runtime.defer = defer.clone();
     }
     let mut config = ServerConfig::new(gates, runtime);
+    config.names = Some(Arc::new(booking_tools::NameLookup::new(tool_services(
+        settings, store,
+    ))));
     config.instructions = Some(
         "gatehouse exposes a field-service booking product. Read before you write; \
          every write tool says what it changes."

@@ -21,6 +21,7 @@ mod get_customer;
 mod get_quote;
 mod list_technicians;
 mod mute_booking_alerts;
+mod names;
 mod page_technician;
 mod present;
 mod quote_lines;
@@ -34,6 +35,7 @@ mod update_quote;
 use mcp_pipeline::{Registry, RegistryError, ToolSpec};
 
 pub use adapter::{BookingKind, CustomerKind, QuoteKind, Services, TechnicianKind};
+pub use names::NameLookup;
 
 /// Registers the booking tools, in `tools/list` order. Each tool states its own policy
 /// (rights, toolset, expensive, approval in the product) beside its code.

@@ -29,6 +29,7 @@ mod gates;
 mod handle;
 pub mod keys;
 mod lengths;
+mod names;
 mod outcome;
 mod prefetch;
 mod registry;
@@ -58,6 +59,7 @@ pub use gates::{
 };
 pub use handle::{Handle, HandleKind};
 pub use lengths::DEFAULT_MAX_LENGTH;
+pub use names::{MAX_CANDIDATES, NameResolver, Named};
 pub use outcome::{ErrorKind, Success, ToolError, ToolResult, shape_success};
 pub use prefetch::{Claim, Defer, Prefetched, ReadAhead, RecordKey};
 pub use registry::{DEFAULT_DEADLINE, MAX_NAME_LEN, Registry, RegistryError, ToolSpec};

@@ -112,6 +112,9 @@ pub struct ToolSpec {
     pub(crate) approval_in_product: bool,
     pub(crate) expensive: bool,
     pub(crate) deadline: std::time::Duration,
+    /// The arguments that take a record's handle, with the record's noun (from the input
+    /// schema's `<noun>Handle` definitions): where a name may stand instead.
+    pub(crate) handle_fields: Vec<(String, String)>,
     /// For `confirm_action` and `reject_action`: the step the pipeline runs in place of a body.
     pub(crate) builtin: Option<Builtin>,
 }
@@ -227,6 +230,21 @@ fn add_preview_branch(root: &mut Value) {
     }
 }
 
+/// The top-level properties whose schema is a `<noun>Handle` definition, with the noun.
+fn handle_fields(input_schema: &Value) -> Vec<(String, String)> {
+    let Some(props) = input_schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .filter_map(|(field, p)| {
+            let reference = p.get("$ref").and_then(Value::as_str)?;
+            let noun = reference.strip_prefix("#/$defs/")?.strip_suffix("Handle")?;
+            Some((field.clone(), noun.replace('_', " ")))
+        })
+        .collect()
+}
+
 impl ToolSpec {
     /// Starts the registration of `tool`.
     pub fn new<T: Tool>(tool: T) -> Self {
@@ -252,6 +270,7 @@ impl ToolSpec {
         if T::EFFECT.needs_confirmation() {
             add_preview_branch(&mut output_schema);
         }
+        let handle_fields = handle_fields(&input_schema);
         ToolSpec {
             name: T::NAME,
             title: T::TITLE,
@@ -271,6 +290,7 @@ impl ToolSpec {
             approval_in_product: T::POLICY.approval_in_product,
             expensive: T::POLICY.expensive,
             deadline: DEFAULT_DEADLINE,
+            handle_fields,
             builtin: None,
         }
     }

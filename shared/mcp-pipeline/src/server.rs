@@ -44,6 +44,8 @@ pub struct ServerConfig {
     pub clock: Arc<dyn crate::Clock>,
     /// Where the pipeline draws request ids and confirmation tokens from.
     pub randomness: Arc<dyn crate::Randomness>,
+    /// Resolves names where handles belong (`None`: handles only).
+    pub names: Option<Arc<dyn crate::NameResolver>>,
 }
 
 impl ServerConfig {
@@ -70,6 +72,7 @@ impl ServerConfig {
             },
             clock: Arc::new(crate::SystemClock),
             randomness: Arc::new(crate::SystemRandomness),
+            names: None,
         }
     }
 }

@@ -4,6 +4,7 @@
 mod body;
 mod confirmation;
 mod finish;
+mod names;
 mod plan;
 
 use std::panic::AssertUnwindSafe;
@@ -99,6 +100,7 @@ impl<'a> Call<'a> {
     /// The stages of a tool call, in order.
     async fn stages(&mut self) -> Stage<ToolResult> {
         self.check_visible()?;
+        self.resolve_names().await?;
         let input = self.parse_arguments()?;
         let state = self.open_request_state()?;
         self.request_state.clone_from(&state);

@@ -1,0 +1,103 @@
+//! The product's answer to names where handles belong (the pipeline's [`NameResolver`]):
+//! customers and technicians have names; a customer is told apart by email, a technician by
+//! zone and skills.
+
+use booking::Actor;
+use mcp_pipeline::{BoxFuture, CallError, Caller, NameResolver, Named, ToolError};
+
+use crate::Services;
+
+/// Finds customers and technicians by their exact name.
+#[derive(Debug, Clone)]
+pub struct NameLookup {
+    services: Services,
+}
+
+impl NameLookup {
+    /// The lookup over the product's services.
+    pub fn new(services: Services) -> Self {
+        NameLookup { services }
+    }
+
+    async fn lookup(
+        &self,
+        caller: &Caller,
+        noun: &str,
+        name: &str,
+    ) -> Result<Option<Vec<Named>>, ToolError> {
+        let actor = Actor {
+            tenant: caller.tenant.clone(),
+            member: caller.creator.clone(),
+            rights: caller.rights.clone(),
+        };
+        let same = |other: &str| other.trim().eq_ignore_ascii_case(name.trim());
+        let found = match noun {
+            "customer" => {
+                let candidates = self
+                    .services
+                    .customers
+                    .find(&actor, name, 50)
+                    .await
+                    .map_err(tool_error)?;
+                candidates
+                    .iter()
+                    .filter(|c| same(&c.name))
+                    .map(|c| Named {
+                        handle: c.handle(),
+                        label: c.email.clone(),
+                    })
+                    .collect()
+            }
+            "technician" => {
+                let all = self
+                    .services
+                    .technicians
+                    .list(&actor)
+                    .await
+                    .map_err(tool_error)?;
+                all.iter()
+                    .filter(|t| same(&t.name))
+                    .map(|t| Named {
+                        handle: t.handle(),
+                        label: format!("{} ({}; {})", t.name, t.zone, t.skills.join(", ")),
+                    })
+                    .collect()
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(found))
+    }
+}
+
+fn tool_error(e: booking::BookingError) -> ToolError {
+    match crate::adapter::error(e) {
+        CallError::Tool(error) => error,
+        _ => ToolError::new(
+            mcp_pipeline::ErrorKind::Internal,
+            "Names could not be looked up",
+            "Send the record's handle instead",
+        ),
+    }
+}
+
+impl NameResolver for NameLookup {
+    fn exactly_named<'a>(
+        &'a self,
+        caller: &'a Caller,
+        noun: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<Named>>, ToolError>> {
+        Box::pin(self.lookup(caller, noun, name))
+    }
+
+    fn search_call(&self, noun: &str, name: &str) -> Option<String> {
+        match noun {
+            "customer" => Some(format!(
+                "find_customers {}",
+                serde_json::json!({"query": name})
+            )),
+            "technician" => Some("list_technicians {}".to_owned()),
+            _ => None,
+        }
+    }
+}
