@@ -23,13 +23,27 @@ pub struct Services {
     pub console_base: String,
 }
 
+// Handle prefixes and nouns are the product's (`booking::ids::Kind`), defined once there.
+
+impl Services {
+    /// The product's notifying writes on these services.
+    pub(crate) fn use_cases(&self) -> booking::UseCases {
+        booking::UseCases {
+            customers: self.customers.clone(),
+            technicians: self.technicians.clone(),
+            bookings: self.bookings.clone(),
+            quotes: self.quotes.clone(),
+        }
+    }
+}
+
 /// Customer handles (`cus_...`).
 #[derive(Debug)]
 pub struct CustomerKind;
 
 impl HandleKind for CustomerKind {
-    const PREFIX: &'static str = "cus";
-    const NOUN: &'static str = "customer";
+    const PREFIX: &'static str = booking::ids::Kind::Customer.prefix();
+    const NOUN: &'static str = booking::ids::Kind::Customer.noun();
 }
 
 /// Booking handles (`bkg_...`).
@@ -37,8 +51,8 @@ impl HandleKind for CustomerKind {
 pub struct BookingKind;
 
 impl HandleKind for BookingKind {
-    const PREFIX: &'static str = "bkg";
-    const NOUN: &'static str = "booking";
+    const PREFIX: &'static str = booking::ids::Kind::Booking.prefix();
+    const NOUN: &'static str = booking::ids::Kind::Booking.noun();
 }
 
 /// Quote handles (`quo_...`).
@@ -46,8 +60,8 @@ impl HandleKind for BookingKind {
 pub struct QuoteKind;
 
 impl HandleKind for QuoteKind {
-    const PREFIX: &'static str = "quo";
-    const NOUN: &'static str = "quote";
+    const PREFIX: &'static str = booking::ids::Kind::Quote.prefix();
+    const NOUN: &'static str = booking::ids::Kind::Quote.noun();
 }
 
 /// Technician handles (`tec_...`).
@@ -55,8 +69,8 @@ impl HandleKind for QuoteKind {
 pub struct TechnicianKind;
 
 impl HandleKind for TechnicianKind {
-    const PREFIX: &'static str = "tec";
-    const NOUN: &'static str = "technician";
+    const PREFIX: &'static str = booking::ids::Kind::Technician.prefix();
+    const NOUN: &'static str = booking::ids::Kind::Technician.noun();
 }
 
 /// A start time as a tool takes it (the product's one reading of starts).

@@ -46,47 +46,31 @@ impl Tool for CancelBooking {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let current = self
-            .services
-            .bookings
-            .get(&actor, input.booking.id())
-            .await
-            .map_err(error)?;
-        let customer = self
-            .services
-            .customers
-            .get(&actor, &current.customer)
-            .await
-            .map_err(error)?;
-        let text = booking::messages::booking_cancelled(&customer, &current);
         let change = self
             .services
-            .bookings
-            .cancel(
-                &actor,
-                input.booking.id(),
-                &input.version,
-                &customer.email,
-                &text,
-            )
+            .use_cases()
+            .cancel_booking(&actor, (input.booking.id(), &input.version))
             .await
             .map_err(error)?;
         let notified = change.notified.clone();
+        let message = change.messages.first().cloned();
         let b = apply(&ctx, change);
-        let summary = if notified.is_empty() {
-            format!(
-                "Cancel booking {} (a {}); nobody is emailed.",
-                b.handle(),
-                current.status.as_str()
-            )
-        } else {
-            format!(
+        let summary = match &message {
+            None => format!(
+                "Cancel booking {}; nobody is emailed (it was not confirmed).",
+                b.handle()
+            ),
+            Some(m) => format!(
                 "Cancel booking {} and email {} the cancellation notice (preview.body)",
                 b.handle(),
-                customer.email
-            )
+                m.to
+            ),
         };
-        ctx.writes.preview(summary, json!({"booking": b.handle(), "notified": notified, "body": (!notified.is_empty()).then(|| crate::present::message_body(&text))}));
+        let body = message.map(|m| crate::present::message_body(&m.body));
+        ctx.writes.preview(
+            summary,
+            json!({"booking": b.handle(), "notified": notified, "body": body}),
+        );
         Ok(Success::new(
             format!("Cancelled booking {}.", b.handle()),
             Output {

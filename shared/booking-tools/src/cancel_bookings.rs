@@ -47,43 +47,20 @@ impl Tool for CancelBookings {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let open = self
+        let filter = (
+            input.customer.map(|h| h.id().to_owned()),
+            input.technician.map(|h| h.id().to_owned()),
+        );
+        let changes = self
             .services
-            .bookings
-            .open_matching(
-                &actor,
-                input.customer.map(|h| h.id().to_owned()),
-                input.technician.map(|h| h.id().to_owned()),
-                input.expected_count,
-            )
+            .use_cases()
+            .cancel_bookings(&actor, filter, input.expected_count)
             .await
             .map_err(error)?;
-        let handles: Vec<String> = open.iter().map(booking::Booking::handle).collect();
         let now = crate::adapter::now(&ctx);
-        let mut views = Vec::new();
+        let mut views = Vec::with_capacity(changes.len());
         let mut notified = Vec::new();
-        // Each booking's customer, read at once (the same customer once).
-        let mut wanted: Vec<&str> = open.iter().map(|b| b.customer.as_str()).collect();
-        wanted.sort_unstable();
-        wanted.dedup();
-        let found = futures_util::future::join_all(
-            wanted
-                .iter()
-                .map(|id| self.services.customers.get(&actor, id)),
-        )
-        .await;
-        let mut customers = std::collections::HashMap::new();
-        for (id, customer) in wanted.into_iter().zip(found) {
-            customers.insert(id, customer.map_err(error)?);
-        }
-        for b in &open {
-            let customer = &customers[b.customer.as_str()];
-            let text = booking::messages::booking_cancelled(customer, b);
-            let change = self
-                .services
-                .bookings
-                .cancel_read(&actor, b.clone(), &customer.email, &text)
-                .map_err(error)?;
+        for change in changes {
             notified.extend(change.notified.clone());
             let cancelled = apply(&ctx, change);
             views.push(BookingView::new(
@@ -92,6 +69,7 @@ impl Tool for CancelBookings {
                 now,
             ));
         }
+        let handles: Vec<String> = views.iter().map(BookingView::handle).collect();
         ctx.writes.preview(
             format!(
                 "Cancel {} bookings ({}) and email {}",

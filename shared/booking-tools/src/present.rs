@@ -46,6 +46,20 @@ impl Untrusted {
     }
 }
 
+/// The one message a notifying change sends (a change that sends none is a bug of the
+/// product, shown as an empty message rather than a crash).
+pub(crate) fn the_message<T>(change: &booking::Change<T>) -> booking::Outgoing {
+    change
+        .messages
+        .first()
+        .cloned()
+        .unwrap_or(booking::Outgoing {
+            to: String::new(),
+            subject: String::new(),
+            body: String::new(),
+        })
+}
+
 /// A message to a customer as a preview shows it: server-written, but it quotes fields a
 /// third party can write (the customer's name, the service), so it comes back as untrusted
 /// text.
@@ -181,6 +195,11 @@ pub(crate) struct BookingView {
 }
 
 impl BookingView {
+    /// The booking's handle.
+    pub(crate) fn handle(&self) -> String {
+        self.booking.clone()
+    }
+
     pub(crate) fn new(b: &Booking, console_base: &str, now: chrono::DateTime<chrono::Utc>) -> Self {
         BookingView {
             booking: b.handle(),

@@ -51,34 +51,16 @@ impl Tool for RescheduleBooking {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let current = self
-            .services
-            .bookings
-            .get(&actor, input.booking.id())
-            .await
-            .map_err(error)?;
-        let customer = self
-            .services
-            .customers
-            .get(&actor, &current.customer)
-            .await
-            .map_err(error)?;
         let now = crate::adapter::now(&ctx);
+        let moved_to = (when(&input.start, &input.zone), input.duration_minutes);
         let change = self
             .services
-            .bookings
-            .reschedule(
-                &actor,
-                input.booking.id(),
-                &input.version,
-                when(&input.start, &input.zone),
-                input.duration_minutes,
-                &customer.email,
-                now,
-            )
+            .use_cases()
+            .reschedule_booking(&actor, (input.booking.id(), &input.version), moved_to, now)
             .await
             .map_err(error)?;
         let notified = change.notified.clone();
+        let message = crate::present::the_message(&change);
         let b = apply(&ctx, change);
         let view = BookingView::new(&b, &self.services.console_base, now);
         let start = booking::time::Moment::new(b.start, b.zone, now);
@@ -89,16 +71,12 @@ impl Tool for RescheduleBooking {
                 start.weekday,
                 start.local,
                 start.zone,
-                customer.email
+                message.to
             ),
-            json!({"booking": b.handle(), "start": start.iso, "to": customer.email}),
+            json!({"booking": b.handle(), "start": start.iso, "to": message.to, "body": crate::present::message_body(&message.body)}),
         );
         Ok(Success::new(
-            format!(
-                "Moved booking {} and emailed {}.",
-                b.handle(),
-                customer.email
-            ),
+            format!("Moved booking {} and emailed {}.", b.handle(), message.to),
             Output {
                 booking: view,
                 notified,

@@ -50,37 +50,18 @@ impl Tool for SendBookingConfirmation {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let current = self
-            .services
-            .bookings
-            .get(&actor, input.booking.id())
-            .await
-            .map_err(error)?;
-        // Independent reads: at once.
-        let (customer, technician) = futures_util::future::join(
-            self.services.customers.get(&actor, &current.customer),
-            self.services.technicians.get(&actor, &current.technician),
-        )
-        .await;
-        let (customer, technician) = (customer.map_err(error)?, technician.map_err(error)?);
         let now = crate::adapter::now(&ctx);
-        // The server writes the message; the model cannot put words in it.
-        let text = booking::messages::booking_confirmed(&customer, &current, &technician, now);
-        let start = booking::time::Moment::new(current.start, current.zone, now);
         let change = self
             .services
-            .bookings
-            .confirm(
-                &actor,
-                input.booking.id(),
-                &input.version,
-                &customer.email,
-                &text,
-            )
+            .use_cases()
+            .send_booking_confirmation(&actor, (input.booking.id(), &input.version), now)
             .await
             .map_err(error)?;
         let notified = change.notified.clone();
+        let message = crate::present::the_message(&change);
         let b = apply(&ctx, change);
+        // The server wrote the message; the model cannot put words in it.
+        let start = booking::time::Moment::new(b.start, b.zone, now);
         ctx.writes.preview(
             format!(
                 "Confirm booking {} for {} {} ({}) and email {} the confirmation (preview.body)",
@@ -88,15 +69,15 @@ impl Tool for SendBookingConfirmation {
                 start.weekday,
                 start.local,
                 start.zone,
-                customer.email
+                message.to
             ),
-            json!({"to": customer.email, "subject": "Your booking is confirmed", "body": crate::present::message_body(&text), "booking": b.handle()}),
+            json!({"to": message.to, "subject": message.subject, "body": crate::present::message_body(&message.body), "booking": b.handle()}),
         );
         Ok(Success::new(
             format!(
                 "Confirmed booking {} and emailed {}.",
                 b.handle(),
-                customer.email
+                message.to
             ),
             Output {
                 booking: BookingView::new(&b, &self.services.console_base, now),

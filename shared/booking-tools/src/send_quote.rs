@@ -47,32 +47,14 @@ impl Tool for SendQuote {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let current = self
+        let (change, customer) = self
             .services
-            .quotes
-            .get(&actor, input.quote.id())
-            .await
-            .map_err(error)?;
-        let customer = self
-            .services
-            .customers
-            .get(&actor, &current.customer)
-            .await
-            .map_err(error)?;
-        let text = booking::messages::quote_sent(&customer, &current);
-        let change = self
-            .services
-            .quotes
-            .send(
-                &actor,
-                input.quote.id(),
-                &input.version,
-                &customer.email,
-                &text,
-            )
+            .use_cases()
+            .send_quote(&actor, (input.quote.id(), &input.version))
             .await
             .map_err(error)?;
         let notified = change.notified.clone();
+        let message = crate::present::the_message(&change);
         let q = apply(&ctx, change);
         ctx.writes.preview(
             format!(
@@ -81,7 +63,7 @@ impl Tool for SendQuote {
                 q.totals.gross,
                 customer.email
             ),
-            json!({"to": customer.email, "body": crate::present::message_body(&text), "gross": q.totals.gross.view().amount}),
+            json!({"to": customer.email, "body": crate::present::message_body(&message.body), "gross": q.totals.gross.view().amount}),
         );
         Ok(Success::new(
             format!("Sent quote {} to {}.", q.handle(), customer.email),

@@ -25,6 +25,17 @@ impl std::fmt::Debug for Op {
     }
 }
 
+/// A message a change sends, as the outbox will carry it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    /// The recipient.
+    pub to: String,
+    /// The subject.
+    pub subject: String,
+    /// The text.
+    pub body: String,
+}
+
 /// A computed change and its result.
 #[derive(Debug)]
 pub struct Change<T> {
@@ -32,8 +43,10 @@ pub struct Change<T> {
     pub ops: Vec<Op>,
     /// Public ids of the objects changed.
     pub ids: Vec<String>,
-    /// Outbox messages the change sends when committed (for the preview and `notified`).
+    /// Recipients of the outbox messages the change sends when committed (`notified`).
     pub notified: Vec<String>,
+    /// The messages themselves, as written (for previews: a person approves the exact text).
+    pub messages: Vec<Outgoing>,
     /// What the caller gets back.
     pub value: T,
 }
@@ -44,6 +57,7 @@ impl<T> Change<T> {
             ops: Vec::new(),
             ids: Vec::new(),
             notified: Vec::new(),
+            messages: Vec::new(),
             value,
         }
     }
@@ -67,6 +81,7 @@ impl<T> Change<T> {
             all.ops.extend(c.ops);
             all.ids.extend(c.ids);
             all.notified.extend(c.notified);
+            all.messages.extend(c.messages);
             all.value.push(c.value);
         }
         all

@@ -22,7 +22,7 @@ pub enum Kind {
 
 impl Kind {
     /// The handle prefix (without `_`).
-    pub fn prefix(self) -> &'static str {
+    pub const fn prefix(self) -> &'static str {
         match self {
             Kind::Customer => "cus",
             Kind::Technician => "tec",
@@ -33,7 +33,7 @@ impl Kind {
     }
 
     /// The noun.
-    pub fn noun(self) -> &'static str {
+    pub const fn noun(self) -> &'static str {
         match self {
             Kind::Customer => "customer",
             Kind::Technician => "technician",

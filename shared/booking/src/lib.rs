@@ -24,13 +24,15 @@ pub mod technicians;
 pub mod tenants;
 pub mod text;
 pub mod time;
+pub mod use_cases;
 
 pub use actor::Actor;
 pub use alerts::{AlertRule, Alerts};
 pub use bookings::{Booking, BookingFilter, Bookings, NewBooking, Status, When};
-pub use change::{Change, Op};
+pub use change::{Change, Op, Outgoing};
 pub use customers::{Customer, CustomerPatch, Customers, NewCustomer};
 pub use error::BookingError;
 pub use quotes::{LineInput, Quote, Quotes};
 pub use technicians::{NewTechnician, Technician, Technicians};
 pub use tenants::{Tenant, Tenants};
+pub use use_cases::UseCases;

@@ -166,6 +166,11 @@ pub(crate) fn queue<T>(
         |_| BookingError::Rejected("an outbox entry with this id exists; try again".into()),
     );
     change.notified.push(to.to_owned());
+    change.messages.push(crate::change::Outgoing {
+        to: to.to_owned(),
+        subject: subject.to_owned(),
+        body: body.to_owned(),
+    });
 }
 
 /// Claims `message` for a delivery (`claim`, at `now`) if it is queued, failed and due, or

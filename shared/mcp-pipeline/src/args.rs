@@ -28,26 +28,9 @@ pub struct Normalized {
     pub warnings: Vec<String>,
 }
 
-pub(crate) fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
-    let mut current = schema;
-    for _ in 0..8 {
-        let Some(reference) = current.get("$ref").and_then(Value::as_str) else {
-            break;
-        };
-        let Some(name) = reference.strip_prefix("#/$defs/") else {
-            break;
-        };
-        match root.get("$defs").and_then(|d| d.get(name)) {
-            Some(target) => current = target,
-            None => break,
-        }
-    }
-    current
-}
-
 /// Every JSON type the property accepts, and its enum values if it is an enum.
 fn describe(root: &Value, schema: &Value, types: &mut Vec<String>, enums: &mut Vec<String>) {
-    let schema = resolve(root, schema);
+    let schema = crate::schema::resolve(root, schema);
     match schema.get("type") {
         Some(Value::String(t)) => types.push(t.clone()),
         Some(Value::Array(ts)) => {

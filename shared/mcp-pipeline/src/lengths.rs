@@ -43,7 +43,7 @@ pub(crate) fn check(root: &Value, args: &Map<String, Value>) -> Result<(), ToolE
 }
 
 fn check_value(root: &Value, schema: &Value, value: &Value, path: &str) -> Result<(), ToolError> {
-    let schema = crate::args::resolve(root, schema);
+    let schema = crate::schema::resolve(root, schema);
     match value {
         Value::String(text) => {
             let limit = max_length(root, schema).unwrap_or(DEFAULT_MAX_LENGTH);
@@ -79,7 +79,7 @@ fn max_length(root: &Value, schema: &Value) -> Option<u64> {
         .iter()
         .filter_map(|k| schema.get(*k).and_then(Value::as_array))
         .flatten()
-        .filter_map(|option| max_length(root, crate::args::resolve(root, option)))
+        .filter_map(|option| max_length(root, crate::schema::resolve(root, option)))
         .max()
 }
 

@@ -33,6 +33,7 @@ mod names;
 mod outcome;
 mod prefetch;
 mod registry;
+mod schema;
 mod server;
 mod state;
 mod tool;

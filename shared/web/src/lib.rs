@@ -98,6 +98,16 @@ pub fn is_product_path(path: &str) -> bool {
 }
 
 impl Web {
+    /// The product's notifying writes, which the API routes call like the tools do.
+    pub(crate) fn use_cases(&self) -> booking::UseCases {
+        booking::UseCases {
+            customers: self.customers.clone(),
+            technicians: self.technicians.clone(),
+            bookings: self.bookings.clone(),
+            quotes: self.quotes.clone(),
+        }
+    }
+
     /// Handles one request to `/app/...` or `/api/...`.
     pub async fn handle<B>(&self, req: http::Request<B>) -> WebResponse
     where

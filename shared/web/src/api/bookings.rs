@@ -77,30 +77,15 @@ pub(super) async fn route(
         ("POST", ["cancellations"]) => {
             let b = Body::parse(body, &["customer", "technician", "expected_count"])?;
             let expected = u32::try_from(b.int("expected_count")?).unwrap_or(0);
-            let open = bookings
-                .open_matching(
-                    actor,
-                    b.opt_handle("customer", Kind::Customer)?,
-                    b.opt_handle("technician", Kind::Technician)?,
-                    expected,
-                )
+            let filter = (
+                b.opt_handle("customer", Kind::Customer)?,
+                b.opt_handle("technician", Kind::Technician)?,
+            );
+            let changes = web
+                .use_cases()
+                .cancel_bookings(actor, filter, expected)
                 .await
                 .map_err(error)?;
-            let mut changes = Vec::with_capacity(open.len());
-            for found in &open {
-                let customer = web
-                    .customers
-                    .get(actor, &found.customer)
-                    .await
-                    .map_err(error)?;
-                let text = booking::messages::booking_cancelled(&customer, found);
-                changes.push(
-                    bookings
-                        .cancel(actor, &found.id, &found.version, &customer.email, &text)
-                        .await
-                        .map_err(error)?,
-                );
-            }
             // One transaction: a batch is never half done.
             let change = booking::Change::merge(changes);
             let notified = change.notified.clone();
@@ -159,21 +144,9 @@ pub(super) async fn route(
         ("POST", [handle, "confirmation"]) => {
             let id = path_id(handle, Kind::Booking)?;
             let b = Body::parse(body, &["version"])?;
-            let version = b.string("version")?;
-            let current = bookings.get(actor, &id).await.map_err(error)?;
-            let customer = web
-                .customers
-                .get(actor, &current.customer)
-                .await
-                .map_err(error)?;
-            let technician = web
-                .technicians
-                .get(actor, &current.technician)
-                .await
-                .map_err(error)?;
-            let text = booking::messages::booking_confirmed(&customer, &current, &technician, now);
-            let change = bookings
-                .confirm(actor, &id, &version, &customer.email, &text)
+            let change = web
+                .use_cases()
+                .send_booking_confirmation(actor, (&id, &b.string("version")?), now)
                 .await
                 .map_err(error)?;
             let notified = change.notified.clone();
@@ -186,16 +159,9 @@ pub(super) async fn route(
         ("POST", [handle, "cancellation"]) => {
             let id = path_id(handle, Kind::Booking)?;
             let b = Body::parse(body, &["version"])?;
-            let version = b.string("version")?;
-            let current = bookings.get(actor, &id).await.map_err(error)?;
-            let customer = web
-                .customers
-                .get(actor, &current.customer)
-                .await
-                .map_err(error)?;
-            let text = booking::messages::booking_cancelled(&customer, &current);
-            let change = bookings
-                .cancel(actor, &id, &version, &customer.email, &text)
+            let change = web
+                .use_cases()
+                .cancel_booking(actor, (&id, &b.string("version")?))
                 .await
                 .map_err(error)?;
             let notified = change.notified.clone();
@@ -208,26 +174,13 @@ pub(super) async fn route(
         ("POST", [handle, "reschedule"]) => {
             let id = path_id(handle, Kind::Booking)?;
             let b = Body::parse(body, &["version", "start", "zone", "duration_minutes"])?;
-            let (version, start) = (
-                b.string("version")?,
+            let moved_to = (
                 When::from_input(&b.string("start")?, &b.string("zone")?),
+                b.opt_int("duration_minutes")?,
             );
-            let current = bookings.get(actor, &id).await.map_err(error)?;
-            let customer = web
-                .customers
-                .get(actor, &current.customer)
-                .await
-                .map_err(error)?;
-            let change = bookings
-                .reschedule(
-                    actor,
-                    &id,
-                    &version,
-                    start,
-                    b.opt_int("duration_minutes")?,
-                    &customer.email,
-                    now,
-                )
+            let change = web
+                .use_cases()
+                .reschedule_booking(actor, (&id, &b.string("version")?), moved_to, now)
                 .await
                 .map_err(error)?;
             let notified = change.notified.clone();

@@ -78,17 +78,11 @@ pub(super) async fn route(
         ("POST", [handle, "send"]) => {
             let id = path_id(handle, Kind::Quote)?;
             let b = Body::parse(body, &["version"])?;
-            let version = b.string("version")?;
-            let current = quotes.get(actor, &id).await.map_err(error)?;
-            let customer = web
-                .customers
-                .get(actor, &current.customer)
-                .await
-                .map_err(error)?;
-            let text = booking::messages::quote_sent(&customer, &current);
-            // The same check as send_quote; the planned change is dropped, never committed.
-            let _checked = quotes
-                .send(actor, &id, &version, &customer.email, &text)
+            // The same use case as send_quote, for its checks; the planned change is dropped,
+            // never committed.
+            let (checked, _) = web
+                .use_cases()
+                .send_quote(actor, (&id, &b.string("version")?))
                 .await
                 .map_err(error)?;
             Ok(json_response(
@@ -96,7 +90,7 @@ pub(super) async fn route(
                 &json!({
                     "error": "approval_required",
                     "reason": "sending a quote binds a price; the API does not send quotes: a person approves it on the product's approval page (the approval_url send_quote returns)",
-                    "quote": current.handle(),
+                    "quote": checked.value.handle(),
                 }),
             ))
         }

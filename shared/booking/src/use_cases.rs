@@ -1,0 +1,142 @@
+//! The product's writes that tell someone, one function each: it loads what it needs, has the
+//! message written (`messages`) and returns its change. The MCP tool and the JSON API route of
+//! each write call the same function, so that an agent's call and a person's request do the
+//! same thing; the adapters only translate arguments and present the change.
+
+use chrono::{DateTime, Utc};
+
+use crate::{
+    Actor, Booking, BookingError, Bookings, Change, Customer, Customers, Quote, Quotes,
+    Technicians, When, messages,
+};
+
+/// The services the notifying writes use.
+#[derive(Debug, Clone)]
+pub struct UseCases {
+    /// Customers.
+    pub customers: Customers,
+    /// Technicians.
+    pub technicians: Technicians,
+    /// Bookings.
+    pub bookings: Bookings,
+    /// Quotes.
+    pub quotes: Quotes,
+}
+
+impl UseCases {
+    /// Confirms a draft booking and emails its customer the date, time and technician.
+    pub async fn send_booking_confirmation(
+        &self,
+        actor: &Actor,
+        (id, version): (&str, &str),
+        now: DateTime<Utc>,
+    ) -> Result<Change<Booking>, BookingError> {
+        let current = self.bookings.get(actor, id).await?;
+        let (customer, technician) = futures_util::future::join(
+            self.customers.get(actor, &current.customer),
+            self.technicians.get(actor, &current.technician),
+        )
+        .await;
+        let customer = customer?;
+        let text = messages::booking_confirmed(&customer, &current, &technician?, now);
+        self.bookings
+            .confirm(actor, id, version, &customer.email, &text)
+            .await
+    }
+
+    /// Cancels a booking; a confirmed one's customer is emailed.
+    pub async fn cancel_booking(
+        &self,
+        actor: &Actor,
+        (id, version): (&str, &str),
+    ) -> Result<Change<Booking>, BookingError> {
+        let current = self.bookings.get(actor, id).await?;
+        let customer = self.customers.get(actor, &current.customer).await?;
+        let text = messages::booking_cancelled(&customer, &current);
+        self.bookings
+            .cancel(actor, id, version, &customer.email, &text)
+            .await
+    }
+
+    /// Moves a confirmed booking and emails its customer.
+    pub async fn reschedule_booking(
+        &self,
+        actor: &Actor,
+        (id, version): (&str, &str),
+        (start, duration_minutes): (When, Option<i64>),
+        now: DateTime<Utc>,
+    ) -> Result<Change<Booking>, BookingError> {
+        let current = self.bookings.get(actor, id).await?;
+        let customer = self.customers.get(actor, &current.customer).await?;
+        self.bookings
+            .reschedule(
+                actor,
+                id,
+                version,
+                start,
+                duration_minutes,
+                &customer.email,
+                now,
+            )
+            .await
+    }
+
+    /// Cancels every open booking of a customer or technician when their number is the one
+    /// expected, emailing the customers of confirmed ones; one change per booking, to commit
+    /// together.
+    pub async fn cancel_bookings(
+        &self,
+        actor: &Actor,
+        (customer, technician): (Option<String>, Option<String>),
+        expected_count: u32,
+    ) -> Result<Vec<Change<Booking>>, BookingError> {
+        let open = self
+            .bookings
+            .open_matching(actor, customer, technician, expected_count)
+            .await?;
+        let customers = self.customers_of(actor, &open).await?;
+        open.into_iter()
+            .map(|b| {
+                let customer = &customers[b.customer.as_str()];
+                let text = messages::booking_cancelled(customer, &b);
+                let email = customer.email.clone();
+                self.bookings.cancel_read(actor, b, &email, &text)
+            })
+            .collect()
+    }
+
+    /// The customers of `bookings`, each read once, all at once.
+    async fn customers_of(
+        &self,
+        actor: &Actor,
+        bookings: &[Booking],
+    ) -> Result<std::collections::HashMap<String, Customer>, BookingError> {
+        let mut wanted: Vec<&str> = bookings.iter().map(|b| b.customer.as_str()).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let found =
+            futures_util::future::join_all(wanted.iter().map(|id| self.customers.get(actor, id)))
+                .await;
+        wanted
+            .into_iter()
+            .zip(found)
+            .map(|(id, c)| Ok((id.to_owned(), c?)))
+            .collect()
+    }
+
+    /// Sends a draft quote to its customer (binding the company to its price).
+    pub async fn send_quote(
+        &self,
+        actor: &Actor,
+        (id, version): (&str, &str),
+    ) -> Result<(Change<Quote>, Customer), BookingError> {
+        let current = self.quotes.get(actor, id).await?;
+        let customer = self.customers.get(actor, &current.customer).await?;
+        let text = messages::quote_sent(&customer, &current);
+        let change = self
+            .quotes
+            .send(actor, id, version, &customer.email, &text)
+            .await?;
+        Ok((change, customer))
+    }
+}
