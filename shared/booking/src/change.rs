@@ -104,17 +104,13 @@ impl<T> Change<T> {
         match store.transact_write(ops).await {
             Ok(()) => Ok(self.value),
             Err(store::StoreError::TransactionCancelled { reasons }) => {
-                for (i, reason) in reasons.iter().enumerate() {
-                    if let store::CancelReason::ConditionFailed { old } = reason {
-                        if i >= offset {
-                            return Err(explain[i - offset](old.as_ref()));
-                        }
-                        return Err(BookingError::Rejected(
-                            "the change was refused by a concurrent update; try again".into(),
-                        ));
-                    }
+                match store::CancelReason::first_failed(&reasons) {
+                    Some((i, old)) if i >= offset => Err(explain[i - offset](old)),
+                    Some(_) => Err(BookingError::Rejected(
+                        "the change was refused by a concurrent update; try again".into(),
+                    )),
+                    None => Err(store::StoreError::TransactionCancelled { reasons }.into()),
                 }
-                Err(store::StoreError::TransactionCancelled { reasons }.into())
             }
             Err(e) => Err(e.into()),
         }

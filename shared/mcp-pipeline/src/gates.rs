@@ -792,18 +792,17 @@ pub(crate) async fn commit(
             if let Some(replay) = replay.filter(|_| failed(hook_count + tool_count)) {
                 return replay.answer_second(gates.store.as_ref()).await;
             }
-            for (i, error) in explain_hook.into_iter().enumerate() {
-                if failed(i) {
-                    return Committed::Refused(error);
+            match CancelReason::first_failed(&reasons) {
+                Some((i, _)) if i < hook_count => {
+                    return Committed::Refused(explain_hook.swap_remove(i));
                 }
-            }
-            for (i, explain) in explain_tool.into_iter().enumerate() {
-                if let Some(CancelReason::ConditionFailed { old }) = reasons.get(hook_count + i) {
-                    return Committed::Refused(match explain {
-                        Some(explain) => explain(old.as_ref()),
+                Some((i, old)) if i < hook_count + tool_count => {
+                    return Committed::Refused(match explain_tool.swap_remove(i - hook_count) {
+                        Some(explain) => explain(old),
                         None => changed_meanwhile(),
                     });
                 }
+                _ => {}
             }
             if reasons.iter().any(|r| matches!(r, CancelReason::Conflict)) {
                 return Committed::Refused(in_progress());

@@ -53,6 +53,18 @@ pub enum CancelReason {
     Other(String),
 }
 
+impl CancelReason {
+    /// The first operation of a cancelled transaction whose condition failed: its position in
+    /// the transaction and the item it found (when it asked). The one place where a
+    /// transaction's failure is traced back to the operation that caused it.
+    pub fn first_failed(reasons: &[CancelReason]) -> Option<(usize, Option<&Item>)> {
+        reasons.iter().enumerate().find_map(|(i, r)| match r {
+            CancelReason::ConditionFailed { old } => Some((i, old.as_ref())),
+            _ => None,
+        })
+    }
+}
+
 /// A request that can never succeed as written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Invalid {
