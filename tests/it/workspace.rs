@@ -426,3 +426,117 @@ fn the_crates_a_call_passes_through_read_no_system_clock_or_generator() {
         "the system clock is read at {offenders:?}"
     );
 }
+
+/// The top-level modules a file refers to through `crate::<module>` paths (in `use` lines, with
+/// braces, and inline).
+fn modules_referred(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    // Comments name modules without depending on them.
+    let code: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let text = code.as_str();
+    for (i, _) in text.match_indices("crate::") {
+        let rest = &text[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // `use crate::{a, b::c, D}`: every first segment in the group.
+            let inner = &group[..group.find('}').unwrap_or(group.len())];
+            for part in inner.split(',') {
+                let first: String = part
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if part.trim()[first.len()..].starts_with("::") {
+                    out.insert(first);
+                }
+            }
+            continue;
+        }
+        let first: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if rest[first.len()..].starts_with("::") {
+            out.insert(first);
+        }
+    }
+    out
+}
+
+/// A cycle among a crate's top-level modules, if there is one.
+fn module_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|p| p == node) {
+            return Some(path[start..].to_vec());
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(cycle) = visit(next, edges, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|n| visit(n, edges, &mut Vec::new(), &mut done))
+}
+
+/// No import circles: within every library crate, no top-level module reaches itself through
+/// the modules it refers to (crates themselves cannot form one: cargo refuses it).
+#[test]
+fn no_crate_has_an_import_circle() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&root).expect("shared/").flatten() {
+        let src = entry.path().join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (path, text) in sources(&src) {
+            let relative = path.strip_prefix(&src).expect("under src");
+            let module = relative
+                .components()
+                .next()
+                .and_then(|c| c.as_os_str().to_str())
+                .unwrap_or_default()
+                .trim_end_matches(".rs")
+                .to_owned();
+            if module == "lib" || module == "main" || module == "tests" {
+                continue;
+            }
+            let referred = modules_referred(&text);
+            edges
+                .entry(module.clone())
+                .or_default()
+                .extend(referred.into_iter().filter(|m| *m != module));
+        }
+        checked += 1;
+        assert_eq!(
+            module_cycle(&edges),
+            None,
+            "{}: its modules refer to each other in a circle",
+            entry.path().display()
+        );
+    }
+    assert!(checked >= 10, "{checked}");
+    let mut circle = BTreeMap::new();
+    circle.insert("a".to_owned(), BTreeSet::from(["b".to_owned()]));
+    circle.insert("b".to_owned(), BTreeSet::from(["a".to_owned()]));
+    assert!(module_cycle(&circle).is_some(), "the check finds a circle");
+}

@@ -5,7 +5,6 @@ mod body;
 mod confirmation;
 mod finish;
 mod names;
-mod plan;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -14,8 +13,8 @@ use futures_util::FutureExt as _;
 use mcp_protocol::{LATEST_VERSION, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, RpcError};
 use serde_json::{Map, Value, json};
 
+pub(crate) use crate::plan::CallPlan;
 pub use confirmation::{Approvals, PendingView};
-pub(crate) use plan::CallPlan;
 
 use crate::confirm::Phase;
 use crate::gates;

@@ -1,0 +1,393 @@
+//! The protocol's methods: one function per JSON-RPC method, and the entry of a tool call
+//! (its plan, then the call's stages in `call`).
+
+use std::sync::Arc;
+
+use mcp_protocol::{
+    LATEST_VERSION, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, META_SERVER_INFO, Message,
+    RpcError,
+};
+use serde_json::{Map, Value, json};
+
+use crate::call::Call;
+use crate::confirm::Phase;
+use crate::plan::CallPlan;
+use crate::server::{Interrupt, Outcome, Planned, Request, Server, log_call};
+use crate::{Notifications, ToolResult, Toolset};
+
+/// Which era of the protocol a request belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Era {
+    /// 2026-07-28: stateless, `_meta` on every request.
+    Modern,
+    /// 2025-06-18 / 2025-11-25: `initialize`, no `resultType`.
+    Legacy,
+}
+
+impl Outcome {
+    fn accepted() -> Self {
+        Outcome {
+            status: 202,
+            body: None,
+            notifications: Vec::new(),
+        }
+    }
+
+    fn error(id: Option<&mcp_protocol::RequestId>, error: &RpcError) -> Self {
+        Outcome {
+            status: error.http_status,
+            body: Some(mcp_protocol::error_response(id, error)),
+            notifications: Vec::new(),
+        }
+    }
+}
+
+impl Server {
+    fn era(&self, req: &Request) -> Era {
+        match req.version_header.as_deref() {
+            Some(v) if v == LATEST_VERSION => Era::Modern,
+            Some(_) => Era::Legacy,
+            // Without a header (stdio, or a client that omits it), `_meta` decides.
+            None if req.message.meta_field(META_PROTOCOL_VERSION).is_some() => Era::Modern,
+            None => Era::Legacy,
+        }
+    }
+
+    /// Handles one message.
+    pub async fn handle(&self, req: Request) -> Outcome {
+        let era = self.era(&req);
+        let msg = &req.message;
+        let Some(id) = msg.id.clone() else {
+            // Notifications: nothing to do in a stateless server (`initialized`, `cancelled`).
+            return Outcome::accepted();
+        };
+        let id = &id;
+        if era == Era::Modern
+            && let Err(e) = check_meta(msg)
+        {
+            return Outcome::error(Some(id), &e);
+        }
+        let result = match (era, msg.method.as_str()) {
+            (Era::Modern, "server/discover") => Ok(self.discover()),
+            (Era::Legacy, "initialize") => self.initialize(msg),
+            (Era::Legacy, "ping") => Ok(json!({})),
+            (_, "tools/list") => self.list_tools(msg, era, req.caller.as_ref()),
+            (_, "tools/call") => return self.call_tool(req.clone(), era).await,
+            (Era::Modern, "initialize") => Err(RpcError::method_not_found("initialize").with_data(json!({
+                "method": "initialize",
+                "supported": mcp_protocol::SUPPORTED_VERSIONS,
+                "hint": "2026-07-28 has no initialize; send requests with _meta, or use MCP-Protocol-Version 2025-11-25 for the handshake",
+            }))),
+            (_, method) => Err(RpcError::method_not_found(method)),
+        };
+        match result {
+            Ok(result) => Outcome {
+                status: 200,
+                body: Some(mcp_protocol::response(id, self.finish(result, era))),
+                notifications: Vec::new(),
+            },
+            Err(e) => Outcome::error(Some(id), &e),
+        }
+    }
+
+    /// Adds `resultType` and `serverInfo` to a modern result.
+    fn finish(&self, mut result: Value, era: Era) -> Value {
+        if era == Era::Modern
+            && let Value::Object(obj) = &mut result
+        {
+            obj.entry("resultType").or_insert_with(|| json!("complete"));
+            let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+            meta[META_SERVER_INFO] = self.config().info.to_json();
+        }
+        result
+    }
+
+    fn capabilities(&self) -> Value {
+        json!({"tools": {"listChanged": false}})
+    }
+
+    fn discover(&self) -> Value {
+        let mut result = json!({
+            "supportedVersions": mcp_protocol::SUPPORTED_VERSIONS,
+            "capabilities": self.capabilities(),
+            "serverInfo": self.config().info.to_json(),
+            "ttlMs": self.config().list_ttl_ms,
+            "cacheScope": "public",
+        });
+        if let Some(instructions) = &self.config().instructions {
+            result["instructions"] = json!(instructions);
+        }
+        result
+    }
+
+    fn initialize(&self, msg: &Message) -> Result<Value, RpcError> {
+        let requested = msg
+            .params
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        // Answer in the client's legacy version when we speak it, else our newest legacy one;
+        // the client decides whether it can continue. No session is created or named.
+        let version = if mcp_protocol::is_legacy(requested) {
+            requested
+        } else {
+            mcp_protocol::LEGACY_VERSIONS[0]
+        };
+        let mut result = json!({
+            "protocolVersion": version,
+            "capabilities": self.capabilities(),
+            "serverInfo": self.config().info.to_json(),
+        });
+        if let Some(instructions) = &self.config().instructions {
+            result["instructions"] = json!(instructions);
+        }
+        Ok(result)
+    }
+
+    fn list_tools(
+        &self,
+        msg: &Message,
+        era: Era,
+        caller: Option<&crate::Caller>,
+    ) -> Result<Value, RpcError> {
+        if let Some(cursor) = msg.params.get("cursor") {
+            // Every tool fits on one page, so no cursor was ever issued.
+            return Err(RpcError::invalid_params(format!(
+                "Invalid cursor {cursor}: tools/list has a single page"
+            )));
+        }
+        let tools: Vec<Value> = self
+            .registry()
+            .iter()
+            .zip(&self.tool_list)
+            .filter(|(spec, _)| caller.is_none_or(|c| self.hidden_from(spec, c).is_none()))
+            .map(|(_, [core, other])| match caller.map(|c| c.toolset) {
+                Some(Toolset::Core) => core.clone(),
+                _ => other.clone(),
+            })
+            .collect();
+        let mut result = json!({"tools": tools});
+        if era == Era::Modern {
+            // Private: the visible set depends on the caller's rights.
+            result["ttlMs"] = json!(self.config().list_ttl_ms);
+            result["cacheScope"] = json!("private");
+        }
+        Ok(result)
+    }
+
+    async fn call_tool(&self, mut req: Request, era: Era) -> Outcome {
+        let Some(id) = req.message.id.clone() else {
+            return Outcome::accepted();
+        };
+        let plan = match req.plan.take() {
+            Some(Planned(plan)) => plan,
+            None => match self.plan_call(&req.message) {
+                Ok(plan) => plan,
+                Err(e) => return Outcome::error(Some(&id), &e),
+            },
+        };
+        if era == Era::Modern
+            && let Some(headers) = &req.headers
+            && let Err(e) =
+                check_param_headers(&plan.spec.input_schema, arguments(&req.message), headers)
+        {
+            return Outcome::error(Some(&id), &e);
+        }
+        let started = self.config().clock.now_micros();
+        let name = plan.spec.name;
+        let (result, notifications) = Call::new(self, &req, plan, Phase::Call).run().await;
+        log_call(&req, name, &result, self.took_ms(started));
+        self.answer(&req, era, result, notifications)
+    }
+
+    /// Plans a `tools/call` before authentication, so that the transport can name the items
+    /// it reads ([`Server::prefetch_keys`]) and hand the plan on in [`Request::plan`]. `None`
+    /// for any other message, or one the pipeline will refuse as malformed.
+    pub fn plan(&self, message: &Message) -> Option<Planned> {
+        if message.method != "tools/call" || message.id.is_none() {
+            return None;
+        }
+        self.plan_call(message).ok().map(Planned)
+    }
+
+    /// The gate items a planned call reads, named from the credential's `claim` before it is
+    /// checked: its loop brake and replay record, the pending action a confirmation names,
+    /// and the records its arguments name. The pipeline names them again from the
+    /// authenticated caller and uses only what matches.
+    pub fn prefetch_keys(&self, planned: &Planned, claim: &crate::Claim) -> Vec<store::Key> {
+        planned
+            .0
+            .gate_keys(&claim.tenant, &claim.connection, &self.config().read_ahead)
+    }
+
+    fn plan_call(&self, message: &Message) -> Result<Arc<CallPlan>, RpcError> {
+        let Some(name) = message.params.get("name").and_then(Value::as_str) else {
+            return Err(RpcError::malformed_params(
+                "tools/call needs params.name (a string)",
+            ));
+        };
+        let Some(spec) = self.registry().get(name) else {
+            return Err(RpcError::invalid_params(format!("Unknown tool: {name}"))
+                .with_data(json!({"name": name})));
+        };
+        let arguments = match message.params.get("arguments") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(a)) => a.clone(),
+            Some(_) => {
+                return Err(RpcError::malformed_params(
+                    "params.arguments must be an object",
+                ));
+            }
+        };
+        let read_ahead = &self.config().read_ahead;
+        Ok(Arc::new(CallPlan::new(
+            Arc::clone(spec),
+            arguments,
+            read_ahead,
+        )))
+    }
+
+    /// Turns a run's ending into the response.
+    fn answer(
+        &self,
+        req: &Request,
+        era: Era,
+        result: Result<ToolResult, Interrupt>,
+        notifications: Notifications,
+    ) -> Outcome {
+        let msg = &req.message;
+        let Some(id) = msg.id.as_ref() else {
+            return Outcome::accepted();
+        };
+        let body = match result {
+            Ok(result) => self.finish(result.to_json(), era),
+            Err(Interrupt::Refused(error)) => return Outcome::error(Some(id), &error),
+            Err(Interrupt::InputRequired(input_required)) => {
+                let declared = msg.meta_field(META_CLIENT_CAPABILITIES);
+                if let Some(missing) = missing_capabilities(&input_required, declared) {
+                    return Outcome::error(Some(id), &RpcError::missing_capability(missing));
+                }
+                input_required
+            }
+        };
+        Outcome {
+            status: 200,
+            body: Some(mcp_protocol::response(id, body)),
+            notifications: notifications.take(),
+        }
+    }
+}
+
+/// Checks `Mcp-Param-*` headers against the arguments for properties marked `x-mcp-header`:
+/// an argument in the body needs its header with an equal value, and a header needs its
+/// argument.
+fn check_param_headers(
+    schema: &Value,
+    arguments: &Map<String, Value>,
+    headers: &crate::Headers,
+) -> Result<(), RpcError> {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for (field, property) in properties {
+        let Some(name) = property.get("x-mcp-header").and_then(Value::as_str) else {
+            continue;
+        };
+        let header_name = format!("mcp-param-{}", name.to_ascii_lowercase());
+        let header = headers.get(&header_name);
+        let body = arguments.get(field).filter(|v| !v.is_null());
+        match (body, header) {
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(RpcError::header_mismatch(format!(
+                    "the Mcp-Param-{name} header is required when `{field}` is given"
+                )));
+            }
+            (None, Some(_)) => {
+                return Err(RpcError::header_mismatch(format!(
+                    "the Mcp-Param-{name} header is sent but `{field}` is not"
+                )));
+            }
+            (Some(value), Some(raw)) => {
+                let decoded = mcp_protocol::decode_header_value(raw).ok_or_else(|| {
+                    RpcError::header_mismatch(format!(
+                        "the Mcp-Param-{name} header has an invalid base64 value"
+                    ))
+                })?;
+                let matches = match value {
+                    Value::String(s) => *s == decoded,
+                    Value::Bool(b) => decoded == b.to_string(),
+                    Value::Number(n) => match (n.as_i64(), decoded.trim().parse::<i64>()) {
+                        (Some(a), Ok(b)) => a == b,
+                        _ => n
+                            .as_f64()
+                            .zip(decoded.trim().parse::<f64>().ok())
+                            .is_some_and(|(a, b)| a == b),
+                    },
+                    _ => false,
+                };
+                if !matches {
+                    return Err(RpcError::header_mismatch(format!(
+                        "the Mcp-Param-{name} header differs from `{field}` in the body"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The client capabilities an `input_required` result needs that the request did not declare:
+/// a server must not send an input request the client cannot answer.
+fn missing_capabilities(result: &Value, declared: Option<&Value>) -> Option<Value> {
+    let requests = result.get("inputRequests")?.as_object()?;
+    let mut missing = Map::new();
+    for request in requests.values() {
+        let capability = match request.get("method").and_then(Value::as_str) {
+            Some("elicitation/create") => "elicitation",
+            Some("sampling/createMessage") => "sampling",
+            Some("roots/list") => "roots",
+            _ => continue,
+        };
+        if declared.and_then(|d| d.get(capability)).is_none() {
+            missing.insert(capability.to_owned(), json!({}));
+        }
+    }
+    (!missing.is_empty()).then_some(Value::Object(missing))
+}
+
+/// Checks the `_meta` fields every 2026-07-28 request must carry.
+fn check_meta(msg: &Message) -> Result<(), RpcError> {
+    let Some(version) = msg.meta_field(META_PROTOCOL_VERSION) else {
+        return Err(RpcError::malformed_params(format!(
+            "params._meta[\"{META_PROTOCOL_VERSION}\"] is required"
+        )));
+    };
+    let Some(version) = version.as_str() else {
+        return Err(RpcError::malformed_params(format!(
+            "params._meta[\"{META_PROTOCOL_VERSION}\"] must be a string"
+        )));
+    };
+    if version != LATEST_VERSION {
+        return Err(RpcError::unsupported_version(version));
+    }
+    match msg.meta_field(META_CLIENT_CAPABILITIES) {
+        Some(Value::Object(_)) => Ok(()),
+        Some(_) => Err(RpcError::malformed_params(format!(
+            "params._meta[\"{META_CLIENT_CAPABILITIES}\"] must be an object"
+        ))),
+        None => Err(RpcError::malformed_params(format!(
+            "params._meta[\"{META_CLIENT_CAPABILITIES}\"] is required"
+        ))),
+    }
+}
+
+/// The `arguments` of a `tools/call` (empty when absent or not an object).
+fn arguments(message: &Message) -> &Map<String, Value> {
+    static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+    message
+        .params
+        .get("arguments")
+        .and_then(Value::as_object)
+        .unwrap_or(&EMPTY)
+}
