@@ -967,6 +967,7 @@ async fn every_handle_of_another_tenant_is_not_found(world: World) {
             json!({"customer": their_customer, "technician": their_tech, "service": "x", "start": "2027-06-07 09:00", "zone": "Europe/Berlin", "duration_minutes": 60}),
         ),
         ("get_quote", json!({"quote": their_quote})),
+        ("find_quotes", json!({"customer": their_customer})),
         (
             "update_quote",
             json!({"quote": their_quote, "version": v, "lines": [{"description": "x", "quantity": "1", "unit_price": "2"}]}),

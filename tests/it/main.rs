@@ -19,6 +19,7 @@ mod lambda_runtime;
 mod manifest;
 mod model_text;
 mod names;
+mod next_calls;
 mod operator;
 mod outbox;
 mod round_trips;

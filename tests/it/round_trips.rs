@@ -336,6 +336,7 @@ async fn every_tool_keeps_its_round_trip_budget() {
     .await["quote"]
         .clone();
     let q = run("get_quote", json!({"quote": quote["quote"]}), READ).await["quote"].clone();
+    run("find_quotes", json!({"state": "draft"}), READ).await;
     let q = run(
         "update_quote",
         json!({"quote": quote["quote"], "version": q["version"], "lines": [{"description": "Filter", "quantity": "2", "unit_price": "19.99"}]}),

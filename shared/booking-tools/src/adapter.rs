@@ -95,11 +95,34 @@ pub(crate) fn actor(ctx: &ToolContext) -> Result<Actor, CallError> {
 }
 
 /// A service error as the model should see it.
+/// A record that is not there, with the tool that lists that kind of record (no argument
+/// needed: it lists the most relevant first).
+fn not_found(kind: &str, id: String) -> ToolError {
+    let search = match kind {
+        "customer" => Some("find_customers {}"),
+        "booking" => Some("find_bookings {}"),
+        "technician" => Some("list_technicians {}"),
+        "quote" => Some("find_quotes {}"),
+        _ => None,
+    };
+    let error = ToolError::new(
+        ErrorKind::NotFound,
+        format!("There is no {kind} {id} in this workspace"),
+        match search {
+            Some(_) => format!("List the {kind}s, pick the right one and use its handle"),
+            None => format!("Tell the user: the {kind} is not set up; an administrator sets it up"),
+        },
+    )
+    .detail("id", id);
+    match search {
+        Some(call) => error.next_call(call),
+        None => error,
+    }
+}
+
 pub(crate) fn error(e: BookingError) -> CallError {
     let tool_error = match e {
-        BookingError::NotFound { kind, id } => ToolError::new(ErrorKind::NotFound, format!("There is no {kind} {id} in this workspace"), format!("Search for the {kind} first"))
-            .next_call(format!("find_{kind}s {{\"query\": \"...\"}}"))
-            .detail("id", id),
+        BookingError::NotFound { kind, id } => not_found(kind, id),
         BookingError::Invalid { field, reason } => ToolError::validation(format!("`{field}`: {reason}"), format!("Correct `{field}` and call again")).detail("field", field),
         BookingError::Duplicate { kind, key, existing } => ToolError::new(
             ErrorKind::Conflict,
@@ -108,12 +131,22 @@ pub(crate) fn error(e: BookingError) -> CallError {
         )
         .next_call(format!("get_{kind} {{\"{kind}\": \"{existing}\"}}"))
         .detail("existing", existing),
-        BookingError::Stale { kind, expected, current } => ToolError::new(
-            ErrorKind::Conflict,
-            format!("The {kind} changed since version {expected} was read"),
-            format!("Read the {kind} again and apply the change to its current version"),
-        )
-        .detail("current", current),
+        BookingError::Stale { kind, expected, current } => {
+            let reread = current
+                .get(kind)
+                .and_then(serde_json::Value::as_str)
+                .map(|handle| format!("get_{kind} {}", serde_json::json!({ kind: handle })));
+            let error = ToolError::new(
+                ErrorKind::Conflict,
+                format!("The {kind} changed since version {expected} was read"),
+                format!("Read the {kind} again and apply the change to its current version"),
+            )
+            .detail("current", current);
+            match reread {
+                Some(call) => error.next_call(call),
+                None => error,
+            }
+        }
         BookingError::Forbidden { right } => ToolError::new(ErrorKind::Forbidden, format!("This needs the right {right}"), "Ask a person who has that right"),
         BookingError::Time { field, error } => {
             let details = serde_json::to_value(&error).unwrap_or_default();

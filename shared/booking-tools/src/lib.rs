@@ -16,6 +16,7 @@ mod delete_customer;
 mod find_available_slots;
 mod find_bookings;
 mod find_customers;
+mod find_quotes;
 mod get_booking;
 mod get_customer;
 mod get_quote;
@@ -60,6 +61,7 @@ pub fn register(registry: &mut Registry, services: &Services) -> Result<(), Regi
         send_booking_confirmation::SendBookingConfirmation,
         cancel_booking::CancelBooking,
         get_quote::GetQuote,
+        find_quotes::FindQuotes,
         create_quote::CreateQuote,
         update_quote::UpdateQuote,
         send_quote::SendQuote,

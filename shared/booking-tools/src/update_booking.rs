@@ -55,6 +55,17 @@ impl Tool for UpdateBooking {
         let start = booking::When::from_optional(input.start.as_deref(), input.zone.as_deref())
             .map_err(error)?;
         let now = crate::adapter::now(&ctx);
+        // A confirmed booking moves with a message to its customer: the same move, as that call.
+        let move_instead = input.start.as_ref().map(|start| {
+            let mut args = serde_json::json!({"booking": input.booking.to_string(), "version": input.version, "start": start});
+            if let Some(zone) = &input.zone {
+                args["zone"] = zone.clone().into();
+            }
+            if let Some(minutes) = input.duration_minutes {
+                args["duration_minutes"] = minutes.into();
+            }
+            format!("reschedule_booking {args}")
+        });
         let change = self
             .services
             .bookings
@@ -68,7 +79,17 @@ impl Tool for UpdateBooking {
                 now,
             )
             .await
-            .map_err(error)?;
+            .map_err(|e| match (e, move_instead) {
+                (booking::BookingError::Rejected(why), Some(call))
+                    if why.contains(" is confirmed") =>
+                {
+                    match error(booking::BookingError::Rejected(why)) {
+                        CallError::Tool(t) => CallError::Tool(t.next_call(call)),
+                        other => other,
+                    }
+                }
+                (e, _) => error(e),
+            })?;
         let b = apply(&ctx, change);
         let handle = b.handle();
         Ok(Success::new(

@@ -479,6 +479,7 @@ impl Bookings {
 
     fn save(change: &mut Change<Booking>, tenant: &str, expected_version: &str, booking: &Booking) {
         let expected = expected_version.to_owned();
+        let handle = booking.handle();
         change.push(
             Put::new(
                 keys::object(tenant, Kind::Booking, &booking.id),
@@ -488,7 +489,7 @@ impl Bookings {
             move |_| BookingError::Stale {
                 kind: "booking",
                 expected: expected.clone(),
-                current: json!(null),
+                current: json!({"booking": handle}),
             },
         );
     }
@@ -504,7 +505,7 @@ impl Bookings {
             return Err(BookingError::Stale {
                 kind: "booking",
                 expected: version.to_owned(),
-                current: json!({"booking": booking.handle(), "version": booking.version, "status": booking.status.as_str(), "service": booking.service, "start": booking.start.to_rfc3339()}),
+                current: json!({"booking": booking.handle(), "version": booking.version, "status": booking.status.as_str(), "start": booking.start.to_rfc3339()}),
             });
         }
         Ok(booking)

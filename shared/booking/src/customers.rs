@@ -345,7 +345,7 @@ impl Customers {
             return Err(BookingError::Stale {
                 kind: "customer",
                 expected: version.to_owned(),
-                current: json!({"version": current.version, "name": current.name, "email": current.email}),
+                current: json!({"customer": current.handle(), "version": current.version}),
             });
         }
         let name = patch
@@ -383,12 +383,13 @@ impl Customers {
         let key = keys::object(&actor.tenant, Kind::Customer, id);
         let mut change = Change::new(updated);
         let expected = version.to_owned();
+        let stale_handle = Kind::Customer.handle(id);
         change.push(
             Put::new(key, new_item).when(Condition::eq("version", Value::s(version))),
             move |_| BookingError::Stale {
                 kind: "customer",
                 expected: expected.clone(),
-                current: json!(null),
+                current: json!({"customer": stale_handle}),
             },
         );
         if !current.separate {

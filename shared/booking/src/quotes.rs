@@ -212,6 +212,57 @@ impl Quotes {
         from_item(id, &item)
     }
 
+    /// The quotes of a customer, or all, in a status or any, newest first (by id order of the
+    /// store), at most `limit`. A customer that is not the tenant's is not found.
+    pub async fn find(
+        &self,
+        actor: &Actor,
+        (customer, status): (Option<&str>, Option<&str>),
+        limit: usize,
+    ) -> Result<Vec<Quote>, BookingError> {
+        actor.require(rights::BOOKINGS_READ)?;
+        if let Some(customer) = customer
+            && self
+                .store
+                .get(&keys::object(&actor.tenant, Kind::Customer, customer))
+                .await?
+                .is_none()
+        {
+            return Err(BookingError::NotFound {
+                kind: "customer",
+                id: Kind::Customer.handle(customer),
+            });
+        }
+        let mut out = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self
+                .store
+                .query(
+                    store::Query::partition(keys::partition(&actor.tenant, Kind::Quote))
+                        .limit(100)
+                        .after(cursor),
+                )
+                .await?;
+            out.extend(
+                page.items
+                    .iter()
+                    .filter_map(|(k, i)| from_item(&k.sk, i).ok())
+                    .filter(|q| customer.is_none_or(|c| q.customer == c))
+                    .filter(|q| status.is_none_or(|s| q.status == s)),
+            );
+            if out.len() >= limit {
+                break;
+            }
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        out.truncate(limit);
+        Ok(out)
+    }
+
     /// Plans a draft quote in the workspace's currency and tax rate. The same customer with
     /// the same lines is one quote: a second needs `separate_reason` (why it is meant).
     pub async fn create(
@@ -317,13 +368,14 @@ impl Quotes {
         let handle = quote.handle();
         let expected = version.to_owned();
         let mut change = Change::new(quote);
+        let stale_handle = handle.clone();
         change.push(
             Put::new(keys::object(&actor.tenant, Kind::Quote, id), item)
                 .when(Condition::eq("version", Value::s(version))),
             move |_| BookingError::Stale {
                 kind: "quote",
                 expected: expected.clone(),
-                current: json!(null),
+                current: json!({"quote": stale_handle}),
             },
         );
         if !current.separate {

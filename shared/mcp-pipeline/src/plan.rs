@@ -39,10 +39,11 @@ impl CallPlan {
         arguments: Map<String, Value>,
         read_ahead: &ReadAhead,
     ) -> Self {
-        let normalized = crate::args::normalize(&spec.input_schema, arguments, &spec.synonyms);
+        let normalized =
+            crate::args::normalize(&spec.input_schema, arguments.clone(), &spec.synonyms);
         let (mut args, warnings) = match normalized {
             Ok(n) => (Ok(n.args), n.warnings),
-            Err(e) => (Err(e), Vec::new()),
+            Err(e) => (Err(without_unknown(spec.name, e, arguments)), Vec::new()),
         };
         let mut idempotency_key = None;
         if spec.effect == EffectClass::SilentWrite
@@ -122,6 +123,19 @@ impl CallPlan {
         let token = self.args.as_ref().ok()?.get("confirm_token")?.as_str()?;
         crate::confirm::well_formed(token).then_some(token)
     }
+}
+
+/// An unknown-argument error with the call to make instead: the same call without the
+/// arguments the tool does not take.
+fn without_unknown(tool: &str, error: ToolError, mut arguments: Map<String, Value>) -> ToolError {
+    let Some(Value::Array(unknown)) = error.details.get("unknown") else {
+        return error;
+    };
+    for name in unknown.iter().filter_map(Value::as_str) {
+        arguments.remove(name);
+    }
+    let call = format!("{tool} {}", Value::Object(arguments));
+    error.next_call(call)
 }
 
 /// `keys` without repeats, in first-seen order (a batch read refuses a key asked twice).

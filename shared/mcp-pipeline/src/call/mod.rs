@@ -4,6 +4,7 @@
 mod body;
 mod confirmation;
 mod finish;
+mod hints;
 mod names;
 
 use std::panic::AssertUnwindSafe;
@@ -88,7 +89,10 @@ impl<'a> Call<'a> {
     /// Runs every stage and gives back the slot the call took, whatever happened.
     pub(crate) async fn run(mut self) -> (Result<ToolResult, Interrupt>, Notifications) {
         let ended = match self.stages().await {
-            Ok(result) | Err(Exit::Answer(result)) => Ok(result),
+            Ok(mut result) | Err(Exit::Answer(mut result)) => {
+                self.fit_hints(&mut result);
+                Ok(result)
+            }
             Err(Exit::Interrupt(interrupt)) => Err(interrupt),
         };
         self.count_for_brake(&ended).await;
