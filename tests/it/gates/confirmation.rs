@@ -216,8 +216,16 @@ async fn an_edit_between_preview_and_confirm_yields_a_new_preview(n: Notes) {
     assert!(n.outbox().await.is_empty(), "nothing sent");
     let old = c.call_tool("confirm_action", confirm_args(&preview)).await;
     assert!(old.is_error(), "the old token is dead");
-    let fresh = json!({"confirm_token": changed.structured()["confirm_token"], "confirm_summary": changed.structured()["confirm_summary"]});
-    let done = c.call_tool("confirm_action", fresh).await;
+    // The conflict names the new preview's confirmation; followed verbatim, it executes.
+    let next = changed.structured()["next_call"].as_str().unwrap();
+    let (tool, args) = next.split_once(' ').unwrap();
+    assert_eq!(tool, "confirm_action");
+    let fresh: serde_json::Value = serde_json::from_str(args).unwrap();
+    assert_eq!(
+        fresh["confirm_token"],
+        changed.structured()["confirm_token"]
+    );
+    let done = c.call_tool(tool, fresh).await;
     assert!(!done.is_error(), "{}", done.text());
     let outbox = n.outbox().await;
     assert_eq!(outbox.len(), 1);

@@ -256,7 +256,14 @@ impl Call<'_> {
         )
         .detail("changed_since_preview", true)
         .detail("confirm_token", fresh.token.clone())
-        .detail("confirm_summary", fresh.summary.clone());
+        .detail("confirm_summary", fresh.summary.clone())
+        // The new preview's confirmation, as `confirm_action`'s description promises: for
+        // after the user approved the new summary.
+        .next_call(format!(
+            "{} {}",
+            confirm::CONFIRM_ACTION,
+            json!({"confirm_token": fresh.token, "confirm_summary": fresh.summary})
+        ));
         error
             .details
             .insert("preview".into(), preview["preview"].clone());
