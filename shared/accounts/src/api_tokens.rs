@@ -38,6 +38,9 @@ pub struct Bearer {
     pub member: String,
     /// The token's public id (its rate buckets are its own).
     pub token: String,
+    /// The member's rights now: their current role decides, not what they had when the
+    /// token was made.
+    pub rights: std::collections::BTreeSet<String>,
 }
 
 /// The product API token service.
@@ -205,11 +208,12 @@ impl ApiTokens {
             .directory()
             .member(&tenant, &member)
             .await?
-            .is_some_and(|m| m.active && m.person == s("person"));
-        Ok(live.then_some(Bearer {
+            .filter(|m| m.active && m.person == s("person"));
+        Ok(live.map(|m| Bearer {
             tenant,
             member,
             token,
+            rights: m.rights,
         }))
     }
 }

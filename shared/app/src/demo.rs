@@ -131,141 +131,9 @@ pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, Dem
         if Tenants::new(app.store.clone()).exists(t.id).await? {
             continue;
         }
-        let seed = Actor {
-            tenant: t.id.into(),
-            member: "seed".into(),
-            rights: booking::rights::ALL
-                .iter()
-                .map(|r| (*r).to_owned())
-                .collect(),
-        };
-        let tenant = Tenant {
-            id: t.id.into(),
-            name: t.name.into(),
-            zone: t.zone.into(),
-            currency: t.currency.into(),
-            tax_rate: t.tax_rate.parse::<Decimal>()?,
-        };
-        Tenants::new(app.store.clone())
-            .create(&seed, &tenant)?
-            .commit(app.store.as_ref(), vec![])
-            .await?;
-        let seeding = identity::Actor {
-            tenant: t.id.into(),
-            member: "demo seed".into(),
-            channel: Channel::Cli,
-        };
-        for (member, role) in ROLES {
-            app.members.set(&seeding, member, (role, true)).await?;
-            app.members
-                .set_password(&seeding, member, DEMO_PASSWORD)
-                .await?;
-        }
-        let customers = Customers::new(app.store.clone());
-        for (name, email, notes) in t.customers {
-            let new = NewCustomer {
-                name: (*name).into(),
-                email: (*email).into(),
-                phone: None,
-                address: None,
-                notes: Some((*notes).into()),
-            };
-            // Demo portal password hashes are placeholders: they only prove that secrets stay in.
-            let change = customers.create_with_secret(
-                &seed,
-                new,
-                None,
-                Some("demo-portal-hash-never-shown".into()),
-            )?;
-            change.commit(app.store.as_ref(), vec![]).await?;
-        }
-        let technicians = Technicians::new(app.store.clone());
-        let mut technician_ids = Vec::new();
-        for (name, skills, hours) in t.technicians {
-            let new = NewTechnician {
-                name: (*name).into(),
-                skills: skills.iter().map(|s| (*s).to_owned()).collect(),
-                working_hours: (*hours).into(),
-                zone: t.zone.into(),
-                on_call: false,
-                private_phone: "+00 0000 000000".into(),
-            };
-            technician_ids.push(
-                technicians
-                    .create(&seed, new)?
-                    .commit(app.store.as_ref(), vec![])
-                    .await?
-                    .id,
-            );
-        }
-        // Bookings in the tenant's zone, one of them on the night the clocks change, and a
-        // quote, so that times and money can be tried by hand.
-        let found = customers.find(&seed, "", 10).await?;
-        let bookings = Bookings::new(app.store.clone());
-        let now = chrono::Utc::now();
-        for (i, (local, service)) in t.bookings.iter().enumerate() {
-            let customer = &found[i % found.len()];
-            let new = NewBooking {
-                customer: customer.id.clone(),
-                technician: technician_ids[i % technician_ids.len()].clone(),
-                service: (*service).into(),
-                start: When::Local {
-                    local: (*local).into(),
-                    zone: t.zone.into(),
-                },
-                duration_minutes: 90,
-            };
-            bookings
-                .create_draft(&seed, new, None, now)
-                .await?
-                .commit(app.store.as_ref(), vec![])
-                .await?;
-        }
-        let lines = vec![LineInput {
-            description: "Filter cartridge".into(),
-            quantity: "3".into(),
-            unit_price: "19.99".into(),
-        }];
-        Quotes::new(app.store.clone())
-            .create(&seed, &found[0].id, &lines, None)
-            .await?
-            .commit(app.store.as_ref(), vec![])
-            .await?;
-        for (member, role) in ROLES {
-            for toolset in [Toolset::Core, Toolset::Standard, Toolset::Full] {
-                let rights: BTreeSet<String> = booking::rights::for_role(role)
-                    .iter()
-                    .map(|r| (*r).to_owned())
-                    .collect();
-                // Members who may not create connections get theirs from the owner, with
-                // their own role's rights.
-                let creator = if rights.contains(booking::rights::CONNECTIONS_MANAGE) {
-                    member
-                } else {
-                    "olivia"
-                };
-                let actor = identity::Actor {
-                    tenant: t.id.into(),
-                    member: creator.into(),
-                    channel: Channel::Cli,
-                };
-                let new = NewConnection {
-                    rights,
-                    toolset,
-                    client_name: format!("demo {role} {}", toolset.as_str()),
-                    approval: mcp_pipeline::ApprovalMode::Client,
-                };
-                let (connection, token) = app.connections.create_token(&actor, new).await?;
-                connections.push(DemoConnection {
-                    tenant: t.id.into(),
-                    member: member.into(),
-                    role: role.into(),
-                    toolset: toolset.as_str().into(),
-                    connection: connection.id,
-                    token,
-                });
-            }
-        }
+        seed_workspace(app, t).await?;
+        seed_records(app, t).await?;
+        connections.extend(demo_connections(app, t).await?);
     }
     let seeder = identity::Actor {
         tenant: "system".into(),
@@ -274,4 +142,160 @@ pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, Dem
     };
     accounts::operators::create(app.store.as_ref(), &seeder, DEMO_OPERATOR, DEMO_PASSWORD).await?;
     Ok(Some(connections))
+}
+
+/// The seeding's product actor in `t`, with every right.
+fn seed_actor(t: &DemoTenant) -> Actor {
+    Actor {
+        tenant: t.id.into(),
+        member: "seed".into(),
+        rights: booking::rights::ALL
+            .iter()
+            .map(|r| (*r).to_owned())
+            .collect(),
+    }
+}
+
+/// The workspace with its settings and its members (audited, as `gatehouse tenant create` and
+/// `member set` do it).
+async fn seed_workspace(app: &App, t: &DemoTenant) -> Result<(), DemoError> {
+    let tenant = Tenant {
+        id: t.id.into(),
+        name: t.name.into(),
+        zone: t.zone.into(),
+        currency: t.currency.into(),
+        tax_rate: t.tax_rate.parse::<Decimal>()?,
+    };
+    let seeding = identity::Actor {
+        tenant: t.id.into(),
+        member: "demo seed".into(),
+        channel: Channel::Cli,
+    };
+    accounts::workspaces::create(&app.store, &seeding, &tenant).await?;
+    for (member, role) in ROLES {
+        app.members.set(&seeding, member, (role, true)).await?;
+        app.members
+            .set_password(&seeding, member, DEMO_PASSWORD)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Customers, technicians, bookings in the workspace's zone (one on the night the clocks
+/// change) and a quote, so that times and money can be tried by hand.
+async fn seed_records(app: &App, t: &DemoTenant) -> Result<(), DemoError> {
+    let seed = seed_actor(t);
+    let customers = Customers::new(app.store.clone());
+    for (name, email, notes) in t.customers {
+        let new = NewCustomer {
+            name: (*name).into(),
+            email: (*email).into(),
+            phone: None,
+            address: None,
+            notes: Some((*notes).into()),
+        };
+        // Demo portal password hashes are placeholders: they only prove that secrets stay in.
+        let change = customers.create_with_secret(
+            &seed,
+            new,
+            None,
+            Some("demo-portal-hash-never-shown".into()),
+        )?;
+        change.commit(app.store.as_ref(), vec![]).await?;
+    }
+    let technicians = Technicians::new(app.store.clone());
+    let mut technician_ids = Vec::new();
+    for (name, skills, hours) in t.technicians {
+        let new = NewTechnician {
+            name: (*name).into(),
+            skills: skills.iter().map(|s| (*s).to_owned()).collect(),
+            working_hours: (*hours).into(),
+            zone: t.zone.into(),
+            on_call: false,
+            private_phone: "+00 0000 000000".into(),
+        };
+        technician_ids.push(
+            technicians
+                .create(&seed, new)?
+                .commit(app.store.as_ref(), vec![])
+                .await?
+                .id,
+        );
+    }
+    // Bookings in the tenant's zone, one of them on the night the clocks change, and a
+    // quote, so that times and money can be tried by hand.
+    let found = customers.find(&seed, "", 10).await?;
+    let bookings = Bookings::new(app.store.clone());
+    let now = chrono::Utc::now();
+    for (i, (local, service)) in t.bookings.iter().enumerate() {
+        let customer = &found[i % found.len()];
+        let new = NewBooking {
+            customer: customer.id.clone(),
+            technician: technician_ids[i % technician_ids.len()].clone(),
+            service: (*service).into(),
+            start: When::Local {
+                local: (*local).into(),
+                zone: t.zone.into(),
+            },
+            duration_minutes: 90,
+        };
+        bookings
+            .create_draft(&seed, new, None, now)
+            .await?
+            .commit(app.store.as_ref(), vec![])
+            .await?;
+    }
+    let lines = vec![LineInput {
+        description: "Filter cartridge".into(),
+        quantity: "3".into(),
+        unit_price: "19.99".into(),
+    }];
+    Quotes::new(app.store.clone())
+        .create(&seed, &found[0].id, &lines, None)
+        .await?
+        .commit(app.store.as_ref(), vec![])
+        .await?;
+    Ok(())
+}
+
+/// A connection per role and toolset, made by the member (or the owner, for members who may
+/// not create connections), with the role's rights.
+async fn demo_connections(app: &App, t: &DemoTenant) -> Result<Vec<DemoConnection>, DemoError> {
+    let mut connections = Vec::new();
+    for (member, role) in ROLES {
+        for toolset in [Toolset::Core, Toolset::Standard, Toolset::Full] {
+            let rights: BTreeSet<String> = booking::rights::for_role(role)
+                .iter()
+                .map(|r| (*r).to_owned())
+                .collect();
+            // Members who may not create connections get theirs from the owner, with
+            // their own role's rights.
+            let creator = if rights.contains(booking::rights::CONNECTIONS_MANAGE) {
+                member
+            } else {
+                "olivia"
+            };
+            let actor = identity::Actor {
+                tenant: t.id.into(),
+                member: creator.into(),
+                channel: Channel::Cli,
+            };
+            let new = NewConnection {
+                rights,
+                toolset,
+                client_name: format!("demo {role} {}", toolset.as_str()),
+                approval: mcp_pipeline::ApprovalMode::Client,
+            };
+            let (connection, token) = app.connections.create_token(&actor, new).await?;
+            connections.push(DemoConnection {
+                tenant: t.id.into(),
+                member: member.into(),
+                role: role.into(),
+                toolset: toolset.as_str().into(),
+                connection: connection.id,
+                token,
+            });
+        }
+    }
+    Ok(connections)
 }

@@ -83,18 +83,7 @@ impl Tool for FindAvailableSlots {
             .get(&actor, input.technician.id())
             .await
             .map_err(error)?;
-        let (from, to) = technician
-            .working_hours
-            .split_once('-')
-            .unwrap_or(("08:00", "17:00"));
-        let parse = |t: &str| chrono::NaiveTime::parse_from_str(t, "%H:%M").ok();
-        let (Some(from), Some(to)) = (parse(from), parse(to)) else {
-            return Err(ToolError::validation(
-                "The technician's working hours are unreadable",
-                "Fix them in the product",
-            )
-            .into());
-        };
+        let (from, to) = working_hours(&technician.working_hours)?;
         let filter = BookingFilter {
             technician: Some(technician.id.clone()),
             ..BookingFilter::default()
@@ -110,25 +99,8 @@ impl Tool for FindAvailableSlots {
             .filter_map(|b| TimeRange::new(b.start, b.end).ok())
             .collect();
         let now = crate::adapter::now(&ctx);
-        let mut slots = Vec::new();
-        let mut local = date.and_time(from);
-        let last_start = date.and_time(to) - chrono::Duration::minutes(input.duration_minutes);
-        while local <= last_start && slots.len() < 10 {
-            let text = local.format("%Y-%m-%d %H:%M").to_string();
-            // A start that falls into a DST gap does not exist: skip it.
-            if let Ok(start) = time::parse_local(&text, &technician.zone, now)
-                && let Ok(range) = TimeRange::from_minutes(start.instant, input.duration_minutes)
-                && start.instant > now
-                && !busy.iter().any(|b| b.overlaps(&range))
-            {
-                let moment = start.moment(now);
-                slots.push(Slot {
-                    start_iso: moment.iso.clone(),
-                    start: moment.into(),
-                });
-            }
-            local += chrono::Duration::minutes(30);
-        }
+        let day = (date.and_time(from), date.and_time(to));
+        let slots = free_slots(day, (&technician.zone, input.duration_minutes), &busy, now);
         let summary = format!(
             "{} free slots for {} on {}.",
             slots.len(),
@@ -143,4 +115,46 @@ impl Tool for FindAvailableSlots {
             },
         ))
     }
+}
+
+/// A technician's working hours, `HH:MM-HH:MM` (08:00 to 17:00 when not set).
+fn working_hours(text: &str) -> Result<(chrono::NaiveTime, chrono::NaiveTime), ToolError> {
+    let (from, to) = text.split_once('-').unwrap_or(("08:00", "17:00"));
+    let parse = |t: &str| chrono::NaiveTime::parse_from_str(t, "%H:%M").ok();
+    match (parse(from), parse(to)) {
+        (Some(from), Some(to)) => Ok((from, to)),
+        _ => Err(ToolError::validation(
+            "The technician's working hours are unreadable",
+            "Fix them in the product",
+        )),
+    }
+}
+
+/// Up to 10 starts, every half hour of the working `day` in `zone`, that exist (not in a DST
+/// gap), lie ahead of `now` and leave `minutes` free of every `busy` range.
+fn free_slots(
+    (first, end): (chrono::NaiveDateTime, chrono::NaiveDateTime),
+    (zone, minutes): (&str, i64),
+    busy: &[TimeRange],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<Slot> {
+    let mut slots = Vec::new();
+    let mut local = first;
+    let last_start = end - chrono::Duration::minutes(minutes);
+    while local <= last_start && slots.len() < 10 {
+        let text = local.format("%Y-%m-%d %H:%M").to_string();
+        if let Ok(start) = time::parse_local(&text, zone, now)
+            && let Ok(range) = TimeRange::from_minutes(start.instant, minutes)
+            && start.instant > now
+            && !busy.iter().any(|b| b.overlaps(&range))
+        {
+            let moment = start.moment(now);
+            slots.push(Slot {
+                start_iso: moment.iso.clone(),
+                start: moment.into(),
+            });
+        }
+        local += chrono::Duration::minutes(30);
+    }
+    slots
 }

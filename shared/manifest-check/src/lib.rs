@@ -600,6 +600,33 @@ fn check_annotations(
     let read_only = hint("readOnlyHint");
     let destructive = hint("destructiveHint");
     let open_world = hint("openWorldHint");
+    let specific =
+        check_hints_against_name(report, (name, label), (read_only, destructive, open_world));
+    let built_in = name.is_some_and(|n| BUILT_IN_TOOLS.contains(&n));
+    if missing.is_empty() && !specific && !built_in {
+        let hints = HINTS.map(|h| hint(h).unwrap_or_default());
+        if !EFFECT_CLASS_HINTS.iter().any(|(_, row)| *row == hints) {
+            let [r, d, i, o] = hints;
+            report.push(
+                name,
+                DefectClass::NoEffectClass,
+                format!(
+                    "{label} has readOnlyHint {r}, destructiveHint {d}, idempotentHint {i}, \
+                     openWorldHint {o}, which matches no effect class (read, silent_write, \
+                     notify, wake, alerting, delete); derive the hints from the one effect class"
+                ),
+            );
+        }
+    }
+}
+
+/// The hints a tool's name implies (reads are read-only, deletes destructive, tools that reach
+/// people open-world) and the one contradiction no name excuses; whether any fired.
+fn check_hints_against_name(
+    report: &mut Report,
+    (name, label): (Option<&str>, &str),
+    (read_only, destructive, open_world): (Option<bool>, Option<bool>, Option<bool>),
+) -> bool {
     let mut specific = false;
     if read_only == Some(true) && destructive == Some(true) {
         specific = true;
@@ -639,22 +666,7 @@ fn check_annotations(
             ),
         );
     }
-    let built_in = name.is_some_and(|n| BUILT_IN_TOOLS.contains(&n));
-    if missing.is_empty() && !specific && !built_in {
-        let hints = HINTS.map(|h| hint(h).unwrap_or_default());
-        if !EFFECT_CLASS_HINTS.iter().any(|(_, row)| *row == hints) {
-            let [r, d, i, o] = hints;
-            report.push(
-                name,
-                DefectClass::NoEffectClass,
-                format!(
-                    "{label} has readOnlyHint {r}, destructiveHint {d}, idempotentHint {i}, \
-                     openWorldHint {o}, which matches no effect class (read, silent_write, \
-                     notify, wake, alerting, delete); derive the hints from the one effect class"
-                ),
-            );
-        }
-    }
+    specific
 }
 
 /// Checks the input schema and its property names; returns its top-level `properties`.

@@ -15,7 +15,6 @@ mod quotes;
 
 use http::request::Parts;
 use http::{StatusCode, header};
-use identity::Directory as _;
 use mcp_pipeline::EffectClass;
 use serde_json::{Map, Value, json};
 
@@ -99,27 +98,23 @@ async fn actor(web: &Web, parts: &Parts) -> Result<(booking::Actor, String), Web
         .ok_or_else(|| {
             unauthorized("a product API token is required (Authorization: Bearer gha_...)")
         })?;
+    // The token's member, active, the same person, with their live rights: read once, by the
+    // token service.
     let Ok(Some(accounts::Bearer {
         tenant,
         member,
         token,
+        rights,
     })) = web.api_tokens.authenticate(bearer.trim()).await
     else {
         return Err(unauthorized(
             "the product API token is unknown, expired or revoked, or its member has left",
         ));
     };
-    // Live rights: the member's current role decides, not what they had when the token was made.
-    let Ok(Some(m)) = web.directory.member(&tenant, &member).await else {
-        return Err(unauthorized("the token's member no longer has access"));
-    };
-    if !m.active {
-        return Err(unauthorized("the token's member no longer has access"));
-    }
     let actor = booking::Actor {
         tenant,
         member,
-        rights: m.rights,
+        rights,
     };
     Ok((actor, token))
 }
