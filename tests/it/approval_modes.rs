@@ -122,7 +122,7 @@ async fn product_mode_moves_approval_to_the_page(world: World) {
     assert_eq!(s["status"], "PREVIEW", "{}", preview.text());
     let url = s["approval_url"].as_str().expect("an approval link");
     assert!(
-        s["next_steps"][0].as_str().unwrap().contains(url),
+        s["handover"].as_str().unwrap().contains(url),
         "{}",
         preview.text()
     );

@@ -487,8 +487,13 @@ async fn times_across_daylight_saving(world: World) {
     let (c, _) = setup(&world).await;
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let spring = crate::support::dates::next_clock_change(3);
+    let autumn = crate::support::dates::next_clock_change(10);
     let gap = c
-        .call_tool("create_booking", draft(&ada, &tom, "2026-03-29 02:30"))
+        .call_tool(
+            "create_booking",
+            draft(&ada, &tom, &format!("{spring} 02:30")),
+        )
         .await;
     assert!(gap.is_error());
     assert_eq!(
@@ -497,15 +502,14 @@ async fn times_across_daylight_saving(world: World) {
         "{}",
         gap.text()
     );
-    assert_eq!(
-        gap.structured()["time_error"]["options"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    // Both readings come as calls to choose from, and the user is asked.
+    assert_eq!(gap.structured()["options"].as_array().unwrap().len(), 2);
+    assert!(gap.structured()["handover"].is_string(), "{}", gap.text());
     let fold = c
-        .call_tool("create_booking", draft(&ada, &tom, "2026-10-25 02:30"))
+        .call_tool(
+            "create_booking",
+            draft(&ada, &tom, &format!("{autumn} 02:30")),
+        )
         .await;
     assert_eq!(
         fold.structured()["time_error"]["code"],
@@ -522,29 +526,128 @@ async fn times_across_daylight_saving(world: World) {
         .map(|o| o["offset"].as_str().unwrap())
         .collect();
     assert_eq!(offsets, ["+02:00", "+01:00"]);
-    // Choosing one option by its ISO time books exactly that instant.
-    let later = c
-        .call_tool(
-            "create_booking",
-            draft(&ada, &tom, options[1]["iso"].as_str().unwrap()),
-        )
-        .await;
+    // Following the second option's call verbatim books exactly that instant.
+    let call = fold.structured()["options"][1]["call"].as_str().unwrap();
+    let (tool, args) = call.split_once(' ').unwrap();
+    let later = c.call_tool(tool, serde_json::from_str(args).unwrap()).await;
     assert!(!later.is_error(), "{}", later.text());
     assert_eq!(
         later.structured()["booking"]["start"]["utc"],
-        "2026-10-25T01:30:00Z"
+        format!("{autumn}T01:30:00Z")
     );
     assert_eq!(later.structured()["booking"]["start"]["offset"], "+01:00");
     assert!(outbox_is_empty(&world, "acme").await);
-    let bad_zone = c.call_tool("create_booking", json!({"customer": ada, "technician": tom, "service": "x", "start": "2026-06-01 09:00", "zone": "CEST", "duration_minutes": 60})).await;
+    let day = crate::support::dates::tuesday_ahead(3);
+    let bad_zone = c.call_tool("create_booking", json!({"customer": ada, "technician": tom, "service": "x", "start": format!("{day} 09:00"), "zone": "CEST", "duration_minutes": 60})).await;
     assert_eq!(
         bad_zone.structured()["time_error"]["code"],
         "unknown_zone",
         "{}",
         bad_zone.text()
     );
+    // A zone in the wrong letter case: the call with the zone spelled right.
+    let lower = c.call_tool("create_booking", json!({"customer": ada, "technician": tom, "service": "x", "start": format!("{day} 10:00"), "zone": "europe/berlin", "duration_minutes": 60})).await;
+    let next = lower.structured()["next_call"].as_str().unwrap();
+    assert!(next.contains("\"zone\":\"Europe/Berlin\""), "{next}");
 }
 on_every_backend!(bookings_dst, times_across_daylight_saving);
+
+/// ADR 17: a start in the past is refused when booking, moving or confirming, and nothing is
+/// written; a local time with a likely mistyped year comes with the same date ahead as the
+/// user's choice.
+async fn times_in_the_past_are_refused(world: World) {
+    let (c, _) = setup(&world).await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let last_year = (chrono::Utc::now() - chrono::Duration::days(200))
+        .format("%Y-%m-%d 10:00")
+        .to_string();
+    let before = bookings_of(&c).await;
+    let past = c
+        .call_tool("create_booking", draft(&ada, &tom, &last_year))
+        .await;
+    assert_eq!(past.structured()["code"], "rejected", "{}", past.text());
+    assert!(
+        past.structured()["start"]["from_now"]
+            .as_str()
+            .unwrap()
+            .ends_with("ago")
+    );
+    assert!(past.structured()["handover"].is_string(), "{}", past.text());
+    assert_eq!(bookings_of(&c).await, before, "nothing was booked");
+    let option = past.structured()["options"][0]["call"].as_str().unwrap();
+    let (tool, args) = option.split_once(' ').unwrap();
+    let ahead = c.call_tool(tool, serde_json::from_str(args).unwrap()).await;
+    assert!(!ahead.is_error(), "{}", ahead.text());
+    assert!(
+        ahead.structured()["booking"]["start"]["from_now"]
+            .as_str()
+            .unwrap()
+            .starts_with("in ")
+    );
+    // Moving a confirmed booking into the past is refused too.
+    let b = confirmed_booking(
+        &c,
+        &ada,
+        &tom,
+        &format!("{} 09:00", crate::support::dates::tuesday_ahead(2)),
+    )
+    .await;
+    let sent = outbox(&world, "acme").await.len();
+    let moved = c.call_tool("reschedule_booking", json!({"booking": b["booking"], "version": b["version"], "start": last_year, "zone": "Europe/Berlin"})).await;
+    assert_eq!(moved.structured()["code"], "rejected", "{}", moved.text());
+    // A draft whose start has passed is not confirmed to its customer.
+    let stale = past_draft(&world, &ada, &tom).await;
+    let confirmation = c
+        .call_tool(
+            "send_booking_confirmation",
+            json!({"booking": stale.0, "version": stale.1}),
+        )
+        .await;
+    assert_eq!(
+        confirmation.structured()["code"],
+        "rejected",
+        "{}",
+        confirmation.text()
+    );
+    assert!(confirmation.structured()["handover"].is_string());
+    assert_eq!(
+        outbox(&world, "acme").await.len(),
+        sent,
+        "nobody was emailed"
+    );
+}
+on_every_backend!(bookings_in_the_past, times_in_the_past_are_refused);
+
+async fn bookings_of(c: &mcp_test_client::TestClient) -> Value {
+    c.call_tool("find_bookings", json!({})).await.structured()["bookings"].clone()
+}
+
+/// A draft booked while its start was ahead (the service told that `now` was a month
+/// earlier), whose start has passed since: (handle, version).
+async fn past_draft(world: &World, customer: &str, technician: &str) -> (String, String) {
+    let bookings = booking::Bookings::new(world.app.store.clone());
+    let then = chrono::Utc::now() - chrono::Duration::days(30);
+    let start = (then + chrono::Duration::days(2))
+        .format("%Y-%m-%d 10:00")
+        .to_string();
+    let new = booking::NewBooking {
+        customer: customer.trim_start_matches("cus_").into(),
+        technician: technician.trim_start_matches("tec_").into(),
+        service: "boiler service".into(),
+        start: booking::When::from_input(&start, "Europe/Berlin"),
+        duration_minutes: 60,
+    };
+    let change = bookings
+        .create_draft(&owner("acme"), new, None, then)
+        .await
+        .unwrap();
+    let b = change
+        .commit(world.app.store.as_ref(), vec![])
+        .await
+        .unwrap();
+    (b.handle(), b.version.clone())
+}
 
 async fn bookings_reference_only_this_tenants_records(world: World) {
     let (c, _) = setup(&world).await;

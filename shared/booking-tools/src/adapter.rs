@@ -4,7 +4,7 @@
 use booking::{
     Actor, Alerts, BookingError, Bookings, Change, Customers, Quotes, Technicians, When,
 };
-use mcp_pipeline::{CallError, ErrorKind, HandleKind, ToolContext, ToolError};
+use mcp_pipeline::{CallError, Choice, ErrorKind, HandleKind, ToolContext, ToolError};
 
 /// The services the tools call.
 #[derive(Debug, Clone)]
@@ -94,7 +94,6 @@ pub(crate) fn actor(ctx: &ToolContext) -> Result<Actor, CallError> {
     })
 }
 
-/// A service error as the model should see it.
 /// A record that is not there, with the tool that lists that kind of record (no argument
 /// needed: it lists the most relevant first).
 fn not_found(kind: &str, id: String) -> ToolError {
@@ -116,14 +115,20 @@ fn not_found(kind: &str, id: String) -> ToolError {
     .detail("id", id);
     match search {
         Some(call) => error.next_call(call),
-        None => error,
+        None => error.handover(format!(
+            "The {kind} is not set up in this workspace; an administrator sets it up"
+        )),
     }
 }
 
+/// A service error as the model should see it: its cause, and the call that fixes it or
+/// what to ask the user.
 pub(crate) fn error(e: BookingError) -> CallError {
     let tool_error = match e {
         BookingError::NotFound { kind, id } => not_found(kind, id),
-        BookingError::Invalid { field, reason } => ToolError::validation(format!("`{field}`: {reason}"), format!("Correct `{field}` and call again")).detail("field", field),
+        BookingError::Invalid { field, reason } => ToolError::validation(format!("`{field}`: {reason}"), format!("Correct `{field}` and call again"))
+            .handover(format!("`{field}` {reason}; ask the user for the right value"))
+            .detail("field", field),
         BookingError::Duplicate { kind, key, existing } => ToolError::new(
             ErrorKind::Conflict,
             format!("A {kind} with this {key} exists already: {existing}"),
@@ -131,45 +136,52 @@ pub(crate) fn error(e: BookingError) -> CallError {
         )
         .next_call(format!("get_{kind} {{\"{kind}\": \"{existing}\"}}"))
         .detail("existing", existing),
-        BookingError::Stale { kind, expected, current } => {
-            let reread = current
-                .get(kind)
-                .and_then(serde_json::Value::as_str)
-                .map(|handle| format!("get_{kind} {}", serde_json::json!({ kind: handle })));
-            let error = ToolError::new(
-                ErrorKind::Conflict,
-                format!("The {kind} changed since version {expected} was read"),
-                format!("Read the {kind} again and apply the change to its current version"),
-            )
-            .detail("current", current);
-            match reread {
-                Some(call) => error.next_call(call),
-                None => error,
-            }
-        }
-        BookingError::Forbidden { right } => ToolError::new(ErrorKind::Forbidden, format!("This needs the right {right}"), "Ask a person who has that right"),
-        BookingError::Time { field, error } => {
-            let details = serde_json::to_value(&error).unwrap_or_default();
-            ToolError::validation(format!("`{field}`: {error}"), format!("Send `{field}` again as described"))
-                .detail("field", field)
-                .detail("time_error", details)
-        }
+        BookingError::Stale { kind, expected, current } => stale(kind, &expected, current),
+        BookingError::Forbidden { right } => ToolError::new(ErrorKind::Forbidden, format!("This needs the right {right}"), "Ask a person who has that right")
+            .handover(format!("The member behind this connection lacks the right {right}; someone who has it can do this")),
+        BookingError::Time { field, error } => crate::time_errors::lead_on(field, error),
         BookingError::Money { field, error } => {
             let details = serde_json::to_value(&error).unwrap_or_default();
             ToolError::validation(format!("`{field}`: {error}"), "Send amounts and quantities as decimal strings like \"19.99\", never as floating-point numbers")
+                .handover(format!("`{field}`: {error}; ask the user for the amount if the conversation does not say it"))
                 .detail("field", field)
                 .detail("money_error", details)
         }
         BookingError::CountMismatch { kind, expected, found, matches } => ToolError::new(
             ErrorKind::Rejected,
-            format!("The filter matches {found} open {kind}s, not {expected}; nothing was done"),
+            match expected {
+                Some(expected) => format!("The filter matches {found} open {kind}s, not {expected}; nothing was done"),
+                None => format!("`expected_count` is required: the filter matches {found} open {kind}s; nothing was done"),
+            },
             "Check the matches listed below with the user, then send the right expected_count or a narrower filter",
         )
+        .handover(format!("Show the user the {found} matches; if they mean all of them, the option sends expected_count {found}"))
+        .option(Choice::set(format!("all {found} matches"), "expected_count", found))
         .detail("matches", matches),
-        BookingError::Rejected(reason) => ToolError::new(ErrorKind::Rejected, reason, "Read the current state and decide with the user"),
+        BookingError::Past { field, start, next_year } => crate::time_errors::past(field, &start, next_year),
+        BookingError::Rejected(reason) => ToolError::new(ErrorKind::Rejected, reason.clone(), "Read the current state and decide with the user")
+            .handover(format!("{reason}: tell the user and decide together")),
         BookingError::Store(e) => return CallError::Other(Box::new(e)),
     };
     CallError::Tool(tool_error)
+}
+
+/// The record changed since the caller read it: the re-read, with the current state.
+fn stale(kind: &str, expected: &str, current: serde_json::Value) -> ToolError {
+    let reread = current
+        .get(kind)
+        .and_then(serde_json::Value::as_str)
+        .map(|handle| format!("get_{kind} {}", serde_json::json!({ kind: handle })));
+    let error = ToolError::new(
+        ErrorKind::Conflict,
+        format!("The {kind} changed since version {expected} was read"),
+        format!("Read the {kind} again and apply the change to its current version"),
+    )
+    .detail("current", current);
+    match reread {
+        Some(call) => error.next_call(call),
+        None => error.handover(format!("The {kind} changed meanwhile; tell the user")),
+    }
 }
 
 /// Hands a planned change to the pipeline, which commits it with the gates, and returns its

@@ -20,7 +20,11 @@ pub(crate) struct Input {
     /// Only this technician's bookings.
     technician: Option<Handle<TechnicianKind>>,
     /// How many open bookings you expect the filter to match (1 to 25).
-    expected_count: u32,
+    // Optional to serde but required in the schema: when it is left out, the answer lists
+    // the matches and offers the call with their count, instead of a bare "missing field".
+    #[serde(default)]
+    #[schemars(required)]
+    expected_count: Option<u32>,
 }
 
 /// The cancelled bookings and who is told.

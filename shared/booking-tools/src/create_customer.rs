@@ -65,6 +65,7 @@ impl Tool for CreateCustomer {
                 "`separate` needs a `reason`",
                 "Say why a second customer with this email is needed",
             )
+            .handover("Ask the user why a second customer with this email is needed, and send that as `reason`")
             .into());
         }
         let new = NewCustomer {

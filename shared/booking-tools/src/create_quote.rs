@@ -58,6 +58,7 @@ impl Tool for CreateQuote {
                 "`separate` needs a `reason`",
                 "Say why a second quote with the same customer and lines is needed",
             )
+            .handover("Ask the user why a second quote with the same customer and lines is needed, and send that as `reason`")
             .into());
         }
         let change = self

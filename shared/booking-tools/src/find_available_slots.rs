@@ -68,6 +68,7 @@ impl Tool for FindAvailableSlots {
                 "`duration_minutes` must be 15 to 600",
                 "Send the visit's length in minutes",
             )
+            .handover("Ask the user how long the visit takes, in minutes (15 to 600)")
             .into());
         }
         let date =
@@ -76,6 +77,7 @@ impl Tool for FindAvailableSlots {
                     format!("`date` {:?} is not a day like 2027-06-07", input.date),
                     "Send the day as YYYY-MM-DD",
                 )
+                .handover(format!("Ask the user which day \"{}\" means, if the conversation does not make it clear; send it as YYYY-MM-DD", input.date.trim()))
             })?;
         let technician = self
             .services
@@ -126,7 +128,8 @@ fn working_hours(text: &str) -> Result<(chrono::NaiveTime, chrono::NaiveTime), T
         _ => Err(ToolError::validation(
             "The technician's working hours are unreadable",
             "Fix them in the product",
-        )),
+        )
+        .handover("The technician's working hours need fixing in the product by an administrator")),
     }
 }
 

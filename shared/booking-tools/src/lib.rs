@@ -29,6 +29,7 @@ mod quote_lines;
 mod reschedule_booking;
 mod send_booking_confirmation;
 mod send_quote;
+mod time_errors;
 mod update_booking;
 mod update_customer;
 mod update_quote;

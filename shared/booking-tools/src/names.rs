@@ -76,7 +76,8 @@ fn tool_error(e: booking::BookingError) -> ToolError {
             mcp_pipeline::ErrorKind::Internal,
             "Names could not be looked up",
             "Send the record's handle instead",
-        ),
+        )
+        .detail("retry_after_seconds", 5),
     }
 }
 
@@ -92,12 +93,21 @@ impl NameResolver for NameLookup {
 
     fn search_call(&self, noun: &str, name: &str) -> Option<String> {
         match noun {
-            "customer" => Some(format!(
+            "customer" if !name.trim().is_empty() => Some(format!(
                 "find_customers {}",
-                serde_json::json!({"query": name})
+                serde_json::json!({"query": name.trim()})
             )),
+            "customer" => Some("find_customers {}".to_owned()),
             "technician" => Some("list_technicians {}".to_owned()),
+            // Bookings and quotes have no names: the lists show the most recent first.
+            "booking" => Some("find_bookings {}".to_owned()),
+            "quote" => Some("find_quotes {}".to_owned()),
             _ => None,
         }
+    }
+
+    fn read_call(&self, noun: &str, handle: &str) -> Option<String> {
+        matches!(noun, "customer" | "booking" | "quote")
+            .then(|| format!("get_{noun} {}", serde_json::json!({ noun: handle })))
     }
 }

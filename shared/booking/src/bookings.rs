@@ -249,6 +249,55 @@ pub struct BookingFilter {
     pub status: Option<Status>,
 }
 
+/// How long ago a start may be and still be booked: a visit that is starting now.
+pub const PAST_GRACE_MINUTES: i64 = 15;
+
+/// A start read for booking: it must not lie in the past (ADR 17).
+fn resolve_ahead(when: &When, now: DateTime<Utc>) -> Result<time::Resolved, BookingError> {
+    let resolved = resolve(when, now)?;
+    if resolved.instant >= now - chrono::TimeDelta::minutes(PAST_GRACE_MINUTES) {
+        return Ok(resolved);
+    }
+    let next_year = match when {
+        When::Local { local, .. } => same_time_ahead(local, resolved, now),
+        When::Instant { .. } => None,
+    };
+    Err(BookingError::Past {
+        field: "start",
+        start: resolved.moment(now),
+        next_year,
+    })
+}
+
+/// `local` (`YYYY-MM-DD HH:MM`) moved to the first year in which it lies ahead of `now`.
+fn same_time_ahead(local: &str, resolved: time::Resolved, now: DateTime<Utc>) -> Option<String> {
+    let (date, rest) = local.trim().split_once(['-'])?;
+    let year: i32 = date.parse().ok()?;
+    let now_year = now
+        .with_timezone(&resolved.zone)
+        .format("%Y")
+        .to_string()
+        .parse::<i32>()
+        .ok()?;
+    (now_year.max(year)..=now_year + 1)
+        .map(|y| format!("{y:04}-{rest}"))
+        .find(|candidate| {
+            time::parse_local(candidate, resolved.zone.name(), now).is_ok_and(|r| r.instant > now)
+        })
+}
+
+/// Refuses to tell a customer about a booking whose start has passed.
+pub(crate) fn not_past(booking: &Booking, now: DateTime<Utc>) -> Result<(), BookingError> {
+    if booking.start >= now - chrono::TimeDelta::minutes(PAST_GRACE_MINUTES) {
+        return Ok(());
+    }
+    Err(BookingError::Past {
+        field: "booking",
+        start: time::Moment::new(booking.start, booking.zone, now),
+        next_year: None,
+    })
+}
+
 fn resolve(when: &When, now: DateTime<Utc>) -> Result<time::Resolved, BookingError> {
     let result = match when {
         When::Local { local, zone } => time::parse_local(local, zone, now),
@@ -368,7 +417,7 @@ impl Bookings {
         actor: &Actor,
         customer: Option<String>,
         technician: Option<String>,
-        expected_count: u32,
+        expected_count: Option<u32>,
     ) -> Result<Vec<Booking>, BookingError> {
         if customer.is_none() && technician.is_none() {
             return Err(BookingError::invalid(
@@ -376,7 +425,7 @@ impl Bookings {
                 "name a `customer` or a `technician`; cancelling every booking of the workspace is not offered",
             ));
         }
-        if !(1..=25).contains(&expected_count) {
+        if expected_count.is_some_and(|n| !(1..=25).contains(&n)) {
             return Err(BookingError::invalid(
                 "expected_count",
                 "must be 1 to 25; cancel larger sets one filter at a time",
@@ -393,7 +442,9 @@ impl Bookings {
             .into_iter()
             .filter(|b| matches!(b.status, Status::Draft | Status::Confirmed))
             .collect();
-        if open.len() != expected_count as usize {
+        // Without an expected count the matches are listed and nothing is done: the caller
+        // states how many it means to cancel, having seen them.
+        if expected_count != Some(open.len() as u32) {
             return Err(BookingError::CountMismatch {
                 kind: "booking",
                 expected: expected_count,
@@ -439,7 +490,7 @@ impl Bookings {
         self.exists(actor, Kind::Customer, &new.customer).await?;
         self.exists(actor, Kind::Technician, &new.technician)
             .await?;
-        let start = resolve(&new.start, now)?;
+        let start = resolve_ahead(&new.start, now)?;
         let end = start
             .plus_minutes(new.duration_minutes)
             .map_err(|e| BookingError::Time {
@@ -545,7 +596,7 @@ impl Bookings {
             ));
         }
         if let Some(when) = start {
-            let resolved = resolve(&when, now)?;
+            let resolved = resolve_ahead(&when, now)?;
             booking.start = resolved.instant;
             booking.zone = resolved.zone;
         }
@@ -720,7 +771,7 @@ impl Bookings {
                 format!("must be 15 to {} minutes", time::MAX_DURATION_MINUTES),
             ));
         }
-        let resolved = resolve(&start, now)?;
+        let resolved = resolve_ahead(&start, now)?;
         booking.start = resolved.instant;
         booking.zone = resolved.zone;
         booking.end = time::end_after(booking.start, minutes).map_err(|e| BookingError::Time {

@@ -63,16 +63,28 @@ pub enum BookingError {
     },
     /// A batch's filter matches another number of records than the caller expected, so
     /// nothing is done: a batch never acts on more (or fewer) records than the caller saw.
-    #[error("the filter matches {found} open {kind}s, not {expected}; nothing was done")]
+    #[error("the filter matches {found} open {kind}s, not {}; nothing was done", .expected.map_or("an unstated number".to_owned(), |n| n.to_string()))]
     CountMismatch {
         /// `booking`.
         kind: &'static str,
-        /// How many the caller expected.
-        expected: u32,
+        /// How many the caller expected (`None`: it did not say).
+        expected: Option<u32>,
         /// How many match.
         found: usize,
         /// The public ids of the matches.
         matches: Vec<String>,
+    },
+    /// A booking's start lies in the past: it is not booked, moved there, or confirmed to a
+    /// customer (ADR 17).
+    #[error("{field} {} is in the past ({})", .start.local, .start.from_now)]
+    Past {
+        /// The field (`start`), or `booking` when a stored booking's start has passed.
+        field: &'static str,
+        /// The start, presented.
+        start: crate::time::Moment,
+        /// The same local time on the next date ahead with that month and day, when the
+        /// caller sent a local time (a mistyped year is the usual cause).
+        next_year: Option<String>,
     },
     /// A business rule refuses the change.
     #[error("{0}")]

@@ -148,7 +148,7 @@ pub enum TimeError {
 
     /// The local date-time could not be read.
     #[error(
-        "cannot read \"{text}\" as a local date-time; send YYYY-MM-DD HH:MM on a 24-hour clock (seconds optional, no offset), e.g. 2026-06-01 09:00, together with an IANA zone"
+        "cannot read \"{text}\" as a local date-time; send YYYY-MM-DD HH:MM on a 24-hour clock (seconds optional, no offset), e.g. 2030-06-03 09:00, together with an IANA zone"
     )]
     InvalidLocal {
         /// What was sent.
@@ -157,7 +157,7 @@ pub enum TimeError {
 
     /// The text with an offset could not be read.
     #[error(
-        "cannot read \"{text}\" as a time; send ISO 8601 with an offset, e.g. 2026-06-01T09:00:00+02:00 or 2026-06-01T07:00:00Z, or a local time like 2026-06-01 09:00 together with an IANA zone"
+        "cannot read \"{text}\" as a time; send ISO 8601 with an offset, e.g. 2030-06-03T09:00:00+02:00 or 2030-06-03T07:00:00Z, or a local time like 2030-06-03 09:00 together with an IANA zone"
     )]
     InvalidInstant {
         /// What was sent.
@@ -175,7 +175,7 @@ pub enum TimeError {
 
     /// A time without an offset arrived without a zone.
     #[error(
-        "\"{text}\" has no UTC offset and no time zone was given, so it names no instant; send the local time with an IANA zone (e.g. 2026-06-01 09:00 and zone Europe/Berlin) or ISO 8601 with an offset (e.g. 2026-06-01T09:00:00+02:00)"
+        "\"{text}\" has no UTC offset and no time zone was given, so it names no instant; send the local time with an IANA zone (e.g. 2030-06-03 09:00 and zone Europe/Berlin) or ISO 8601 with an offset (e.g. 2030-06-03T09:00:00+02:00)"
     )]
     MissingOffset {
         /// What was sent.

@@ -32,6 +32,7 @@ impl UseCases {
         now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
         let current = self.bookings.get(actor, id).await?;
+        crate::bookings::not_past(&current, now)?;
         let (customer, technician) = futures_util::future::join(
             self.customers.get(actor, &current.customer),
             self.technicians.get(actor, &current.technician),
@@ -88,7 +89,7 @@ impl UseCases {
         &self,
         actor: &Actor,
         (customer, technician): (Option<String>, Option<String>),
-        expected_count: u32,
+        expected_count: Option<u32>,
     ) -> Result<Vec<Change<Booking>>, BookingError> {
         let open = self
             .bookings

@@ -117,6 +117,7 @@ pub(crate) async fn load(
                 "The server could not reach its store",
                 "Try the same call again in a few seconds",
             )
+            .detail("retry_after_seconds", 5)
         })?,
     };
     check(item.and_then(|i| read_pending(token, &i)), caller, summary)
@@ -262,6 +263,7 @@ pub(crate) fn check(
             "This confirm_token is unknown or has expired",
             "Prepare the action again to get a new preview",
         )
+        .handover("The approval this names is unknown or expired, so nothing was done; ask the user whether the action is still wanted, and prepare it again if so")
     };
     // A foreign connection's token is answered like an unknown one: it names nothing.
     let pending = pending
@@ -275,6 +277,7 @@ pub(crate) fn check(
                 "This action was already confirmed and executed",
                 "Do not confirm it again",
             )
+            .handover("It is done already: tell the user it was executed; there is nothing left to confirm or reject")
             .detail("status", "used"));
         }
         "rejected" => {
@@ -283,6 +286,7 @@ pub(crate) fn check(
                 "This action was rejected",
                 "Prepare it again if it is still wanted",
             )
+            .handover("The user declined this action, so it was not done; prepare it again only if they ask for it")
             .detail("status", "rejected"));
         }
         _ => {
@@ -291,6 +295,7 @@ pub(crate) fn check(
                 "This preview is no longer valid",
                 "Use the newer preview's confirm_token",
             )
+            .handover("A newer preview replaced this one: show the user that preview's summary and confirm with its confirm_token if they approve")
             .detail("status", pending.status.clone()));
         }
     }
@@ -302,6 +307,8 @@ pub(crate) fn check(
                 "The confirm_summary differs from the summary of the preview",
                 "Send the confirm_summary exactly as the preview gave it, after the user approved that text",
             )
+            // Not a next call: the summary is what the user approves, so it comes from them.
+            .handover("Show the user the preview's summary (expected_summary); confirm with that exact text only after they approve it")
             .detail("expected_summary", pending.summary.clone()));
     }
     Ok(pending)
@@ -316,8 +323,8 @@ pub(crate) fn tools() -> [crate::ToolSpec; 2] {
     ]
 }
 
-/// Turns a preview into one a person approves in the product: the summary says so and the
-/// next steps give the link.
+/// Turns a preview into one a person approves in the product: the summary says so, the
+/// handover gives the link, and the next step is the rejection.
 pub(crate) fn approve_in_product(preview: &mut Value, pending: &Pending, url: &str) {
     let Value::Object(obj) = preview else { return };
     obj.insert(
@@ -329,14 +336,17 @@ pub(crate) fn approve_in_product(preview: &mut Value, pending: &Pending, url: &s
     );
     obj.insert("approval_url".into(), json!(url));
     obj.insert(
+        "handover".into(),
+        json!(format!(
+            "Give the user this link to approve it in the product: {url}"
+        )),
+    );
+    obj.insert(
         "next_steps".into(),
-        json!([
-            format!("Give the user this link to approve it in the product: {url}"),
-            format!(
-                "If the user declines: {REJECT_ACTION} {}",
-                json!({"confirm_token": pending.token})
-            ),
-        ]),
+        json!([format!(
+            "If the user declines: {REJECT_ACTION} {}",
+            json!({"confirm_token": pending.token})
+        )]),
     );
 }
 

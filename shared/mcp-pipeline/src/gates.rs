@@ -219,6 +219,7 @@ fn unavailable(e: &StoreError) -> ToolError {
         "The server could not reach its store",
         "Try the same call again in a few seconds",
     )
+    .detail("retry_after_seconds", 5)
 }
 
 /// A replay record as read back.
@@ -268,6 +269,7 @@ pub(crate) fn key_reused(
         format!("The idempotency_key {key:?} was used before with different arguments (they differ in {names})"),
         "Send the same arguments with this key, or use a new idempotency_key for a different change",
     )
+    .handover("The key names an earlier change with other arguments; if the user wants this as a further change, send it with a new idempotency_key")
     .detail("differs_in", fields.iter().map(|f| Value::String((*f).clone())).collect::<Vec<_>>())
 }
 
@@ -688,6 +690,7 @@ pub(crate) fn brake_error(tool: &str) -> ToolError {
         format!("This exact {tool} call has failed {BRAKE_AFTER_FAILURES} times in a row"),
         "Stop and ask the user how to proceed instead of repeating it; a changed call is not braked",
     )
+    .handover("The same call keeps failing: ask the user how to proceed")
     .detail("loop_brake", true)
 }
 
@@ -819,6 +822,7 @@ fn in_progress() -> ToolError {
         "An identical call is being processed right now",
         "Wait a second and send the same call again; it will return that call's result",
     )
+    .detail("retry_after_seconds", 1)
     .detail("retryable", true)
 }
 

@@ -91,6 +91,10 @@ fn too_long(path: &str, text: &str, length: usize, limit: u64) -> ToolError {
         ),
         format!("Send `{path}` with at most {limit} characters"),
     )
+    // Cutting the text is the user's choice: what to leave out changes what it says.
+    .handover(format!(
+        "`{path}` is too long; ask the user for a text of at most {limit} characters"
+    ))
     .detail("field", path)
     .detail("max_length", limit)
 }

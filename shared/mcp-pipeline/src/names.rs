@@ -7,6 +7,7 @@
 
 use futures_util::future::BoxFuture;
 
+use crate::outcome::Choice;
 use crate::{Caller, ErrorKind, ToolError};
 
 /// A record a name matched.
@@ -31,8 +32,15 @@ pub trait NameResolver: std::fmt::Debug + Send + Sync {
     ) -> BoxFuture<'a, Result<Option<Vec<Named>>, ToolError>>;
 
     /// The call that searches records of kind `noun` for `name` (the hint when nothing has
-    /// exactly that name).
+    /// exactly that name); with an empty `name`, the call that lists that kind.
     fn search_call(&self, noun: &str, name: &str) -> Option<String>;
+
+    /// The call that reads the record `handle` of kind `noun`, with its current version
+    /// (the hint when a version is missing or stale).
+    fn read_call(&self, noun: &str, handle: &str) -> Option<String> {
+        let _ = (noun, handle);
+        None
+    }
 }
 
 /// At most this many candidates are offered when a name is not unique.
@@ -88,7 +96,7 @@ pub(crate) fn resolved(
                 .take(MAX_CANDIDATES)
                 .map(|n| serde_json::json!({"handle": n.handle, "label": n.label}))
                 .collect();
-            Err(ToolError::new(
+            let mut error = ToolError::new(
                 ErrorKind::Validation,
                 format!(
                     "{} {noun}s are named exactly \"{name}\"; nothing was done",
@@ -96,8 +104,13 @@ pub(crate) fn resolved(
                 ),
                 format!("Ask the user which {noun} they mean, then call again with its handle in `{field}`"),
             )
+            .handover(format!("Ask the user which {noun} named \"{name}\" they mean; each option is the call for one of them"))
             .detail("field", field)
-            .detail("candidates", candidates))
+            .detail("candidates", candidates);
+            for n in several.iter().take(MAX_CANDIDATES) {
+                error = error.option(Choice::set(n.label.clone(), field, n.handle.clone()));
+            }
+            Err(error)
         }
     }
 }

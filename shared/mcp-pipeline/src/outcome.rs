@@ -61,10 +61,47 @@ pub struct ToolError {
     pub message: String,
     /// How to fix it.
     pub fix: String,
-    /// The call to make next, if there is one.
-    pub next_call: Option<String>,
     /// Extra machine-readable details (merged into the JSON line).
     pub details: Map<String, Value>,
+    /// The way on (ADR 18), boxed: most errors are built and dropped on hot paths.
+    pub(crate) hints: Option<Box<Hints>>,
+}
+
+/// An error's way on: the next call, a handover to the user, the choices.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Hints {
+    /// The call to make next, written out.
+    pub(crate) next_call: Option<String>,
+    /// The same call again with these arguments changed (`null` removes one): the next
+    /// call when `next_call` is not set. The pipeline writes it out, since only it knows
+    /// the call.
+    pub(crate) retry_with: Option<Map<String, Value>>,
+    /// What to tell or ask the user, and why, when the model cannot go on alone.
+    pub(crate) handover: Option<String>,
+    /// The choices the user decides between, each as the same call with some arguments
+    /// changed: written out by the pipeline as `options: [{label, call}]`.
+    pub(crate) options: Vec<Choice>,
+}
+
+/// One choice of an error's `options`: a label for the user and the arguments that change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    /// What the user is choosing, in their words (`03:30 +02:00, after the gap`).
+    pub label: String,
+    /// The arguments that differ from the failed call (`null` removes one).
+    pub patch: Map<String, Value>,
+}
+
+impl Choice {
+    /// The choice `label`: the failed call with `field` set to `value`.
+    pub fn set(label: impl Into<String>, field: &str, value: impl Into<Value>) -> Self {
+        let mut patch = Map::new();
+        patch.insert(field.to_owned(), value.into());
+        Choice {
+            label: label.into(),
+            patch,
+        }
+    }
 }
 
 impl ToolError {
@@ -74,8 +111,8 @@ impl ToolError {
             kind,
             message: message.into(),
             fix: fix.into(),
-            next_call: None,
             details: Map::new(),
+            hints: None,
         }
     }
 
@@ -86,8 +123,50 @@ impl ToolError {
 
     /// Names the next call.
     pub fn next_call(mut self, call: impl Into<String>) -> Self {
-        self.next_call = Some(call.into());
+        self.hints_mut().next_call = Some(call.into());
         self
+    }
+
+    /// Names the same call with `field` set to `value` as the next call.
+    pub fn retry_with(mut self, field: &str, value: impl Into<Value>) -> Self {
+        self.hints_mut()
+            .retry_with
+            .get_or_insert_with(Map::new)
+            .insert(field.to_owned(), value.into());
+        self
+    }
+
+    /// Hands over to the user: what to tell or ask them, and why.
+    pub fn handover(mut self, text: impl Into<String>) -> Self {
+        self.hints_mut().handover = Some(text.into());
+        self
+    }
+
+    /// Adds a choice for the user (see [`Choice`]).
+    pub fn option(mut self, choice: Choice) -> Self {
+        self.hints_mut().options.push(choice);
+        self
+    }
+
+    /// Whether the error leads on: a next call (named or to be written out) or a handover.
+    pub fn leads_on(&self) -> bool {
+        self.hints.as_ref().is_some_and(|h| {
+            h.next_call.is_some() || h.retry_with.is_some() || h.handover.is_some()
+        })
+    }
+
+    /// The next call, when it is written out already.
+    pub fn next_call_text(&self) -> Option<&str> {
+        self.hints.as_ref()?.next_call.as_deref()
+    }
+
+    /// What to tell or ask the user, if the error hands over.
+    pub fn handover_text(&self) -> Option<&str> {
+        self.hints.as_ref()?.handover.as_deref()
+    }
+
+    fn hints_mut(&mut self) -> &mut Hints {
+        self.hints.get_or_insert_with(Box::default)
     }
 
     /// Adds a detail.
@@ -115,8 +194,11 @@ impl ToolError {
         obj.insert("code".into(), self.kind_text().into());
         obj.insert("message".into(), self.message.clone().into());
         obj.insert("fix".into(), self.fix.clone().into());
-        if let Some(next) = &self.next_call {
-            obj.insert("next_call".into(), next.clone().into());
+        if let Some(next) = self.next_call_text() {
+            obj.insert("next_call".into(), next.into());
+        }
+        if let Some(handover) = self.handover_text() {
+            obj.insert("handover".into(), handover.into());
         }
         for (k, v) in &self.details {
             obj.entry(k.clone()).or_insert_with(|| v.clone());
@@ -127,8 +209,11 @@ impl ToolError {
     /// The headline text: `Error:` cause, fix and next call.
     pub fn headline(&self) -> String {
         let mut text = format!("Error: {} {}", sentence(&self.message), sentence(&self.fix));
-        if let Some(next) = &self.next_call {
+        if let Some(next) = self.next_call_text() {
             text.push_str(&format!(" Next call: {next}."));
+        }
+        if let Some(handover) = self.handover_text() {
+            text.push_str(&format!(" Tell the user: {}", sentence(handover)));
         }
         text
     }
@@ -153,6 +238,18 @@ pub struct ToolResult {
     pub error_headline: Option<String>,
     /// Extra content blocks after the text (images, links).
     pub extra_content: Vec<Value>,
+    /// An error's calls still to be written out from the failed call (see
+    /// [`ToolError::retry_with`] and [`ToolError::options`]).
+    pub(crate) unwritten: Option<Box<Unwritten>>,
+    /// The error this result was made from, until the pipeline has given it its way on.
+    pub(crate) source: Option<Box<ToolError>>,
+}
+
+/// An error's calls given as changes to the failed call.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Unwritten {
+    pub(crate) retry_with: Option<Map<String, Value>>,
+    pub(crate) options: Vec<Choice>,
 }
 
 impl ToolResult {
@@ -162,15 +259,28 @@ impl ToolResult {
             structured,
             error_headline: None,
             extra_content: Vec::new(),
+            unwritten: None,
+            source: None,
         }
     }
 
     /// An error result.
     pub fn error(error: &ToolError) -> Self {
+        let unwritten = error.hints.as_ref().and_then(|h| {
+            let retry_with = h.retry_with.clone().filter(|_| h.next_call.is_none());
+            (retry_with.is_some() || !h.options.is_empty()).then(|| {
+                Box::new(Unwritten {
+                    retry_with,
+                    options: h.options.clone(),
+                })
+            })
+        });
         ToolResult {
             structured: error.to_structured(),
             error_headline: Some(error.headline()),
             extra_content: Vec::new(),
+            unwritten,
+            source: Some(Box::new(error.clone())),
         }
     }
 

@@ -43,7 +43,7 @@ impl CallPlan {
             crate::args::normalize(&spec.input_schema, arguments.clone(), &spec.synonyms);
         let (mut args, warnings) = match normalized {
             Ok(n) => (Ok(n.args), n.warnings),
-            Err(e) => (Err(without_unknown(spec.name, e, arguments)), Vec::new()),
+            Err(e) => (Err(without_unknown(&spec, e, arguments)), Vec::new()),
         };
         let mut idempotency_key = None;
         if spec.effect == EffectClass::SilentWrite
@@ -126,16 +126,98 @@ impl CallPlan {
 }
 
 /// An unknown-argument error with the call to make instead: the same call without the
-/// arguments the tool does not take.
-fn without_unknown(tool: &str, error: ToolError, mut arguments: Map<String, Value>) -> ToolError {
+/// arguments the tool does not take. One unknown argument whose value fits exactly one
+/// argument the call left out (a required one first) is moved there: `{"id": "cus_..."}`
+/// to `get_customer` becomes `{"customer": "cus_..."}`. When the call still lacks a
+/// required argument, the user is asked instead.
+fn without_unknown(
+    spec: &ToolSpec,
+    error: ToolError,
+    mut arguments: Map<String, Value>,
+) -> ToolError {
     let Some(Value::Array(unknown)) = error.details.get("unknown") else {
         return error;
     };
-    for name in unknown.iter().filter_map(Value::as_str) {
-        arguments.remove(name);
+    let unknown: Vec<String> = unknown
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    let mut moved = Vec::new();
+    for name in &unknown {
+        let value = arguments.remove(name);
+        if let (Some(value), [_]) = (value, unknown.as_slice())
+            && let Some(target) = left_out_fitting(&spec.input_schema, &arguments, &value)
+        {
+            moved.push(format!("`{name}` as `{target}`"));
+            arguments.insert(target, value);
+        }
     }
-    let call = format!("{tool} {}", Value::Object(arguments));
-    error.next_call(call)
+    let missing = missing_required(&spec.input_schema, &arguments);
+    if !missing.is_empty() {
+        return error.handover(format!(
+            "The call also needs {}; ask the user for what the conversation does not say",
+            missing.join(", ")
+        ));
+    }
+    let error = match moved.as_slice() {
+        [] => error,
+        _ => error.detail("moved", moved.join(", ")),
+    };
+    error.next_call(format!("{} {}", spec.name, Value::Object(arguments)))
+}
+
+/// The one argument `value` could stand for: not sent, of the value's JSON type, a
+/// required one if any is missing.
+fn left_out_fitting(schema: &Value, sent: &Map<String, Value>, value: &Value) -> Option<String> {
+    let props = schema.get("properties")?.as_object()?;
+    let fits = |p: &Value| {
+        let p = crate::schema::resolve(schema, p);
+        let types = match p.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => p
+                .get("anyOf")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|o| crate::schema::resolve(schema, o).get("type")?.as_str())
+                .collect(),
+        };
+        match value {
+            Value::String(_) => types.contains(&"string") && p.get("enum").is_none(),
+            Value::Number(_) => types.contains(&"integer") || types.contains(&"number"),
+            Value::Bool(_) => types.contains(&"boolean"),
+            _ => false,
+        }
+    };
+    let open: Vec<&String> = props
+        .iter()
+        .filter(|(name, p)| {
+            !sent.contains_key(*name) && *name != crate::gates::IDEMPOTENCY_KEY && fits(p)
+        })
+        .map(|(name, _)| name)
+        .collect();
+    let required = missing_required(schema, sent);
+    let required_open: Vec<&&String> = open.iter().filter(|n| required.contains(n)).collect();
+    match (required_open.as_slice(), open.as_slice()) {
+        ([one], _) => Some((**one).clone()),
+        ([], [one]) => Some((*one).clone()),
+        _ => None,
+    }
+}
+
+/// The required arguments `sent` lacks.
+fn missing_required(schema: &Value, sent: &Map<String, Value>) -> Vec<String> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|r| !sent.contains_key(*r))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// `keys` without repeats, in first-seen order (a batch read refuses a key asked twice).

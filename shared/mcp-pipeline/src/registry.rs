@@ -147,13 +147,15 @@ fn schema_value<T: schemars::JsonSchema>() -> Value {
 fn error_schema() -> Value {
     json!({
         "type": "object",
-        "description": "An error result: `error` is true; `code` is stable; `message`, `fix` and `next_call` say what to do.",
+        "description": "An error result: `error` is true; `code` is stable; `message` and `fix` say what went wrong; `next_call` is the call that fixes it, or `handover` says what to tell or ask the user (with `options`, the calls to choose from).",
         "properties": {
             "error": {"const": true},
             "code": {"type": "string", "enum": ["validation", "forbidden", "not_found", "conflict", "rate_limited", "rejected", "internal"]},
             "message": {"type": "string"},
             "fix": {"type": "string"},
-            "next_call": {"type": "string"}
+            "next_call": {"type": "string", "description": "The call to make next, exactly as written."},
+            "handover": {"type": "string", "description": "What to tell or ask the user, and why, when the model cannot go on alone."},
+            "options": {"type": "array", "description": "The choices the user decides between, each with its exact call.", "items": {"type": "object", "properties": {"label": {"type": "string"}, "call": {"type": "string"}}, "required": ["label", "call"]}}
         },
         "required": ["error", "code", "message", "fix"]
     })
@@ -220,6 +222,7 @@ fn add_preview_branch(root: &mut Value) {
             "if_confirmed": {"type": "object", "description": "What the tool would return once executed; nothing of it has happened yet."},
             "expires_in_seconds": {"type": "integer"},
             "approval_url": {"type": "string", "description": "Present when a person approves this action in the product; give it to the user."},
+            "handover": {"type": "string", "description": "What to tell the user (with approval_url: where they approve it)."},
             "warnings": {"type": "array", "items": {"type": "string"}},
             "next_steps": {"type": "array", "items": {"type": "string"}}
         },
@@ -238,7 +241,13 @@ fn handle_fields(input_schema: &Value) -> Vec<(String, String)> {
     props
         .iter()
         .filter_map(|(field, p)| {
-            let reference = p.get("$ref").and_then(Value::as_str)?;
+            // `Option<Handle>` is `anyOf: [{$ref}, {type: null}]`.
+            let reference = p.get("$ref").and_then(Value::as_str).or_else(|| {
+                p.get("anyOf")?
+                    .as_array()?
+                    .iter()
+                    .find_map(|o| o.get("$ref")?.as_str())
+            })?;
             let noun = reference.strip_prefix("#/$defs/")?.strip_suffix("Handle")?;
             Some((field.clone(), noun.replace('_', " ")))
         })

@@ -119,7 +119,7 @@ async fn a_declined_approval_does_nothing(n: Notes) {
         .to_owned();
     assert!(url.ends_with(charge.structured()["confirm_token"].as_str().unwrap()));
     assert!(
-        charge.structured()["next_steps"][0]
+        charge.structured()["handover"]
             .as_str()
             .unwrap()
             .contains(&url)

@@ -282,5 +282,6 @@ fn deadline_error(spec: &crate::ToolSpec) -> ToolError {
         ),
         "Try again later, or narrow the request",
     )
+    .detail("retry_after_seconds", 30)
     .detail("deadline_seconds", spec.deadline.as_secs())
 }

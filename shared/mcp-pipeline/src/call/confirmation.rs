@@ -98,6 +98,7 @@ impl Call<'_> {
                 "The prepared tool no longer exists",
                 "Prepare the action again",
             )
+            .handover("The server no longer offers the prepared action, so nothing was done; tell the user")
             .into());
         };
         if let Some(refusal) = self.approval_in_product_needed(&pending, &approver) {
@@ -153,6 +154,9 @@ impl Call<'_> {
                 why,
                 format!("Give the user the approval link: {url}"),
             )
+            .handover(format!(
+                "A person approves this in the product: give the user the approval link {url}"
+            ))
             .detail("approval_url", url)
             .detail("approval_mode", "product"),
         )
@@ -327,6 +331,7 @@ impl<'a> Call<'a> {
                 "Deciding a prepared action needs an authenticated connection",
                 "Call it through a connection",
             )
+            .handover("This client is not signed in to a workspace; the user connects it with an MCP token")
             .into());
         };
         Ok((&self.server.config().gates, caller))

@@ -109,6 +109,7 @@ impl Call<'_> {
                 "This tool prepares actions for a person to confirm, which needs an authenticated connection",
                 "Call it through a connection",
             )
+            .handover("This client is not signed in to a workspace; the user connects it with an MCP token")
             .into());
         };
         if let Some(token) = self.elicited_token() {
@@ -295,6 +296,7 @@ impl Call<'_> {
                     "This action was already confirmed, rejected or replaced",
                     "Do not confirm it again",
                 )
+                .handover("It was decided already: tell the user; read the record to see its state")
             })),
         });
         let audit = Audited {
@@ -347,4 +349,5 @@ impl<'a> Audited<'a> {
 
 pub(crate) fn no_longer_pending(fix: &str) -> ToolError {
     ToolError::new(ErrorKind::Conflict, "This action is no longer pending", fix)
+        .handover("It was decided or replaced meanwhile: tell the user, and prepare it again only if they still want it")
 }

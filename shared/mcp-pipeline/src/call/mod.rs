@@ -4,6 +4,7 @@
 mod body;
 mod confirmation;
 mod finish;
+mod fixes;
 mod hints;
 mod names;
 
@@ -90,6 +91,11 @@ impl<'a> Call<'a> {
     pub(crate) async fn run(mut self) -> (Result<ToolResult, Interrupt>, Notifications) {
         let ended = match self.stages().await {
             Ok(mut result) | Err(Exit::Answer(mut result)) => {
+                if let Some(error) = result.source.take() {
+                    result = ToolResult::error(&self.lead_on(*error));
+                    result.source = None;
+                }
+                self.write_out_calls(&mut result);
                 self.fit_hints(&mut result);
                 Ok(result)
             }
@@ -186,6 +192,7 @@ impl<'a> Call<'a> {
                         refusal.reason,
                         "This call is not allowed as made; do not retry it unchanged",
                     )
+                    .handover("The server refused this call as made; tell the user why")
                     .detail("type", "FORBIDDEN")
                     .detail("guard", guard.name())
                     .into());
@@ -322,6 +329,7 @@ pub(crate) fn hidden_error(tool: &str, hidden: &crate::Hidden) -> ToolError {
             format!("The tool {tool} is not in this connection's {} toolset (it is in {})", has.as_str(), needs.as_str()),
             "Use the tools this connection lists, or ask the person who manages connections for one with a larger toolset",
         )
+        .handover(format!("This connection cannot call {tool}; the user can do it in the product, or connect with the {} toolset", needs.as_str()))
         .detail("hidden_by", "toolset")
         .detail("toolset", has.as_str()),
         crate::Hidden::Rights(missing) => ToolError::new(
@@ -329,6 +337,7 @@ pub(crate) fn hidden_error(tool: &str, hidden: &crate::Hidden) -> ToolError {
             format!("The tool {tool} needs the right {} which this connection does not have now", missing.join(", ")),
             "Ask a person with that right to do this, or to grant the right to the member who created this connection",
         )
+        .handover(format!("This connection lacks the right {}; someone who has it can do this, or grant it", missing.join(", ")))
         .detail("hidden_by", "rights")
         .detail("missing_rights", missing.clone()),
     }
@@ -341,5 +350,6 @@ pub(crate) fn internal_error(exec: &ExecutionContext, cause: &str) -> ToolError 
         format!("The server failed while running {} (request {})", exec.tool_name, exec.request_id),
         "Nothing suggests your arguments were wrong; try again later, and quote the request id if it keeps failing",
     )
+    .handover(format!("The server failed (request {}); if it keeps failing, the user reports that request id to whoever runs gatehouse", exec.request_id))
     .detail("request_id", exec.request_id.clone())
 }

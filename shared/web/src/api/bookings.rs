@@ -114,7 +114,7 @@ async fn cancel_many(r: &Route<'_>) -> Answer {
     );
     let changes = web
         .use_cases()
-        .cancel_bookings(actor, filter, expected)
+        .cancel_bookings(actor, filter, Some(expected))
         .await
         .map_err(error)?;
     // One transaction: a batch is never half done.

@@ -61,6 +61,10 @@ pub(crate) fn error(e: booking::BookingError) -> WebResponse {
             StatusCode::UNPROCESSABLE_ENTITY,
             json!({"error": "rejected", "reason": e.to_string(), "matches": matches}),
         ),
+        E::Past { field, start, .. } => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({"error": "rejected", "field": field, "reason": e.to_string(), "start": start}),
+        ),
         E::Rejected(reason) => (
             StatusCode::UNPROCESSABLE_ENTITY,
             json!({"error": "rejected", "reason": reason}),
