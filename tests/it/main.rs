@@ -12,6 +12,7 @@ mod browser;
 mod claims;
 mod endpoint;
 mod gates;
+mod hint_follower;
 mod identity_contract;
 mod infra;
 mod keys;

@@ -6,6 +6,8 @@ use std::collections::BTreeSet;
 
 use mcp_pipeline::Toolset;
 
+pub(crate) mod dates;
+pub(crate) mod hint_follower;
 pub(crate) mod notes;
 pub(crate) mod probe_tools;
 pub(crate) mod receiver;
