@@ -93,6 +93,7 @@ impl Tool for ListRecentChanges {
                 "No connection is bound to this request",
                 "Call through an authenticated connection",
             )
+            .handover("The client is not connected to a workspace; the user connects it with an MCP token")
             .into());
         };
         let limit = input.limit.unwrap_or(20);
@@ -101,6 +102,7 @@ impl Tool for ListRecentChanges {
                 format!("`limit` must be 1 to 50, not {limit}"),
                 "Send a limit between 1 and 50",
             )
+            .retry_with("limit", limit.clamp(1, 50))
             .into());
         }
         let connection = match input.scope {

@@ -20,6 +20,9 @@ impl CommitHooks for McpCommitHooks {
                 "Agent access was switched off while this call ran; nothing was written",
                 "Stop and tell the user; an administrator has paused agent access",
             )
+            .handover(
+                "An administrator paused agent access for this workspace; nothing was written",
+            )
             .detail("switched_off", true)
         };
         let mut ops: Vec<(TransactOp, ToolError)> = switch::write_guards(&caller.tenant)
@@ -43,7 +46,8 @@ impl CommitHooks for McpCommitHooks {
             ErrorKind::Conflict,
             "The change could not be recorded",
             "Send the same call again",
-        );
+        )
+        .detail("retry_after_seconds", 1);
         ops.push((audit.op_keyed(call.request_id), retry));
         ops
     }

@@ -116,7 +116,8 @@ impl ToolCall {
 }
 
 /// Checks that a `CallToolResult` carries its structured content as text: the whole text
-/// of a success, the last line of an error (which starts with `Error:`).
+/// of a success, the last line of an error (which starts with `Error:`); and that an error
+/// leads on (a `next_call`, a `retry_after_seconds` or a `handover`).
 pub fn assert_text_matches_structured(result: &Value) {
     if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
         return;
@@ -142,6 +143,16 @@ pub fn assert_text_matches_structured(result: &Value) {
             last,
             structured.to_string(),
             "the error's last line is not the serialized structuredContent"
+        );
+        // ADR 18: every error leads on.
+        let leads_on = structured.get("next_call").is_some_and(Value::is_string)
+            || structured.get("handover").is_some_and(Value::is_string)
+            || structured
+                .get("retry_after_seconds")
+                .is_some_and(Value::is_number);
+        assert!(
+            leads_on,
+            "an error without a next_call, a retry_after_seconds or a handover: {text}"
         );
     } else {
         assert_eq!(

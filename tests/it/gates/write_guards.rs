@@ -26,10 +26,10 @@ async fn a_second_create_with_the_same_key_names_the_first(n: Notes) {
     assert_eq!(second.structured()["code"], "conflict");
     assert_eq!(second.structured()["existing"], handle.as_str());
     assert!(
-        second.structured()["next_call"]
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("update_note {{\"note\": \"{handle}\""))
+        second.structured()["next_call"].as_str().unwrap()
+            == format!("get_note {{\"note\": \"{handle}\"}}"),
+        "the existing note's read, with its version: {}",
+        second.text()
     );
     assert_eq!(n.notes().await.len(), 1, "one row");
     let no_reason = c

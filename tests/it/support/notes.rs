@@ -140,7 +140,11 @@ async fn load_note(
         .get(&note_key(tenant, note.id()))
         .await
         .map_err(|e| CallError::Other(Box::new(e)))?
-        .ok_or_else(|| ToolError::new(ErrorKind::NotFound, format!("No note {note}"), next).into())
+        .ok_or_else(|| {
+            ToolError::new(ErrorKind::NotFound, format!("No note {note}"), next)
+                .handover("Ask the user which note they mean")
+                .into()
+        })
 }
 
 fn tenant_of(ctx: &ToolContext) -> Result<String, CallError> {
@@ -148,7 +152,11 @@ fn tenant_of(ctx: &ToolContext) -> Result<String, CallError> {
         .caller
         .as_ref()
         .map(|c| c.tenant.clone())
-        .ok_or_else(|| ToolError::new(ErrorKind::Forbidden, "No connection", "Authenticate").into())
+        .ok_or_else(|| {
+            ToolError::new(ErrorKind::Forbidden, "No connection", "Authenticate")
+                .handover("The client is not connected to a workspace")
+                .into()
+        })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -189,6 +197,7 @@ impl Tool for CreateNote {
                 "`separate` needs a `reason`",
                 "Say why a second note with this title is needed",
             )
+            .handover("Ask the user why a second note with this title is needed")
             .into());
         }
         let id = Handle::<NoteKind>::generate();
@@ -202,11 +211,16 @@ impl Tool for CreateNote {
         );
         if !separate {
             let title = input.title.clone();
-            ctx.writes.claim(title_key(&tenant, &input.title), &handle, move |holder| {
-                ToolError::new(ErrorKind::Conflict, format!("A note titled {title:?} exists already: {holder}"), "Change that note instead, or create a separate one with a reason")
-                    .next_call(format!("update_note {{\"note\": \"{holder}\", \"version\": \"...\", \"body\": \"...\"}}"))
+            ctx.writes
+                .claim(title_key(&tenant, &input.title), &handle, move |holder| {
+                    ToolError::new(
+                        ErrorKind::Conflict,
+                        format!("A note titled {title:?} exists already: {holder}"),
+                        "Change that note instead, or create a separate one with a reason",
+                    )
+                    .next_call(format!("get_note {{\"note\": \"{holder}\"}}"))
                     .detail("existing", holder)
-            });
+                });
         }
         ctx.writes.touch(handle.clone());
         let note = NoteView {
@@ -262,6 +276,7 @@ impl Tool for UpdateNote {
                 format!("No note {}", input.note),
                 "Find the note first",
             )
+            .handover("Ask the user which note they mean")
             .into());
         };
         let current = view(input.note.id(), &item);
@@ -271,6 +286,10 @@ impl Tool for UpdateNote {
                 "The note changed since you read it",
                 "Read the current state below and apply your change to it",
             )
+            .next_call(format!(
+                "get_note {}",
+                json!({"note": input.note.to_string()})
+            ))
             .detail("current", serde_json::to_value(&current).unwrap())
             .into());
         }
@@ -384,6 +403,7 @@ impl Tool for ArchiveNotes {
                 format!("The filter matches {} notes, not {}; nothing was archived", matches.len(), input.expected_count),
                 "Check the matches listed below, then send the right expected_count or a narrower filter",
             )
+            .handover("Show the user the matches and ask whether they mean all of them")
             .detail("matches", handles)
             .into());
         }
@@ -499,6 +519,7 @@ impl Tool for DeleteNote {
                 format!("No note {}", input.note),
                 "Find the note first",
             )
+            .handover("Ask the user which note they mean")
             .into());
         };
         let note = view(input.note.id(), &item);

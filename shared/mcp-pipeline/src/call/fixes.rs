@@ -83,7 +83,9 @@ impl Call<'_> {
                 .map(str::to_owned);
             return match self.search(&noun, sent.as_deref().unwrap_or_default()) {
                 Some(call) => error.next_call(call),
-                None => error,
+                None => error.handover(format!(
+                    "`{top}` takes a {noun} handle; ask the user which {noun} they mean"
+                )),
             };
         }
         let enums = self.enum_values(&top);
