@@ -61,7 +61,8 @@ bench_serve() {
     local dir=$1 port=$2
     shift 2
     mkdir -p "$dir"
-    GATEHOUSE_LOG=${GATEHOUSE_LOG:-warn} "$GATEHOUSE" --data-dir "$dir" serve --addr "127.0.0.1:$port" \
+    # BENCH_WRAP: a command to run the server under (peers.sh pins it to a core with taskset).
+    GATEHOUSE_LOG=${GATEHOUSE_LOG:-warn} ${BENCH_WRAP[@]+"${BENCH_WRAP[@]}"} "$GATEHOUSE" --data-dir "$dir" serve --addr "127.0.0.1:$port" \
         --rate-limit-scale "$BENCH_SCALE" --bench-tool "$@" >"$dir/serve-$port.log" 2>&1 &
     SERVE_PID=$!
     BENCH_PIDS+=("$SERVE_PID")

@@ -10,8 +10,10 @@
 #   typescript  the official TypeScript SDK (@modelcontextprotocol/sdk), stateless (a server and
 #               transport per request, no session id), enableJsonResponse, on node:http
 # each loaded by the same `loadgen` run (protocol 2025-06-18 without a handshake, as stateless
-# servers allow), one after another. Prints calls/s, p50, p99, errors, peak RSS (VmHWM) and
-# gatehouse's ratio to each; JSON lines in target/bench/peers.jsonl.
+# servers allow), one after another, the server pinned to core 0 and the load generator to core
+# 1 (when there are two). Prints calls/s, served calls/s (successful tool results), p50, p99,
+# errors, server CPU per call (utime + stime from /proc/<pid>/stat over the measured window),
+# peak RSS (VmHWM) and gatehouse's ratio to each; JSON lines in target/bench/peers.jsonl.
 #
 #   tests/bench/peers.sh [--quick] [--duration S] [--clients N] [--only "gatehouse rmcp ..."]
 #
@@ -106,40 +108,60 @@ OUT="$BENCH_OUT/peers.jsonl"
 : >"$OUT"
 echo "machine: $(bench_machine)" >&2
 failed=0
+# The server on core 0, the load generator on core 1: neither takes the other's CPU.
+SERVER_CPU=() LOAD_CPU=()
+if [[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then
+    SERVER_CPU=(taskset -c 0) LOAD_CPU=(taskset -c 1)
+fi
+WARMUP=3
+# CPU time (clock ticks, utime + stime) a process has used.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 for peer in $ONLY; do
     PORT=$(bench_free_port)
     TOKENS=()
     case $peer in
         gatehouse)
             bench_seed "$WORK/data"
+            BENCH_WRAP=("${SERVER_CPU[@]}")
             bench_serve "$WORK/data" "$PORT"
+            BENCH_WRAP=()
             bench_tokens "$WORK/data" "$CLIENTS" acme "$WORK/tokens.txt"
             TOKENS=(--token-file "$WORK/tokens.txt")
             PID=$SERVE_PID
             ;;
         rmcp)
-            "$BENCH_CACHE/rmcp-$RMCP_VERSION/target/release/rmcp-bench" "$PORT" >"$WORK/rmcp.log" 2>&1 &
+            "${SERVER_CPU[@]}" "$BENCH_CACHE/rmcp-$RMCP_VERSION/target/release/rmcp-bench" "$PORT" >"$WORK/rmcp.log" 2>&1 &
             PID=$!
             ;;
         python)
-            "$BENCH_CACHE/python-mcp-$PY_MCP_VERSION/bin/python" \
+            "${SERVER_CPU[@]}" "$BENCH_CACHE/python-mcp-$PY_MCP_VERSION/bin/python" \
                 "$BENCH_CACHE/python-mcp-$PY_MCP_VERSION/server.py" "$PORT" >"$WORK/python.log" 2>&1 &
             PID=$!
             ;;
         typescript)
-            (cd "$BENCH_CACHE/typescript-sdk-$TS_SDK_VERSION" && exec node server.mjs "$PORT") >"$WORK/ts.log" 2>&1 &
+            (cd "$BENCH_CACHE/typescript-sdk-$TS_SDK_VERSION" && exec "${SERVER_CPU[@]}" node server.mjs "$PORT") >"$WORK/ts.log" 2>&1 &
             PID=$!
             ;;
     esac
     BENCH_PIDS+=("$PID")
     bench_wait_port "$PORT" "$PID"
     bench_step "$peer: $CLIENTS clients, ${DURATION}s"
-    if RESULT=$("$LOADGEN" --url "http://127.0.0.1:$PORT/mcp" "${TOKENS[@]}" --clients "$CLIENTS" \
-        --duration "$DURATION" --warmup 2 --label "$peer" --tool bench_fixed_1kb \
+    # The measured window starts after the warm-up: sample the server's CPU then and at the end.
+    (sleep "$WARMUP"; cpu_ticks "$PID" >"$WORK/cpu-start") &
+    SAMPLER=$!
+    if RESULT=$("${LOAD_CPU[@]}" "$LOADGEN" --url "http://127.0.0.1:$PORT/mcp" "${TOKENS[@]}" --clients "$CLIENTS" \
+        --duration "$DURATION" --warmup "$WARMUP" --label "$peer" --tool bench_fixed_1kb \
         --expect "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"); then :; else failed=1; fi
+    CPU_END=$(cpu_ticks "$PID")
+    wait "$SAMPLER"
     HWM=$(bench_hwm_kb "$PID")
-    python3 -c 'import json,sys; r=json.loads(sys.argv[1]); r["vm_hwm_kb"]=int(sys.argv[2]); print(json.dumps(r))' \
-        "$RESULT" "$HWM" >>"$OUT"
+    python3 -c '
+import json, os, sys
+r = json.loads(sys.argv[1])
+r["vm_hwm_kb"] = int(sys.argv[2])
+ticks = int(sys.argv[4]) - int(open(sys.argv[3]).read())
+r["cpu_us_per_call"] = round(ticks / os.sysconf("SC_CLK_TCK") * 1e6 / max(r["calls"], 1), 1)
+print(json.dumps(r))' "$RESULT" "$HWM" "$WORK/cpu-start" "$CPU_END" >>"$OUT"
     bench_cleanup
 done
 rm -rf "$WORK"
@@ -149,15 +171,16 @@ import json, sys
 rows = {r["label"]: r for r in (json.loads(l) for l in open(sys.argv[1]) if l.strip())}
 versions = {"rmcp": sys.argv[2], "python": "mcp " + sys.argv[3], "typescript": sys.argv[4], "gatehouse": "this tree"}
 g = rows.get("gatehouse")
-print(f"{'server':<11} {'version':<10} {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} {'peak RSS':>9}  gatehouse vs it")
+print(f"{'server':<11} {'version':<10} {'calls/s':>8} {'served/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} {'CPU/call':>9} {'peak RSS':>9}  gatehouse vs it")
 for name, r in rows.items():
     l = r["latency_ms"]
     ratio = ""
     if g and name != "gatehouse":
-        ratio = (f"{g['calls_per_s'] / r['calls_per_s']:.2f}x calls/s, "
+        ratio = (f"{g['ok_per_s'] / max(r['ok_per_s'], 0.1):.2f}x served/s, "
+                 f"{g['cpu_us_per_call'] / max(r['cpu_us_per_call'], 0.1):.2f}x CPU/call, "
                  f"{g['latency_ms']['p99'] / l['p99']:.2f}x p99, "
                  f"{g['vm_hwm_kb'] / r['vm_hwm_kb']:.2f}x RSS")
-    print(f"{name:<11} {versions[name]:<10} {r['calls_per_s']:>8.0f} {l['p50']:>7.2f} {l['p99']:>7.2f} "
-          f"{r['errors']:>6} {r['vm_hwm_kb'] / 1024:>7.1f} MiB  {ratio}")
+    print(f"{name:<11} {versions[name]:<10} {r['calls_per_s']:>8.0f} {r['ok_per_s']:>8.0f} {l['p50']:>7.2f} {l['p99']:>7.2f} "
+          f"{r['errors']:>6} {r['cpu_us_per_call']:>6.0f} us {r['vm_hwm_kb'] / 1024:>7.1f} MiB  {ratio}")
 PY
 exit $failed

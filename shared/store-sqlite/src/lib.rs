@@ -1,9 +1,22 @@
-//! The embedded default backend: the whole store in one SQLite file.
+//! The embedded default backend: the whole store in one SQLite file, and gate state beside it.
 //!
-//! One table holds every item as JSON beside its key. Writes run on one connection inside
-//! `BEGIN IMMEDIATE`, so read-check-write is atomic within this process and against any other
-//! process opening the same file; reads use their own connections, which WAL lets run beside a
-//! writer. SQLite is blocking, so every call runs on tokio's blocking pool.
+//! One table holds every item as JSON beside its key. Items of gate-state partitions (rate
+//! buckets, concurrency slots, the loop brake: [`store::GATE_STATE_KINDS`]) live in a second
+//! file next to the first (`<name>-gates.db`) that is not synced on every commit, since losing
+//! them in a power cut is harmless; everything else is synced before a write is acknowledged
+//! (ADR 19). Every process that opens the same file opens the same gate file, so limits hold
+//! across processes.
+//!
+//! Writes go to one writer thread per file, which runs the transactions waiting together in
+//! one SQLite transaction (`BEGIN IMMEDIATE`, one savepoint each) and commits them with one
+//! sync (group commit): read-check-write stays atomic within this process and against any
+//! other process on the same files. A transaction that touches both files (rare: a
+//! confirmation with its per-object buckets) runs on a connection with both attached. Reads
+//! use their own connections, which WAL lets run beside a writer, and run where they are
+//! called: a read from SQLite's page cache takes microseconds, less than a hand-off to
+//! another thread would.
+
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -14,6 +27,7 @@ use store::{
     Delete, Invalid, Item, Key, Page, Put, Query, SortCondition, Store, StoreError, TransactOp,
     Update, Value,
 };
+use writer::Writer;
 
 /// Why the store file could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +37,13 @@ pub enum OpenError {
     Folder {
         /// The folder.
         path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The store's writer thread could not be started.
+    #[error("cannot start the store's writer thread")]
+    Thread {
         /// The cause.
         #[source]
         source: std::io::Error,
@@ -39,7 +60,7 @@ pub enum OpenError {
 }
 
 const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS items (
+CREATE TABLE IF NOT EXISTS main.items (
     pk TEXT NOT NULL,
     sk TEXT NOT NULL,
     -- Whole seconds of the item's expiry, only to let a sweep delete expired rows; whether an
@@ -50,7 +71,7 @@ CREATE TABLE IF NOT EXISTS items (
 ) WITHOUT ROWID;
 ";
 
-/// A store in one SQLite file.
+/// A store in one SQLite file (and its gate-state file).
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     inner: Arc<Inner>,
@@ -59,20 +80,90 @@ pub struct SqliteStore {
 #[derive(Debug)]
 struct Inner {
     path: PathBuf,
-    writer: Mutex<Connection>,
+    gates_path: PathBuf,
+    /// The data: synced on every commit.
+    durable: Writer,
+    /// Gate state: not synced on every commit.
+    gates: Writer,
+    /// Both files attached, for a transaction that touches both.
+    both: Mutex<Connection>,
+    /// Connections with both files attached, for reads.
     readers: Mutex<Vec<Connection>>,
     /// Decides which items have expired.
     clock: Arc<dyn outside::Clock>,
 }
 
-fn open_connection(path: &Path) -> Result<Connection, rusqlite::Error> {
+/// How a connection sees the two files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// One file: its table is `main.items`.
+    Single,
+    /// The data file with the gate file attached as `gates`.
+    Attached,
+}
+
+impl Layout {
+    /// The table that holds the items of partition `pk`.
+    fn table(self, pk: &str) -> &'static str {
+        match self {
+            Layout::Attached if store::is_gate_state(pk) => "gates.items",
+            _ => "main.items",
+        }
+    }
+}
+
+/// Which file a set of writes touches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Files {
+    Data,
+    Gates,
+    Both,
+}
+
+fn files_of<'k>(keys: impl IntoIterator<Item = &'k Key>) -> Files {
+    let (mut data, mut gates) = (false, false);
+    for key in keys {
+        if store::is_gate_state(&key.pk) {
+            gates = true;
+        } else {
+            data = true;
+        }
+    }
+    match (data, gates) {
+        (true, true) => Files::Both,
+        (false, true) => Files::Gates,
+        _ => Files::Data,
+    }
+}
+
+/// Opens one file. FULL syncs the log on every commit, so a write the store acknowledged
+/// survives a power cut, which the replay rules depend on; the gate file is OFF (ADR 19).
+fn open_connection(path: &Path, synced: bool) -> Result<Connection, rusqlite::Error> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
-    // WAL lets readers run beside the writer. FULL syncs the log on every commit: a write the
-    // store acknowledged survives a power cut, which the replay rules depend on.
     conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "synchronous", if synced { "FULL" } else { "OFF" })?;
     Ok(conn)
+}
+
+/// Opens the data file with the gate file attached as `gates`.
+fn open_attached(path: &Path, gates: &Path) -> Result<Connection, rusqlite::Error> {
+    let conn = open_connection(path, true)?;
+    conn.execute(
+        "ATTACH DATABASE ?1 AS gates",
+        params![gates.to_string_lossy()],
+    )?;
+    conn.pragma_update(Some("gates"), "journal_mode", "WAL")?;
+    conn.pragma_update(Some("gates"), "synchronous", "OFF")?;
+    Ok(conn)
+}
+
+/// The gate file that belongs to the data file `path`: `<stem>-gates.db` beside it.
+fn gates_path(path: &Path) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map_or_else(|| "store".into(), |s| s.to_string_lossy().into_owned());
+    path.with_file_name(format!("{stem}-gates.db"))
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -80,7 +171,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn unavailable(e: rusqlite::Error) -> StoreError {
+pub(crate) fn unavailable(e: rusqlite::Error) -> StoreError {
     match e {
         rusqlite::Error::SqliteFailure(code, _)
             if matches!(
@@ -110,10 +201,12 @@ fn expiry_column(item: &Item) -> Option<i64> {
     }
 }
 
-fn read_stored(conn: &Connection, key: &Key) -> Result<Option<Item>, StoreError> {
-    let mut stmt = conn
-        .prepare_cached("SELECT body FROM items WHERE pk = ?1 AND sk = ?2")
-        .map_err(unavailable)?;
+fn read_stored(conn: &Connection, layout: Layout, key: &Key) -> Result<Option<Item>, StoreError> {
+    let sql = format!(
+        "SELECT body FROM {} WHERE pk = ?1 AND sk = ?2",
+        layout.table(&key.pk)
+    );
+    let mut stmt = conn.prepare_cached(&sql).map_err(unavailable)?;
     let body: Option<String> = stmt
         .query_row(params![key.pk, key.sk], |row| row.get(0))
         .optional()
@@ -121,14 +214,19 @@ fn read_stored(conn: &Connection, key: &Key) -> Result<Option<Item>, StoreError>
     body.as_deref().map(decode).transpose()
 }
 
-fn write_effect(conn: &Connection, key: &Key, effect: &Effect) -> Result<(), StoreError> {
+fn write_effect(
+    conn: &Connection,
+    layout: Layout,
+    key: &Key,
+    effect: &Effect,
+) -> Result<(), StoreError> {
+    let table = layout.table(&key.pk);
     match effect {
         Effect::Store(item) => {
-            let mut stmt = conn
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4)",
-                )
-                .map_err(unavailable)?;
+            let sql = format!(
+                "INSERT OR REPLACE INTO {table} (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4)"
+            );
+            let mut stmt = conn.prepare_cached(&sql).map_err(unavailable)?;
             stmt.execute(params![
                 key.pk,
                 key.sk,
@@ -138,9 +236,8 @@ fn write_effect(conn: &Connection, key: &Key, effect: &Effect) -> Result<(), Sto
             .map_err(unavailable)?;
         }
         Effect::Remove => {
-            let mut stmt = conn
-                .prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")
-                .map_err(unavailable)?;
+            let sql = format!("DELETE FROM {table} WHERE pk = ?1 AND sk = ?2");
+            let mut stmt = conn.prepare_cached(&sql).map_err(unavailable)?;
             stmt.execute(params![key.pk, key.sk]).map_err(unavailable)?;
         }
         Effect::Keep => {}
@@ -169,7 +266,8 @@ fn sort_bounds(sort: Option<&SortCondition>) -> (Option<String>, Option<String>)
 }
 
 impl SqliteStore {
-    /// Opens (creating when needed) the store file at `path`, and its folder.
+    /// Opens (creating when needed) the store file at `path`, its gate file beside it, and
+    /// their folder.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
         let path = path.as_ref().to_path_buf();
         if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -178,16 +276,24 @@ impl SqliteStore {
                 source,
             })?;
         }
-        let sqlite = |source| OpenError::Sqlite {
-            path: path.clone(),
-            source,
+        let gates = gates_path(&path);
+        let sqlite = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| OpenError::Sqlite { path, source }
         };
-        let writer = open_connection(&path).map_err(sqlite)?;
-        writer.execute_batch(SCHEMA).map_err(sqlite)?;
+        let durable = open_connection(&path, true).map_err(sqlite(&path))?;
+        durable.execute_batch(SCHEMA).map_err(sqlite(&path))?;
+        let gate_writer = open_connection(&gates, false).map_err(sqlite(&gates))?;
+        gate_writer.execute_batch(SCHEMA).map_err(sqlite(&gates))?;
+        let both = open_attached(&path, &gates).map_err(sqlite(&path))?;
+        let thread = |source| OpenError::Thread { source };
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path: path.clone(),
-                writer: Mutex::new(writer),
+                gates_path: gates,
+                durable: Writer::start(durable, "data").map_err(thread)?,
+                gates: Writer::start(gate_writer, "gates").map_err(thread)?,
+                both: Mutex::new(both),
                 readers: Mutex::new(Vec::new()),
                 clock: Arc::new(outside::SystemClock),
             }),
@@ -202,70 +308,90 @@ impl SqliteStore {
         self
     }
 
-    /// The file this store lives in.
+    /// The file this store's data lives in.
     pub fn path(&self) -> &Path {
         &self.inner.path
     }
 
-    /// Deletes rows whose expiry passed more than a second ago. Never needed for correctness
-    /// (expired items are invisible); it only gives the space back.
+    /// The file beside it that holds gate state.
+    pub fn gates_path(&self) -> &Path {
+        &self.inner.gates_path
+    }
+
+    /// Deletes rows whose expiry passed more than a second ago, in both files. Never needed
+    /// for correctness (expired items are invisible); it only gives the space back.
     pub async fn sweep_expired(&self) -> Result<usize, StoreError> {
         let now = self.inner.clock.now();
-        self.write(move |conn| {
-            conn.execute("DELETE FROM items WHERE expires_at < ?1", params![now - 1])
-                .map_err(unavailable)
-        })
-        .await
+        let sweep = move |conn: &Connection| {
+            conn.execute(
+                "DELETE FROM main.items WHERE expires_at < ?1",
+                params![now - 1],
+            )
+            .map_err(unavailable)
+        };
+        let data = self.inner.durable.write(sweep).await?;
+        let gates = self.inner.gates.write(sweep).await?;
+        Ok(data + gates)
     }
 
-    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    /// Runs `f` on a reading connection (both files attached), here: see the module docs.
+    fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
-        T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError>,
     {
-        let inner = Arc::clone(&self.inner);
-        run_blocking(move || {
-            let pooled = lock(&inner.readers).pop();
-            let mut conn = match pooled {
-                Some(conn) => conn,
-                None => open_connection(&inner.path).map_err(unavailable)?,
-            };
-            let result = f(&mut conn);
-            lock(&inner.readers).push(conn);
-            result
-        })
-        .await
+        let inner = &self.inner;
+        let pooled = lock(&inner.readers).pop();
+        let mut conn = match pooled {
+            Some(conn) => conn,
+            None => open_attached(&inner.path, &inner.gates_path).map_err(unavailable)?,
+        };
+        let result = f(&mut conn);
+        lock(&inner.readers).push(conn);
+        result
     }
 
-    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    /// Runs `f` as one transaction on the file(s) `files`, with the layout it sees them in.
+    async fn write<T, F>(&self, files: Files, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&Connection, Layout) -> Result<T, StoreError> + Send + 'static,
     {
-        let inner = Arc::clone(&self.inner);
-        run_blocking(move || {
-            let mut conn = lock(&inner.writer);
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(unavailable)?;
-            // Dropping `tx` on an error rolls back, so a failed condition writes nothing.
-            let value = f(&tx)?;
-            tx.commit().map_err(unavailable)?;
-            Ok(value)
-        })
-        .await
+        match files {
+            Files::Data => {
+                self.inner
+                    .durable
+                    .write(move |c| f(c, Layout::Single))
+                    .await
+            }
+            Files::Gates => self.inner.gates.write(move |c| f(c, Layout::Single)).await,
+            Files::Both => {
+                let inner = Arc::clone(&self.inner);
+                run_blocking(move || {
+                    let mut conn = lock(&inner.both);
+                    let tx = conn
+                        .transaction_with_behavior(TransactionBehavior::Immediate)
+                        .map_err(unavailable)?;
+                    // Dropping `tx` on an error rolls back, so a failed condition writes nothing.
+                    let value = f(&tx, Layout::Attached)?;
+                    tx.commit().map_err(unavailable)?;
+                    Ok(value)
+                })
+                .await
+            }
+        }
     }
 
     async fn write_one(&self, op: TransactOp) -> Result<Option<Item>, StoreError> {
         let now = self.inner.clock.now();
         engine::validate_op(&op)?;
-        self.write(move |conn| {
-            let stored = read_stored(conn, op.key())?;
+        let files = files_of([op.key()]);
+        self.write(files, move |conn, layout| {
+            let stored = read_stored(conn, layout, op.key())?;
             let old = stored.as_ref().filter(|i| engine::is_live(i, now)).cloned();
             match engine::plan(&op, stored.as_ref(), now)? {
                 Err(Failed { old }) => Err(StoreError::ConditionFailed { old }),
                 Ok(effect) => {
-                    write_effect(conn, op.key(), &effect)?;
+                    write_effect(conn, layout, op.key(), &effect)?;
                     Ok(match effect {
                         Effect::Store(item) => Some(item),
                         Effect::Remove | Effect::Keep => old,
@@ -292,26 +418,26 @@ impl Store for SqliteStore {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         let now = self.inner.clock.now();
         engine::validate_key(key)?;
-        let key = key.clone();
-        self.read(move |conn| Ok(read_stored(conn, &key)?.filter(|i| engine::is_live(i, now))))
-            .await
+        self.read(|conn| {
+            Ok(read_stored(conn, Layout::Attached, key)?.filter(|i| engine::is_live(i, now)))
+        })
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
         let now = self.inner.clock.now();
         engine::validate_batch(keys)?;
-        let keys = keys.to_vec();
-        self.read(move |conn| {
-            // One read transaction, so the answer is one snapshot.
+        self.read(|conn| {
+            // One read transaction, so the answer is one snapshot of each file.
             let tx = conn.transaction().map_err(unavailable)?;
             let items = keys
                 .iter()
-                .map(|k| Ok(read_stored(&tx, k)?.filter(|i| engine::is_live(i, now))))
+                .map(|k| {
+                    Ok(read_stored(&tx, Layout::Attached, k)?.filter(|i| engine::is_live(i, now)))
+                })
                 .collect::<Result<Vec<_>, StoreError>>()?;
             tx.finish().map_err(unavailable)?;
             Ok(items)
         })
-        .await
     }
 
     async fn put(&self, put: Put) -> Result<(), StoreError> {
@@ -341,7 +467,7 @@ impl Store for SqliteStore {
             .as_ref()
             .map(|c| engine::decode_cursor(c, &query.pk))
             .transpose()?;
-        self.read(move |conn| {
+        self.read(|conn| {
             let (mut lo, mut hi) = sort_bounds(query.sort.as_ref());
             // The cursor narrows the range on the side the query moves towards.
             if let Some(after) = after.clone() {
@@ -352,8 +478,9 @@ impl Store for SqliteStore {
                 }
             }
             let order = if query.descending { "DESC" } else { "ASC" };
+            let table = Layout::Attached.table(&query.pk);
             let sql = format!(
-                "SELECT sk, body FROM items WHERE pk = ?1 \
+                "SELECT sk, body FROM {table} WHERE pk = ?1 \
                  AND (?2 IS NULL OR sk >= ?2) AND (?3 IS NULL OR sk <= ?3) ORDER BY sk {order}"
             );
             let mut stmt = conn.prepare_cached(&sql).map_err(unavailable)?;
@@ -389,17 +516,17 @@ impl Store for SqliteStore {
             };
             Ok(Page { items, next })
         })
-        .await
     }
 
     async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
         let now = self.inner.clock.now();
         engine::validate_transaction(&ops)?;
-        self.write(move |conn| {
+        let files = files_of(ops.iter().map(TransactOp::key));
+        self.write(files, move |conn, layout| {
             let mut effects = Vec::with_capacity(ops.len());
             let mut failures = Vec::with_capacity(ops.len());
             for op in &ops {
-                let stored = read_stored(conn, op.key())?;
+                let stored = read_stored(conn, layout, op.key())?;
                 match engine::plan(op, stored.as_ref(), now)? {
                     Ok(effect) => {
                         effects.push(effect);
@@ -412,7 +539,7 @@ impl Store for SqliteStore {
                 return Err(engine::cancelled(failures));
             }
             for (op, effect) in ops.iter().zip(&effects) {
-                write_effect(conn, op.key(), effect)?;
+                write_effect(conn, layout, op.key(), effect)?;
             }
             Ok(())
         })

@@ -40,6 +40,20 @@ pub const MAX_TRANSACT_OPS: usize = 100;
 /// Most keys in one batch read.
 pub const MAX_BATCH_GET: usize = 100;
 
+/// Partition kinds (the segment after the owner: `<tenant>#rate#...`) that hold gate state
+/// rather than anyone's data: rate buckets, concurrency slots, the loop brake. Losing their
+/// last writes in a power cut is harmless (a limit restarts a little early), so a backend may
+/// keep them without syncing each commit; the embedded store does (ADR 19). They still obey
+/// every rule of the store contract, conditions and transactions included.
+pub const GATE_STATE_KINDS: &[&str] = &["rate", "slot", "brake"];
+
+/// Whether `pk` is a partition of gate state ([`GATE_STATE_KINDS`]).
+pub fn is_gate_state(pk: &str) -> bool {
+    pk.split('#')
+        .nth(1)
+        .is_some_and(|kind| GATE_STATE_KINDS.contains(&kind))
+}
+
 /// A key-value store with conditional writes.
 ///
 /// Contract, held by every backend and checked by one conformance suite:

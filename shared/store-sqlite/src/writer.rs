@@ -1,0 +1,145 @@
+//! One writer thread per database file, with group commit: the transactions waiting when the
+//! thread is free run together inside one SQLite transaction, each inside its own savepoint,
+//! and share one commit (one sync of the log). Each is answered only after that commit, so a
+//! write is acknowledged only once it is durable, and a transaction whose condition failed
+//! rolls back to its savepoint without touching the others.
+
+use std::sync::mpsc;
+
+use rusqlite::Connection;
+use store::StoreError;
+use tokio::sync::oneshot;
+
+/// Most transactions that share one commit.
+const MAX_GROUP: usize = 64;
+
+/// A transaction waiting for the writer thread.
+trait Job: Send {
+    /// Runs inside the shared transaction; whether it succeeded (its writes are kept).
+    fn run(&mut self, conn: &Connection) -> bool;
+    /// Answers the caller once the shared transaction ended (`Some`: it did not commit).
+    fn answer(self: Box<Self>, commit_failed: Option<StoreError>);
+}
+
+struct Pending<T, F> {
+    work: Option<F>,
+    result: Option<Result<T, StoreError>>,
+    reply: oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<T, F> Job for Pending<T, F>
+where
+    T: Send,
+    F: FnOnce(&Connection) -> Result<T, StoreError> + Send,
+{
+    fn run(&mut self, conn: &Connection) -> bool {
+        let Some(work) = self.work.take() else {
+            return false;
+        };
+        // A panic is this transaction's failure, not the end of the writer thread.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(conn)))
+            .unwrap_or_else(|_| Err(StoreError::Unavailable("a store write panicked".into())));
+        let ok = result.is_ok();
+        self.result = Some(result);
+        ok
+    }
+
+    fn answer(self: Box<Self>, commit_failed: Option<StoreError>) {
+        let result = match commit_failed {
+            Some(error) => Err(error),
+            None => self
+                .result
+                .unwrap_or_else(|| Err(StoreError::Unavailable("the write did not run".into()))),
+        };
+        let _ = self.reply.send(result);
+    }
+}
+
+/// The handle to a writer thread.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    jobs: mpsc::Sender<Box<dyn Job>>,
+}
+
+impl std::fmt::Debug for dyn Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Job")
+    }
+}
+
+impl Writer {
+    /// Starts the writer thread that owns `conn`.
+    pub(crate) fn start(conn: Connection, name: &str) -> std::io::Result<Writer> {
+        let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
+        std::thread::Builder::new()
+            .name(format!("sqlite-{name}"))
+            .spawn(move || serve(&conn, &queue))?;
+        Ok(Writer { jobs })
+    }
+
+    /// Runs `work` as one transaction (sharing the commit with others waiting), and answers
+    /// after the commit.
+    pub(crate) async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job = Box::new(Pending {
+            work: Some(work),
+            result: None,
+            reply,
+        });
+        self.jobs
+            .send(job)
+            .map_err(|_| StoreError::Unavailable("the store's writer stopped".into()))?;
+        answer
+            .await
+            .map_err(|_| StoreError::Unavailable("the store's writer stopped".into()))?
+    }
+}
+
+/// The thread's loop: take what is waiting, run it as one transaction, commit once, answer.
+fn serve(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Job>>) {
+    while let Ok(first) = queue.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match queue.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        let failed = run_group(conn, &mut group).err();
+        for job in group {
+            job.answer(failed.clone());
+        }
+    }
+}
+
+fn run_group(conn: &Connection, group: &mut [Box<dyn Job>]) -> Result<(), StoreError> {
+    // IMMEDIATE: the write lock is taken before anything is read, so read-check-write is
+    // atomic against other processes on the same file too.
+    conn.execute_batch("BEGIN IMMEDIATE")
+        .map_err(crate::unavailable)?;
+    for job in group.iter_mut() {
+        let step = conn
+            .execute_batch("SAVEPOINT job")
+            .map_err(crate::unavailable)
+            .and_then(|()| {
+                let undo = if job.run(conn) {
+                    "RELEASE job"
+                } else {
+                    "ROLLBACK TO job; RELEASE job"
+                };
+                conn.execute_batch(undo).map_err(crate::unavailable)
+            });
+        if let Err(e) = step {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(e);
+        }
+    }
+    conn.execute_batch("COMMIT").map_err(|e| {
+        let _ = conn.execute_batch("ROLLBACK");
+        crate::unavailable(e)
+    })
+}

@@ -1,0 +1,104 @@
+//! The embedded store as processes use it (ADR 19): limits shared by several processes on one
+//! data folder, and acknowledged writes that survive the process being killed.
+
+use mcp_test_client::TestClient;
+use serde_json::json;
+
+use crate::transports::{cli_token, start_serve};
+
+/// Waits until the current rate window (60 s, aligned to the minute) has at least `left`
+/// seconds to run, so that a count of admitted calls stays in one window.
+async fn fresh_window(left: i64) {
+    loop {
+        let now = chrono::Utc::now().timestamp();
+        if 60 - now % 60 >= left {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+}
+
+/// Two `gatehouse serve` processes on one data folder count one connection's reads in one
+/// bucket: together they admit the connection's limit once, not once each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_on_one_folder_share_a_connections_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let token = cli_token(&data);
+    let (_first, a) = start_serve(&data);
+    let (_second, b) = start_serve(&data);
+    let bearer = format!("Bearer {token}");
+    let clients = [a, b].map(|addr| TestClient::http(addr).with_header("authorization", &bearer));
+    let limit = mcp_pipeline::Limits::default().per_connection.read;
+    fresh_window(25).await;
+    let (mut admitted, mut refusals) = ([0u32; 2], Vec::new());
+    for i in 0..(limit + 4) as usize {
+        let call = clients[i % 2]
+            .call_tool("get_server_status", json!({}))
+            .await;
+        if call.is_error() {
+            refusals.push(call.structured()["code"].as_str().unwrap().to_owned());
+        } else {
+            assert!(refusals.is_empty(), "a call was admitted after a refusal");
+            admitted[i % 2] += 1;
+        }
+    }
+    assert_eq!(
+        admitted[0] + admitted[1],
+        limit,
+        "admitted {admitted:?} across both processes"
+    );
+    assert!(admitted[0] > 0 && admitted[1] > 0, "both processes served");
+    // The first refusals are the limit's; repeating them then trips the loop brake.
+    assert_eq!(
+        refusals[..2],
+        ["rate_limited", "rate_limited"],
+        "{refusals:?}"
+    );
+}
+
+/// A write is acknowledged only once it is synced: writes answered just before the process
+/// is killed (SIGKILL, no shutdown) are all in the store when it is opened again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_writes_survive_a_killed_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let token = cli_token(&data);
+    let (server, addr) = start_serve(&data);
+    let client = TestClient::http(addr).with_header("authorization", &format!("Bearer {token}"));
+    let mut acknowledged = Vec::new();
+    for i in 0..20 {
+        let answer = client
+            .call_tool(
+                "create_customer",
+                json!({"name": format!("Killed {i}"), "email": format!("killed{i}@example.com")}),
+            )
+            .await;
+        assert!(!answer.is_error(), "{}", answer.text());
+        let handle = answer.structured()["customer"]["customer"]
+            .as_str()
+            .unwrap();
+        acknowledged.push(handle.to_owned());
+    }
+    // Killed right after the answers, before anything else could run.
+    drop(server);
+    let store =
+        std::sync::Arc::new(store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap());
+    let customers = booking::Customers::new(store);
+    for handle in &acknowledged {
+        let id = handle.trim_start_matches("cus_");
+        let actor = booking::Actor {
+            tenant: "acme".into(),
+            member: "check".into(),
+            rights: booking::rights::ALL
+                .iter()
+                .map(|r| (*r).to_owned())
+                .collect(),
+        };
+        let found = customers.get(&actor, id).await;
+        assert!(
+            found.is_ok(),
+            "{handle} was acknowledged but is gone: {found:?}"
+        );
+    }
+}
