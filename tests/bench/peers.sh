@@ -17,6 +17,9 @@
 #
 #   tests/bench/peers.sh [--quick] [--duration S] [--clients N] [--only "gatehouse rmcp ..."]
 #
+# `--only "gatehouse-before gatehouse rmcp"` with GATEHOUSE_BEFORE_BIN=<an older gatehouse
+# binary> also runs that binary the same way, for a before/after in the same run.
+#
 # The peers are installed from their registries (crates.io, PyPI, npm) into
 # ${XDG_CACHE_HOME:-~/.cache}/gatehouse/bench/<name>-<version>/, keyed by version and built once;
 # nothing of theirs is committed. Their tiny server sources live in tests/bench/peers/ and are
@@ -99,6 +102,7 @@ for peer in $ONLY; do
         python) install_python ;;
         typescript) install_typescript ;;
         gatehouse) ;;
+        gatehouse-before) [[ -x ${GATEHOUSE_BEFORE_BIN:-} ]] || { echo "gatehouse-before needs GATEHOUSE_BEFORE_BIN" >&2; exit 2; } ;;
         *) echo "unknown peer $peer" >&2; exit 2 ;;
     esac
 done
@@ -120,7 +124,10 @@ for peer in $ONLY; do
     PORT=$(bench_free_port)
     TOKENS=()
     case $peer in
-        gatehouse)
+        gatehouse | gatehouse-before)
+            NOW_BIN=$GATEHOUSE
+            if [[ $peer == gatehouse-before ]]; then GATEHOUSE=$GATEHOUSE_BEFORE_BIN; fi
+            rm -rf "$WORK/data"
             bench_seed "$WORK/data"
             BENCH_WRAP=("${SERVER_CPU[@]}")
             bench_serve "$WORK/data" "$PORT"
@@ -128,6 +135,7 @@ for peer in $ONLY; do
             bench_tokens "$WORK/data" "$CLIENTS" acme "$WORK/tokens.txt"
             TOKENS=(--token-file "$WORK/tokens.txt")
             PID=$SERVE_PID
+            GATEHOUSE=$NOW_BIN
             ;;
         rmcp)
             "${SERVER_CPU[@]}" "$BENCH_CACHE/rmcp-$RMCP_VERSION/target/release/rmcp-bench" "$PORT" >"$WORK/rmcp.log" 2>&1 &
@@ -169,7 +177,8 @@ rm -rf "$WORK"
 python3 - "$OUT" "$RMCP_VERSION" "$PY_MCP_VERSION" "$TS_SDK_VERSION" <<'PY'
 import json, sys
 rows = {r["label"]: r for r in (json.loads(l) for l in open(sys.argv[1]) if l.strip())}
-versions = {"rmcp": sys.argv[2], "python": "mcp " + sys.argv[3], "typescript": sys.argv[4], "gatehouse": "this tree"}
+versions = {"rmcp": sys.argv[2], "python": "mcp " + sys.argv[3], "typescript": sys.argv[4], "gatehouse": "this tree",
+            "gatehouse-before": "before"}
 g = rows.get("gatehouse")
 print(f"{'server':<11} {'version':<10} {'calls/s':>8} {'served/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} {'CPU/call':>9} {'peak RSS':>9}  gatehouse vs it")
 for name, r in rows.items():

@@ -4,6 +4,10 @@
 //! Logs and metrics are JSON lines on stdout (`telemetry`). A failed cold start is logged and
 //! reported to the Runtime API's `init/error`.
 
+/// mimalloc: glibc's malloc and free took a fifth of the CPU per call under load (ADR 19).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::fmt;
 use std::process::ExitCode;
 use std::sync::Arc;

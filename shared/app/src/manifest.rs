@@ -47,6 +47,7 @@ pub async fn dump(
         .await;
     let tools = outcome
         .body
+        .map(mcp_pipeline::Body::into_value)
         .and_then(|b| b.get("result").and_then(|r| r.get("tools")).cloned())
         .unwrap_or_else(|| json!([]));
     Ok(json!({"toolset": toolset.as_str(), "tools": tools}))

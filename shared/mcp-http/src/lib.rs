@@ -228,14 +228,16 @@ fn render(outcome: Outcome) -> HttpResponse {
     };
     let status = StatusCode::from_u16(outcome.status).unwrap_or(StatusCode::OK);
     if outcome.notifications.is_empty() {
-        return respond(status, "application/json", body.to_string());
+        return respond(status, "application/json", body.into_text());
     }
     // The request asked for progress or log messages: an SSE stream scoped to this request,
     // the notifications first and the response last.
     let mut stream = String::new();
-    for message in outcome.notifications.iter().chain(std::iter::once(&body)) {
+    let last = body.into_text();
+    let messages = outcome.notifications.iter().map(Value::to_string);
+    for message in messages.chain(std::iter::once(last)) {
         stream.push_str("event: message\ndata: ");
-        stream.push_str(&message.to_string());
+        stream.push_str(&message);
         stream.push_str("\n\n");
     }
     let mut r = respond(status, "text/event-stream", stream);

@@ -47,6 +47,6 @@ pub async fn reply(
     outcome
         .notifications
         .into_iter()
-        .chain(outcome.body)
+        .chain(outcome.body.map(mcp_pipeline::Body::into_value))
         .collect()
 }

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::call::Call;
 use crate::confirm::Phase;
 use crate::plan::CallPlan;
-use crate::server::{Interrupt, Outcome, Planned, Request, Server, log_call};
+use crate::server::{Body, Interrupt, Outcome, Planned, Request, Server, log_call};
 use crate::{Notifications, ToolResult, Toolset};
 
 /// Which era of the protocol a request belongs to.
@@ -36,7 +36,7 @@ impl Outcome {
     fn error(id: Option<&mcp_protocol::RequestId>, error: &RpcError) -> Self {
         Outcome {
             status: error.http_status,
-            body: Some(mcp_protocol::error_response(id, error)),
+            body: Some(Body::Json(mcp_protocol::error_response(id, error))),
             notifications: Vec::new(),
         }
     }
@@ -67,12 +67,15 @@ impl Server {
         {
             return Outcome::error(Some(id), &e);
         }
+        if msg.method == "tools/call" {
+            // The call owns its request from here: no copy of the arguments.
+            return self.call_tool(req, era).await;
+        }
         let result = match (era, msg.method.as_str()) {
             (Era::Modern, "server/discover") => Ok(self.discover()),
             (Era::Legacy, "initialize") => self.initialize(msg),
             (Era::Legacy, "ping") => Ok(json!({})),
-            (_, "tools/list") => self.list_tools(msg, era, req.caller.as_ref()),
-            (_, "tools/call") => return self.call_tool(req.clone(), era).await,
+            (_, "tools/list") => return self.list_tools(id, msg, era, req.caller.as_ref()),
             (Era::Modern, "initialize") => Err(RpcError::method_not_found("initialize").with_data(json!({
                 "method": "initialize",
                 "supported": mcp_protocol::SUPPORTED_VERSIONS,
@@ -83,7 +86,7 @@ impl Server {
         match result {
             Ok(result) => Outcome {
                 status: 200,
-                body: Some(mcp_protocol::response(id, self.finish(result, era))),
+                body: Some(Body::Json(mcp_protocol::response(id, self.finish(result, era)))),
                 notifications: Vec::new(),
             },
             Err(e) => Outcome::error(Some(id), &e),
@@ -144,35 +147,56 @@ impl Server {
         Ok(result)
     }
 
+    /// `tools/list`: the descriptors the caller may see (rights cut live on every call),
+    /// joined from their text serialized at start-up.
     fn list_tools(
         &self,
+        id: &mcp_protocol::RequestId,
         msg: &Message,
         era: Era,
         caller: Option<&crate::Caller>,
-    ) -> Result<Value, RpcError> {
+    ) -> Outcome {
         if let Some(cursor) = msg.params.get("cursor") {
             // Every tool fits on one page, so no cursor was ever issued.
-            return Err(RpcError::invalid_params(format!(
+            let e = RpcError::invalid_params(format!(
                 "Invalid cursor {cursor}: tools/list has a single page"
-            )));
+            ));
+            return Outcome::error(Some(id), &e);
         }
-        let tools: Vec<Value> = self
-            .registry()
-            .iter()
-            .zip(&self.tool_list)
-            .filter(|(spec, _)| caller.is_none_or(|c| self.hidden_from(spec, c).is_none()))
-            .map(|(_, [core, other])| match caller.map(|c| c.toolset) {
-                Some(Toolset::Core) => core.clone(),
-                _ => other.clone(),
-            })
-            .collect();
-        let mut result = json!({"tools": tools});
+        let mut tools = String::with_capacity(96 * 1024);
+        tools.push('[');
+        for (spec, [core, other]) in self.registry().iter().zip(&self.tool_list) {
+            if caller.is_some_and(|c| self.hidden_from(spec, c).is_some()) {
+                continue;
+            }
+            if tools.len() > 1 {
+                tools.push(',');
+            }
+            tools.push_str(match caller.map(|c| c.toolset) {
+                Some(Toolset::Core) => core,
+                _ => other,
+            });
+        }
+        tools.push(']');
+        let mut rest = json!({});
         if era == Era::Modern {
             // Private: the visible set depends on the caller's rights.
-            result["ttlMs"] = json!(self.config().list_ttl_ms);
-            result["cacheScope"] = json!("private");
+            rest["ttlMs"] = json!(self.config().list_ttl_ms);
+            rest["cacheScope"] = json!("private");
         }
-        Ok(result)
+        let rest = self.finish(rest, era).to_string();
+        let result = match rest.strip_prefix('{') {
+            Some("}") | None => format!("{{\"tools\":{tools}}}"),
+            Some(fields) => format!("{{\"tools\":{tools},{fields}"),
+        };
+        let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
+        Outcome {
+            status: 200,
+            body: Some(Body::Text(format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}"
+            ))),
+            notifications: Vec::new(),
+        }
     }
 
     async fn call_tool(&self, mut req: Request, era: Era) -> Outcome {
@@ -272,7 +296,7 @@ impl Server {
         };
         Outcome {
             status: 200,
-            body: Some(mcp_protocol::response(id, body)),
+            body: Some(Body::Json(mcp_protocol::response(id, body))),
             notifications: notifications.take(),
         }
     }

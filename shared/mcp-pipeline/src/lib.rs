@@ -66,7 +66,7 @@ pub use names::{MAX_CANDIDATES, NameResolver, Named};
 pub use outcome::{Choice, ErrorKind, Success, ToolError, ToolResult, shape_success};
 pub use prefetch::{Claim, Defer, Prefetched, ReadAhead, RecordKey};
 pub use registry::{DEFAULT_DEADLINE, MAX_NAME_LEN, Registry, RegistryError, ToolSpec};
-pub use server::{Outcome, Planned, Request, Runtime, Server, ServerConfig, Sleep};
+pub use server::{Body, Outcome, Planned, Request, Runtime, Server, ServerConfig, Sleep};
 pub use tool::{InputRequired, Policy, Tool};
 pub use writes::Writes;
 

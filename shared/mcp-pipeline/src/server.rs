@@ -124,9 +124,37 @@ pub struct Outcome {
     /// HTTP status (202 for an accepted notification).
     pub status: u16,
     /// The JSON-RPC response; `None` for a notification.
-    pub body: Option<Value>,
+    pub body: Option<Body>,
     /// Request-scoped notifications to send before the response.
     pub notifications: Vec<Value>,
+}
+
+/// A JSON-RPC response, as a value or already serialized.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// A response to serialize.
+    Json(Value),
+    /// A response serialized already: `tools/list`, joined from descriptors serialized once
+    /// at start-up, so that listing costs no tree building and no serializing per call.
+    Text(String),
+}
+
+impl Body {
+    /// The response as a value (parsed, when it is text).
+    pub fn into_value(self) -> Value {
+        match self {
+            Body::Json(value) => value,
+            Body::Text(text) => serde_json::from_str(&text).unwrap_or(Value::Null),
+        }
+    }
+
+    /// The response as JSON text.
+    pub fn into_text(self) -> String {
+        match self {
+            Body::Json(value) => value.to_string(),
+            Body::Text(text) => text,
+        }
+    }
 }
 
 /// The MCP server: configuration and tools. Stateless: every request stands alone.
@@ -136,8 +164,8 @@ pub struct Server {
     /// Every tool, with `confirm_action` and `reject_action` when a two-step tool is
     /// registered and the server keeps pending actions.
     registry: Registry,
-    /// Each tool's descriptor as the core toolset lists it, and as the others do.
-    pub(crate) tool_list: Vec<[Value; 2]>,
+    /// Each tool's descriptor as the core toolset lists it, and as the others do, serialized.
+    pub(crate) tool_list: Vec<[String; 2]>,
     /// Slot releases sent after an answer and not yet landed.
     releases: gates::Releases,
 }
@@ -155,7 +183,9 @@ impl Server {
         }
         let tool_list = registry
             .iter()
-            .map(|t| [t.descriptor(Toolset::Core), t.descriptor(Toolset::Full)])
+            .map(|t| {
+                [Toolset::Core, Toolset::Full].map(|set| t.descriptor(set).to_string())
+            })
             .collect();
         Arc::new(Server {
             config,
