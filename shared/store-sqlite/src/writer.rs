@@ -116,30 +116,32 @@ fn serve(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Job>>) {
     }
 }
 
+/// Runs one statement of transaction control, prepared once per connection (parsing them
+/// on every transaction showed in the profile).
+fn control(conn: &Connection, sql: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(sql)
+        .and_then(|mut stmt| stmt.execute([]))
+        .map(|_| ())
+        .map_err(crate::unavailable)
+}
+
 fn run_group(conn: &Connection, group: &mut [Box<dyn Job>]) -> Result<(), StoreError> {
     // IMMEDIATE: the write lock is taken before anything is read, so read-check-write is
     // atomic against other processes on the same file too.
-    conn.execute_batch("BEGIN IMMEDIATE")
-        .map_err(crate::unavailable)?;
+    control(conn, "BEGIN IMMEDIATE")?;
     for job in group.iter_mut() {
-        let step = conn
-            .execute_batch("SAVEPOINT job")
-            .map_err(crate::unavailable)
-            .and_then(|()| {
-                let undo = if job.run(conn) {
-                    "RELEASE job"
-                } else {
-                    "ROLLBACK TO job; RELEASE job"
-                };
-                conn.execute_batch(undo).map_err(crate::unavailable)
-            });
+        let step = control(conn, "SAVEPOINT job").and_then(|()| {
+            if !job.run(conn) {
+                control(conn, "ROLLBACK TO job")?;
+            }
+            control(conn, "RELEASE job")
+        });
         if let Err(e) = step {
-            let _ = conn.execute_batch("ROLLBACK");
+            let _ = control(conn, "ROLLBACK");
             return Err(e);
         }
     }
-    conn.execute_batch("COMMIT").map_err(|e| {
-        let _ = conn.execute_batch("ROLLBACK");
-        crate::unavailable(e)
+    control(conn, "COMMIT").inspect_err(|_| {
+        let _ = control(conn, "ROLLBACK");
     })
 }
