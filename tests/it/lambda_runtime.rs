@@ -522,17 +522,29 @@ struct Answer {
     body: Value,
 }
 
+/// Takes the answer's `x-request-id` out of its headers (unique per request, so two answers
+/// never share it) after checking its form.
+fn without_request_id(mut headers: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let id = headers
+        .remove("x-request-id")
+        .expect("an x-request-id header");
+    assert!(id.starts_with("req_") && id.len() == 20, "{id}");
+    headers
+}
+
 /// What the handler answers in-process to `event` (the call the function makes).
 fn in_process(rt: &tokio::runtime::Runtime, app: &app::App, event: &Value) -> Answer {
     let request = lambda_http::request::from_str(&event.to_string()).expect("a valid event");
     rt.block_on(async {
         let response = app.http.handle(request).await;
         let status = response.status().as_u16();
-        let headers = response
-            .headers()
-            .iter()
-            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap().to_owned()))
-            .collect();
+        let headers = without_request_id(
+            response
+                .headers()
+                .iter()
+                .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+                .collect(),
+        );
         let body = response.into_body().collect().await.unwrap().to_bytes();
         Answer {
             status,
@@ -552,12 +564,14 @@ fn from_lambda(payload: &Value) -> Answer {
         json!([]),
         "no cookies are set: {payload}"
     );
-    let headers = payload["headers"]
-        .as_object()
-        .unwrap_or_else(|| panic!("no headers: {payload}"))
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
-        .collect();
+    let headers = without_request_id(
+        payload["headers"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no headers: {payload}"))
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+            .collect(),
+    );
     let text = payload["body"].as_str().expect("a body");
     let body = if payload["isBase64Encoded"] == true {
         base64::engine::general_purpose::STANDARD

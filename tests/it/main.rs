@@ -18,6 +18,7 @@ mod identity_contract;
 mod infra;
 mod keys;
 mod lambda_runtime;
+mod logs;
 mod manifest;
 mod model_text;
 mod names;

@@ -410,3 +410,35 @@ async fn serve_seeds_demo_tenants_into_an_empty_store() {
         "{names:?}"
     );
 }
+
+/// A person who opens the server's address lands on the product's pages; a load balancer's
+/// health check answers without a credential; the pages fit a phone's width.
+#[tokio::test]
+async fn serve_answers_people_and_load_balancers() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (_server, addr) = start_serve(&data);
+    let client = TestClient::http(addr);
+    let root = client
+        .send(http::Method::GET, "/", &[], bytes::Bytes::new())
+        .await;
+    assert_eq!(root.status, 303);
+    assert_eq!(root.header("location"), Some("/app/"));
+    let health = client
+        .send(
+            http::Method::GET,
+            mcp_http::HEALTH_PATH,
+            &[],
+            bytes::Bytes::new(),
+        )
+        .await;
+    assert_eq!(health.status, 200);
+    let login = client
+        .send(http::Method::GET, "/app/login", &[], bytes::Bytes::new())
+        .await;
+    let page = String::from_utf8_lossy(&login.body);
+    assert!(
+        page.contains("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"),
+        "{page}"
+    );
+}

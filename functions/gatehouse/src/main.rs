@@ -396,11 +396,16 @@ async fn open_store(args: &StoreArgs) -> anyhow::Result<(Arc<dyn store::Store>, 
 }
 
 fn init_tracing() {
-    // Logs go to stderr: over stdio, stdout carries the protocol and nothing else.
+    use std::io::IsTerminal as _;
+    // Logs go to stderr: over stdio, stdout carries the protocol and nothing else. The filter
+    // is `GATEHOUSE_LOG`, else the usual `RUST_LOG`, else `info`; colours only on a terminal,
+    // so that a log file or a log shipper gets plain text.
     let filter = tracing_subscriber::EnvFilter::try_from_env("GATEHOUSE_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| "info".into());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
 }
@@ -569,7 +574,10 @@ async fn serve(
                 async move {
                     // The product's pages and API live beside the MCP endpoint, with their own
                     // credentials.
-                    let response = if web::is_product_path(req.uri().path()) {
+                    let response = if req.uri().path() == "/" {
+                        // A person who opens the server's address lands on the product's pages.
+                        mcp_http::see_other("/app/")
+                    } else if web::is_product_path(req.uri().path()) {
                         web.handle(req).await
                     } else {
                         http.handle(req).await

@@ -43,6 +43,7 @@ pub async fn dump(
             caller: Some(caller),
             prefetched: Default::default(),
             plan: None,
+            request_id: None,
         })
         .await;
     let tools = outcome

@@ -220,6 +220,18 @@ fn lowercase_headers(headers: &HeaderMap) -> Headers {
     out
 }
 
+/// A `303 See Other` to `location` (where a person who opens the server's address lands).
+pub fn see_other(location: &str) -> HttpResponse {
+    let mut r = respond(StatusCode::SEE_OTHER, "text/plain; charset=utf-8", "");
+    if let Ok(value) = HeaderValue::from_str(location) {
+        r.headers_mut().insert(header::LOCATION, value);
+    }
+    r
+}
+
+/// The path a load balancer polls; it answers `200 ok` without a credential.
+pub const HEALTH_PATH: &str = "/healthz";
+
 fn render(outcome: Outcome) -> HttpResponse {
     let Some(body) = outcome.body else {
         let mut r = respond(StatusCode::ACCEPTED, "application/json", Bytes::new());
@@ -332,6 +344,21 @@ impl McpService {
         B: http_body::Body,
         B::Error: Into<BoxError>,
     {
+        // Unique per request (JSON-RPC ids repeat across sessions): in the log line and in
+        // the answer, so that a person can quote it.
+        let request_id = self.server.new_request_id();
+        let mut response = self.answer(req, &request_id).await;
+        if let Ok(value) = HeaderValue::from_str(&request_id) {
+            response.headers_mut().insert("x-request-id", value);
+        }
+        response
+    }
+
+    async fn answer<B>(&self, req: http::Request<B>, request_id: &str) -> HttpResponse
+    where
+        B: http_body::Body,
+        B::Error: Into<BoxError>,
+    {
         let (parts, body) = req.into_parts();
         // Origin first: a page on another site must get nothing, not even a parse error.
         if let Some(origin) = parts.headers.get(header::ORIGIN) {
@@ -349,6 +376,11 @@ impl McpService {
             && let Some(doc) = self.resource_metadata(parts.uri.path())
         {
             return doc;
+        }
+        if parts.uri.path() == HEALTH_PATH && matches!(parts.method, Method::GET | Method::HEAD) {
+            // For load balancers: the process answers. It reads nothing and needs no
+            // credential, so it tells nobody anything.
+            return respond(StatusCode::OK, "text/plain; charset=utf-8", "ok\n");
         }
         let Some(path_tenant) = self.endpoint_tenant(parts.uri.path()) else {
             return respond(
@@ -461,6 +493,7 @@ impl McpService {
             caller,
             prefetched,
             plan,
+            request_id: Some(request_id.to_owned()),
         };
         render(self.server.handle(request).await)
     }

@@ -42,6 +42,7 @@ pub async fn reply(
         caller: Some(admitted.authenticated.caller),
         prefetched: admitted.authenticated.prefetched,
         plan: admitted.plan,
+        request_id: Some(server.new_request_id()),
     };
     let outcome = server.handle(request).await;
     outcome

@@ -86,7 +86,10 @@ impl Server {
         match result {
             Ok(result) => Outcome {
                 status: 200,
-                body: Some(Body::Json(mcp_protocol::response(id, self.finish(result, era)))),
+                body: Some(Body::Json(mcp_protocol::response(
+                    id,
+                    self.finish(result, era),
+                ))),
                 notifications: Vec::new(),
             },
             Err(e) => Outcome::error(Some(id), &e),
@@ -218,6 +221,10 @@ impl Server {
             return Outcome::error(Some(&id), &e);
         }
         let started = self.config().clock.now_micros();
+        // One id for the call's log line, its execution context and its errors.
+        if req.request_id.is_none() {
+            req.request_id = Some(self.new_request_id());
+        }
         let name = plan.spec.name;
         let (result, notifications) = Call::new(self, &req, plan, Phase::Call).run().await;
         log_call(&req, name, &result, self.took_ms(started));

@@ -111,6 +111,10 @@ pub struct Request {
     /// The call's plan, when the transport made it to name those items ([`Server::plan`]);
     /// `None`: the pipeline makes it.
     pub plan: Option<Planned>,
+    /// This request's id, unique per request (the JSON-RPC id repeats across sessions): in
+    /// every log line, in an internal error's text, and in the HTTP answer's `x-request-id`.
+    /// `None`: the pipeline makes one ([`Server::new_request_id`]).
+    pub request_id: Option<String>,
 }
 
 /// A `tools/call` planned before authentication ([`Server::plan`]): its arguments normalized
@@ -183,9 +187,7 @@ impl Server {
         }
         let tool_list = registry
             .iter()
-            .map(|t| {
-                [Toolset::Core, Toolset::Full].map(|set| t.descriptor(set).to_string())
-            })
+            .map(|t| [Toolset::Core, Toolset::Full].map(|set| t.descriptor(set).to_string()))
             .collect();
         Arc::new(Server {
             config,
@@ -256,20 +258,21 @@ impl Server {
         self.config.randomness.as_ref()
     }
 
-    /// A new request id.
-    pub(crate) fn new_request_id(&self) -> String {
+    /// A new request id (`req_` and 16 hex digits from the server's randomness).
+    pub fn new_request_id(&self) -> String {
         let mut bytes = [0u8; 8];
         self.config.randomness.fill(&mut bytes);
         format!("req_{:016x}", u64::from_be_bytes(bytes))
     }
 
-    /// Milliseconds since `started` (microseconds from the server's clock).
+    /// Milliseconds since `started` (microseconds from the server's clock), to two decimals
+    /// (`1.2`, never `1.2033770000000001`).
     pub(crate) fn took_ms(&self, started: i64) -> f64 {
         let micros = self.config.clock.now_micros().saturating_sub(started);
         // Exact below 2^52 microseconds (142 years).
         #[allow(clippy::cast_precision_loss)]
-        let ms = micros as f64 / 1000.0;
-        ms
+        let hundredths = (micros as f64 / 10.0).round();
+        hundredths / 100.0
     }
 
     /// Where a person approves the pending action `token` in the product.
@@ -306,7 +309,7 @@ pub(crate) fn log_call(
         .caller
         .as_ref()
         .map_or(("-", "-"), |c| (c.tenant.as_str(), c.connection.as_str()));
-    let request = req
+    let rpc_id = req
         .message
         .id
         .as_ref()
@@ -314,7 +317,8 @@ pub(crate) fn log_call(
         .unwrap_or_default();
     tracing::info!(
         target: "gatehouse::call",
-        request_id = %request,
+        request_id = req.request_id.as_deref().unwrap_or("-"),
+        rpc_id = %rpc_id,
         tenant,
         connection,
         tool,

@@ -228,7 +228,9 @@ fn write_effect(
                 "gates.items" => {
                     "INSERT OR REPLACE INTO gates.items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4)"
                 }
-                _ => "INSERT OR REPLACE INTO main.items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4)",
+                _ => {
+                    "INSERT OR REPLACE INTO main.items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4)"
+                }
             };
             let mut stmt = conn.prepare_cached(sql).map_err(unavailable)?;
             stmt.execute(params![

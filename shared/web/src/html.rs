@@ -14,7 +14,7 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:46rem;margi
 
 fn page(title: &str, body: &str) -> String {
     format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t} · gatehouse</title><style>{STYLE}</style></head>\
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{t} · gatehouse</title><style>{STYLE}</style></head>\
          <body><p class=\"muted\"><a href=\"/app/\">gatehouse</a></p><h1>{t}</h1>{body}</body></html>",
         t = escape(title)
     )

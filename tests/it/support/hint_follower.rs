@@ -252,6 +252,8 @@ fn parse(text: &str) -> Option<Suggested> {
 /// A value a model could not send as it is: an ellipsis, angle brackets, a template slot.
 fn placeholder(value: &Value) -> Option<String> {
     match value {
+        // A record's handle is random letters and digits, which may spell anything.
+        Value::String(s) if looks_like_handle(s) => None,
         Value::String(s) => {
             let lower = s.to_ascii_lowercase();
             let marked = s.contains("...")
@@ -267,6 +269,19 @@ fn placeholder(value: &Value) -> Option<String> {
         Value::Object(obj) => obj.values().find_map(placeholder),
         _ => None,
     }
+}
+
+/// A handle or a token: `cus_`, `cfm_` and the like followed by random letters and digits
+/// (a confirm token also names its record after a dot).
+fn looks_like_handle(s: &str) -> bool {
+    s.split_once('_').is_some_and(|(prefix, id)| {
+        (1..=8).contains(&prefix.len())
+            && prefix.bytes().all(|b| b.is_ascii_lowercase())
+            && id.len() >= 20
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_')
+    })
 }
 
 /// A small JSON Schema check, independent of the server's own reading: types, required
@@ -389,6 +404,10 @@ mod tests {
         assert!(placeholder(&json!({"query": "..."})).is_some());
         assert!(placeholder(&json!({"customer": "<handle>"})).is_some());
         assert!(placeholder(&json!({"customer": "cus_4fK2aZ9qLm3Xt7Bv1NcR"})).is_none());
+        // Random ids may spell a marker word; a handle is never a placeholder.
+        assert!(placeholder(&json!({"booking": "bkg_TODOxxxQ1lQLC2z8Z5sJ"})).is_none());
+        let token = "cfm_bJ8lqfhj2KMsz0QDxxxAXt4.bkg_A2g0V1HmPFppA0NdSI6y";
+        assert!(placeholder(&json!({"confirm_token": token})).is_none());
         let schema = json!({"type": "object", "additionalProperties": false,
             "properties": {"status": {"enum": ["draft", "confirmed"]}, "limit": {"type": "integer"}},
             "required": ["status"]});

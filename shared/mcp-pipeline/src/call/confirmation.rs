@@ -183,6 +183,7 @@ fn rerun_request(req: &Request, pending: &confirm::Pending) -> Request {
         caller: req.caller.clone(),
         prefetched: req.prefetched.clone(),
         plan: None,
+        request_id: req.request_id.clone(),
     }
 }
 
@@ -292,6 +293,7 @@ impl Server {
             caller: Some(who),
             prefetched: Default::default(),
             plan: None,
+            request_id: Some(self.new_request_id()),
         };
         let plan = Arc::new(CallPlan::new(reject, Map::new(), &self.config().read_ahead));
         let mut call = Call::new(self, &request, plan, Phase::Call);

@@ -304,7 +304,10 @@ fn execution_context(
     );
     ExecutionContext {
         tool_name: plan.spec.name.to_owned(),
-        request_id: server.new_request_id(),
+        request_id: req
+            .request_id
+            .clone()
+            .unwrap_or_else(|| server.new_request_id()),
         protocol_version: msg
             .meta_field(META_PROTOCOL_VERSION)
             .and_then(Value::as_str)

@@ -1,0 +1,105 @@
+//! Logs that ship (issue 19, in part): the `gatehouse` binary honours `RUST_LOG` when
+//! `GATEHOUSE_LOG` is not set, writes no colour codes when stderr is not a terminal, and each
+//! call's line carries a request id unique per request (the JSON-RPC id repeats, so it is
+//! logged apart as `rpc_id`) and a rounded duration; over HTTP the same id comes back in
+//! `x-request-id`.
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+use mcp_test_client::TestClient;
+use serde_json::json;
+
+use crate::transports::{cli_token, gatehouse_binary};
+
+/// Runs `gatehouse stdio` with `env`, sends two identical calls with the same JSON-RPC id, and
+/// returns what it wrote to stderr (a pipe, not a terminal).
+fn stdio_stderr(env: &[(&str, &str)]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let token = cli_token(dir.path());
+    let mut command = Command::new(gatehouse_binary());
+    command
+        .args(["stdio", "--data-dir"])
+        .arg(dir.path())
+        .env("GATEHOUSE_TOKEN", token)
+        .env_remove("GATEHOUSE_LOG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().expect("start gatehouse stdio");
+    let mut stdin = child.stdin.take().unwrap();
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "get_server_status", "arguments": {}, "_meta": meta}});
+    writeln!(stdin, "{call}\n{call}").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stderr).unwrap()
+}
+
+fn field<'l>(line: &'l str, name: &str) -> &'l str {
+    line.split(&format!("{name}="))
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no {name} in {line}"))
+}
+
+#[test]
+fn call_lines_have_unique_request_ids_rounded_durations_and_no_colour() {
+    let stderr = stdio_stderr(&[]);
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "colour codes in a pipe: {stderr:?}"
+    );
+    let calls: Vec<&str> = stderr.lines().filter(|l| l.contains("tool call")).collect();
+    assert_eq!(calls.len(), 2, "{stderr}");
+    let ids: Vec<&str> = calls.iter().map(|l| field(l, "request_id")).collect();
+    assert!(
+        ids.iter()
+            .all(|id| id.trim_matches('"').starts_with("req_")),
+        "{ids:?}"
+    );
+    assert_ne!(ids[0], ids[1], "the same JSON-RPC id, two requests");
+    assert!(calls.iter().all(|l| field(l, "rpc_id") == "7"));
+    for line in &calls {
+        let duration = field(line, "duration_ms");
+        let decimals = duration.split('.').nth(1).map_or(0, str::len);
+        assert!(decimals <= 2, "{duration} in {line}");
+    }
+}
+
+#[test]
+fn rust_log_is_honoured_and_gatehouse_log_wins() {
+    let quiet = stdio_stderr(&[("RUST_LOG", "warn")]);
+    assert!(
+        !quiet.contains("tool call"),
+        "RUST_LOG=warn hides info lines: {quiet}"
+    );
+    let loud = stdio_stderr(&[("RUST_LOG", "warn"), ("GATEHOUSE_LOG", "info")]);
+    assert!(
+        loud.contains("tool call"),
+        "GATEHOUSE_LOG comes first: {loud}"
+    );
+}
+
+/// Over HTTP the answer names its request id, and two answers never share one.
+#[tokio::test]
+async fn http_answers_carry_their_request_id() {
+    let world = crate::world::World::on(crate::support::store::Backend::Sqlite)
+        .await
+        .unwrap();
+    world.member("acme", "ana", "owner").await;
+    let (_, token) = world
+        .connect("acme", "ana", mcp_pipeline::Toolset::Core)
+        .await;
+    let client: TestClient = world.client(&token);
+    let first = client.request("tools/list", json!({})).await;
+    let second = client.request("tools/list", json!({})).await;
+    let ids = [&first, &second].map(|r| r.header("x-request-id").unwrap_or_default().to_owned());
+    assert!(ids[0].starts_with("req_"), "{ids:?}");
+    assert_ne!(ids[0], ids[1]);
+}
