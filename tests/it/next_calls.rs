@@ -80,6 +80,17 @@ async fn error_next_calls_work_when_followed(world: World) {
         reread.structured()["customer"]["version"],
         customer["version"]
     );
+    // And the retry on the current version, offered for when the change since was the
+    // caller's own: the same change, with only the version replaced.
+    let retry = stale.structured()["options"][0]["call"].as_str().unwrap();
+    let expected = format!(
+        "update_customer {}",
+        json!({"customer": ada, "version": customer["version"], "phone": "+49 30 1"})
+    );
+    assert_eq!(retry, expected, "{}", stale.text());
+    let (tool, args) = retry.split_once(' ').unwrap();
+    let retried = c.call_tool(tool, serde_json::from_str(args).unwrap()).await;
+    assert!(!retried.is_error(), "{}", retried.text());
     // An unknown argument: the same call without it.
     let extra = c
         .call_tool(

@@ -172,12 +172,25 @@ fn stale(kind: &str, expected: &str, current: serde_json::Value) -> ToolError {
         .get(kind)
         .and_then(serde_json::Value::as_str)
         .map(|handle| format!("get_{kind} {}", serde_json::json!({ kind: handle })));
-    let error = ToolError::new(
+    let version = current
+        .get("version")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned);
+    let mut error = ToolError::new(
         ErrorKind::Conflict,
         format!("The {kind} changed since version {expected} was read"),
         format!("Read the {kind} again and apply the change to its current version"),
     )
     .detail("current", current);
+    // The retry is offered, not named as the next call: it is right only when the change
+    // since was this conversation's own, which the re-read shows.
+    if let Some(version) = version {
+        error = error.option(Choice::set(
+            format!("the same change on version {version}, if the change since was this conversation's own"),
+            "version",
+            version,
+        ));
+    }
     match reread {
         Some(call) => error.next_call(call),
         None => error.handover(format!("The {kind} changed meanwhile; tell the user")),
