@@ -17,10 +17,14 @@ use crate::transports::{cli_token, gatehouse_binary};
 fn stdio_stderr(env: &[(&str, &str)]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let token = cli_token(dir.path());
+    stdio_stderr_in(dir.path(), &token, env)
+}
+
+fn stdio_stderr_in(dir: &std::path::Path, token: &str, env: &[(&str, &str)]) -> String {
     let mut command = Command::new(gatehouse_binary());
     command
         .args(["stdio", "--data-dir"])
-        .arg(dir.path())
+        .arg(dir)
         .env("GATEHOUSE_TOKEN", token)
         .env_remove("GATEHOUSE_LOG")
         .env_remove("RUST_LOG")
@@ -102,4 +106,18 @@ async fn http_answers_carry_their_request_id() {
     let ids = [&first, &second].map(|r| r.header("x-request-id").unwrap_or_default().to_owned());
     assert!(ids[0].starts_with("req_"), "{ids:?}");
     assert_ne!(ids[0], ids[1]);
+}
+
+/// Over stdio a refused credential is said in the log the client shows, with the store that
+/// was opened, so that a token made for another data folder is not a mystery.
+#[test]
+fn stdio_says_which_store_it_opened_and_why_a_credential_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = stdio_stderr_in(dir.path(), "ghm_not-a-token", &[]);
+    let store = dir.path().join("gatehouse.db");
+    assert!(stderr.contains(&store.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains("was refused") && stderr.contains("status=401"),
+        "{stderr}"
+    );
 }

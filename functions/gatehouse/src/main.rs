@@ -392,7 +392,12 @@ async fn open_store(args: &StoreArgs) -> anyhow::Result<(Arc<dyn store::Store>, 
     let file = args.data_dir.join("gatehouse.db");
     let store = store_sqlite::SqliteStore::open(&file)
         .with_context(|| format!("opening {}", file.display()))?;
-    Ok((Arc::new(store), format!("SQLite file {}", file.display())))
+    let described = format!(
+        "SQLite file {} (gate state beside it in {})",
+        file.display(),
+        store.gates_path().display()
+    );
+    Ok((Arc::new(store), described))
 }
 
 fn init_tracing() {
@@ -433,7 +438,7 @@ async fn main() -> anyhow::Result<()> {
     };
     match cli.command {
         Command::Serve(args) => serve(store, backend, &described, &cli.store.data_dir, args).await,
-        Command::Stdio => stdio(store, backend).await,
+        Command::Stdio => stdio(store, backend, &described).await,
         Command::Tenant { command } => tenant(store, command).await,
         Command::Outbox { command } => deliveries::run(store, command).await,
         Command::Member { command } => member(store, command).await,
@@ -721,7 +726,13 @@ fn check_manifest(
     Ok(())
 }
 
-async fn stdio(store: Arc<dyn store::Store>, backend: &str) -> anyhow::Result<()> {
+async fn stdio(store: Arc<dyn store::Store>, backend: &str, described: &str) -> anyhow::Result<()> {
+    // The client shows stderr in its log: name the store, so that a token made for another
+    // data folder is not a mystery.
+    tracing::info!(
+        store = described,
+        "gatehouse stdio: reading JSON-RPC on stdin"
+    );
     let app = build(
         Arc::clone(&store),
         app::Settings {

@@ -27,6 +27,12 @@ pub async fn reply(
     {
         Ok(admitted) => admitted,
         Err(rejection) => {
+            // Over stdio nobody sees a status code: say why in the log the client shows.
+            tracing::warn!(
+                status = rejection.status,
+                reason = %rejection.message,
+                "the credential (GATEHOUSE_TOKEN) was refused"
+            );
             let error = json!({"code": -32001, "message": rejection.message, "data": {"status": rejection.status}});
             return message
                 .id
