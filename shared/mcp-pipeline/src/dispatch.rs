@@ -166,6 +166,23 @@ impl Server {
             ));
             return Outcome::error(Some(id), &e);
         }
+        let tools = self.visible_tools_text(caller);
+        let mut rest = json!({});
+        if era == Era::Modern {
+            // Private: the visible set depends on the caller's rights.
+            rest["ttlMs"] = json!(self.config().list_ttl_ms);
+            rest["cacheScope"] = json!("private");
+        }
+        let rest = self.finish(rest, era);
+        Outcome {
+            status: 200,
+            body: Some(Body::Text(list_response_text(id, &tools, &rest))),
+            notifications: Vec::new(),
+        }
+    }
+
+    /// The JSON array of the descriptors `caller` may see, from their serialized text.
+    fn visible_tools_text(&self, caller: Option<&crate::Caller>) -> String {
         let mut tools = String::with_capacity(96 * 1024);
         tools.push('[');
         for (spec, [core, other]) in self.registry().iter().zip(&self.tool_list) {
@@ -181,25 +198,7 @@ impl Server {
             });
         }
         tools.push(']');
-        let mut rest = json!({});
-        if era == Era::Modern {
-            // Private: the visible set depends on the caller's rights.
-            rest["ttlMs"] = json!(self.config().list_ttl_ms);
-            rest["cacheScope"] = json!("private");
-        }
-        let rest = self.finish(rest, era).to_string();
-        let result = match rest.strip_prefix('{') {
-            Some("}") | None => format!("{{\"tools\":{tools}}}"),
-            Some(fields) => format!("{{\"tools\":{tools},{fields}"),
-        };
-        let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
-        Outcome {
-            status: 200,
-            body: Some(Body::Text(format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}"
-            ))),
-            notifications: Vec::new(),
-        }
+        tools
     }
 
     async fn call_tool(&self, mut req: Request, era: Era) -> Outcome {
@@ -421,4 +420,26 @@ fn arguments(message: &Message) -> &Map<String, Value> {
         .get("arguments")
         .and_then(Value::as_object)
         .unwrap_or(&EMPTY)
+}
+
+/// The `tools/list` response as text: the tools array, then the result's other fields
+/// (`rest`, an object), in a JSON-RPC envelope.
+fn list_response_text(id: &mcp_protocol::RequestId, tools: &str, rest: &Value) -> String {
+    let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
+    let rest = rest.to_string();
+    let fields = rest
+        .strip_prefix('{')
+        .and_then(|r| r.strip_suffix('}'))
+        .unwrap_or_default();
+    let mut text = String::with_capacity(tools.len() + fields.len() + id.len() + 64);
+    text.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    text.push_str(&id);
+    text.push_str(r#","result":{"tools":"#);
+    text.push_str(tools);
+    if !fields.is_empty() {
+        text.push(',');
+        text.push_str(fields);
+    }
+    text.push_str("}}");
+    text
 }
