@@ -13,10 +13,14 @@
 //! cfn-lint and checkov run on the same template in `tests/infra-checks.sh`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use store_dynamodb::schema;
+
+use crate::support::template::{
+    as_list, function_with_binary, get_att, is_ref_to, of_type, one_of_type, resources, role_of,
+    root, statements, template, workload_functions,
+};
 
 /// The phrase the MCP function logs on each request refused because the kill switch is on;
 /// the kill-switch metric filter counts these lines.
@@ -35,64 +39,6 @@ const PSEUDO_PARAMETERS: &[&str] = &[
     "AWS::StackName",
     "AWS::URLSuffix",
 ];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn template() -> Value {
-    let path = root().join("infra/template.json");
-    let text =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
-}
-
-fn resources(t: &Value) -> &Map<String, Value> {
-    t["Resources"].as_object().expect("Resources")
-}
-
-fn of_type<'a>(t: &'a Value, kind: &str) -> Vec<(&'a str, &'a Value)> {
-    resources(t)
-        .iter()
-        .filter(|(_, r)| r["Type"] == kind)
-        .map(|(id, r)| (id.as_str(), r))
-        .collect()
-}
-
-fn one_of_type<'a>(t: &'a Value, kind: &str) -> (&'a str, &'a Value) {
-    let all = of_type(t, kind);
-    assert_eq!(
-        all.len(),
-        1,
-        "expected exactly one {kind}, found {}",
-        all.len()
-    );
-    all[0]
-}
-
-/// `{"Ref": id}`.
-fn is_ref_to(v: &Value, id: &str) -> bool {
-    v.get("Ref").and_then(Value::as_str) == Some(id)
-}
-
-/// `{"Fn::GetAtt": [id, attr]}` or `{"Fn::GetAtt": "id.attr"}`, as `(id, attr)`.
-fn get_att(v: &Value) -> Option<(String, String)> {
-    match v.get("Fn::GetAtt")? {
-        Value::Array(parts) if parts.len() == 2 => {
-            Some((parts[0].as_str()?.to_owned(), parts[1].as_str()?.to_owned()))
-        }
-        Value::String(s) => s.split_once('.').map(|(a, b)| (a.to_owned(), b.to_owned())),
-        _ => None,
-    }
-}
-
-fn as_list(v: &Value) -> Vec<&Value> {
-    match v {
-        Value::Array(items) => items.iter().collect(),
-        Value::Null => Vec::new(),
-        other => vec![other],
-    }
-}
 
 // ---- the table --------------------------------------------------------------------------
 
@@ -179,7 +125,7 @@ fn the_table_agrees_with_the_store_schema() {
 fn every_function_is_told_the_table() {
     let t = template();
     let (table, _) = one_of_type(&t, "AWS::DynamoDB::Table");
-    for (id, f) in of_type(&t, "AWS::Serverless::Function") {
+    for (id, f) in workload_functions(&t) {
         let var = &f["Properties"]["Environment"]["Variables"]["GATEHOUSE_TABLE"];
         assert!(
             is_ref_to(var, table),
@@ -254,6 +200,36 @@ impl Names {
             conditions: keys("Conditions"),
             mappings: keys("Mappings"),
         }
+        .with_sam_generated(t)
+    }
+
+    /// Adds the resources the SAM transform makes from a function's `AutoPublishAlias` and
+    /// `DeploymentPreference`, under the names SAM documents for referring to them.
+    fn with_sam_generated(mut self, t: &Value) -> Names {
+        for (id, f) in of_type(t, "AWS::Serverless::Function") {
+            let p = &f["Properties"];
+            let Some(alias) = p["AutoPublishAlias"].as_str() else {
+                continue;
+            };
+            for (name, kind) in [
+                (format!("{id}Alias{alias}"), "AWS::Lambda::Alias"),
+                (format!("{id}.Alias"), "AWS::Lambda::Alias"),
+                (format!("{id}.Version"), "AWS::Lambda::Version"),
+            ] {
+                self.resources.insert(name, kind.to_owned());
+            }
+            if p.get("DeploymentPreference").is_some() {
+                self.resources.insert(
+                    format!("{id}DeploymentGroup"),
+                    "AWS::CodeDeploy::DeploymentGroup".to_owned(),
+                );
+                self.resources.insert(
+                    "ServerlessDeploymentApplication".to_owned(),
+                    "AWS::CodeDeploy::Application".to_owned(),
+                );
+            }
+        }
+        self
     }
 
     fn check_ref(&self, name: &str, at: &str, locals: &BTreeSet<String>, out: &mut Vec<String>) {
@@ -528,41 +504,6 @@ fn dynamodb_client_calls() -> BTreeSet<String> {
     calls
 }
 
-/// The statements of a role's inline policies.
-fn statements(role: &Value) -> Vec<&Value> {
-    role["Properties"]["Policies"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .flat_map(|p| as_list(&p["PolicyDocument"]["Statement"]))
-        .collect()
-}
-
-/// The role a function runs with (`Role: !GetAtt X.Arn`).
-fn role_of<'a>(t: &'a Value, function: &str) -> (&'a str, &'a Value) {
-    let f = &resources(t)[function];
-    let (role, attr) = get_att(&f["Properties"]["Role"])
-        .unwrap_or_else(|| panic!("{function}: Role must be the GetAtt Arn of a role here"));
-    assert_eq!(attr, "Arn");
-    let (id, r) = resources(t)
-        .get_key_value(&role)
-        .unwrap_or_else(|| panic!("{function}: role {role} missing"));
-    assert_eq!(
-        r["Type"], "AWS::IAM::Role",
-        "{function}: {role} must be an IAM role"
-    );
-    (id.as_str(), r)
-}
-
-fn function_with_binary<'a>(t: &'a Value, binary: &str) -> &'a str {
-    of_type(t, "AWS::Serverless::Function")
-        .into_iter()
-        .find(|(_, f)| f["Metadata"]["BuildProperties"]["Binary"] == binary)
-        .map(|(id, _)| id)
-        .unwrap_or_else(|| panic!("no function builds the `{binary}` binary"))
-}
-
 /// The functions that run the whole app on the table: the MCP endpoint and the product's pages.
 const APP_FUNCTIONS: [&str; 2] = ["mcp-lambda", "web-lambda"];
 
@@ -751,7 +692,7 @@ fn no_iam_statement_has_a_wildcard() {
 #[test]
 fn functions_are_built_from_this_workspace_for_arm64() {
     let t = template();
-    let functions = of_type(&t, "AWS::Serverless::Function");
+    let functions = workload_functions(&t);
     assert!(
         functions.len() >= 2,
         "the MCP function and the outbox dispatcher"
@@ -923,7 +864,7 @@ fn alarm_on(t: &Value, namespace: &str, metric: &str, dimension: Option<&str>) -
 #[test]
 fn alarms_watch_errors_throttles_and_the_kill_switch() {
     let t = template();
-    for (id, _) in of_type(&t, "AWS::Serverless::Function") {
+    for (id, _) in workload_functions(&t) {
         for metric in ["Errors", "Throttles"] {
             assert!(
                 alarm_on(&t, "AWS/Lambda", metric, Some(id)),

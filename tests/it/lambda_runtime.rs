@@ -1073,3 +1073,93 @@ fn the_release_web_function_serves_the_pages_on_the_runtime_api() {
         "a password reached the logs"
     );
 }
+
+// ---- the pre-traffic hook's checks -----------------------------------------------------------
+
+/// Runs a snippet of Python with the hook module (`infra/hooks/pre_traffic.py`) imported as
+/// `h`, `input` on its stdin; returns what it printed, as JSON.
+fn hook_python(snippet: &str, input: &Value) -> Value {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            &format!("import json, sys; sys.path.insert(0, 'infra/hooks'); import pre_traffic as h; {snippet}"),
+        ])
+        .current_dir(root)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs (the hook is Python)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the snippet prints JSON")
+}
+
+/// The hook's checks, run against the release binary: the failures the hook would report.
+fn hook_failures(api: &mut RuntimeApi, token: Option<&str>) -> Vec<String> {
+    let calls = hook_python(
+        "print(json.dumps(h.smoke_calls(json.load(sys.stdin))))",
+        &json!(token),
+    );
+    let answered: Vec<Value> = calls
+        .as_array()
+        .expect("[[label, event], ...]")
+        .iter()
+        .map(|call| json!([call[0], api.invoke(&call[1]).1]))
+        .collect();
+    let expected = if token.is_some() { 3 } else { 1 };
+    assert_eq!(answered.len(), expected, "{calls}");
+    let failures = hook_python(
+        "print(json.dumps([r for r in (h.judge(l, p) for l, p in json.load(sys.stdin)) if r]))",
+        &json!(answered),
+    );
+    serde_json::from_value(failures).expect("a list of reasons")
+}
+
+/// The events `infra/hooks/pre_traffic.py` sends a new version are answered as the hook expects
+/// by the release binary (so a good release is not rolled back), and a credential the version
+/// does not accept fails the hook (so the check can fail).
+#[test]
+fn the_pre_traffic_hook_passes_a_good_version_and_fails_a_refused_credential() {
+    let Some(endpoint) = crate::support::dynamodb_endpoint("lambda runtime hook [dynamodb]") else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (_app, table, token) = setup(&rt, &endpoint, "gatehouse-hook");
+    let mut api = RuntimeApi::start();
+    let function = Function::start(
+        &api,
+        &[
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("GATEHOUSE_TABLE", &table),
+            ("GATEHOUSE_DYNAMODB_ENDPOINT", &endpoint),
+            ("GATEHOUSE_STATE_KEY", STATE_KEY),
+        ],
+    );
+    assert_eq!(hook_failures(&mut api, Some(&token)), Vec::<String>::new());
+    assert_eq!(hook_failures(&mut api, None), Vec::<String>::new());
+    let refused = hook_failures(&mut api, Some("gh_not_a_connection_of_this_table"));
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(
+        refused.iter().all(|r| r.contains("expected 200")),
+        "{refused:?}"
+    );
+    drop(function);
+}

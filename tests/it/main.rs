@@ -25,6 +25,7 @@ mod names;
 mod next_calls;
 mod operator;
 mod outbox;
+mod rollout;
 mod round_trips;
 mod store_conformance;
 mod support;

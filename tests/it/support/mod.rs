@@ -12,6 +12,7 @@ pub(crate) mod notes;
 pub(crate) mod probe_tools;
 pub(crate) mod receiver;
 pub(crate) mod store;
+pub(crate) mod template;
 
 /// The local DynamoDB-compatible server's endpoint, from `GATEHOUSE_TEST_DYNAMODB_ENDPOINT`
 /// (set by `tests/run`, which starts the server).
