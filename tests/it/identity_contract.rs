@@ -123,6 +123,11 @@ async fn credentials_that_must_fail_get_401(world: World) {
     string_exp["exp"] = json!((now() + 600).to_string());
     let mut no_exp = claims("acme", "user-olga");
     no_exp.as_object_mut().unwrap().remove("exp");
+    // The leeway is 30 s either way (identity::oauth::LEEWAY_SECONDS); 40 s is past it.
+    let mut past_leeway = claims("acme", "user-olga");
+    past_leeway["exp"] = json!(now() - 40);
+    let mut not_yet = claims("acme", "user-olga");
+    not_yet["nbf"] = json!(now() + 40);
     type Case<'a> = (&'a str, Option<String>, Vec<(&'a str, &'a str)>);
     let cases: Vec<Case<'_>> = vec![
         ("no credential", None, vec![]),
@@ -188,6 +193,22 @@ async fn credentials_that_must_fail_get_401(world: World) {
             vec![],
         ),
         (
+            "JWT expired past the leeway",
+            Some(format!(
+                "Bearer {}",
+                sign(Algorithm::RS256, "test-rs256", &past_leeway)
+            )),
+            vec![],
+        ),
+        (
+            "JWT not valid yet",
+            Some(format!(
+                "Bearer {}",
+                sign(Algorithm::RS256, "test-rs256", &not_yet)
+            )),
+            vec![],
+        ),
+        (
             "JWT with a string exp",
             Some(format!(
                 "Bearer {}",
@@ -244,6 +265,13 @@ async fn credentials_that_must_fail_get_401(world: World) {
             "{what}: the body echoes a credential"
         );
     }
+    // Within the leeway at both ends: expired 20 s ago, valid from 20 s ahead.
+    let mut within = claims("acme", "user-olga");
+    within["exp"] = json!(now() - 20);
+    within["nbf"] = json!(now() + 20);
+    let token = sign(Algorithm::RS256, "test-rs256", &within);
+    let r = status_of(&world, Some(&format!("Bearer {token}")), &[]).await;
+    assert_eq!(r.status, 200, "{:?}", String::from_utf8_lossy(&r.body));
     // The valid pairings work: RS256 and ES256 tokens for this audience.
     for (alg, kid) in [
         (Algorithm::RS256, "test-rs256"),

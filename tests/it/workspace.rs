@@ -413,9 +413,14 @@ fn the_crates_a_call_passes_through_read_no_system_clock_or_generator() {
         for (path, text) in sources(&shared(dir)) {
             for (i, line) in text.lines().enumerate() {
                 let code = line.split("//").next().unwrap_or_default();
-                let clock = code.contains("SystemTime::now") || code.contains("Utc::now(");
-                let product_time = path.ends_with("identity/src/lib.rs");
-                if (clock && !product_time) || code.contains("rand::") {
+                let clock = code.contains("SystemTime::now")
+                    || code.contains("Utc::now(")
+                    || code.contains("Instant::now(");
+                // Timing a benchmark's round trips, and waiting for a table being created
+                // (CLI and tests): never on a call's path.
+                let not_a_call = path.ends_with("store/src/counting.rs")
+                    || (path.ends_with("store-dynamodb/src/lib.rs") && code.contains("started"));
+                if (clock && !not_a_call) || code.contains("rand::") {
                     offenders.push(format!("{}:{}", path.display(), i + 1));
                 }
             }
@@ -539,4 +544,91 @@ fn no_crate_has_an_import_circle() {
     circle.insert("a".to_owned(), BTreeSet::from(["b".to_owned()]));
     circle.insert("b".to_owned(), BTreeSet::from(["a".to_owned()]));
     assert!(module_cycle(&circle).is_some(), "the check finds a circle");
+}
+
+/// The crates the edge function (Cloudflare Workers) is built from: each must build for
+/// `wasm32-unknown-unknown` (ADR 20).
+const EDGE_CRATES: &[&str] = &[
+    "mcp-protocol",
+    "outside",
+    "store",
+    "mcp-pipeline",
+    "identity",
+    "booking",
+    "booking-tools",
+];
+
+const EDGE_TARGET: &str = "wasm32-unknown-unknown";
+
+/// Whether rustup has the edge target's standard library installed.
+fn edge_target_installed() -> bool {
+    Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.trim() == EDGE_TARGET)
+        })
+}
+
+#[test]
+fn the_shared_crates_build_for_the_edge() {
+    if !edge_target_installed() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the {EDGE_TARGET} target is not installed in CI; tests/run installs it with rustup"
+        );
+        eprintln!(
+            "edge build check: SKIPPED ({EDGE_TARGET} not installed: rustup target add {EDGE_TARGET})"
+        );
+        return;
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut command = Command::new(cargo);
+    command
+        .args(["check", "--locked", "--quiet", "--target", EDGE_TARGET])
+        // Its own target directory: this test runs while `cargo test` holds the main one's
+        // artifacts, and the edge build's flags (.cargo/config.toml) would rebuild them.
+        .arg("--target-dir")
+        .arg(root.join("target/edge-check"))
+        .current_dir(&root);
+    for name in EDGE_CRATES {
+        command.args(["-p", name]);
+    }
+    let out = command.output().expect("run cargo check");
+    assert!(
+        out.status.success(),
+        "the edge crates no longer build for {EDGE_TARGET}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_edge_crates_depend_on_no_native_only_crate() {
+    // What cannot run in a Worker: threads and sockets (tokio's runtime), C libraries (SQLite,
+    // aws-lc), the AWS SDK, files.
+    let native = [
+        "tokio",
+        "rusqlite",
+        "aws-sdk-dynamodb",
+        "store-sqlite",
+        "store-dynamodb",
+        "hyper",
+        "http-client",
+        "mimalloc",
+    ];
+    for m in members()
+        .iter()
+        .filter(|m| EDGE_CRATES.contains(&m.name.as_str()))
+    {
+        for dep in &m.deps {
+            assert!(
+                !native.contains(&dep.as_str()),
+                "{} depends on {dep}, which does not run at the edge",
+                m.name
+            );
+        }
+    }
 }

@@ -105,7 +105,7 @@ impl McpAuthenticator {
                     ));
                 };
                 let subject = oauth
-                    .validate(bearer)
+                    .validate(bearer, self.clock.now())
                     .await
                     .map_err(Rejection::invalid_token)?;
                 (keys::oauth_subject(&subject.tenant, &subject.subject), true)

@@ -71,7 +71,7 @@ pub fn rfc3339_at(unix_micros: i64) -> String {
 
 /// The current time in RFC 3339, for the product's own adapters (pages, CLI).
 pub fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+    rfc3339_at(outside::Clock::now_micros(&outside::SystemClock))
 }
 
 pub(crate) fn random_id(len: usize) -> String {

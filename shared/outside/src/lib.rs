@@ -17,16 +17,25 @@ pub trait Clock: std::fmt::Debug + Send + Sync {
     }
 }
 
-/// The operating system's clock.
+/// The host's clock: the operating system's, or on a JavaScript host (Cloudflare Workers,
+/// `wasm32-unknown-unknown`, where `std::time::SystemTime::now` panics) `Date.now()`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
     fn now_micros(&self) -> i64 {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
             .unwrap_or(0)
+    }
+
+    /// Milliseconds only: a Worker's clock moves on between I/O, not within a computation.
+    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+    #[allow(clippy::cast_possible_truncation)]
+    fn now_micros(&self) -> i64 {
+        (js_sys::Date::now() * 1000.0) as i64
     }
 }
 
