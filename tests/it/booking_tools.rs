@@ -250,7 +250,7 @@ async fn customer_writes(world: World) {
 }
 on_every_backend!(customers_write, customer_writes);
 
-async fn foreign_handles_are_not_found_and_change_nothing(world: World) {
+pub(crate) async fn foreign_handles_are_not_found_and_change_nothing(world: World) {
     let (c, _) = setup(&world).await;
     world.member("globex", "gus", "owner").await;
     let theirs = seeded_customer(&world, "globex", "Globex Buyer", "buyer@globex.example").await;
@@ -292,7 +292,7 @@ on_every_backend!(
     foreign_handles_are_not_found_and_change_nothing
 );
 
-async fn deleting_a_customer_takes_two_steps(world: World) {
+pub(crate) async fn deleting_a_customer_takes_two_steps(world: World) {
     let (c, _) = setup(&world).await;
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let preview = c

@@ -337,7 +337,7 @@ async fn bad_origin_gets_403_before_authentication(world: World) {
 }
 on_every_backend!(bad_origin, bad_origin_gets_403_before_authentication);
 
-async fn the_tenant_comes_from_the_credential_only(world: World) {
+pub(crate) async fn the_tenant_comes_from_the_credential_only(world: World) {
     let token = setup(&world).await;
     world.member("globex", "gus", "owner").await;
     let client = world.client(&token);
@@ -588,7 +588,7 @@ async fn connections_are_capped_hashed_and_revocable(world: World) {
 }
 on_every_backend!(connections, connections_are_capped_hashed_and_revocable);
 
-async fn kill_switch_answers_503_and_is_audited(world: World) {
+pub(crate) async fn kill_switch_answers_503_and_is_audited(world: World) {
     let token = setup(&world).await;
     let client = world.client(&token);
     let operator = Actor {

@@ -10,6 +10,7 @@ mod approval_modes;
 mod booking_tools;
 mod browser;
 mod claims;
+mod edge;
 mod embedded_store;
 mod endpoint;
 mod gates;

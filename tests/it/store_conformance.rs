@@ -219,6 +219,24 @@ async fn conformance_memory() {
     assert_suite("memory", store, &[]).await;
 }
 
+/// The edge's wire format (`store::remote`): every operation encoded, served on rows and its
+/// outcome decoded, in this process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_remote_loopback() {
+    let transport = Arc::new(crate::support::store::LoopbackTransport::default());
+    let store = store::remote::RemoteStore::new(transport);
+    assert_suite("remote (loopback)", Arc::new(store), &[]).await;
+}
+
+/// The edge's store: a Durable Object of the worker served in `workerd`, over HTTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_edge() {
+    let Some((store, _)) = fresh(Backend::Edge).await else {
+        return;
+    };
+    assert_suite("edge (workerd, Durable Object)", store, &[]).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_sqlite() {
     // In a folder the store makes.

@@ -12,6 +12,9 @@ pub(crate) struct World {
     pub(crate) app: app::App,
     pub(crate) backend: Backend,
     _dir: Option<tempfile::TempDir>,
+    /// On the edge: the served worker's address and this world's store object. The app here
+    /// administers that store (members, connections, switches); calls go to the worker.
+    edge: Option<(std::net::SocketAddr, String)>,
 }
 
 pub(crate) const ISSUER: &str = "https://auth.example.com";
@@ -38,13 +41,41 @@ impl World {
             oauth: Some(oauth_settings()),
             ..app::Settings::default()
         };
+        if backend == Backend::Edge {
+            return Self::on_edge(settings);
+        }
         let (store, dir) = fresh(backend).await?;
         let app = app::build(&settings, store).unwrap();
         Some(World {
             app,
             backend,
             _dir: dir,
+            edge: None,
         })
+    }
+
+    /// A world whose calls go over HTTP to the locally served edge worker, on a Durable Object
+    /// of its own (no OAuth there: the worker accepts connection tokens only).
+    fn on_edge(mut settings: app::Settings) -> Option<World> {
+        let url = crate::support::edge::edge_url("tests on [edge]")?;
+        let (store, object) = crate::support::edge::fresh_edge_store(&url);
+        settings.oauth = None;
+        let app = app::build(&settings, store).unwrap();
+        Some(World {
+            app,
+            backend: Backend::Edge,
+            _dir: None,
+            edge: Some((crate::support::edge::edge_addr(&url), object)),
+        })
+    }
+
+    /// A client of this world's endpoint: in this process, or over HTTP at the edge.
+    fn endpoint(&self) -> TestClient {
+        match &self.edge {
+            Some((addr, object)) => TestClient::http(*addr)
+                .with_routing_header(crate::support::edge::STORE_OBJECT_HEADER, object),
+            None => TestClient::in_process(self.app.http.clone()),
+        }
     }
 
     pub(crate) async fn member(&self, tenant: &str, member: &str, role: &str) {
@@ -83,12 +114,12 @@ impl World {
 
     /// A client that sends `token`.
     pub(crate) fn client(&self, token: &str) -> TestClient {
-        TestClient::in_process(self.app.http.clone())
+        self.endpoint()
             .with_header("authorization", &format!("Bearer {token}"))
     }
 
     /// A client without any credential.
     pub(crate) fn anonymous(&self) -> TestClient {
-        TestClient::in_process(self.app.http.clone())
+        self.endpoint()
     }
 }

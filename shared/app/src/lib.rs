@@ -40,8 +40,11 @@ pub struct Settings {
     /// `None` makes a random key for this process (fine for one local process).
     pub state_key: Option<Vec<u8>>,
     /// Where work after the answer runs (a read's slot release); `None`: spawned on tokio.
-    /// Tests set it to hold that work until they have counted the call.
+    /// Tests set it to hold that work until they have counted the call; the edge passes the
+    /// request's `waitUntil`.
     pub defer: Option<mcp_pipeline::Defer>,
+    /// The timer for deadlines; `None`: tokio's. The edge passes its own (no tokio there).
+    pub sleep: Option<mcp_pipeline::Sleep>,
     /// Where calls read the time (the system's; tests set their own).
     pub clock: Arc<dyn mcp_pipeline::Clock>,
     /// Where request ids, tokens and the product's ids come from (the system's generator).
@@ -74,6 +77,7 @@ impl Default for Settings {
             secure_cookies: true,
             state_key: None,
             defer: None,
+            sleep: None,
             clock: Arc::new(mcp_pipeline::SystemClock),
             randomness: Arc::new(mcp_pipeline::SystemRandomness),
         }
@@ -158,13 +162,7 @@ fn server_config(settings: &Settings, store: &Arc<dyn Store>) -> ServerConfig {
         limits: settings.limits,
         ..mcp_pipeline::Gates::new(Arc::clone(store))
     };
-    // Deadlines wait on tokio's timer, which every entry point runs on; work after the
-    // answer is spawned on it unless the settings say otherwise (tests hold it).
-    let mut runtime = mcp_http::tokio_runtime();
-    if let Some(defer) = &settings.defer {
-        runtime.defer = defer.clone();
-    }
-    let mut config = ServerConfig::new(gates, runtime);
+    let mut config = ServerConfig::new(gates, runtime(settings));
     config.names = Some(Arc::new(booking_tools::NameLookup::new(tool_services(
         settings, store,
     ))));
@@ -183,6 +181,24 @@ fn server_config(settings: &Settings, store: &Arc<dyn Store>) -> ServerConfig {
     config.clock = Arc::clone(&settings.clock);
     config.randomness = Arc::clone(&settings.randomness);
     config
+}
+
+/// The timer and the deferred work: tokio's, which every native entry point runs on, unless
+/// the settings bring their own (tests hold deferred work; the edge has no tokio).
+fn runtime(settings: &Settings) -> mcp_pipeline::Runtime {
+    #[cfg(feature = "tokio")]
+    let native = Some(mcp_http::tokio_runtime());
+    #[cfg(not(feature = "tokio"))]
+    let native: Option<mcp_pipeline::Runtime> = None;
+    let sleep = settings
+        .sleep
+        .clone()
+        .or(native.as_ref().map(|r| r.sleep.clone()));
+    let defer = settings.defer.clone().or(native.map(|r| r.defer));
+    mcp_pipeline::Runtime {
+        sleep: sleep.expect("built without tokio: Settings.sleep must be set"),
+        defer: defer.expect("built without tokio: Settings.defer must be set"),
+    }
 }
 
 /// The application around its pipeline: the HTTP service with its authenticator, the pages.

@@ -36,11 +36,13 @@ pub enum HttpClientError {
     Connection(String),
 }
 
-/// An answer: its status and body.
+/// An answer: its status, headers and body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
     /// The HTTP status.
     pub status: u16,
+    /// The headers (`Retry-After` among them).
+    pub headers: http::HeaderMap,
     /// The body.
     pub body: Bytes,
 }
@@ -87,7 +89,9 @@ impl HttpClient {
             .await
     }
 
-    async fn send(
+    /// Sends `method` to `url` with `headers` and `body`; the whole answer, or why there is
+    /// none.
+    pub async fn send(
         &self,
         method: http::Method,
         url: &str,
@@ -108,13 +112,18 @@ impl HttpClient {
                 .await
                 .map_err(|e| HttpClientError::Connection(describe(&e)))?;
             let status = response.status().as_u16();
+            let headers = response.headers().clone();
             let body = response
                 .into_body()
                 .collect()
                 .await
                 .map_err(|e| HttpClientError::Connection(e.to_string()))?
                 .to_bytes();
-            Ok(Answer { status, body })
+            Ok(Answer {
+                status,
+                headers,
+                body,
+            })
         };
         tokio::time::timeout(self.deadline, exchange)
             .await

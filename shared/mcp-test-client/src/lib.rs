@@ -17,17 +17,16 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use base64::Engine as _;
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, Method};
+use http::{HeaderMap, Method};
 use http_body_util::{BodyExt as _, Full};
 use mcp_http::McpService;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 /// How requests reach the server.
 #[derive(Debug, Clone)]
 enum Transport {
     InProcess(McpService),
-    Http(SocketAddr),
+    Http(SocketAddr, Box<http_client::HttpClient>),
 }
 
 /// An HTTP response as received.
@@ -169,6 +168,9 @@ pub struct TestClient {
     transport: Transport,
     version: String,
     extra_headers: Vec<(String, String)>,
+    /// Headers the way to the server needs on every request, raw ones from [`Self::send`]
+    /// included (the edge tests' store object).
+    routing_headers: Vec<(String, String)>,
     next_id: AtomicI64,
 }
 
@@ -180,7 +182,10 @@ impl TestClient {
 
     /// Calls a server over real HTTP on `addr` (path `/mcp`).
     pub fn http(addr: SocketAddr) -> Self {
-        Self::new(Transport::Http(addr))
+        // Generous: a test's server may be busy with other tests on a loaded machine.
+        let client = http_client::HttpClient::new(std::time::Duration::from_secs(120))
+            .expect("an HTTP client");
+        Self::new(Transport::Http(addr, Box::new(client)))
     }
 
     fn new(transport: Transport) -> Self {
@@ -188,6 +193,7 @@ impl TestClient {
             transport,
             version: mcp_protocol::LATEST_VERSION.into(),
             extra_headers: Vec::new(),
+            routing_headers: Vec::new(),
             next_id: AtomicI64::new(1),
         }
     }
@@ -195,6 +201,12 @@ impl TestClient {
     /// Speaks a legacy revision: no `_meta`, no `Mcp-Method`/`Mcp-Name`.
     pub fn legacy(mut self, version: &str) -> Self {
         self.version = version.into();
+        self
+    }
+
+    /// Adds a header to every request, those sent with [`Self::send`] too.
+    pub fn with_routing_header(mut self, name: &str, value: &str) -> Self {
+        self.routing_headers.push((name.into(), value.into()));
         self
     }
 
@@ -296,6 +308,9 @@ impl TestClient {
         headers: &[(String, String)],
         body: Bytes,
     ) -> RawResponse {
+        let mut headers = headers.to_vec();
+        headers.extend(self.routing_headers.iter().cloned());
+        let headers = headers.as_slice();
         match &self.transport {
             Transport::InProcess(service) => {
                 let mut request = http::Request::builder().method(method).uri(path);
@@ -315,7 +330,9 @@ impl TestClient {
                     body,
                 }
             }
-            Transport::Http(addr) => http_send(*addr, method, path, headers, body).await,
+            Transport::Http(addr, client) => {
+                http_send(client, *addr, method, path, headers, body).await
+            }
         }
     }
 }
@@ -334,75 +351,27 @@ pub fn encode_header(value: &str) -> String {
 
 /// A minimal HTTP/1.1 exchange over a fresh connection (no client library, so the test
 /// sees exactly what the server sent).
+/// One request over real HTTP with the workspace's HTTP client (hyper): the answer as it
+/// came, whatever its framing (length, chunks) and whether the server keeps the connection.
 async fn http_send(
+    client: &http_client::HttpClient,
     addr: SocketAddr,
     method: Method,
     path: &str,
     headers: &[(String, String)],
     body: Bytes,
 ) -> RawResponse {
-    let mut stream = tokio::net::TcpStream::connect(addr)
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let answer = client
+        .send(method, &format!("http://{addr}{path}"), &headers, body)
         .await
-        .expect("connect to the server");
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).await.expect("write head");
-    stream.write_all(&body).await.expect("write body");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.expect("read response");
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("response head");
-    let head = String::from_utf8_lossy(&raw[..split]).to_string();
-    let mut rest = raw[split + 4..].to_vec();
-    let mut lines = head.lines();
-    let status: u16 = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .expect("status line");
-    let mut headers = HeaderMap::new();
-    for line in lines {
-        if let Some((k, v)) = line.split_once(':')
-            && let (Ok(k), Ok(v)) = (
-                HeaderName::from_bytes(k.trim().as_bytes()),
-                HeaderValue::from_str(v.trim()),
-            )
-        {
-            headers.append(k, v);
-        }
-    }
-    if headers
-        .get("transfer-encoding")
-        .is_some_and(|v| v == "chunked")
-    {
-        rest = dechunk(&rest);
-    }
+        .unwrap_or_else(|e| panic!("{path} on {addr}: {e}"));
     RawResponse {
-        status,
-        headers,
-        body: rest.into(),
+        status: answer.status,
+        headers: answer.headers,
+        body: answer.body,
     }
-}
-
-fn dechunk(mut data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(pos) = data.windows(2).position(|w| w == b"\r\n") {
-        let size =
-            usize::from_str_radix(String::from_utf8_lossy(&data[..pos]).trim(), 16).unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        let start = pos + 2;
-        out.extend_from_slice(&data[start..start + size]);
-        data = &data[(start + size + 2).min(data.len())..];
-    }
-    out
 }

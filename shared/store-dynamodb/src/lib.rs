@@ -721,17 +721,7 @@ impl Store for DynamoStore {
     }
 
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
-        if query.limit == Some(0) {
-            return Err(Invalid::ZeroLimit.into());
-        }
-        if query.pk.is_empty() {
-            return Err(Invalid::EmptyKey.into());
-        }
-        let after = query
-            .cursor
-            .as_ref()
-            .map(|c| engine::decode_cursor(c, &query.pk))
-            .transpose()?;
+        let after = engine::validate_query(&query)?;
         let empty = Page {
             items: Vec::new(),
             next: None,

@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use store::engine::{self, Effect, Failed};
 use store::{
-    Delete, Invalid, Item, Key, Page, Put, Query, SortCondition, Store, StoreError, TransactOp,
-    Update, Value,
+    Delete, Item, Key, Page, Put, Query, SortCondition, Store, StoreError, TransactOp, Update,
+    Value,
 };
 use writer::Writer;
 
@@ -465,17 +465,7 @@ impl Store for SqliteStore {
 
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
         let now = self.inner.clock.now();
-        if query.limit == Some(0) {
-            return Err(Invalid::ZeroLimit.into());
-        }
-        if query.pk.is_empty() {
-            return Err(Invalid::EmptyKey.into());
-        }
-        let after = query
-            .cursor
-            .as_ref()
-            .map(|c| engine::decode_cursor(c, &query.pk))
-            .transpose()?;
+        let after = engine::validate_query(&query)?;
         self.read(|conn| {
             let (mut lo, mut hi) = sort_bounds(query.sort.as_ref());
             // The cursor narrows the range on the side the query moves towards.

@@ -175,6 +175,21 @@ pub fn plan(
     Ok(Ok(effect))
 }
 
+/// Checks a query before any item is read; returns the sort key its cursor resumes after.
+pub fn validate_query(query: &crate::Query) -> Result<Option<String>, Invalid> {
+    if query.limit == Some(0) {
+        return Err(Invalid::ZeroLimit);
+    }
+    if query.pk.is_empty() {
+        return Err(Invalid::EmptyKey);
+    }
+    query
+        .cursor
+        .as_ref()
+        .map(|c| decode_cursor(c, &query.pk))
+        .transpose()
+}
+
 /// Checks one operation before any item is read.
 pub fn validate_op(op: &TransactOp) -> Result<(), Invalid> {
     validate_key(op.key())?;

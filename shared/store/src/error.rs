@@ -3,7 +3,7 @@
 use crate::{Item, Key};
 
 /// What went wrong with a store call.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum StoreError {
     /// The write's condition did not hold; nothing changed. `old` is the current item when the
     /// caller asked for it and the item exists (and has not expired).
@@ -38,7 +38,7 @@ impl StoreError {
 }
 
 /// Why one operation of a cancelled transaction failed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum CancelReason {
     /// This operation was fine; another one cancelled the transaction.
     None,
@@ -66,7 +66,7 @@ impl CancelReason {
 }
 
 /// A request that can never succeed as written.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum Invalid {
     /// A partition or sort key is empty.
     #[error("partition and sort keys must not be empty")]

@@ -6,7 +6,7 @@
 use crate::{Item, Number, Value};
 
 /// A comparison operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CmpOp {
     /// `=`
     Eq,
@@ -24,7 +24,7 @@ pub enum CmpOp {
 
 /// A condition on the current item. Attribute names are top-level names; `pk` and `sk` name
 /// the key. An item whose expiry has passed is evaluated as absent.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Condition {
     /// The attribute is present.
     Exists(String),
@@ -114,7 +114,7 @@ fn compare(current: Option<&Value>, op: CmpOp, value: &Value) -> bool {
 }
 
 /// One change an update makes.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum UpdateAction {
     /// Sets the attribute to the value.
     Set(String, Value),
@@ -139,7 +139,7 @@ impl UpdateAction {
 }
 
 /// A condition on the sort key of a query.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SortCondition {
     /// Equal to.
     Eq(String),

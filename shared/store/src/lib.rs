@@ -12,7 +12,9 @@ mod expr;
 mod memory;
 mod number;
 pub mod read_ahead;
+pub mod remote;
 mod request;
+pub mod rows;
 pub mod tenant_id;
 mod value;
 

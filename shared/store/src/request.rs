@@ -3,7 +3,7 @@
 use crate::{Condition, Item, Key, SortCondition, UpdateAction};
 
 /// Writes a whole item, replacing any item with the same key.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Put {
     /// Where.
     pub key: Key,
@@ -16,7 +16,7 @@ pub struct Put {
 }
 
 /// Changes some attributes of an item, creating it when absent (unless the condition forbids).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Update {
     /// Where.
     pub key: Key,
@@ -29,7 +29,7 @@ pub struct Update {
 }
 
 /// Removes an item (no error when absent, unless the condition requires it).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Delete {
     /// Where.
     pub key: Key,
@@ -40,7 +40,7 @@ pub struct Delete {
 }
 
 /// A condition on an item that a transaction requires without writing it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ConditionCheck {
     /// Where.
     pub key: Key,
@@ -124,7 +124,7 @@ impl ConditionCheck {
 }
 
 /// One operation of a transaction.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum TransactOp {
     /// A put.
     Put(Put),
@@ -190,7 +190,7 @@ impl From<ConditionCheck> for TransactOp {
 }
 
 /// Reads items of one partition in sort-key order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Query {
     /// The partition.
     pub pk: String,
@@ -243,7 +243,7 @@ impl Query {
 
 /// One page of a query. A page may hold fewer items than the limit (expired items are
 /// filtered after the limit is applied, as DynamoDB filters); only `next == None` means the end.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Page {
     /// The items with their keys, in the query's order.
     pub items: Vec<(Key, Item)>,
@@ -252,5 +252,5 @@ pub struct Page {
 }
 
 /// An opaque position in a query, only meaningful to the store that issued it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Cursor(pub String);

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use mcp_pipeline::Toolset;
 
 pub(crate) mod dates;
+pub(crate) mod edge;
 pub(crate) mod hint_follower;
 pub(crate) mod notes;
 pub(crate) mod probe_tools;

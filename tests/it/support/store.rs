@@ -20,6 +20,8 @@ pub(crate) enum Backend {
     Sqlite,
     /// A new table on the local DynamoDB server (`GATEHOUSE_TEST_DYNAMODB_ENDPOINT`).
     Dynamodb,
+    /// A new Durable Object of the locally served edge worker (`GATEHOUSE_TEST_EDGE_URL`).
+    Edge,
 }
 
 impl Backend {
@@ -29,6 +31,7 @@ impl Backend {
             Backend::Memory => "memory",
             Backend::Sqlite => "sqlite",
             Backend::Dynamodb => "dynamodb",
+            Backend::Edge => "durable-object",
         }
     }
 }
@@ -47,6 +50,10 @@ pub(crate) async fn fresh(backend: Backend) -> Option<(Arc<dyn Store>, Option<Te
             let endpoint = super::dynamodb_endpoint("tests on [dynamodb]")?;
             let (store, _table) = fresh_table(&endpoint, "t").await;
             Some((Arc::new(store), None))
+        }
+        Backend::Edge => {
+            let url = super::edge::edge_url("tests on [edge]")?;
+            Some((super::edge::fresh_edge_store(&url).0, None))
         }
     }
 }
@@ -69,7 +76,7 @@ pub(crate) async fn fresh_table(endpoint: &str, prefix: &str) -> (DynamoStore, S
 }
 
 /// Unique in this process and, by the time, across runs against the same server.
-fn unique_suffix() -> String {
+pub(crate) fn unique_suffix() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     let millis = std::time::SystemTime::now()
@@ -81,4 +88,25 @@ fn unique_suffix() -> String {
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// A transport that serves each message in this process on a map, through the same encoding
+/// and [`store::remote::serve`] the edge's Durable Object uses: the wire format proven on
+/// every value type, without the edge runtime.
+#[derive(Debug, Default)]
+pub(crate) struct LoopbackTransport {
+    rows: std::sync::Mutex<std::collections::BTreeMap<store::Key, store::Item>>,
+}
+
+#[async_trait::async_trait]
+impl store::remote::Transport for LoopbackTransport {
+    async fn send(&self, request: String) -> Result<String, store::StoreError> {
+        let request: store::remote::StoreRequest = serde_json::from_str(&request)
+            .map_err(|e| store::StoreError::Unavailable(format!("bad request: {e}")))?;
+        let now = mcp_pipeline::Clock::now(&mcp_pipeline::SystemClock);
+        let mut rows = self.rows.lock().unwrap();
+        Ok(store::remote::encode_outcome(&store::remote::serve(
+            &mut *rows, request, now,
+        )))
+    }
 }

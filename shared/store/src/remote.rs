@@ -1,0 +1,162 @@
+//! A store served by another process or object, one JSON message per operation: the edge's
+//! Durable Object (ADR 20), and the tests that drive that object over HTTP.
+//!
+//! [`StoreRequest`] names one [`Store`] operation with its arguments; the server runs it with
+//! [`serve`] on its [`Rows`] and answers with a [`StoreAnswer`] or the [`StoreError`].
+//! [`RemoteStore`] is the client: every method is one message through a [`Transport`].
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::rows::{self, Rows};
+use crate::{Delete, Item, Key, Page, Put, Query, Store, StoreError, TransactOp, Update};
+
+/// One store operation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", content = "args", rename_all = "snake_case")]
+pub enum StoreRequest {
+    /// [`Store::get`].
+    Get(Key),
+    /// [`Store::batch_get`].
+    BatchGet(Vec<Key>),
+    /// [`Store::put`].
+    Put(Put),
+    /// [`Store::update`].
+    Update(Update),
+    /// [`Store::delete`].
+    Delete(Delete),
+    /// [`Store::query`].
+    Query(Query),
+    /// [`Store::transact_write`].
+    TransactWrite(Vec<TransactOp>),
+}
+
+/// What a successful operation returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum StoreAnswer {
+    /// An item or none (get, update, delete).
+    Item(Option<Item>),
+    /// Items in the order asked (batch get).
+    Items(Vec<Option<Item>>),
+    /// A page (query).
+    Page(Page),
+    /// Done (put, transaction).
+    Done,
+}
+
+/// Runs one request on `rows` at `now` (Unix seconds).
+pub fn serve(
+    rows: &mut impl Rows,
+    request: StoreRequest,
+    now: i64,
+) -> Result<StoreAnswer, StoreError> {
+    Ok(match request {
+        StoreRequest::Get(key) => StoreAnswer::Item(rows::get(rows, &key, now)?),
+        StoreRequest::BatchGet(keys) => StoreAnswer::Items(rows::batch_get(rows, &keys, now)?),
+        StoreRequest::Put(put) => rows::put(rows, put, now).map(|()| StoreAnswer::Done)?,
+        StoreRequest::Update(update) => StoreAnswer::Item(Some(rows::update(rows, update, now)?)),
+        StoreRequest::Delete(delete) => StoreAnswer::Item(rows::delete(rows, delete, now)?),
+        StoreRequest::Query(query) => StoreAnswer::Page(rows::query(rows, &query, now)?),
+        StoreRequest::TransactWrite(ops) => {
+            rows::transact_write(rows, &ops, now).map(|()| StoreAnswer::Done)?
+        }
+    })
+}
+
+/// Encodes the outcome of [`serve`] for the wire.
+pub fn encode_outcome(outcome: &Result<StoreAnswer, StoreError>) -> String {
+    serde_json::to_string(outcome).unwrap_or_else(|e| {
+        let failed: Result<StoreAnswer, StoreError> = Err(StoreError::Unavailable(format!(
+            "the store could not encode its answer: {e}"
+        )));
+        serde_json::to_string(&failed).unwrap_or_default()
+    })
+}
+
+/// Carries one encoded request to the store and brings back its encoded outcome.
+#[async_trait::async_trait]
+pub trait Transport: Send + Sync + std::fmt::Debug + 'static {
+    /// Sends `request` (JSON); returns the outcome (JSON) or why it never arrived.
+    async fn send(&self, request: String) -> Result<String, StoreError>;
+}
+
+/// A [`Store`] whose every operation is one message through a [`Transport`].
+#[derive(Debug, Clone)]
+pub struct RemoteStore {
+    transport: Arc<dyn Transport>,
+}
+
+impl RemoteStore {
+    /// A store reached through `transport`.
+    pub fn new(transport: Arc<dyn Transport>) -> Self {
+        RemoteStore { transport }
+    }
+
+    async fn call(&self, request: &StoreRequest) -> Result<StoreAnswer, StoreError> {
+        let body = serde_json::to_string(request).map_err(|e| {
+            StoreError::Unavailable(format!("could not encode a store request: {e}"))
+        })?;
+        let answer = self.transport.send(body).await?;
+        serde_json::from_str::<Result<StoreAnswer, StoreError>>(&answer).map_err(|e| {
+            StoreError::Unavailable(format!("the store answered something unreadable: {e}"))
+        })?
+    }
+}
+
+fn unexpected(answer: &StoreAnswer) -> StoreError {
+    StoreError::Unavailable(format!("the store answered the wrong kind: {answer:?}"))
+}
+
+#[async_trait::async_trait]
+impl Store for RemoteStore {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        match self.call(&StoreRequest::Get(key.clone())).await? {
+            StoreAnswer::Item(item) => Ok(item),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        match self.call(&StoreRequest::BatchGet(keys.to_vec())).await? {
+            StoreAnswer::Items(items) => Ok(items),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    async fn put(&self, put: Put) -> Result<(), StoreError> {
+        match self.call(&StoreRequest::Put(put)).await? {
+            StoreAnswer::Done => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    async fn update(&self, update: Update) -> Result<Item, StoreError> {
+        match self.call(&StoreRequest::Update(update)).await? {
+            StoreAnswer::Item(item) => Ok(item.unwrap_or_default()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    async fn delete(&self, delete: Delete) -> Result<Option<Item>, StoreError> {
+        match self.call(&StoreRequest::Delete(delete)).await? {
+            StoreAnswer::Item(item) => Ok(item),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    async fn query(&self, query: Query) -> Result<Page, StoreError> {
+        match self.call(&StoreRequest::Query(query)).await? {
+            StoreAnswer::Page(page) => Ok(page),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
+        match self.call(&StoreRequest::TransactWrite(ops)).await? {
+            StoreAnswer::Done => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+}

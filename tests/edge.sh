@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# The edge build and its local runtime (ADR 20).
+#
+#   tests/edge.sh build    builds functions/mcp-worker for wasm32 with worker-build into
+#                          functions/mcp-worker/build/ and prints its size
+#   tests/edge.sh dry-run  builds, then checks wrangler.toml with `wrangler deploy --dry-run`
+#                          (no account needed: nothing is uploaded)
+#   tests/edge.sh start    builds, dry-runs, then serves it in workerd on a free port (Durable Objects
+#                          with SQLite on a temporary disk, the test routes on) and prints, for
+#                          `eval`, GATEHOUSE_TEST_EDGE_URL and GATEHOUSE_EDGE_PID
+#
+# The toolchain comes from crates.io and npm only, cached outside the clone and keyed by
+# version (nothing depends on the cache being there):
+#   ${XDG_CACHE_HOME:-~/.cache}/gatehouse/wasm-bindgen-cli-<v>   cargo install (the version
+#                                                                 Cargo.lock has)
+#   .../worker-build-<v>                                          cargo install
+#   .../edge-npm-wrangler-<v>                                     npm install (wrangler, with
+#                                                                 its workerd and esbuild)
+# worker-build would download wasm-bindgen and esbuild from GitHub; it is pointed at these
+# instead (WASM_BINDGEN_BIN, ESBUILD_BIN), and wasm-opt is off (Cargo.toml metadata).
+# Messages go to stderr; stdout carries only the `eval` lines.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+CACHE=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/gatehouse
+WORKER_BUILD_VERSION=0.8.7
+# wrangler brings the workerd and esbuild it was released with. 4.86 is the last that runs on
+# Node.js 20 (the machine's); later ones need 22.
+WRANGLER_VERSION=4.86.0
+WASM_BINDGEN_VERSION=$(sed -n '/^name = "wasm-bindgen"$/{n;s/^version = "\(.*\)"$/\1/p;}' Cargo.lock)
+CRATE=functions/mcp-worker
+OUT=$ROOT/$CRATE/build
+RUN_DIR=$ROOT/target/edge
+
+say() { echo "edge: $*" >&2; }
+
+with_lock() {
+    local lock=$1
+    shift
+    mkdir -p "$(dirname "$lock")"
+    if command -v flock >/dev/null; then
+        (flock 9 && "$@") 9>"$lock"
+    else
+        "$@"
+    fi
+}
+
+# cargo install NAME VERSION into $CACHE/NAME-VERSION unless there.
+cargo_tool() {
+    local name=$1 version=$2 bin=$3
+    local dir="$CACHE/$name-$version"
+    if [[ -x $dir/bin/$bin ]]; then return 0; fi
+    say "installing $name $version from crates.io into $dir (a few minutes, once)"
+    CARGO_TARGET_DIR="$CACHE/cargo-install-target" cargo install --quiet "$name" \
+        --version "=$version" --root "$dir" >&2
+    rm -rf "$CACHE/cargo-install-target"
+}
+
+npm_tools() {
+    local dir=$1
+    local bins=$dir/node_modules/.bin
+    if [[ -x $bins/workerd && -x $bins/esbuild && -x $bins/wrangler ]]; then return 0; fi
+    if ! command -v npm >/dev/null; then
+        say "npm is needed for wrangler, workerd and esbuild (Node.js 20 or later)"
+        exit 1
+    fi
+    say "installing wrangler $WRANGLER_VERSION (with workerd and esbuild) from npm into $dir"
+    rm -rf "$dir" && mkdir -p "$dir"
+    (cd "$dir" && npm init -y >/dev/null && npm install --no-audit --no-fund --loglevel=error \
+        "wrangler@$WRANGLER_VERSION" >&2)
+}
+
+install_tools() {
+    if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+        say "installing the wasm32-unknown-unknown target"
+        rustup target add wasm32-unknown-unknown >&2
+    fi
+    with_lock "$CACHE/edge-tools.lock" cargo_tool wasm-bindgen-cli "$WASM_BINDGEN_VERSION" wasm-bindgen
+    with_lock "$CACHE/edge-tools.lock" cargo_tool worker-build "$WORKER_BUILD_VERSION" worker-build
+    NPM_DIR="$CACHE/edge-npm-wrangler-$WRANGLER_VERSION"
+    with_lock "$CACHE/edge-tools.lock" npm_tools "$NPM_DIR"
+}
+
+build() {
+    install_tools
+    say "building $CRATE for wasm32 (worker-build --release)"
+    local started=$SECONDS
+    (cd "$CRATE" && WASM_BINDGEN_BIN="$CACHE/wasm-bindgen-cli-$WASM_BINDGEN_VERSION/bin/wasm-bindgen" \
+        ESBUILD_BIN="$NPM_DIR/node_modules/.bin/esbuild" \
+        "$CACHE/worker-build-$WORKER_BUILD_VERSION/bin/worker-build" --release >&2)
+    local wasm
+    wasm=$(find "$OUT" -name '*.wasm' | head -1)
+    say "built in $((SECONDS - started)) s: $(basename "$wasm") is $(stat -c %s "$wasm") bytes ($(gzip -c "$wasm" | wc -c) gzipped)"
+}
+
+dry_run() {
+    say "wrangler deploy --dry-run ($CRATE/wrangler.toml)"
+    (cd "$CRATE" && WRANGLER_SEND_METRICS=false "$NPM_DIR/node_modules/.bin/wrangler" deploy \
+        --dry-run --outdir "$RUN_DIR-dry-run" >&2)
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# The workerd configuration: the built modules, the store's Durable Object class with SQLite,
+# its storage on a disk folder, and the test settings.
+write_config() {
+    local port=$1
+    rm -rf "$RUN_DIR" && mkdir -p "$RUN_DIR/do-storage"
+    cp -r "$OUT"/. "$RUN_DIR/worker/"
+    local modules="" f
+    for f in $(cd "$RUN_DIR/worker" && find . -type f \( -name '*.js' -o -name '*.mjs' -o -name '*.wasm' \) | sed 's|^\./||' | sort); do
+        case $f in
+            *.wasm) modules+="    (name = \"$f\", wasm = embed \"worker/$f\"),"$'\n' ;;
+            index.js) ;;
+            *) modules+="    (name = \"$f\", esModule = embed \"worker/$f\"),"$'\n' ;;
+        esac
+    done
+    cat >"$RUN_DIR/config.capnp" <<EOF
+using Workerd = import "/workerd/workerd.capnp";
+
+const config :Workerd.Config = (
+  services = [
+    (name = "main", worker = .gatehouse),
+    (name = "do-storage", disk = (path = "$RUN_DIR/do-storage", writable = true)),
+  ],
+  sockets = [(name = "http", address = "127.0.0.1:$port", http = (), service = "main")],
+);
+
+const gatehouse :Workerd.Worker = (
+  modules = [
+    (name = "index.js", esModule = embed "worker/index.js"),
+$modules  ],
+  compatibilityDate = "2025-09-01",
+  bindings = [
+    (name = "STORE", durableObjectNamespace = "StoreObject"),
+    (name = "GATEHOUSE_STATE_KEY", text = "edge-test-state-key-0123456789abcdef0123456789"),
+    (name = "GATEHOUSE_TEST_ROUTES", text = "1"),
+  ],
+  durableObjectNamespaces = [
+    (className = "StoreObject", uniqueKey = "gatehouse-store", enableSql = true),
+  ],
+  durableObjectStorage = (localDisk = "do-storage"),
+);
+EOF
+}
+
+start() {
+    build
+    dry_run
+    local port
+    port=$(free_port)
+    write_config "$port"
+    local started=$SECONDS
+    "$NPM_DIR/node_modules/.bin/workerd" serve "$RUN_DIR/config.capnp" \
+        >"$RUN_DIR/workerd.log" 2>&1 &
+    local pid=$!
+    for _ in $(seq 1 200); do
+        if curl -fs -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null; then
+            say "workerd $("$NPM_DIR/node_modules/.bin/workerd" --version 2>/dev/null) serving the worker at http://127.0.0.1:$port (ready in $((SECONDS - started)) s; log: $RUN_DIR/workerd.log)"
+            echo "export GATEHOUSE_TEST_EDGE_URL=http://127.0.0.1:$port"
+            echo "export GATEHOUSE_EDGE_PID=$pid"
+            return 0
+        fi
+        if ! kill -0 "$pid" 2>/dev/null; then
+            cat "$RUN_DIR/workerd.log" >&2
+            say "workerd failed to start"
+            exit 1
+        fi
+        sleep 0.1
+    done
+    cat "$RUN_DIR/workerd.log" >&2
+    say "workerd did not answer /healthz in 20 s"
+    kill "$pid" 2>/dev/null || true
+    exit 1
+}
+
+case ${1:-} in
+    build) build ;;
+    dry-run) build && dry_run ;;
+    start) start ;;
+    *)
+        echo "usage: tests/edge.sh build|dry-run|start" >&2
+        exit 2
+        ;;
+esac
