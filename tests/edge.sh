@@ -5,9 +5,12 @@
 #                          functions/mcp-worker/build/ and prints its size
 #   tests/edge.sh dry-run  builds, then checks wrangler.toml with `wrangler deploy --dry-run`
 #                          (no account needed: nothing is uploaded)
-#   tests/edge.sh start    builds, dry-runs, then serves it in workerd on a free port (Durable Objects
-#                          with SQLite on a temporary disk, the test routes on) and prints, for
-#                          `eval`, GATEHOUSE_TEST_EDGE_URL and GATEHOUSE_EDGE_PID
+#   tests/edge.sh start    builds, dry-runs, then serves it in workerd (Durable Objects with
+#                          SQLite on a temporary disk) twice, on free ports: with the test
+#                          routes on, and configured as a deployment (admin token, no test
+#                          routes); prints, for `eval`, GATEHOUSE_TEST_EDGE_URL,
+#                          GATEHOUSE_TEST_EDGE_DEPLOYED_URL, GATEHOUSE_TEST_EDGE_ADMIN_TOKEN and
+#                          GATEHOUSE_EDGE_PID
 #
 # The toolchain comes from crates.io and npm only, cached outside the clone and keyed by
 # version (nothing depends on the cache being there):
@@ -103,8 +106,13 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 # The workerd configuration: the built modules, the store's Durable Object class with SQLite,
 # its storage on a disk folder, and the test settings.
+ADMIN_TOKEN=edge-test-admin-token-0123456789abcdef0123456789
+
 write_config() {
-    local port=$1
+    local port=$1 deployed_port=$2
+    # The test issuer's keys (tests/fixtures/oauth), as a capnp text literal.
+    local jwks
+    jwks=$(tr -d '\n' <tests/fixtures/oauth/jwks.json | sed 's/\\/\\\\/g; s/"/\\"/g')
     rm -rf "$RUN_DIR" && mkdir -p "$RUN_DIR/do-storage"
     cp -r "$OUT"/. "$RUN_DIR/worker/"
     local modules="" f
@@ -121,9 +129,13 @@ using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [
     (name = "main", worker = .gatehouse),
+    (name = "deployed", worker = .deployed),
     (name = "do-storage", disk = (path = "$RUN_DIR/do-storage", writable = true)),
   ],
-  sockets = [(name = "http", address = "127.0.0.1:$port", http = (), service = "main")],
+  sockets = [
+    (name = "http", address = "127.0.0.1:$port", http = (), service = "main"),
+    (name = "deployed", address = "127.0.0.1:$deployed_port", http = (), service = "deployed"),
+  ],
 );
 
 const gatehouse :Workerd.Worker = (
@@ -135,9 +147,29 @@ $modules  ],
     (name = "STORE", durableObjectNamespace = "StoreObject"),
     (name = "GATEHOUSE_STATE_KEY", text = "edge-test-state-key-0123456789abcdef0123456789"),
     (name = "GATEHOUSE_TEST_ROUTES", text = "1"),
+    (name = "GATEHOUSE_OAUTH_ISSUER", text = "https://auth.example.com"),
+    (name = "GATEHOUSE_OAUTH_RESOURCE", text = "https://mcp.example.com/mcp"),
+    (name = "GATEHOUSE_OAUTH_JWKS", text = "$jwks"),
   ],
   durableObjectNamespaces = [
     (className = "StoreObject", uniqueKey = "gatehouse-store", enableSql = true),
+  ],
+  durableObjectStorage = (localDisk = "do-storage"),
+);
+
+# As a deployment is configured: no test routes, the admin route behind the admin token.
+const deployed :Workerd.Worker = (
+  modules = [
+    (name = "index.js", esModule = embed "worker/index.js"),
+$modules  ],
+  compatibilityDate = "2025-09-01",
+  bindings = [
+    (name = "STORE", durableObjectNamespace = "StoreObject"),
+    (name = "GATEHOUSE_STATE_KEY", text = "edge-deployed-state-key-0123456789abcdef012345"),
+    (name = "GATEHOUSE_ADMIN_TOKEN", text = "$ADMIN_TOKEN"),
+  ],
+  durableObjectNamespaces = [
+    (className = "StoreObject", uniqueKey = "gatehouse-store-deployed", enableSql = true),
   ],
   durableObjectStorage = (localDisk = "do-storage"),
 );
@@ -147,9 +179,10 @@ EOF
 start() {
     build
     dry_run
-    local port
+    local port deployed_port
     port=$(free_port)
-    write_config "$port"
+    deployed_port=$(free_port)
+    write_config "$port" "$deployed_port"
     local started=$SECONDS
     "$NPM_DIR/node_modules/.bin/workerd" serve "$RUN_DIR/config.capnp" \
         >"$RUN_DIR/workerd.log" 2>&1 &
@@ -158,6 +191,8 @@ start() {
         if curl -fs -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null; then
             say "workerd $("$NPM_DIR/node_modules/.bin/workerd" --version 2>/dev/null) serving the worker at http://127.0.0.1:$port (ready in $((SECONDS - started)) s; log: $RUN_DIR/workerd.log)"
             echo "export GATEHOUSE_TEST_EDGE_URL=http://127.0.0.1:$port"
+            echo "export GATEHOUSE_TEST_EDGE_DEPLOYED_URL=http://127.0.0.1:$deployed_port"
+            echo "export GATEHOUSE_TEST_EDGE_ADMIN_TOKEN=$ADMIN_TOKEN"
             echo "export GATEHOUSE_EDGE_PID=$pid"
             return 0
         fi

@@ -15,6 +15,13 @@ async fn edge() -> Option<World> {
     World::on(Backend::Edge).await
 }
 
+/// Notes that `test` passed at the edge, for the summary `tests/run` prints.
+fn passed(test: &str) {
+    let file =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("edge-contract-{test}.txt"));
+    let _ = std::fs::write(file, format!("{test}\n"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_authenticates_and_serves_a_read() {
     let Some(world) = edge().await else { return };
@@ -47,6 +54,7 @@ async fn edge_authenticates_and_serves_a_read() {
         .call_tool("find_customers", json!({"query": "Ada"}))
         .await;
     assert!(!read.is_error(), "{}", read.text());
+    passed("edge_authenticates_and_serves_a_read");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -75,28 +83,129 @@ async fn edge_answers_a_silent_write_once_and_replays_it() {
         .filter(|a| a.action == "create_customer")
         .count();
     assert_eq!(created, 1, "one audit row for one write");
+    passed("edge_answers_a_silent_write_once_and_replays_it");
+}
+
+/// OAuth access tokens at the edge: every credential that must fail gets 401 with the
+/// challenge; RS256 and ES256 tokens of the configured issuer pass (tests/edge.sh configures
+/// the test issuer's keys).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_credentials_that_must_fail() {
+    let Some(world) = edge().await else { return };
+    crate::identity_contract::credentials_that_must_fail_get_401(world).await;
+    passed("edge_credentials_that_must_fail");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_protected_resource_metadata() {
+    let Some(world) = edge().await else { return };
+    crate::identity_contract::protected_resource_metadata_is_served(world).await;
+    passed("edge_protected_resource_metadata");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_preview_and_confirmation() {
     let Some(world) = edge().await else { return };
     crate::booking_tools::deleting_a_customer_takes_two_steps(world).await;
+    passed("edge_preview_and_confirmation");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_kill_switch() {
     let Some(world) = edge().await else { return };
     crate::identity_contract::kill_switch_answers_503_and_is_audited(world).await;
+    passed("edge_kill_switch");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_tenant_isolation() {
     let Some(world) = edge().await else { return };
     crate::booking_tools::foreign_handles_are_not_found_and_change_nothing(world).await;
+    passed("edge_tenant_isolation");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_tenant_comes_from_the_credential_only() {
     let Some(world) = edge().await else { return };
     crate::identity_contract::the_tenant_comes_from_the_credential_only(world).await;
+    passed("edge_tenant_comes_from_the_credential_only");
+}
+
+/// The worker configured as a deployment (`tests/edge.sh`: an admin token, no test routes):
+/// its store route answers 404 to anyone without the admin token, and the CLI administers it
+/// with the token (a workspace, an owner, a connection) so that an agent can then call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_administers_a_deployed_worker_with_its_admin_token() {
+    let Some(_) = crate::support::edge::edge_url("edge admin route") else {
+        return;
+    };
+    let url = std::env::var("GATEHOUSE_TEST_EDGE_DEPLOYED_URL").expect("tests/edge.sh sets it");
+    let token = std::env::var("GATEHOUSE_TEST_EDGE_ADMIN_TOKEN").expect("tests/edge.sh sets it");
+    let http = http_client::HttpClient::new(std::time::Duration::from_secs(30)).unwrap();
+    let probe = r#"{"op":"get","args":{"pk":"system#switch","sk":"global"}}"#;
+    for bearer in [None, Some("Bearer wrong-token-0123456789abcdef0123456789")] {
+        let mut headers = vec![("content-type", "application/json")];
+        if let Some(b) = bearer {
+            headers.push(("authorization", b));
+        }
+        let refused = http
+            .post(
+                &format!("{url}{}", store_http::STORE_PATH),
+                &headers,
+                probe.into(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(refused.status, 404, "{bearer:?}");
+    }
+    let without = std::process::Command::new(crate::transports::gatehouse_binary())
+        .args(["tenant", "list", "--edge-url", &url])
+        .env_remove("GATEHOUSE_EDGE_ADMIN_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!without.status.success());
+    assert!(
+        String::from_utf8_lossy(&without.stderr).contains("GATEHOUSE_EDGE_ADMIN_TOKEN"),
+        "{}",
+        String::from_utf8_lossy(&without.stderr)
+    );
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(crate::transports::gatehouse_binary())
+            .args(args)
+            .args(["--edge-url", &url])
+            .env("GATEHOUSE_EDGE_ADMIN_TOKEN", &token)
+            .output()
+            .expect("run gatehouse");
+        assert!(
+            out.status.success(),
+            "gatehouse {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let tenant = format!(
+        "edge{}",
+        crate::support::store::unique_suffix().replace('-', "")
+    );
+    let mut create = crate::transports::ACME.to_vec();
+    let position = create
+        .iter()
+        .position(|a| *a == "acme")
+        .expect("the tenant id");
+    create[position] = &tenant;
+    run(&create);
+    run(&[
+        "member", "set", "--tenant", &tenant, "--member", "ana", "--role", "owner",
+    ]);
+    let created: serde_json::Value = serde_json::from_str(&run(&[
+        "token", "create", "--tenant", &tenant, "--member", "ana", "--client", "edge", "--json",
+    ]))
+    .unwrap();
+    let agent_token = created["token"].as_str().expect("a token");
+    let agent = mcp_test_client::TestClient::http(crate::support::edge::edge_addr(&url))
+        .with_header("authorization", &format!("Bearer {agent_token}"));
+    let status = agent.call_tool("get_server_status", json!({})).await;
+    assert!(!status.is_error(), "{}", status.text());
+    assert_eq!(status.structured()["store_backend"], "durable-object");
+    passed("the_cli_administers_a_deployed_worker_with_its_admin_token");
 }

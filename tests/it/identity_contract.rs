@@ -107,7 +107,7 @@ async fn status_of(
     client.request("tools/list", json!({})).await
 }
 
-async fn credentials_that_must_fail_get_401(world: World) {
+pub(crate) async fn credentials_that_must_fail_get_401(world: World) {
     let _ = setup(&world).await;
     world.member("acme", "olga", "owner").await;
     oauth_connection(&world, "acme", "olga", "user-olga").await;
@@ -292,7 +292,7 @@ on_every_backend!(
     credentials_that_must_fail_get_401
 );
 
-async fn protected_resource_metadata_is_served(world: World) {
+pub(crate) async fn protected_resource_metadata_is_served(world: World) {
     for path in [
         "/.well-known/oauth-protected-resource",
         "/.well-known/oauth-protected-resource/mcp",

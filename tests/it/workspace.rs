@@ -11,6 +11,8 @@ struct Member {
     deps: BTreeSet<String>,
     is_lib: bool,
     is_bin_only: bool,
+    /// A `cdylib` only: what an edge runtime loads (the Worker's wasm), its deployable.
+    is_cdylib_only: bool,
 }
 
 fn members() -> Vec<Member> {
@@ -55,6 +57,7 @@ fn members() -> Vec<Member> {
                     .collect(),
                 is_lib: kinds.contains("lib"),
                 is_bin_only: kinds.contains("bin") && !kinds.contains("lib"),
+                is_cdylib_only: kinds.iter().all(|k| k == "cdylib"),
             }
         })
         .collect()
@@ -139,8 +142,8 @@ fn crates_live_where_the_layout_says() {
         }
         if folder == "functions" {
             assert!(
-                m.is_bin_only,
-                "{} under functions/ must be a binary",
+                m.is_bin_only || m.is_cdylib_only,
+                "{} under functions/ must be a deployable: a binary, or the cdylib an edge runtime loads",
                 m.name
             );
         }

@@ -52,6 +52,15 @@ struct StoreArgs {
     /// DynamoDB endpoint override (a local DynamoDB-compatible server).
     #[arg(long, env = "GATEHOUSE_DYNAMODB_ENDPOINT", global = true)]
     dynamodb_endpoint: Option<String>,
+    /// Administer an edge deployment's store (the Worker's URL) instead of the embedded store;
+    /// the deployment's admin token comes from GATEHOUSE_EDGE_ADMIN_TOKEN.
+    #[arg(
+        long,
+        env = "GATEHOUSE_EDGE_URL",
+        global = true,
+        conflicts_with = "dynamodb_table"
+    )]
+    edge_url: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -380,6 +389,22 @@ enum TokenCommand {
 }
 
 async fn open_store(args: &StoreArgs) -> anyhow::Result<(Arc<dyn store::Store>, String)> {
+    if let Some(url) = &args.edge_url {
+        let admin_token = std::env::var("GATEHOUSE_EDGE_ADMIN_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty());
+        anyhow::ensure!(
+            admin_token.is_some(),
+            "--edge-url needs the deployment's admin token in GATEHOUSE_EDGE_ADMIN_TOKEN \
+             (the GATEHOUSE_ADMIN_TOKEN secret of the Worker: wrangler secret put GATEHOUSE_ADMIN_TOKEN)"
+        );
+        let store = store_http::connect(store_http::Endpoint {
+            url: url.clone(),
+            admin_token,
+            test_object: None,
+        })?;
+        return Ok((Arc::new(store), format!("the edge store of {url}")));
+    }
     if let Some(table) = &args.dynamodb_table {
         let store = store_dynamodb::DynamoStore::from_env(store_dynamodb::DynamoConfig {
             table: table.clone(),
@@ -431,7 +456,9 @@ async fn main() -> anyhow::Result<()> {
         _ => {}
     }
     let (store, described) = open_store(&cli.store).await?;
-    let backend = if cli.store.dynamodb_table.is_some() {
+    let backend = if cli.store.edge_url.is_some() {
+        "durable-object"
+    } else if cli.store.dynamodb_table.is_some() {
         "dynamodb"
     } else {
         "sqlite"

@@ -101,12 +101,7 @@ fn ok<T>(errors: &mut Vec<String>, result: Result<T, String>) -> Option<T> {
     result.map_err(|e| errors.push(e)).ok()
 }
 
-fn is_http_url(text: &str) -> bool {
-    let rest = text
-        .strip_prefix("https://")
-        .or_else(|| text.strip_prefix("http://"));
-    rest.is_some_and(|r| !r.is_empty() && !r.contains(char::is_whitespace))
-}
+use app::settings::is_http_url;
 
 fn parse_table(value: Option<String>) -> Result<String, String> {
     let table = value.ok_or_else(|| format!("{TABLE} is missing: it names the DynamoDB table"))?;
@@ -181,68 +176,7 @@ fn parse_oauth(
     jwks: Option<String>,
     tenant_claim: Option<String>,
 ) -> Result<Option<app::OAuth>, String> {
-    let Some(issuer) = issuer else {
-        return match (resource, jwks) {
-            (None, None) => Ok(None),
-            (resource, _) => Err(format!(
-                "{} is set but {OAUTH_ISSUER} is not: set the issuer too, or neither",
-                if resource.is_some() {
-                    OAUTH_RESOURCE
-                } else {
-                    OAUTH_JWKS
-                }
-            )),
-        };
-    };
-    let mut errors = Vec::new();
-    if !is_http_url(&issuer) {
-        errors.push(format!("{OAUTH_ISSUER}={issuer:?} is not a URL"));
-    }
-    let resource = match resource {
-        Some(r) if is_http_url(&r) => Some(r),
-        Some(r) => {
-            errors.push(format!("{OAUTH_RESOURCE}={r:?} is not a URL"));
-            None
-        }
-        None => {
-            errors.push(format!(
-                "{OAUTH_RESOURCE} is missing: with {OAUTH_ISSUER} it must name this server's resource URL (the tokens' audience)"
-            ));
-            None
-        }
-    };
-    // The type is `app::OAuth`'s, inferred below.
-    let jwks = match jwks {
-        Some(text) => match serde_json::from_str(&text) {
-            Ok(set) => Some(set),
-            Err(e) => {
-                errors.push(format!("{OAUTH_JWKS} is not a JSON Web Key Set: {e}"));
-                None
-            }
-        },
-        None => {
-            errors.push(format!(
-                "{OAUTH_JWKS} is missing: with {OAUTH_ISSUER} it must hold the issuer's JSON Web Key Set"
-            ));
-            None
-        }
-    };
-    let tenant_claim = tenant_claim.unwrap_or_else(|| "tenant".to_owned());
-    let (Some(resource), Some(jwks), true) = (resource, jwks, errors.is_empty()) else {
-        return Err(errors.join("; "));
-    };
-    let oauth = app::OAuth {
-        resource,
-        issuer,
-        tenant_claim,
-        jwks,
-    };
-    if oauth.jwks.keys.is_empty() {
-        return Err(format!(
-            "{OAUTH_JWKS} holds no key: every access token would be refused"
-        ));
-    }
-    Ok(Some(oauth))
+    app::settings::oauth(issuer, resource, jwks, tenant_claim)
 }
 
 fn parse_log(value: Option<String>) -> Result<String, String> {

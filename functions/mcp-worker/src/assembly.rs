@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
+use sha2::{Digest as _, Sha256};
 use store::StoreError;
 use store::remote::{RemoteStore, Transport};
 use worker::send::{SendFuture, SendWrapper};
@@ -82,8 +83,33 @@ impl Transport for DurableTransport {
     }
 }
 
-/// `POST /__store` (tests only): the message goes to the object as it came.
+/// Whether the request may post store messages: the test setup, or the deployment's admin
+/// token (compared as SHA-256 digests, so the comparison's time says nothing of the token).
+fn may_administer(req: &Request, env: &Env) -> bool {
+    if test_routes(env) {
+        return true;
+    }
+    let Some(token) = setting(env, "GATEHOUSE_ADMIN_TOKEN").filter(|t| t.len() >= 32) else {
+        return false;
+    };
+    let given = req
+        .headers()
+        .get("authorization")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let Some(given) = given.strip_prefix("Bearer ") else {
+        return false;
+    };
+    Sha256::digest(given.as_bytes()) == Sha256::digest(token.as_bytes())
+}
+
+/// `POST /admin/store`: the message goes to the object as it came; 404 to anyone else, so
+/// the route's existence says nothing.
 pub(crate) async fn forward_to_store(mut req: Request, env: &Env) -> Result<Response> {
+    if req.method() != Method::Post || !may_administer(&req, env) {
+        return Response::error("not found", 404);
+    }
     let object = store_object(&req, env);
     let message = req.text().await?;
     let namespace = env.durable_object(STORE_BINDING)?;
@@ -120,6 +146,14 @@ fn settings(env: &Env, ctx: Context) -> Result<app::Settings> {
     if let Some(bytes) = setting(env, "GATEHOUSE_MAX_BODY_BYTES").and_then(|b| b.parse().ok()) {
         settings.max_body_bytes = bytes;
     }
+    use app::settings::{OAUTH_ISSUER, OAUTH_JWKS, OAUTH_RESOURCE, OAUTH_TENANT_CLAIM};
+    settings.oauth = app::settings::oauth(
+        setting(env, OAUTH_ISSUER),
+        setting(env, OAUTH_RESOURCE),
+        setting(env, OAUTH_JWKS),
+        setting(env, OAUTH_TENANT_CLAIM),
+    )
+    .map_err(|e| worker::Error::RustError(format!("invalid configuration: {e}")))?;
     Ok(settings)
 }
 

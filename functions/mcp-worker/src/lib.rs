@@ -7,9 +7,10 @@
 //! (`Date.now()`), randomness the host's `crypto.getRandomValues`, the deadline timer
 //! `setTimeout`, and work after the answer runs under the request's `waitUntil`.
 //!
-//! Routes: the MCP endpoint and its metadata (the app's), `/healthz`, and, only when the
-//! `GATEHOUSE_TEST_ROUTES` variable is `1` (the local test configuration), `POST /__store`,
-//! which hands a store message straight to the object so the conformance suite can drive it.
+//! Routes: the MCP endpoint and its metadata (the app's), `/healthz`, and `POST /admin/store`,
+//! which hands a store message straight to the object: for the CLI with the deployment's admin
+//! token (`GATEHOUSE_ADMIN_TOKEN`, a secret; without it the route does not exist), and in the
+//! local test configuration (`GATEHOUSE_TEST_ROUTES=1`) for the conformance suite.
 #![cfg(target_arch = "wasm32")]
 
 mod assembly;
@@ -20,16 +21,14 @@ use worker::{Context, Env, Request, Response, Result, event};
 
 pub use durable::StoreObject;
 
-/// The path the store conformance suite posts store messages to (test configuration only).
-const STORE_TEST_PATH: &str = "/__store";
+/// Where store messages are posted (the CLI with the admin token; the tests).
+const STORE_PATH: &str = "/admin/store";
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     match req.path().as_str() {
         "/healthz" => Response::ok("ok"),
-        STORE_TEST_PATH if assembly::test_routes(&env) => {
-            assembly::forward_to_store(req, &env).await
-        }
+        STORE_PATH => assembly::forward_to_store(req, &env).await,
         _ => assembly::serve(req, env, ctx).await,
     }
 }

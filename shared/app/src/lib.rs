@@ -7,6 +7,7 @@ pub mod demo;
 pub mod manifest;
 mod recent;
 pub mod rights;
+pub mod settings;
 mod status;
 
 use std::sync::Arc;

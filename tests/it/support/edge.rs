@@ -4,13 +4,9 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
-
-use store::StoreError;
-use store::remote::{RemoteStore, Transport};
 
 /// The header (test configuration only) that picks the store object of a request.
-pub(crate) const STORE_OBJECT_HEADER: &str = "x-gatehouse-test-store";
+pub(crate) const STORE_OBJECT_HEADER: &str = store_http::TEST_OBJECT_HEADER;
 
 /// The locally served worker's base URL, from `GATEHOUSE_TEST_EDGE_URL`. Never skipped
 /// silently: in CI a missing URL fails the test; elsewhere the skip is printed.
@@ -37,47 +33,15 @@ pub(crate) fn edge_addr(url: &str) -> SocketAddr {
         .unwrap_or_else(|e| panic!("GATEHOUSE_TEST_EDGE_URL={url} is not http://host:port: {e}"))
 }
 
-/// Store messages over HTTP to the worker's `POST /__store`, which hands them to the object.
-#[derive(Debug)]
-pub(crate) struct EdgeTransport {
-    client: http_client::HttpClient,
-    url: String,
-    object: String,
-}
-
-#[async_trait::async_trait]
-impl Transport for EdgeTransport {
-    async fn send(&self, request: String) -> Result<String, StoreError> {
-        let answer = self
-            .client
-            .post(
-                &format!("{}/__store", self.url),
-                &[
-                    ("content-type", "application/json"),
-                    (STORE_OBJECT_HEADER, &self.object),
-                ],
-                request.into(),
-            )
-            .await
-            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-        let text = String::from_utf8_lossy(&answer.body).into_owned();
-        if answer.status != 200 {
-            return Err(StoreError::Unavailable(format!(
-                "{}: {text}",
-                answer.status
-            )));
-        }
-        Ok(text)
-    }
-}
-
-/// A store in a new, empty object of the served worker, and the object's name.
+/// A store in a new, empty object of the served worker (through its `/admin/store` route, open
+/// in the test configuration), and the object's name.
 pub(crate) fn fresh_edge_store(url: &str) -> (Arc<dyn store::Store>, String) {
     let object = format!("test-{}", super::store::unique_suffix());
-    let transport = EdgeTransport {
-        client: http_client::HttpClient::new(Duration::from_secs(30)).expect("an HTTP client"),
+    let store = store_http::connect(store_http::Endpoint {
         url: url.to_owned(),
-        object: object.clone(),
-    };
-    (Arc::new(RemoteStore::new(Arc::new(transport))), object)
+        admin_token: None,
+        test_object: Some(object.clone()),
+    })
+    .expect("an HTTP client");
+    (Arc::new(store), object)
 }
