@@ -272,6 +272,71 @@ fn gatehouse_stdio_speaks_newline_delimited_json_rpc() {
     assert_eq!(replies[3]["error"]["code"], -32600);
 }
 
+/// Without `--data-dir`, every command uses the user's data folder (here `$HOME/.local/share/
+/// gatehouse`), whatever folder it starts in: a token made with the CLI in one folder works over
+/// stdio started in another, and no `data` folder appears where they ran.
+#[test]
+fn commands_without_a_data_dir_share_the_users_data_folder() {
+    let home = tempfile::tempdir().unwrap();
+    let (admin_cwd, client_cwd) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let command = |cwd: &std::path::Path| {
+        let mut c = Command::new(gatehouse_binary());
+        c.current_dir(cwd)
+            .env("HOME", home.path())
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("GATEHOUSE_DATA_DIR");
+        c
+    };
+    let run = |args: &[&str]| {
+        let out = command(admin_cwd.path()).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run(&ACME);
+    run(&[
+        "member", "set", "--tenant", "acme", "--member", "ana", "--role", "owner",
+    ]);
+    let created: Value = serde_json::from_str(&run(&[
+        "token", "create", "--tenant", "acme", "--member", "ana", "--client", "desktop", "--json",
+    ]))
+    .unwrap();
+    let mut child = command(client_cwd.path())
+        .arg("stdio")
+        .env("GATEHOUSE_TOKEN", created["token"].as_str().unwrap())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_server_status", "arguments": {}, "_meta": meta}});
+    writeln!(child.stdin.take().unwrap(), "{call}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let reply: Value = serde_json::from_slice(&out.stdout).expect("one reply");
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    let folder = home.path().join(".local/share/gatehouse");
+    assert!(
+        folder.join("gatehouse.db").exists(),
+        "the store lives in the user's folder"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&folder.display().to_string()),
+        "stdio says which store it opened: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for cwd in [admin_cwd.path(), client_cwd.path()] {
+        assert!(
+            !cwd.join("data").exists(),
+            "no data folder in {}",
+            cwd.display()
+        );
+    }
+}
+
 #[tokio::test]
 async fn token_commands_work_on_dynamodb_too() {
     let Some(endpoint) = crate::support::dynamodb_endpoint("token commands [dynamodb]") else {

@@ -38,14 +38,12 @@ struct Cli {
 
 #[derive(Debug, Args)]
 struct StoreArgs {
-    /// Folder of the embedded store (created on first run).
-    #[arg(
-        long,
-        env = "GATEHOUSE_DATA_DIR",
-        default_value = "data",
-        global = true
-    )]
-    data_dir: PathBuf,
+    /// Folder of the embedded store (created on first run). Default: one folder per user,
+    /// where the platform keeps application data (on Linux `$XDG_DATA_HOME/gatehouse` or
+    /// `~/.local/share/gatehouse`), so that `serve`, `stdio` and the admin commands share it
+    /// from whatever folder they are started in.
+    #[arg(long, env = "GATEHOUSE_DATA_DIR", global = true)]
+    data_dir: Option<PathBuf>,
     /// Use this DynamoDB table instead of the embedded store.
     #[arg(long, env = "GATEHOUSE_TABLE", global = true)]
     dynamodb_table: Option<String>,
@@ -388,6 +386,31 @@ enum TokenCommand {
     },
 }
 
+impl StoreArgs {
+    /// The embedded store's folder: the one given, or the user's default.
+    fn data_dir(&self) -> PathBuf {
+        self.data_dir.clone().unwrap_or_else(default_data_dir)
+    }
+}
+
+/// The per-user folder for application data, following the platform's convention; `data` in
+/// the working folder only where the platform names none (no home folder).
+fn default_data_dir() -> PathBuf {
+    let env = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let base = if cfg!(target_os = "windows") {
+        env("APPDATA")
+    } else if cfg!(target_os = "macos") {
+        env("HOME").map(|h| h.join("Library/Application Support"))
+    } else {
+        env("XDG_DATA_HOME").or_else(|| env("HOME").map(|h| h.join(".local/share")))
+    };
+    base.map_or_else(|| PathBuf::from("data"), |b| b.join("gatehouse"))
+}
+
 async fn open_store(args: &StoreArgs) -> anyhow::Result<(Arc<dyn store::Store>, String)> {
     if let Some(url) = &args.edge_url {
         let admin_token = std::env::var("GATEHOUSE_EDGE_ADMIN_TOKEN")
@@ -414,7 +437,7 @@ async fn open_store(args: &StoreArgs) -> anyhow::Result<(Arc<dyn store::Store>, 
         .await;
         return Ok((Arc::new(store), format!("DynamoDB table {table}")));
     }
-    let file = args.data_dir.join("gatehouse.db");
+    let file = args.data_dir().join("gatehouse.db");
     let store = store_sqlite::SqliteStore::open(&file)
         .with_context(|| format!("opening {}", file.display()))?;
     let described = format!(
@@ -464,7 +487,9 @@ async fn main() -> anyhow::Result<()> {
         "sqlite"
     };
     match cli.command {
-        Command::Serve(args) => serve(store, backend, &described, &cli.store.data_dir, args).await,
+        Command::Serve(args) => {
+            serve(store, backend, &described, &cli.store.data_dir(), args).await
+        }
         Command::Stdio => stdio(store, backend, &described).await,
         Command::Tenant { command } => tenant(store, command).await,
         Command::Outbox { command } => deliveries::run(store, command).await,
