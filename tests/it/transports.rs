@@ -337,6 +337,71 @@ fn commands_without_a_data_dir_share_the_users_data_folder() {
     }
 }
 
+/// DynamoDB mode proves its table before it serves or changes anything, and every setup error
+/// names the table and the fix in a line; `gatehouse dynamodb create-table` makes the table on
+/// a local DynamoDB-compatible server.
+#[test]
+fn dynamodb_setup_errors_name_the_table_and_the_fix() {
+    let Some(endpoint) = crate::support::dynamodb_endpoint("dynamodb setup [dynamodb]") else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let table = format!("setup-{}", crate::support::store::unique_suffix());
+    let run = |args: &[&str], credentials: bool| {
+        let mut c = Command::new(gatehouse_binary());
+        c.args(args)
+            .args(["--dynamodb-table", &table, "--dynamodb-endpoint", &endpoint])
+            .env_clear()
+            .env("HOME", home.path())
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_EC2_METADATA_DISABLED", "true");
+        if credentials {
+            c.env("AWS_ACCESS_KEY_ID", "test")
+                .env("AWS_SECRET_ACCESS_KEY", "test");
+        }
+        let out = c.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            err,
+        )
+    };
+    let (ok, _, err) = run(&["tenant", "list"], true);
+    assert!(!ok);
+    assert!(
+        err.contains(&format!("DynamoDB table {table} does not exist"))
+            && err.contains("gatehouse dynamodb create-table"),
+        "{err}"
+    );
+    assert!(
+        err.len() < 600,
+        "one clear line, not the SDK's chain: {err}"
+    );
+    let (ok, out, err) = run(&["serve", "--addr", "127.0.0.1:0"], true);
+    assert!(
+        !ok && !err.contains("serving MCP at") && !out.contains("serving"),
+        "{err}"
+    );
+    let (ok, _, err) = run(&["tenant", "list"], false);
+    assert!(!ok);
+    assert!(
+        err.contains("no AWS credentials") && err.contains(&table),
+        "{err}"
+    );
+    assert!(err.len() < 600, "{err}");
+    let (ok, out, err) = run(&["dynamodb", "create-table"], true);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(&format!("DynamoDB table {table} is ready")),
+        "{out}"
+    );
+    let (ok, _, err) = run(&["dynamodb", "create-table"], true);
+    assert!(ok, "creating it again leaves it as it is: {err}");
+    let (ok, _, err) = run(&ACME, true);
+    assert!(ok, "the table serves now: {err}");
+}
+
 #[tokio::test]
 async fn token_commands_work_on_dynamodb_too() {
     let Some(endpoint) = crate::support::dynamodb_endpoint("token commands [dynamodb]") else {

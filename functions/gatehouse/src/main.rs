@@ -107,6 +107,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The DynamoDB table: create it (with time-to-live) on a local DynamoDB-compatible server.
+    Dynamodb {
+        #[command(subcommand)]
+        command: DynamodbCommand,
+    },
     /// Writes what tools/list returns for each toolset (core, standard, full) with every right.
     Manifest {
         /// Folder for core.json, standard.json and full.json; without it, print them.
@@ -411,6 +416,36 @@ fn default_data_dir() -> PathBuf {
     base.map_or_else(|| PathBuf::from("data"), |b| b.join("gatehouse"))
 }
 
+#[derive(Debug, Subcommand)]
+enum DynamodbCommand {
+    /// Creates the table named by --dynamodb-table (keys pk and sk, on-demand, time-to-live on
+    /// expires_at) and waits until it is active; an existing table is left as it is. For a local
+    /// server: on AWS the table comes from infra/template.json.
+    CreateTable,
+}
+
+/// `gatehouse dynamodb create-table`.
+async fn dynamodb(args: &StoreArgs, command: &DynamodbCommand) -> anyhow::Result<()> {
+    let DynamodbCommand::CreateTable = command;
+    let table = args
+        .dynamodb_table
+        .clone()
+        .context("name the table: --dynamodb-table NAME (or GATEHOUSE_TABLE)")?;
+    let store = store_dynamodb::DynamoStore::from_env(store_dynamodb::DynamoConfig {
+        table: table.clone(),
+        endpoint: args.dynamodb_endpoint.clone(),
+        region: None,
+    })
+    .await;
+    store
+        .create_table()
+        .await
+        .map_err(|e| anyhow::anyhow!("creating DynamoDB table {table}: {e}"))?;
+    store.prove_table().await.map_err(anyhow::Error::msg)?;
+    println!("DynamoDB table {table} is ready (time-to-live on expires_at)");
+    Ok(())
+}
+
 async fn open_store(args: &StoreArgs) -> anyhow::Result<(Arc<dyn store::Store>, String)> {
     if let Some(url) = &args.edge_url {
         let admin_token = std::env::var("GATEHOUSE_EDGE_ADMIN_TOKEN")
@@ -435,6 +470,8 @@ async fn open_store(args: &StoreArgs) -> anyhow::Result<(Arc<dyn store::Store>, 
             region: None,
         })
         .await;
+        // Before anything is served or changed: the table is there and reachable.
+        store.prove_table().await.map_err(anyhow::Error::msg)?;
         return Ok((Arc::new(store), format!("DynamoDB table {table}")));
     }
     let file = args.data_dir().join("gatehouse.db");
@@ -455,7 +492,9 @@ fn init_tracing() {
     // so that a log file or a log shipper gets plain text.
     let filter = tracing_subscriber::EnvFilter::try_from_env("GATEHOUSE_LOG")
         .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
-        .unwrap_or_else(|_| "info".into());
+        // The AWS SDK's own warnings (instance metadata it cannot reach) are noise on a
+        // laptop: the store says what is wrong in one line instead.
+        .unwrap_or_else(|_| "info,aws_config=error".into());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
@@ -470,6 +509,7 @@ async fn main() -> anyhow::Result<()> {
     // Commands about the tool manifest need no store: run them without opening one.
     match &cli.command {
         Command::Manifest { out } => return manifest(out.clone()).await,
+        Command::Dynamodb { command } => return dynamodb(&cli.store, command).await,
         Command::CheckManifest {
             files,
             max_tools,
@@ -514,6 +554,7 @@ async fn main() -> anyhow::Result<()> {
             member,
         } => approval_mode(store, (class, mode), &tenant, &member).await,
         Command::Manifest { out } => manifest(out).await,
+        Command::Dynamodb { command } => dynamodb(&cli.store, &command).await,
         Command::CheckManifest {
             files,
             max_tools,

@@ -200,6 +200,57 @@ impl DynamoStore {
         &self.table
     }
 
+    /// Proves that the table exists and can be reached before anything is served (the CLI
+    /// calls it; the Lambda functions do not, their role grants no `DescribeTable`). The error
+    /// names the table and what to do, instead of the SDK's chain of causes.
+    pub async fn prove_table(&self) -> Result<(), String> {
+        let err = match self
+            .client
+            .describe_table()
+            .table_name(&self.table)
+            .send()
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(err) => err,
+        };
+        let table = &self.table;
+        let not_found = err
+            .as_service_error()
+            .is_some_and(|e| e.is_resource_not_found_exception());
+        let text = aws_sdk_dynamodb::error::DisplayErrorContext(&err).to_string();
+        let lower = text.to_lowercase();
+        Err(if not_found {
+            format!(
+                "DynamoDB table {table} does not exist here. On a local DynamoDB-compatible server, \
+                 create it with `gatehouse dynamodb create-table --dynamodb-table {table} \
+                 --dynamodb-endpoint <url>`; on AWS, deploy infra/template.json and use its \
+                 TableName output"
+            )
+        } else if lower.contains("credential") {
+            format!(
+                "no AWS credentials to reach DynamoDB table {table}: set AWS_PROFILE, or \
+                 AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (any values for a local server)"
+            )
+        } else if lower.contains("region") && !lower.contains("not authorized") {
+            format!("no AWS region for DynamoDB table {table}: set AWS_REGION")
+        } else if lower.contains("accessdenied") || lower.contains("not authorized") {
+            format!(
+                "these AWS credentials may not read DynamoDB table {table} (dynamodb:DescribeTable \
+                 is needed by the CLI): {}",
+                first_line(&text)
+            )
+        } else if lower.contains("connect") || lower.contains("dns") {
+            format!(
+                "cannot connect to DynamoDB for table {table}: is the endpoint right and its \
+                 server running? ({})",
+                first_line(&text).chars().take(120).collect::<String>()
+            )
+        } else {
+            format!("cannot reach DynamoDB table {table}: {}", first_line(&text))
+        })
+    }
+
     /// Creates the table when absent, waits until it is active and enables time-to-live on
     /// `expires_at` where the server supports it. An existing table is fine.
     pub async fn create_table(&self) -> Result<(), StoreError> {
@@ -901,4 +952,14 @@ impl Store for DynamoStore {
             "transaction kept racing with other writes of expired items".to_owned(),
         ))
     }
+}
+
+/// The first line of an error's text, at most 300 characters.
+fn first_line(text: &str) -> String {
+    text.lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(300)
+        .collect()
 }
