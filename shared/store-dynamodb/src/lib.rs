@@ -204,15 +204,14 @@ impl DynamoStore {
     /// calls it; the Lambda functions do not, their role grants no `DescribeTable`). The error
     /// names the table and what to do, instead of the SDK's chain of causes.
     pub async fn prove_table(&self) -> Result<(), String> {
-        let err = match self
+        let described = self
             .client
             .describe_table()
             .table_name(&self.table)
             .send()
-            .await
-        {
-            Ok(_) => return Ok(()),
-            Err(err) => err,
+            .await;
+        let Err(err) = described else {
+            return Ok(());
         };
         let table = &self.table;
         let not_found = err
