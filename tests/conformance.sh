@@ -25,7 +25,7 @@ NODE_PACKAGE=node@22.23.3
 
 # ---- scenario classification (see tests/CONFORMANCE.md) ---------------------------------
 
-VERSIONS=(2025-06-18 2025-11-25 2026-07-28)
+VERSIONS=(2025-03-26 2025-06-18 2025-11-25 2026-07-28)
 
 LEGACY_BOTH=(
     server-initialize server-session-lifecycle ping
@@ -34,6 +34,7 @@ LEGACY_BOTH=(
     tools-call-with-progress
 )
 declare -A APPLICABLE=(
+    [2025-03-26]="server-session-lifecycle"
     [2025-06-18]="${LEGACY_BOTH[*]}"
     [2025-11-25]="${LEGACY_BOTH[*]} json-schema-2020-12 server-sse-polling
         server-sse-multiple-streams dns-rebinding-protection"
@@ -91,8 +92,6 @@ declare -A EXTENSIONS=(
     [sep-2640-skills-directory]=$R_SKILLS [sep-2640-skills-enumeration]=$R_SKILLS
     [sep-2640-skills-manifest]=$R_SKILLS
 )
-UNSUPPORTED_VERSION=2025-03-26
-UNSUPPORTED_VERSION_REASON="the server does not speak protocol $UNSUPPORTED_VERSION (it answers 2025-06-18, 2025-11-25 and 2026-07-28)"
 # Checks of an applicable scenario that probe features a tools-only server does not have.
 NA_CHECKS=(
     caching:sep-2549-prompts-list-caching-hints
@@ -291,13 +290,10 @@ for scenario in $(printf '%s\n' "${!EXTENSIONS[@]}" | sort); do
         echo "SKIP  extension   $scenario: not applicable: ${EXTENSIONS[$scenario]}"
     fi
 done
-if wanted_version "$UNSUPPORTED_VERSION"; then
-    echo "SKIP  $UNSUPPORTED_VERSION  (every scenario): not applicable: $UNSUPPORTED_VERSION_REASON"
-fi
 # A -v or -s that matches nothing is a typo, not a pass.
 for version in "${ONLY_VERSIONS[@]}"; do
-    if ! contains "$version" "${VERSIONS[@]}" "$UNSUPPORTED_VERSION"; then
-        echo "FAIL  $version: no such protocol version (known: ${VERSIONS[*]} $UNSUPPORTED_VERSION)"
+    if ! contains "$version" "${VERSIONS[@]}"; then
+        echo "FAIL  $version: no such protocol version (known: ${VERSIONS[*]})"
         FAILED=$((FAILED + 1))
         FAILED_NAMES+=("$version (unknown version)")
     fi

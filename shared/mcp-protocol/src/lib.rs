@@ -17,9 +17,10 @@ use serde_json::{Value, json};
 /// The current revision, spoken natively.
 pub const LATEST_VERSION: &str = "2026-07-28";
 /// Legacy revisions served without sessions through `initialize`.
-pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18"];
+/// (2025-03-26 too: ADR 21.)
+pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26"];
 /// Every revision this server answers.
-pub const SUPPORTED_VERSIONS: &[&str] = &["2026-07-28", "2025-11-25", "2025-06-18"];
+pub const SUPPORTED_VERSIONS: &[&str] = &["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
 
 /// `_meta` key of the request's protocol version.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";

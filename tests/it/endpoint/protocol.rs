@@ -377,6 +377,47 @@ async fn legacy_clients_get_ping_list_and_call_without_a_session() {
     assert_eq!(r.status, 200);
 }
 
+/// ADR 21: 2025-03-26 is served like the other legacy revisions; a request without the version
+/// header is taken as 2025-03-26; a batch, which 2025-03-26 allowed, is still refused clearly.
+#[tokio::test]
+async fn clients_of_2025_03_26_are_served_and_batches_refused() {
+    let f = fixture();
+    let c = TestClient::in_process(f.service.clone()).legacy("2025-03-26");
+    let r = c
+        .request("initialize", json!({"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}))
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    assert_eq!(r.json()["result"]["protocolVersion"], "2025-03-26");
+    assert!(r.header("mcp-session-id").is_none());
+    let list = c.list_tools().await;
+    assert!(list["tools"].as_array().unwrap().len() >= 5);
+    let call = c.call_tool("echo_args", json!({"text": "hello"})).await;
+    assert!(!call.is_error(), "{}", call.result);
+    // Without any version header: the legacy era, as 2025-03-26.
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo_args", "arguments": {"text": "hi"}}});
+    let r = post(&f, &[JSON], &call).await;
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    assert_eq!(r.json()["result"]["isError"], false, "{:?}", r.json());
+    // A modern request cannot pass for a legacy one by dropping the header.
+    let r = post(&f, &[JSON], &modern_body("tools/list", json!({}))).await;
+    assert_eq!(r.status, 400);
+    // A batch, which 2025-03-26 allowed: one clear error, nothing run.
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    ]);
+    let r = post(&f, &[JSON, ("mcp-protocol-version", "2025-03-26")], &batch).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["error"]["code"], -32600);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("batches are not supported")),
+        "{:?}",
+        r.json()
+    );
+}
+
 #[tokio::test]
 async fn discover_and_list_carry_cache_hints_and_server_info() {
     let f = fixture();
