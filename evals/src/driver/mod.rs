@@ -180,7 +180,9 @@ impl Driver {
     }
 }
 
-/// POSTs JSON with retries on transport errors, 429 and 5xx; returns the JSON body.
+/// POSTs JSON with retries on transport errors, 429 and 5xx; returns the JSON body. A
+/// `Retry-After` in seconds (at most a minute) sets the wait before the next attempt;
+/// otherwise the wait doubles from 2 s.
 pub(crate) async fn post_json(
     url: &str,
     headers: &[(String, String)],
@@ -189,9 +191,11 @@ pub(crate) async fn post_json(
 ) -> anyhow::Result<Value> {
     let bytes = body.to_string().into_bytes();
     let mut last = String::new();
+    let mut wait = None;
     for attempt in 0..5u32 {
         if attempt > 0 {
-            tokio::time::sleep(Duration::from_secs(2u64.pow(attempt))).await;
+            let backoff = Duration::from_secs(2u64.pow(attempt));
+            tokio::time::sleep(wait.take().unwrap_or(backoff)).await;
         }
         match crate::http::post(url, headers, &bytes, timeout).await {
             Ok(r) if r.status == 200 => {
@@ -199,6 +203,10 @@ pub(crate) async fn post_json(
                     .map_err(|e| anyhow::anyhow!("{url}: answer is not JSON ({e}): {}", r.text()));
             }
             Ok(r) if r.status == 429 || r.status >= 500 => {
+                wait = r
+                    .header("retry-after")
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                    .map(|s| Duration::from_secs(s.min(60)));
                 last = format!("HTTP {}: {}", r.status, crate::truncate(&r.text(), 500));
             }
             Ok(r) => bail!(
