@@ -32,7 +32,25 @@ try {
   await page.fill("input[name=password]", "gatehouse-demo");
   await Promise.all([page.waitForURL(`**${approvalPath}`), page.click("button[type=submit]")]);
   seen.summary = (await page.textContent(".box p")) ?? "";
+  const approvalText = (await page.textContent("body")) ?? "";
+  seen.lines_shown = approvalText.includes("Filter") && approvalText.includes("gross");
   await page.screenshot({ path: path.join(shots, "approval-page.png"), fullPage: true });
+  // The inbox lists what waits; at phone width nothing runs off the screen.
+  await page.goto(`${base}/app/approvals`);
+  seen.inbox_rows = (await page.locator("table tr").count()) - 1;
+  seen.inbox_text = (await page.textContent("body")) ?? "";
+  await page.screenshot({ path: path.join(shots, "approvals-inbox.png"), fullPage: true });
+  const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true });
+  await phone.context().addCookies(await page.context().cookies());
+  const fits = () => phone.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1);
+  await phone.goto(`${base}/app/approvals`);
+  seen.phone_inbox_fits = await fits();
+  await phone.screenshot({ path: path.join(shots, "phone-approvals-inbox.png"), fullPage: true });
+  await phone.goto(`${base}${approvalPath}`);
+  seen.phone_approval_fits = await fits();
+  await phone.screenshot({ path: path.join(shots, "phone-approval-page.png"), fullPage: true });
+  await phone.close();
+  await page.goto(`${base}${approvalPath}`);
   await Promise.all([page.waitForLoadState("load"), page.click("button[value=approve]")]);
   await page.waitForSelector("text=Done.");
   seen.approved = (await page.textContent("body")).includes("Done.");

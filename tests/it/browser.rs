@@ -180,6 +180,23 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
         seen["summary"].as_str().unwrap().contains("71.36"),
         "the page showed the summary: {seen}"
     );
+    assert_eq!(
+        seen["lines_shown"], true,
+        "the quote's lines and totals: {seen}"
+    );
+    assert!(
+        seen["inbox_rows"].as_i64().unwrap_or(0) >= 2,
+        "the inbox lists the quote and the cancellation: {seen}"
+    );
+    assert!(
+        seen["inbox_text"]
+            .as_str()
+            .unwrap()
+            .contains("Europe/Berlin"),
+        "times in the workspace's zone: {seen}"
+    );
+    assert_eq!(seen["phone_inbox_fits"], true, "{seen}");
+    assert_eq!(seen["phone_approval_fits"], true, "{seen}");
     assert_eq!(seen["approved"], true);
     assert_eq!(seen["cancellation_approved"], true);
     assert!(
@@ -191,6 +208,9 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
     );
     assert_eq!(seen["agent_access"], "off");
     for shot in [
+        "approvals-inbox.png",
+        "phone-approvals-inbox.png",
+        "phone-approval-page.png",
         "approval-page.png",
         "approval-done.png",
         "cancellation-done.png",

@@ -596,3 +596,106 @@ async fn an_odd_form_is_refused_not_a_crash(world: World) {
     );
 }
 on_every_backend!(odd_forms, an_odd_form_is_refused_not_a_crash);
+
+/// The approvals inbox: what agents prepared, who asked, when it expires in the workspace's
+/// zone; the approval page shows what would be done; Approve only for a member who may.
+async fn the_inbox_shows_what_waits_and_only_those_who_may_decide_get_the_buttons(world: World) {
+    let (agent, _) = crate::booking_tools::setup(&world).await;
+    crate::booking_tools::tenant_settings(&world, "acme", "EUR", "19").await;
+    world.member("acme", "vic", "viewer").await;
+    let ada =
+        crate::booking_tools::seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com")
+            .await;
+    let preview = agent
+        .call_tool("delete_customer", json!({"customer": ada}))
+        .await;
+    assert_eq!(
+        preview.structured()["status"],
+        "PREVIEW",
+        "{}",
+        preview.text()
+    );
+    let summary = preview.structured()["confirm_summary"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (owner, _) = sign_in(&world, "acme", "ana").await;
+    let inbox = send(&world, "GET", "/app/approvals", &[("cookie", &owner)], "").await;
+    assert_eq!(inbox.status, 200, "{}", inbox.body);
+    let escaped = summary
+        .replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;");
+    assert!(inbox.body.contains(&escaped), "the summary: {}", inbox.body);
+    assert!(
+        inbox.body.contains("contract tests (made by ana)"),
+        "{}",
+        inbox.body
+    );
+    assert!(inbox.body.contains("Europe/Berlin"), "{}", inbox.body);
+    assert!(
+        inbox.body.contains("CET") || inbox.body.contains("CEST"),
+        "the expiry in the workspace's zone: {}",
+        inbox.body
+    );
+    assert!(
+        inbox.body.contains("(in "),
+        "how long is left: {}",
+        inbox.body
+    );
+    assert!(inbox.body.contains("Review and decide"), "{}", inbox.body);
+    let token = preview.structured()["confirm_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = send(
+        &world,
+        "GET",
+        &format!("/app/approvals/{token}"),
+        &[("cookie", &owner)],
+        "",
+    )
+    .await;
+    assert!(
+        page.body.contains("Asked by") && page.body.contains(">Approve</button>"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("What would be done"), "{}", page.body);
+    // A viewer sees what waits, but no button to decide it.
+    let (viewer, _) = sign_in(&world, "acme", "vic").await;
+    let inbox = send(&world, "GET", "/app/approvals", &[("cookie", &viewer)], "").await;
+    assert!(inbox.body.contains("(needs "), "{}", inbox.body);
+    assert!(!inbox.body.contains("Review and decide"), "{}", inbox.body);
+    let page = send(
+        &world,
+        "GET",
+        &format!("/app/approvals/{token}"),
+        &[("cookie", &viewer)],
+        "",
+    )
+    .await;
+    assert!(
+        !page.body.contains("<button"),
+        "no button without the right: {}",
+        page.body
+    );
+    assert!(page.body.contains("which you do not have"), "{}", page.body);
+    // Decided, it leaves the inbox.
+    let (owner2, csrf2) = sign_in(&world, "acme", "ana").await;
+    let decided = send(
+        &world,
+        "POST",
+        &format!("/app/approvals/{token}"),
+        &[FORM, ("cookie", &owner2)],
+        &format!("decision=approve&csrf={csrf2}"),
+    )
+    .await;
+    assert_eq!(decided.status, 200, "{}", decided.body);
+    let inbox = send(&world, "GET", "/app/approvals", &[("cookie", &owner2)], "").await;
+    assert!(inbox.body.contains("Nothing is waiting"), "{}", inbox.body);
+}
+on_every_backend!(
+    approvals_inbox,
+    the_inbox_shows_what_waits_and_only_those_who_may_decide_get_the_buttons
+);

@@ -63,7 +63,18 @@ impl Tool for SendQuote {
                 q.totals.gross,
                 customer.email
             ),
-            json!({"to": customer.email, "body": crate::present::message_body(&message.body), "gross": q.totals.gross.view().amount}),
+            // Everything a person approves: the recipient, each line, the totals with the tax,
+            // and the message that would go out.
+            json!({
+                "to": customer.email,
+                "lines": q.lines.iter().zip(&q.totals.line_totals).map(|(l, total)| {
+                    format!("{} × {} at {} = {total}", l.quantity, l.description, l.unit_price)
+                }).collect::<Vec<_>>(),
+                "net": q.totals.net.to_string(),
+                "tax": format!("{} ({}%)", q.totals.tax, q.totals.tax_rate),
+                "gross": q.totals.gross.to_string(),
+                "body": crate::present::message_body(&message.body),
+            }),
         );
         Ok(Success::new(
             format!("Sent quote {} to {}.", q.handle(), customer.email),

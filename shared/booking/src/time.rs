@@ -482,6 +482,18 @@ impl TimeRange {
     }
 }
 
+/// A moment as a person in `zone` reads it: `Wed 2 Dec 2026, 14:05 CET (in 9 minutes)`. An
+/// unknown zone shows UTC.
+pub fn in_words(instant: DateTime<Utc>, zone: &str, now: DateTime<Utc>) -> String {
+    let zone = parse_zone(zone).unwrap_or(chrono_tz::UTC);
+    let local = instant.with_timezone(&zone);
+    format!(
+        "{} ({})",
+        local.format("%a %-d %b %Y, %H:%M %Z"),
+        from_now(instant, now)
+    )
+}
+
 /// Human distance from `now` to `instant`: `now` under a minute, then `in 5 minutes`,
 /// `2 hours 30 minutes ago`, `in 1 day 4 hours`, and from 7 days on whole days (`in 45 days`).
 /// Units are truncated, never rounded up.

@@ -65,6 +65,7 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
         ("POST", "/app/agent-access") => set_agent_access(web, &s, &form).await,
         ("POST", "/app/agent-access/approval") => set_approval_mode(web, &s, &form).await,
         ("GET", "/app/activity") => activity(web, &s).await,
+        ("GET", "/app/approvals") => crate::approvals::inbox(web, &s).await,
         _ => match path.strip_prefix("/app/approvals/") {
             Some(token) if method == "GET" => approval(web, &s, token, None).await,
             Some(token) if method == "POST" => decide(web, &s, token, &form).await,
@@ -80,7 +81,7 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
 
 fn index(s: &Session) -> WebResponse {
     let body = format!(
-        "<p>Signed in as <strong>{}</strong> in <strong>{}</strong>.</p><ul><li><a href=\"/app/connections\">MCP connections</a></li>\
+        "<p>Signed in as <strong>{}</strong> in <strong>{}</strong>.</p><ul><li><a href=\"/app/approvals\">Approvals waiting</a></li><li><a href=\"/app/connections\">MCP connections</a></li>\
          <li><a href=\"/app/agent-access\">Agent access</a></li><li><a href=\"/app/activity\">Recent agent activity</a></li></ul>\
          <form method=\"post\" action=\"/app/logout\">{}<button>Sign out</button></form>",
         escape(&s.member),

@@ -204,6 +204,10 @@ pub struct PendingView {
     pub approval_in_product: bool,
     /// What it would do, as the preview showed it (recipient, message body, amounts).
     pub content: Value,
+    /// When it expires unapproved (Unix seconds).
+    pub expires_at: Option<i64>,
+    /// The rights its tool requires of whoever approves it.
+    pub rights: Vec<&'static str>,
 }
 
 /// What the product's approval pages need of pending actions: the port they use instead of
@@ -211,6 +215,8 @@ pub struct PendingView {
 pub trait Approvals: std::fmt::Debug + Send + Sync {
     /// A pending action of `tenant` (`None`: unknown or expired).
     fn pending(&self, tenant: &str, token: &str) -> BoxFuture<'_, Option<PendingView>>;
+    /// The actions of `tenant` still waiting for a decision (at most 100, oldest first).
+    fn waiting(&self, tenant: &str) -> BoxFuture<'_, Vec<PendingView>>;
     /// Approves a pending action as `member`: the same checks as `confirm_action` (unused,
     /// unexpired, a fresh preparation with unchanged content, exactly once), with the
     /// member's live rights standing in for the connection's. `approver` carries the pending
@@ -223,6 +229,32 @@ pub trait Approvals: std::fmt::Debug + Send + Sync {
     ) -> BoxFuture<'a, ToolResult>;
     /// Rejects a pending action, audited.
     fn reject<'a>(&'a self, token: &'a str, rejecter: Caller) -> BoxFuture<'a, ToolResult>;
+}
+
+impl Server {
+    /// A stored pending action as the product's pages show it.
+    fn pending_view(&self, token: &str, item: &store::Item) -> Option<PendingView> {
+        let p = confirm::read_pending(token, item)?;
+        let spec = self.registry().get(&p.tool);
+        let approval_in_product = p.in_product || spec.is_some_and(|t| t.approval_in_product);
+        let expires_at = match item.get(store::TTL_ATTRIBUTE) {
+            Some(store::Value::N(n)) => n.to_string().parse().ok(),
+            _ => None,
+        };
+        Some(PendingView {
+            token: p.token,
+            tool: p.tool,
+            summary: p.summary,
+            status: p.status,
+            connection: p.connection,
+            approval_in_product,
+            content: p.content,
+            expires_at,
+            rights: spec
+                .map(|t| t.required_rights().to_vec())
+                .unwrap_or_default(),
+        })
+    }
 }
 
 impl Approvals for Server {
@@ -238,21 +270,25 @@ impl Approvals for Server {
                 .get(&crate::keys::pending(&tenant, &token))
                 .await
                 .ok()??;
-            let p = confirm::read_pending(&token, &item)?;
-            let approval_in_product = p.in_product
-                || self
-                    .registry()
-                    .get(&p.tool)
-                    .is_some_and(|t| t.approval_in_product);
-            Some(PendingView {
-                token: p.token,
-                tool: p.tool,
-                summary: p.summary,
-                status: p.status,
-                connection: p.connection,
-                approval_in_product,
-                content: p.content,
-            })
+            self.pending_view(&token, &item)
+        })
+    }
+
+    fn waiting(&self, tenant: &str) -> BoxFuture<'_, Vec<PendingView>> {
+        let partition = crate::keys::pending(tenant, "-").pk;
+        Box::pin(async move {
+            let query = store::Query::partition(partition).limit(100);
+            let Ok(page) = self.config().gates.store.query(query).await else {
+                return Vec::new();
+            };
+            let mut views: Vec<PendingView> = page
+                .items
+                .iter()
+                .filter_map(|(key, item)| self.pending_view(&key.sk, item))
+                .filter(|v| v.status == "pending")
+                .collect();
+            views.sort_by_key(|v| v.expires_at);
+            views
         })
     }
 
