@@ -699,3 +699,68 @@ on_every_backend!(
     approvals_inbox,
     the_inbox_shows_what_waits_and_only_those_who_may_decide_get_the_buttons
 );
+
+/// Connections: a summary row each with the details folded away, times in words; making and
+/// revoking only for members with the right; a new token comes with ready client
+/// configurations and copy buttons.
+async fn connections_show_configurations_and_only_allowed_actions(world: World) {
+    crate::booking_tools::setup(&world).await;
+    crate::booking_tools::tenant_settings(&world, "acme", "EUR", "19").await;
+    world.member("acme", "vic", "viewer").await;
+    let (viewer, _) = sign_in(&world, "acme", "vic").await;
+    let page = send(
+        &world,
+        "GET",
+        "/app/connections",
+        &[("cookie", &viewer)],
+        "",
+    )
+    .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("<details>"),
+        "details folded: {}",
+        page.body
+    );
+    assert!(!page.body.contains(">Revoke</button>"), "{}", page.body);
+    assert!(
+        !page.body.contains("action=\"/app/connections\""),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains("needs the right connections:manage"),
+        "{}",
+        page.body
+    );
+    let (owner, csrf) = sign_in(&world, "acme", "ana").await;
+    let page = send(&world, "GET", "/app/connections", &[("cookie", &owner)], "").await;
+    assert!(page.body.contains(">Revoke</button>"), "{}", page.body);
+    assert!(
+        page.body.contains("Times in Europe/Berlin"),
+        "{}",
+        page.body
+    );
+    let created = send(
+        &world,
+        "POST",
+        "/app/connections",
+        &[FORM, ("cookie", &owner)],
+        &format!("client=laptop&toolset=standard&approval=client&csrf={csrf}"),
+    )
+    .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    for config in [
+        "claude mcp add --transport http gatehouse",
+        "claude mcp add gatehouse --env GATEHOUSE_TOKEN=ghm_",
+        "&quot;mcpServers&quot;",
+        "&quot;servers&quot;: {&quot;gatehouse&quot;: {&quot;type&quot;: &quot;http&quot;",
+        "data-copy=\"token\"",
+    ] {
+        assert!(created.body.contains(config), "{config}: {}", created.body);
+    }
+}
+on_every_backend!(
+    connections_page,
+    connections_show_configurations_and_only_allowed_actions
+);

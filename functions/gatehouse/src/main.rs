@@ -609,6 +609,7 @@ async fn serve(
         allowed_origins: args.allowed_origins,
         oauth,
         console_base: format!("http://{local}/app"),
+        mcp_url: Some(format!("http://{local}/mcp")),
         secure_cookies: false,
         limits: app::bench::scaled_limits(mcp_pipeline::Limits::default(), args.rate_limit_scale),
         ..app::Settings::default()

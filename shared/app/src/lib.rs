@@ -37,6 +37,9 @@ pub struct Settings {
     pub console_base: String,
     /// Whether the product's session cookies carry `Secure` (all but plain local HTTP).
     pub secure_cookies: bool,
+    /// The MCP endpoint's URL, for the client configurations the pages show (`None`: unknown
+    /// here, as on the web function, whose template cannot name the MCP function's URL).
+    pub mcp_url: Option<String>,
     /// The key sealing `requestState`; every instance of a deployment needs the same one.
     /// `None` makes a random key for this process (fine for one local process).
     pub state_key: Option<Vec<u8>>,
@@ -76,6 +79,7 @@ impl Default for Settings {
             state_ttl_seconds: 600,
             console_base: "http://127.0.0.1:8787/app".into(),
             secure_cookies: true,
+            mcp_url: None,
             state_key: None,
             defer: None,
             sleep: None,
@@ -260,6 +264,7 @@ fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> 
         gates: server.config().gates.clone(),
         clock: Arc::clone(&settings.clock),
         secure_cookies: settings.secure_cookies,
+        mcp_url: settings.mcp_url.clone(),
     };
     App {
         server,

@@ -23,17 +23,22 @@ struct Context {
     now: chrono::DateTime<chrono::Utc>,
 }
 
+/// The workspace's time zone (UTC when it has none).
+pub(crate) async fn workspace_zone(web: &Web, s: &Session) -> String {
+    let actor = booking::Actor {
+        tenant: s.tenant.clone(),
+        member: s.member.clone(),
+        rights: BTreeSet::new(),
+    };
+    booking::Tenants::new(web.store.clone())
+        .get(&actor)
+        .await
+        .map_or_else(|_| "UTC".to_owned(), |t| t.zone)
+}
+
 impl Context {
     async fn of(web: &Web, s: &Session) -> Context {
-        let actor = booking::Actor {
-            tenant: s.tenant.clone(),
-            member: s.member.clone(),
-            rights: BTreeSet::new(),
-        };
-        let zone = booking::Tenants::new(web.store.clone())
-            .get(&actor)
-            .await
-            .map_or_else(|_| "UTC".to_owned(), |t| t.zone);
+        let zone = workspace_zone(web, s).await;
         let asked_by = web
             .connections
             .list(&s.tenant)

@@ -8,49 +8,131 @@ use crate::html::{csrf_field, html, redirect};
 use crate::session::{actor, rights};
 use crate::{Web, WebResponse};
 
+/// The right that making and revoking connections needs (identity's rule; the form and the
+/// buttons show only with it).
+const MANAGE: &str = identity::connection::MANAGE_CONNECTIONS;
+
 pub(crate) async fn connections(web: &Web, s: &Session, created: Option<&str>) -> WebResponse {
     let list = web.connections.list(&s.tenant).await.unwrap_or_default();
+    let may_manage = rights(web, s).await.contains(MANAGE);
+    let zone = crate::approvals::workspace_zone(web, s).await;
+    let now = chrono::Utc::now();
+    let when = |text: &str| {
+        chrono::DateTime::parse_from_rfc3339(text).map_or_else(
+            |_| text.to_owned(),
+            |t| booking::time::in_words(t.to_utc(), &zone, now),
+        )
+    };
     let mut rows = String::new();
     for c in &list {
-        let action = if c.revoked {
-            "revoked".to_owned()
-        } else {
-            format!(
+        let action = match (c.revoked, may_manage) {
+            (true, _) => "revoked".to_owned(),
+            (false, true) => format!(
                 "<form method=\"post\" action=\"/app/connections/revoke\">{}<input type=\"hidden\" name=\"connection\" value=\"{}\"><button>Revoke</button></form>",
                 csrf_field(s),
                 escape(&c.id)
-            )
+            ),
+            (false, false) => "active".to_owned(),
         };
+        let details = format!(
+            "<details><summary>{} rights · {}</summary><dl><dt>Rights</dt><dd>{}</dd><dt>Approval</dt><dd>{}</dd><dt>Created</dt><dd>{}</dd><dt>Id</dt><dd><code>{}</code></dd></dl></details>",
+            c.rights.len(),
+            escape(c.toolset.as_str()),
+            escape(&c.rights.iter().cloned().collect::<Vec<_>>().join(", ")),
+            if c.approval_pinned {
+                "always in the product"
+            } else {
+                "the workspace's modes"
+            },
+            escape(&when(&c.created_at)),
+            escape(&c.id),
+        );
         rows.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{details}</td><td>{action}</td></tr>",
             escape(&c.client_name),
             escape(&c.creator),
-            escape(c.toolset.as_str()),
-            if c.approval_pinned {
-                "in the product"
-            } else {
-                "workspace modes"
-            },
-            escape(&c.rights.iter().cloned().collect::<Vec<_>>().join(", ")),
-            escape(&c.created_at),
-            escape(c.last_used.as_deref().unwrap_or("never")),
-            action
+            escape(
+                &c.last_used
+                    .as_deref()
+                    .map_or_else(|| "never".to_owned(), when)
+            ),
         ));
     }
     let mut body = String::new();
     if let Some(token) = created {
-        body.push_str(&format!("<div class=\"box\"><p>New connection. Copy the token now; it is not shown again:</p><pre>{}</pre></div>", escape(token)));
+        body.push_str(&new_token_box(token, web.mcp_url.as_deref()));
     }
     body.push_str(&format!(
-        "<table><tr><th>Client</th><th>Created by</th><th>Toolset</th><th>Approval</th><th>Rights</th><th>Created</th><th>Last used (to the hour)</th><th></th></tr>{rows}</table>\
-         <h2>New connection</h2><form method=\"post\" action=\"/app/connections\">{}<p><label>Client <input name=\"client\" required></label></p>\
-         <p><label>Toolset <select name=\"toolset\"><option>core</option><option selected>standard</option><option>full</option></select></label></p>\
-         <p><label>Approval <select name=\"approval\"><option value=\"client\" selected>the workspace's modes</option>\
-         <option value=\"product\">always in the product (for clients that never ask you)</option></select></label></p>\
-         <p><button>Create</button></p></form>",
-        csrf_field(s)
+        "<p class=\"muted\">Times in {}.</p><div class=\"scroll\"><table><tr><th>Client</th><th>Made by</th><th>Last used (to the hour)</th><th>Details</th><th></th></tr>{rows}</table></div>",
+        escape(&zone)
     ));
+    if may_manage {
+        body.push_str(&format!(
+            "<h2>New connection</h2><form method=\"post\" action=\"/app/connections\">{}<p><label>Client <input name=\"client\" required></label></p>\
+             <p><label>Toolset <select name=\"toolset\"><option>core</option><option selected>standard</option><option>full</option></select></label></p>\
+             <p><label>Approval <select name=\"approval\"><option value=\"client\" selected>the workspace's modes</option>\
+             <option value=\"product\">always in the product (for clients that never ask you)</option></select></label></p>\
+             <p><button>Create</button></p></form>",
+            csrf_field(s)
+        ));
+    } else {
+        body.push_str(&format!(
+            "<p class=\"muted\">Making and revoking connections needs the right {MANAGE}.</p>"
+        ));
+    }
     html(StatusCode::OK, "MCP connections", &body)
+}
+
+/// The new token, once, with ready configurations for the common clients, each with a copy
+/// button.
+fn new_token_box(token: &str, mcp_url: Option<&str>) -> String {
+    let url = mcp_url.unwrap_or("https://<your MCP endpoint>/mcp");
+    let configs = [
+        (
+            "Claude Code (HTTP)",
+            format!(
+                "claude mcp add --transport http gatehouse {url} --header \"Authorization: Bearer {token}\""
+            ),
+        ),
+        (
+            "Claude Code (stdio, this machine)",
+            format!("claude mcp add gatehouse --env GATEHOUSE_TOKEN={token} -- gatehouse stdio"),
+        ),
+        (
+            "Claude Desktop and Cursor (stdio)",
+            format!(
+                "{{\"mcpServers\": {{\"gatehouse\": {{\"command\": \"gatehouse\", \"args\": [\"stdio\"], \"env\": {{\"GATEHOUSE_TOKEN\": \"{token}\"}}}}}}}}"
+            ),
+        ),
+        (
+            "Cursor (HTTP, .cursor/mcp.json)",
+            format!(
+                "{{\"mcpServers\": {{\"gatehouse\": {{\"url\": \"{url}\", \"headers\": {{\"Authorization\": \"Bearer {token}\"}}}}}}}}"
+            ),
+        ),
+        (
+            "VS Code (.vscode/mcp.json)",
+            format!(
+                "{{\"servers\": {{\"gatehouse\": {{\"type\": \"http\", \"url\": \"{url}\", \"headers\": {{\"Authorization\": \"Bearer {token}\"}}}}}}}}"
+            ),
+        ),
+    ];
+    let mut out = format!(
+        "<div class=\"box\"><p>New connection. Copy the token now; it is not shown again:</p><pre id=\"token\">{}</pre><button type=\"button\" data-copy=\"token\">Copy the token</button>",
+        escape(token)
+    );
+    for (i, (client, text)) in configs.iter().enumerate() {
+        out.push_str(&format!(
+            "<p class=\"muted\">{}</p><pre id=\"config-{i}\">{}</pre><button type=\"button\" data-copy=\"config-{i}\">Copy</button>",
+            escape(client),
+            escape(text)
+        ));
+    }
+    out.push_str(
+        "<script>document.querySelectorAll('[data-copy]').forEach(b=>b.addEventListener('click',()=>{\
+         navigator.clipboard.writeText(document.getElementById(b.dataset.copy).textContent).then(()=>{b.textContent='Copied';});}));</script></div>",
+    );
+    out
 }
 
 pub(crate) async fn create_connection(

@@ -57,6 +57,9 @@ pub struct Web {
     pub clock: Arc<dyn mcp_pipeline::Clock>,
     /// Whether cookies carry `Secure` (everywhere but plain local HTTP).
     pub secure_cookies: bool,
+    /// The MCP endpoint people connect clients to, when this deployment knows it (`serve`
+    /// does); the client configurations shown with a new token use it.
+    pub mcp_url: Option<String>,
 }
 
 /// The client's network address, put in a request's extensions by the transport that knows
