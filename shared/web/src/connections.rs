@@ -35,8 +35,11 @@ pub(crate) async fn connections(web: &Web, s: &Session, created: Option<&str>) -
             (false, false) => "active".to_owned(),
         };
         let details = format!(
-            "<details><summary>{} rights · {}</summary><dl><dt>Rights</dt><dd>{}</dd><dt>Approval</dt><dd>{}</dd><dt>Created</dt><dd>{}</dd><dt>Id</dt><dd><code>{}</code></dd></dl></details>",
-            c.rights.len(),
+            "<details><summary>{} · {}</summary><dl><dt>Rights</dt><dd>{}</dd><dt>Approval</dt><dd>{}</dd><dt>Created</dt><dd>{}</dd><dt>Id</dt><dd><code>{}</code></dd></dl></details>",
+            match c.rights.len() {
+                1 => "1 right".to_owned(),
+                n => format!("{n} rights"),
+            },
             escape(c.toolset.as_str()),
             escape(&c.rights.iter().cloned().collect::<Vec<_>>().join(", ")),
             if c.approval_pinned {
