@@ -7,6 +7,7 @@
 #![allow(clippy::print_stdout)]
 
 mod deliveries;
+mod dynamo;
 
 /// mimalloc: glibc's malloc and free took a fifth of the CPU per call under load (ADR 19).
 #[global_allocator]
@@ -431,17 +432,7 @@ async fn dynamodb(args: &StoreArgs, command: &DynamodbCommand) -> anyhow::Result
         .dynamodb_table
         .clone()
         .context("name the table: --dynamodb-table NAME (or GATEHOUSE_TABLE)")?;
-    let store = store_dynamodb::DynamoStore::from_env(store_dynamodb::DynamoConfig {
-        table: table.clone(),
-        endpoint: args.dynamodb_endpoint.clone(),
-        region: None,
-    })
-    .await;
-    store
-        .create_table()
-        .await
-        .map_err(|e| anyhow::anyhow!("creating DynamoDB table {table}: {e}"))?;
-    store.prove_table().await.map_err(anyhow::Error::msg)?;
+    dynamo::create_table(&table, args.dynamodb_endpoint.clone()).await?;
     println!("DynamoDB table {table} is ready (time-to-live on expires_at)");
     Ok(())
 }
@@ -464,15 +455,8 @@ async fn open_store(args: &StoreArgs) -> anyhow::Result<(Arc<dyn store::Store>, 
         return Ok((Arc::new(store), format!("the edge store of {url}")));
     }
     if let Some(table) = &args.dynamodb_table {
-        let store = store_dynamodb::DynamoStore::from_env(store_dynamodb::DynamoConfig {
-            table: table.clone(),
-            endpoint: args.dynamodb_endpoint.clone(),
-            region: None,
-        })
-        .await;
-        // Before anything is served or changed: the table is there and reachable.
-        store.prove_table().await.map_err(anyhow::Error::msg)?;
-        return Ok((Arc::new(store), format!("DynamoDB table {table}")));
+        let store = dynamo::open(table, args.dynamodb_endpoint.clone()).await?;
+        return Ok((store, format!("DynamoDB table {table}")));
     }
     let file = args.data_dir().join("gatehouse.db");
     let store = store_sqlite::SqliteStore::open(&file)
