@@ -67,9 +67,8 @@ impl Tool for SendQuote {
             // and the message that would go out.
             json!({
                 "to": customer.email,
-                "lines": q.lines.iter().zip(&q.totals.line_totals).map(|(l, total)| {
-                    format!("{} × {} at {} = {total}", l.quantity, l.description, l.unit_price)
-                }).collect::<Vec<_>>(),
+                // Each line as results show it: its description wrapped as untrusted text.
+                "lines": serde_json::to_value(QuoteView::new(&q, "")).map(|v| v["lines"].clone()).unwrap_or_default(),
                 "net": q.totals.net.to_string(),
                 "tax": format!("{} ({}%)", q.totals.tax, q.totals.tax_rate),
                 "gross": q.totals.gross.to_string(),

@@ -4,16 +4,13 @@
 use accounts::Session;
 use http::StatusCode;
 
-use crate::form::escape;
-use crate::html::{csrf_field, html};
+use maud::Markup;
+
+use crate::html::{csrf_field, html, message};
 use crate::session::{actor, rights};
 use crate::{Web, WebResponse};
 
-pub(crate) async fn agent_access_page(
-    web: &Web,
-    s: &Session,
-    message: Option<&str>,
-) -> WebResponse {
+pub(crate) async fn agent_access_page(web: &Web, s: &Session, notice: Option<&str>) -> WebResponse {
     let on = web
         .store
         .get(&identity::keys::tenant_switch(&s.tenant))
@@ -22,50 +19,65 @@ pub(crate) async fn agent_access_page(
         .flatten();
     let enabled = identity::switch::tenant_allows(on.as_ref());
     let modes = identity::switch::approval_modes(on.as_ref());
-    let mut body = format!(
-        "{}<p>Agent access for <strong>{}</strong> is <strong>{}</strong>.</p><form method=\"post\">{}<input type=\"hidden\" name=\"state\" value=\"{}\"><button>{}</button></form>",
-        message
-            .map(|m| format!("<div class=\"box\">{}</div>", escape(m)))
-            .unwrap_or_default(),
-        escape(&s.tenant),
-        if enabled { "on" } else { "off" },
-        csrf_field(s),
-        if enabled { "off" } else { "on" },
-        if enabled {
-            "Turn agent access off"
-        } else {
-            "Turn agent access on"
+    let may_manage = rights(web, s)
+        .await
+        .contains(booking::rights::AGENT_ACCESS_MANAGE);
+    let body = maud::html! {
+        @if let Some(notice) = notice { div.box { (notice) } }
+        p { "Agent access for " strong { (s.tenant) } " is " strong { (if enabled { "on" } else { "off" }) } "." }
+        @if may_manage {
+            form method="post" {
+                (csrf_field(s))
+                input type="hidden" name="state" value=(if enabled { "off" } else { "on" });
+                button { (if enabled { "Turn agent access off" } else { "Turn agent access on" }) }
+            }
+        } @else {
+            p.muted { "Changing it needs the agent_access:manage right." }
         }
-    );
-    body.push_str(&approval_modes_form(s, modes));
-    html(StatusCode::OK, "Agent access", &body)
+        (approval_modes_table(s, modes, may_manage))
+    };
+    html(StatusCode::OK, "Agent access", body)
 }
 
-/// Where each class of prepared action is approved, with a form to change each (ADR 15).
-fn approval_modes_form(s: &Session, modes: mcp_pipeline::ProductApproval) -> String {
-    let mut rows = String::new();
-    for class in mcp_pipeline::APPROVAL_CLASSES {
-        let name = mcp_pipeline::class_name(class);
-        let (now, other, button) = match modes.mode(class) {
-            mcp_pipeline::ApprovalMode::Client => {
-                ("in the client", "product", "Approve in the product only")
+/// Where each class of prepared action is approved, with a form to change each for members
+/// who may (ADR 15).
+fn approval_modes_table(
+    s: &Session,
+    modes: mcp_pipeline::ProductApproval,
+    may_manage: bool,
+) -> Markup {
+    maud::html! {
+        h2 { "Approvals" }
+        p.muted {
+            "In the client, the person's client asks them before a prepared action runs (clients that \
+             prompt per call, or ask through elicitation). In the product only, the agent gets a link and a \
+             member with the right approves here. Quotes are always approved in the product."
+        }
+        div.scroll { table {
+            tr { th { "Actions" } th { "Approved" } th {} }
+            @for class in mcp_pipeline::APPROVAL_CLASSES {
+                @let name = mcp_pipeline::class_name(class);
+                @let (now, other, button) = match modes.mode(class) {
+                    mcp_pipeline::ApprovalMode::Client => ("in the client", "product", "Approve in the product only"),
+                    mcp_pipeline::ApprovalMode::Product => ("in the product only", "client", "Let clients approve"),
+                };
+                tr {
+                    td { (name) }
+                    td { (now) }
+                    td {
+                        @if may_manage {
+                            form method="post" action="/app/agent-access/approval" {
+                                (csrf_field(s))
+                                input type="hidden" name="class" value=(name);
+                                input type="hidden" name="mode" value=(other);
+                                button { (button) }
+                            }
+                        }
+                    }
+                }
             }
-            mcp_pipeline::ApprovalMode::Product => {
-                ("in the product only", "client", "Let clients approve")
-            }
-        };
-        rows.push_str(&format!(
-            "<tr><td>{name}</td><td>{now}</td><td><form method=\"post\" action=\"/app/agent-access/approval\">{}\
-             <input type=\"hidden\" name=\"class\" value=\"{name}\"><input type=\"hidden\" name=\"mode\" value=\"{other}\">\
-             <button>{button}</button></form></td></tr>",
-            csrf_field(s)
-        ));
+        } }
     }
-    format!(
-        "<h2>Approvals</h2><p class=\"muted\">In the client, the person's client asks them before a prepared action runs (clients that \
-         prompt per call, or ask through elicitation). In the product only, the agent gets a link and a member with the right approves \
-         here. Quotes are always approved in the product.</p><table><tr><th>Actions</th><th>Approved</th><th></th></tr>{rows}</table>"
-    )
 }
 
 /// The refusal for a member without `agent_access:manage`, who may not change `what`.
@@ -74,10 +86,10 @@ async fn needs_agent_access_manage(web: &Web, s: &Session, what: &str) -> Option
         .await
         .contains(booking::rights::AGENT_ACCESS_MANAGE);
     (!allowed).then(|| {
-        html(
+        message(
             StatusCode::FORBIDDEN,
             "Agent access",
-            &format!("<p>Changing {what} needs the agent_access:manage right.</p>"),
+            &format!("Changing {what} needs the agent_access:manage right."),
         )
     })
 }
@@ -97,15 +109,15 @@ pub(crate) async fn set_approval_mode(
         .get("mode")
         .and_then(|m| mcp_pipeline::ApprovalMode::parse(m));
     let (Some(class), Some(mode)) = (class, mode) else {
-        return html(
+        return message(
             StatusCode::BAD_REQUEST,
             "Agent access",
-            "<p>Choose one of notify, wake, alerting or delete, and client or product.</p>",
+            "Choose one of notify, wake, alerting or delete, and client or product.",
         );
     };
     match web.switches.set_approval_mode(&actor(s), class, mode).await {
         Ok(()) => {
-            let message = format!(
+            let notice = format!(
                 "{} actions are now approved {}.",
                 mcp_pipeline::class_name(class),
                 match mode {
@@ -113,12 +125,12 @@ pub(crate) async fn set_approval_mode(
                     mcp_pipeline::ApprovalMode::Product => "in the product only",
                 }
             );
-            agent_access_page(web, s, Some(&message)).await
+            agent_access_page(web, s, Some(&notice)).await
         }
-        Err(e) => html(
+        Err(e) => message(
             StatusCode::SERVICE_UNAVAILABLE,
             "Agent access",
-            &format!("<p>{}</p>", escape(&e.to_string())),
+            &e.to_string(),
         ),
     }
 }
@@ -145,10 +157,10 @@ pub(crate) async fn set_agent_access(
             )
             .await
         }
-        Err(e) => html(
+        Err(e) => message(
             StatusCode::SERVICE_UNAVAILABLE,
             "Agent access",
-            &format!("<p>{}</p>", escape(&e.to_string())),
+            &e.to_string(),
         ),
     }
 }

@@ -9,8 +9,9 @@ use accounts::Session;
 use http::StatusCode;
 use mcp_pipeline::PendingView;
 
-use crate::form::escape;
-use crate::html::{csrf_field, html};
+use maud::Markup;
+
+use crate::html::{csrf_field, html, message};
 use crate::session::rights;
 use crate::{Web, WebResponse};
 
@@ -86,41 +87,43 @@ pub(crate) async fn inbox(web: &Web, s: &Session) -> WebResponse {
     let waiting = web.approvals.waiting(&s.tenant).await;
     let cx = Context::of(web, s).await;
     if waiting.is_empty() {
-        return html(
+        return message(
             StatusCode::OK,
             "Approvals",
-            "<p>Nothing is waiting for approval.</p>",
+            "Nothing is waiting for approval.",
         );
     }
-    let mut rows = String::new();
-    for p in &waiting {
-        let missing = cx.missing(p);
-        let decision = if missing.is_empty() {
-            format!(
-                "<a href=\"/app/approvals/{}\">Review and decide</a>",
-                escape(&p.token)
-            )
-        } else {
-            format!(
-                "<a href=\"/app/approvals/{}\">View</a> <span class=\"muted\">(needs {})</span>",
-                escape(&p.token),
-                escape(&missing.join(", "))
-            )
-        };
-        rows.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(&p.summary),
-            escape(&cx.asked_by(p)),
-            escape(&cx.expires(p)),
-            decision
-        ));
-    }
-    let body = format!(
-        "<p>{} waiting, in {}.</p><div class=\"scroll\"><table><tr><th>What</th><th>Asked by</th><th>Expires</th><th></th></tr>{rows}</table></div>",
-        waiting.len(),
-        escape(&cx.zone)
-    );
-    html(StatusCode::OK, "Approvals", &body)
+    let body = maud::html! {
+        p { (waiting.len()) " waiting, in " (cx.zone) "." }
+        div.scroll { table {
+            tr { th { "What" } th { "Asked by" } th { "Expires" } th {} }
+            @for p in &waiting {
+                @let missing = cx.missing(p);
+                tr {
+                    td { (p.summary) }
+                    td { (cx.asked_by(p)) }
+                    td { (cx.expires(p)) }
+                    td {
+                        @if missing.is_empty() {
+                            a href={ "/app/approvals/" (p.token) } { "Review and decide" }
+                        } @else {
+                            a href={ "/app/approvals/" (p.token) } { "View" }
+                            " " span.muted { "(needs " (missing.join(", ")) ")" }
+                        }
+                    }
+                }
+            }
+        } }
+    };
+    html(StatusCode::OK, "Approvals", body)
+}
+
+fn unknown() -> WebResponse {
+    message(
+        StatusCode::NOT_FOUND,
+        "Approval",
+        "This approval link is unknown or has expired.",
+    )
 }
 
 pub(crate) async fn approval(
@@ -130,86 +133,91 @@ pub(crate) async fn approval(
     outcome: Option<(&str, bool)>,
 ) -> WebResponse {
     let Some(p) = web.approvals.pending(&s.tenant, token).await else {
-        return html(
-            StatusCode::NOT_FOUND,
-            "Approval",
-            "<p>This approval link is unknown or has expired.</p>",
-        );
+        return unknown();
     };
-    let mut body = String::new();
-    if let Some((message, ok)) = outcome {
-        body.push_str(&format!(
-            "<div class=\"box\"><strong>{}</strong> {}</div>",
-            if ok { "Done." } else { "Not done." },
-            escape(message)
-        ));
-    }
     let cx = Context::of(web, s).await;
-    body.push_str(&format!(
-        "<div class=\"box\"><p><strong>{}</strong></p><dl><dt>Asked by</dt><dd>{}</dd><dt>Expires</dt><dd>{}</dd><dt>Status</dt><dd>{}</dd><dt>Tool</dt><dd><code>{}</code></dd></dl></div>",
-        escape(&p.summary),
-        escape(&cx.asked_by(&p)),
-        escape(&cx.expires(&p)),
-        escape(&p.status),
-        escape(&p.tool),
-    ));
-    body.push_str(&details(&p.content));
-    if let Some(message) = p.content["body"]["untrusted_text"].as_str() {
-        // The exact message that would go out (it quotes what customers wrote: escaped).
-        body.push_str(&format!(
-            "<div class=\"box\"><p class=\"muted\">The message to {}:</p><pre>{}</pre></div>",
-            escape(p.content["to"].as_str().unwrap_or("the customer")),
-            escape(message)
-        ));
-    }
     let missing = cx.missing(&p);
-    if p.status == "pending" && missing.is_empty() {
-        body.push_str(&format!(
-            "<form method=\"post\">{c}<button name=\"decision\" value=\"approve\">Approve</button><button name=\"decision\" value=\"reject\">Reject</button></form>",
-            c = csrf_field(s)
-        ));
-    } else if p.status == "pending" {
-        body.push_str(&format!(
-            "<p class=\"muted\">Deciding needs {}, which you do not have; a member who has it can.</p>",
-            escape(&missing.join(", "))
-        ));
+    let body = maud::html! {
+        @if let Some((said, ok)) = outcome {
+            div.box { strong { (if ok { "Done." } else { "Not done." }) } " " (said) }
+        }
+        div.box {
+            p { strong { (p.summary) } }
+            dl {
+                dt { "Asked by" } dd { (cx.asked_by(&p)) }
+                dt { "Expires" } dd { (cx.expires(&p)) }
+                dt { "Status" } dd { (p.status) }
+                dt { "Tool" } dd { code { (p.tool) } }
+            }
+        }
+        (details(&p.content))
+        @if let Some(text) = p.content["body"]["untrusted_text"].as_str() {
+            // The exact message that would go out (it quotes what customers wrote).
+            div.box {
+                p.muted { "The message to " (p.content["to"].as_str().unwrap_or("the customer")) ":" }
+                pre { (text) }
+            }
+        }
+        @if p.status == "pending" && missing.is_empty() {
+            form method="post" {
+                (csrf_field(s))
+                button name="decision" value="approve" { "Approve" }
+                button name="decision" value="reject" { "Reject" }
+            }
+        } @else if p.status == "pending" {
+            p.muted { "Deciding needs " (missing.join(", ")) ", which you do not have; a member who has it can." }
+        }
+    };
+    html(StatusCode::OK, "Approve an agent's action", body)
+}
+
+/// A value of a preview's content as text: text as it is (untrusted text unwrapped: the page
+/// escapes it), a quote line as `2 × Filter at 19.99 = 39.98`, a list one item per line, other
+/// structures as JSON.
+fn shown(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Object(o) if o.contains_key("untrusted_text") => {
+            o["untrusted_text"].as_str().unwrap_or_default().to_owned()
+        }
+        other => other.to_string(),
+    };
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Object(o) if o.contains_key("untrusted_text") => text(value),
+        Value::Object(o) if o.contains_key("description") && o.contains_key("quantity") => format!(
+            "{} × {} at {} = {}",
+            text(&o["quantity"]),
+            text(&o["description"]),
+            text(&o["unit_price"]),
+            text(&o["total"])
+        ),
+        Value::Array(items) => items.iter().map(shown).collect::<Vec<_>>().join("\n"),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
     }
-    html(StatusCode::OK, "Approve an agent's action", &body)
 }
 
 /// What the action carries besides its message: the quote's lines and totals, the recipient,
 /// anything else the preview named, as label and value.
-fn details(content: &serde_json::Value) -> String {
-    let Some(fields) = content.as_object() else {
-        return String::new();
-    };
-    let mut rows = String::new();
-    for (name, value) in fields {
-        if name == "body" {
-            continue;
-        }
-        let shown = match value {
-            serde_json::Value::String(text) => text.clone(),
-            // A list of plain lines (a quote's lines): one per line.
-            serde_json::Value::Array(items) if items.iter().all(serde_json::Value::is_string) => {
-                items
-                    .iter()
-                    .filter_map(serde_json::Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join("\n")
+fn details(content: &serde_json::Value) -> Markup {
+    let fields: Vec<(&String, &serde_json::Value)> = content
+        .as_object()
+        .map(|m| m.iter().filter(|(name, _)| *name != "body").collect())
+        .unwrap_or_default();
+    maud::html! {
+        @if !fields.is_empty() {
+            div.box {
+                p.muted { "What would be done:" }
+                dl {
+                    @for (name, value) in &fields {
+                        dt { (name.replace('_', " ")) }
+                        dd { pre { (shown(value)) } }
+                    }
+                }
             }
-            other => serde_json::to_string_pretty(other).unwrap_or_default(),
-        };
-        rows.push_str(&format!(
-            "<dt>{}</dt><dd><pre>{}</pre></dd>",
-            escape(&name.replace('_', " ")),
-            escape(&shown)
-        ));
+        }
     }
-    if rows.is_empty() {
-        return String::new();
-    }
-    format!("<div class=\"box\"><p class=\"muted\">What would be done:</p><dl>{rows}</dl></div>")
 }
 
 pub(crate) async fn decide(
@@ -219,11 +227,7 @@ pub(crate) async fn decide(
     form: &std::collections::BTreeMap<String, String>,
 ) -> WebResponse {
     let Some(p) = web.approvals.pending(&s.tenant, token).await else {
-        return html(
-            StatusCode::NOT_FOUND,
-            "Approval",
-            "<p>This approval link is unknown or has expired.</p>",
-        );
+        return unknown();
     };
     // The approving member acts with their own live rights, for the connection that asked.
     let caller = mcp_pipeline::Caller {
@@ -240,10 +244,10 @@ pub(crate) async fn decide(
         Some("approve") => web.approvals.approve(token, caller, &s.member).await,
         Some("reject") => web.approvals.reject(token, caller).await,
         _ => {
-            return html(
+            return message(
                 StatusCode::BAD_REQUEST,
                 "Approval",
-                "<p>Choose Approve or Reject.</p>",
+                "Choose Approve or Reject.",
             );
         }
     };

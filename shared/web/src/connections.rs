@@ -3,8 +3,9 @@
 use accounts::Session;
 use http::StatusCode;
 
-use crate::form::escape;
-use crate::html::{csrf_field, html, redirect};
+use maud::{Markup, PreEscaped};
+
+use crate::html::{csrf_field, html, message, redirect};
 use crate::session::{actor, rights};
 use crate::{Web, WebResponse};
 
@@ -17,78 +18,70 @@ pub(crate) async fn connections(web: &Web, s: &Session, created: Option<&str>) -
     let may_manage = rights(web, s).await.contains(MANAGE);
     let zone = crate::approvals::workspace_zone(web, s).await;
     let now = chrono::Utc::now();
-    let when = |text: &str| {
-        chrono::DateTime::parse_from_rfc3339(text).map_or_else(
-            |_| text.to_owned(),
-            |t| booking::time::in_words(t.to_utc(), &zone, now),
-        )
+    let when = |text: &str| crate::html::when(text, &zone, now);
+    let body = maud::html! {
+        @if let Some(token) = created { (new_token_box(token, web.mcp_url.as_deref())) }
+        p.muted { "Times in " (zone) "." }
+        div.scroll { table {
+            tr { th { "Client" } th { "Made by" } th { "Last used (to the hour)" } th { "Details" } th {} }
+            @for c in &list {
+                tr {
+                    td { (c.client_name) }
+                    td { (c.creator) }
+                    td { (c.last_used.as_deref().map_or_else(|| "never".to_owned(), when)) }
+                    td { details {
+                        summary {
+                            @if c.rights.len() == 1 { "1 right" } @else { (c.rights.len()) " rights" }
+                            " · " (c.toolset.as_str())
+                        }
+                        dl {
+                            dt { "Rights" } dd { (c.rights.iter().cloned().collect::<Vec<_>>().join(", ")) }
+                            dt { "Approval" } dd { (if c.approval_pinned { "always in the product" } else { "the workspace's modes" }) }
+                            dt { "Created" } dd { (when(&c.created_at)) }
+                            dt { "Id" } dd { code { (c.id) } }
+                        }
+                    } }
+                    td {
+                        @if c.revoked { "revoked" }
+                        @else if may_manage {
+                            form method="post" action="/app/connections/revoke" {
+                                (csrf_field(s))
+                                input type="hidden" name="connection" value=(c.id);
+                                button { "Revoke" }
+                            }
+                        } @else { "active" }
+                    }
+                }
+            }
+        } }
+        @if may_manage {
+            h2 { "New connection" }
+            form method="post" action="/app/connections" {
+                (csrf_field(s))
+                p { label { "Client " input name="client" required; } }
+                p { label { "Toolset " select name="toolset" {
+                    option { "core" } option selected { "standard" } option { "full" }
+                } } }
+                p { label { "Approval " select name="approval" {
+                    option value="client" selected { "the workspace's modes" }
+                    option value="product" { "always in the product (for clients that never ask you)" }
+                } } }
+                p { button { "Create" } }
+            }
+        } @else {
+            p.muted { "Making and revoking connections needs the right " (MANAGE) "." }
+        }
     };
-    let mut rows = String::new();
-    for c in &list {
-        let action = match (c.revoked, may_manage) {
-            (true, _) => "revoked".to_owned(),
-            (false, true) => format!(
-                "<form method=\"post\" action=\"/app/connections/revoke\">{}<input type=\"hidden\" name=\"connection\" value=\"{}\"><button>Revoke</button></form>",
-                csrf_field(s),
-                escape(&c.id)
-            ),
-            (false, false) => "active".to_owned(),
-        };
-        let details = format!(
-            "<details><summary>{} · {}</summary><dl><dt>Rights</dt><dd>{}</dd><dt>Approval</dt><dd>{}</dd><dt>Created</dt><dd>{}</dd><dt>Id</dt><dd><code>{}</code></dd></dl></details>",
-            match c.rights.len() {
-                1 => "1 right".to_owned(),
-                n => format!("{n} rights"),
-            },
-            escape(c.toolset.as_str()),
-            escape(&c.rights.iter().cloned().collect::<Vec<_>>().join(", ")),
-            if c.approval_pinned {
-                "always in the product"
-            } else {
-                "the workspace's modes"
-            },
-            escape(&when(&c.created_at)),
-            escape(&c.id),
-        );
-        rows.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{details}</td><td>{action}</td></tr>",
-            escape(&c.client_name),
-            escape(&c.creator),
-            escape(
-                &c.last_used
-                    .as_deref()
-                    .map_or_else(|| "never".to_owned(), when)
-            ),
-        ));
-    }
-    let mut body = String::new();
-    if let Some(token) = created {
-        body.push_str(&new_token_box(token, web.mcp_url.as_deref()));
-    }
-    body.push_str(&format!(
-        "<p class=\"muted\">Times in {}.</p><div class=\"scroll\"><table><tr><th>Client</th><th>Made by</th><th>Last used (to the hour)</th><th>Details</th><th></th></tr>{rows}</table></div>",
-        escape(&zone)
-    ));
-    if may_manage {
-        body.push_str(&format!(
-            "<h2>New connection</h2><form method=\"post\" action=\"/app/connections\">{}<p><label>Client <input name=\"client\" required></label></p>\
-             <p><label>Toolset <select name=\"toolset\"><option>core</option><option selected>standard</option><option>full</option></select></label></p>\
-             <p><label>Approval <select name=\"approval\"><option value=\"client\" selected>the workspace's modes</option>\
-             <option value=\"product\">always in the product (for clients that never ask you)</option></select></label></p>\
-             <p><button>Create</button></p></form>",
-            csrf_field(s)
-        ));
-    } else {
-        body.push_str(&format!(
-            "<p class=\"muted\">Making and revoking connections needs the right {MANAGE}.</p>"
-        ));
-    }
-    html(StatusCode::OK, "MCP connections", &body)
+    html(StatusCode::OK, "MCP connections", body)
 }
+
+/// Copies the text of the element a button names (`data-copy`) to the clipboard.
+const COPY_SCRIPT: &str = "document.querySelectorAll('[data-copy]').forEach(b=>b.addEventListener('click',()=>{\
+    navigator.clipboard.writeText(document.getElementById(b.dataset.copy).textContent).then(()=>{b.textContent='Copied';});}));";
 
 /// The new token, once, with ready configurations for the common clients, each with a copy
 /// button.
-fn new_token_box(token: &str, mcp_url: Option<&str>) -> String {
+fn new_token_box(token: &str, mcp_url: Option<&str>) -> Markup {
     let url = mcp_url.unwrap_or("https://<your MCP endpoint>/mcp");
     let configs = [
         (
@@ -120,22 +113,19 @@ fn new_token_box(token: &str, mcp_url: Option<&str>) -> String {
             ),
         ),
     ];
-    let mut out = format!(
-        "<div class=\"box\"><p>New connection. Copy the token now; it is not shown again:</p><pre id=\"token\">{}</pre><button type=\"button\" data-copy=\"token\">Copy the token</button>",
-        escape(token)
-    );
-    for (i, (client, text)) in configs.iter().enumerate() {
-        out.push_str(&format!(
-            "<p class=\"muted\">{}</p><pre id=\"config-{i}\">{}</pre><button type=\"button\" data-copy=\"config-{i}\">Copy</button>",
-            escape(client),
-            escape(text)
-        ));
+    maud::html! {
+        div.box {
+            p { "New connection. Copy the token now; it is not shown again:" }
+            pre id="token" { (token) }
+            button type="button" data-copy="token" { "Copy the token" }
+            @for (i, (client, text)) in configs.iter().enumerate() {
+                p.muted { (client) }
+                pre id={ "config-" (i) } { (text) }
+                button type="button" data-copy={ "config-" (i) } { "Copy" }
+            }
+            script { (PreEscaped(COPY_SCRIPT)) }
+        }
     }
-    out.push_str(
-        "<script>document.querySelectorAll('[data-copy]').forEach(b=>b.addEventListener('click',()=>{\
-         navigator.clipboard.writeText(document.getElementById(b.dataset.copy).textContent).then(()=>{b.textContent='Copied';});}));</script></div>",
-    );
-    out
 }
 
 pub(crate) async fn create_connection(
@@ -158,11 +148,7 @@ pub(crate) async fn create_connection(
     };
     match web.connections.create_token(&actor(s), new).await {
         Ok((_, token)) => connections(web, s, Some(&token)).await,
-        Err(e) => html(
-            StatusCode::FORBIDDEN,
-            "MCP connections",
-            &format!("<p>{}</p>", escape(&e.to_string())),
-        ),
+        Err(e) => message(StatusCode::FORBIDDEN, "MCP connections", &e.to_string()),
     }
 }
 
@@ -174,10 +160,6 @@ pub(crate) async fn revoke_connection(
     let id = form.get("connection").cloned().unwrap_or_default();
     match web.connections.revoke(&actor(s), &id).await {
         Ok(_) => redirect("/app/connections"),
-        Err(e) => html(
-            StatusCode::FORBIDDEN,
-            "MCP connections",
-            &format!("<p>{}</p>", escape(&e.to_string())),
-        ),
+        Err(e) => message(StatusCode::FORBIDDEN, "MCP connections", &e.to_string()),
     }
 }

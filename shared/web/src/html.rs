@@ -4,7 +4,8 @@
 use accounts::Session;
 use http::{HeaderValue, StatusCode, header};
 
-use crate::form::escape;
+use maud::{DOCTYPE, Markup, PreEscaped};
+
 use crate::{WebResponse, respond};
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#222}\
@@ -14,16 +15,34 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:46rem;margi
     .scroll{overflow-x:auto}dt{font-weight:600;margin-top:.4rem}dd{margin:0 0 0 1rem}dd pre{margin:.2rem 0}\
     @media (max-width:40rem){body{margin:1rem auto}button{display:block;width:100%;margin:.4rem 0;padding:.7rem}td,th{font-size:.9rem}}";
 
-fn page(title: &str, body: &str) -> String {
-    format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{t} · gatehouse</title><style>{STYLE}</style></head>\
-         <body><p class=\"muted\"><a href=\"/app/\">gatehouse</a></p><h1>{t}</h1>{body}</body></html>",
-        t = escape(title)
-    )
+fn page(title: &str, body: Markup) -> String {
+    maud::html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · gatehouse" }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                p.muted { a href="/app/" { "gatehouse" } }
+                h1 { (title) }
+                (body)
+            }
+        }
+    }
+    .into_string()
 }
 
-pub(crate) fn html(status: StatusCode, title: &str, body: &str) -> WebResponse {
+/// A page: `body` inside the frame, every value in it escaped by `maud`.
+pub(crate) fn html(status: StatusCode, title: &str, body: Markup) -> WebResponse {
     respond(status, "text/html; charset=utf-8", page(title, body))
+}
+
+/// A page whose body is one paragraph of text.
+pub(crate) fn message(status: StatusCode, title: &str, text: &str) -> WebResponse {
+    html(status, title, maud::html! { p { (text) } })
 }
 
 pub(crate) fn redirect(to: &str) -> WebResponse {
@@ -34,9 +53,15 @@ pub(crate) fn redirect(to: &str) -> WebResponse {
     r
 }
 
-pub(crate) fn csrf_field(s: &Session) -> String {
-    format!(
-        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
-        escape(&s.csrf)
+pub(crate) fn csrf_field(s: &Session) -> Markup {
+    maud::html! { input type="hidden" name="csrf" value=(s.csrf); }
+}
+
+/// A stored RFC 3339 time as a person in `zone` reads it (`Wed 2 Dec 2026, 14:05 CET (5
+/// minutes ago)`); text that is no time is shown as it is.
+pub(crate) fn when(text: &str, zone: &str, now: chrono::DateTime<chrono::Utc>) -> String {
+    chrono::DateTime::parse_from_rfc3339(text).map_or_else(
+        |_| text.to_owned(),
+        |t| booking::time::in_words(t.to_utc(), zone, now),
     )
 }

@@ -11,8 +11,8 @@ use accounts::Session;
 use http::request::Parts;
 use http::{HeaderValue, StatusCode, header};
 
-use crate::form::{escape, parse};
-use crate::html::{csrf_field, html, redirect};
+use crate::form::parse;
+use crate::html::{csrf_field, html, message, redirect};
 use crate::session::{client_address, logout, session_cookie, throttled};
 use crate::{Web, WebResponse};
 
@@ -22,15 +22,19 @@ pub(crate) const LOGIN: &str = "/app/operator/login";
 pub(crate) const PAGE: &str = "/app/operator";
 
 pub(crate) async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -> WebResponse {
-    let form_html = |message: &str| {
-        format!(
-            "{message}<form method=\"post\" action=\"{LOGIN}\"><p><label>Email <input name=\"email\" type=\"email\" required></label></p>\
-             <p><label>Password <input name=\"password\" type=\"password\" required></label></p>\
-             <p><button type=\"submit\">Sign in</button></p></form><p class=\"muted\">Members sign in <a href=\"/app/login\">here</a>.</p>"
-        )
+    let form_html = |refused: Option<&str>| {
+        maud::html! {
+            @if let Some(refused) = refused { p { strong { (refused) } } }
+            form method="post" action=(LOGIN) {
+                p { label { "Email " input name="email" type="email" required; } }
+                p { label { "Password " input name="password" type="password" required; } }
+                p { button type="submit" { "Sign in" } }
+            }
+            p.muted { "Members sign in " a href="/app/login" { "here" } "." }
+        }
     };
     if method != "POST" {
-        return html(StatusCode::OK, "Operator sign-in", &form_html(""));
+        return html(StatusCode::OK, "Operator sign-in", form_html(None));
     }
     let form = parse(body);
     let (email, password) = (
@@ -54,15 +58,15 @@ pub(crate) async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -
         return html(
             StatusCode::UNAUTHORIZED,
             "Operator sign-in",
-            &form_html("<p><strong>Those details do not match an active operator.</strong></p>"),
+            form_html(Some("Those details do not match an active operator.")),
         );
     }
     let _ = web.throttle.succeeded(&attempt).await;
     let Ok((id, _)) = accounts::sessions::start_operator(web.store.as_ref(), &email).await else {
-        return html(
+        return message(
             StatusCode::SERVICE_UNAVAILABLE,
             "Operator sign-in",
-            "<p>Sign-in is unavailable; try again.</p>",
+            "Sign-in is unavailable; try again.",
         );
     };
     let mut r = redirect(PAGE);
@@ -86,16 +90,16 @@ pub(crate) async fn handle(
         ("GET", PAGE) => page(web, s, None).await,
         ("POST", PAGE) => set(web, s, form).await,
         ("POST", "/app/logout") => logout(web, id, LOGIN).await,
-        _ => html(
+        _ => message(
             StatusCode::FORBIDDEN,
             "Not for operators",
-            "<p>An operator's session opens no workspace's pages: operators run the deployment and \
-             belong to no tenant. Sign in as a member of the workspace instead.</p>",
+            "An operator's session opens no workspace's pages: operators run the deployment and \
+             belong to no tenant. Sign in as a member of the workspace instead.",
         ),
     }
 }
 
-async fn page(web: &Web, s: &Session, message: Option<(StatusCode, &str)>) -> WebResponse {
+async fn page(web: &Web, s: &Session, notice: Option<(StatusCode, &str)>) -> WebResponse {
     let item = web
         .store
         .get(&identity::keys::global_switch())
@@ -107,46 +111,34 @@ async fn page(web: &Web, s: &Session, message: Option<(StatusCode, &str)>) -> We
         item.as_ref()
             .and_then(|i| i.get(k))
             .and_then(store::Value::as_s)
-            .map(escape)
             .unwrap_or_default()
+            .to_owned()
     };
-    let last = if item.is_some() {
-        format!(
-            "<p class=\"muted\">Last set by {} at {}: {}</p>",
-            field("actor"),
-            field("at"),
-            field("reason")
-        )
-    } else {
-        String::new()
+    let status = notice.map_or(StatusCode::OK, |(status, _)| status);
+    let body = maud::html! {
+        @if let Some((_, text)) = notice { div.box { (text) } }
+        p { "Signed in as operator " strong { (s.member) } "." }
+        p {
+            "The global kill switch is " strong { (if on { "ON" } else { "off" }) }
+            (if on {
+                ": every agent call in every workspace is refused with 503"
+            } else {
+                ": agents work, within each workspace's own agent access"
+            })
+            "."
+        }
+        @if item.is_some() {
+            p.muted { "Last set by " (field("actor")) " at " (field("at")) ": " (field("reason")) }
+        }
+        form method="post" action=(PAGE) {
+            (csrf_field(s))
+            input type="hidden" name="state" value=(if on { "off" } else { "on" });
+            p { label { "Reason (required, audited) " input name="reason" required; } }
+            p { button { (if on { "Turn the kill switch off" } else { "Turn the kill switch on" }) } }
+        }
+        form method="post" action="/app/logout" { (csrf_field(s)) button { "Sign out" } }
     };
-    let (status, notice) = match message {
-        Some((status, m)) => (status, format!("<div class=\"box\">{}</div>", escape(m))),
-        None => (StatusCode::OK, String::new()),
-    };
-    let body = format!(
-        "{notice}<p>Signed in as operator <strong>{who}</strong>.</p>\
-         <p>The global kill switch is <strong>{state}</strong>{effect}.</p>{last}\
-         <form method=\"post\" action=\"{PAGE}\">{csrf}<input type=\"hidden\" name=\"state\" value=\"{next}\">\
-         <p><label>Reason (required, audited) <input name=\"reason\" required></label></p>\
-         <p><button>{button}</button></p></form>\
-         <form method=\"post\" action=\"/app/logout\">{csrf}<button>Sign out</button></form>",
-        who = escape(&s.member),
-        state = if on { "ON" } else { "off" },
-        effect = if on {
-            ": every agent call in every workspace is refused with 503"
-        } else {
-            ": agents work, within each workspace's own agent access"
-        },
-        csrf = csrf_field(s),
-        next = if on { "off" } else { "on" },
-        button = if on {
-            "Turn the kill switch off"
-        } else {
-            "Turn the kill switch on"
-        },
-    );
-    html(status, "Global kill switch", &body)
+    html(status, "Global kill switch", body)
 }
 
 async fn set(web: &Web, s: &Session, form: &BTreeMap<String, String>) -> WebResponse {

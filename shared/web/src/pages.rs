@@ -10,8 +10,8 @@ use http::request::Parts;
 use crate::agent_access::{agent_access_page, set_agent_access, set_approval_mode};
 use crate::approvals::{approval, decide};
 use crate::connections::{connections, create_connection, revoke_connection};
-use crate::form::{escape, parse};
-use crate::html::{csrf_field, html, redirect};
+use crate::form::{parse, query_value};
+use crate::html::{csrf_field, html, message, redirect};
 use crate::session::{csrf_ok, forbidden_csrf, logout, session};
 use crate::{Web, WebResponse};
 
@@ -29,12 +29,12 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
             return redirect(crate::operator::LOGIN);
         }
         if method == "GET" {
-            return redirect(&format!("/app/login?next={}", escape(path)));
+            return redirect(&format!("/app/login?next={}", query_value(path)));
         }
         return html(
             StatusCode::UNAUTHORIZED,
             "Sign in",
-            "<p>Sign in first: <a href=\"/app/login\">sign in</a>.</p>",
+            maud::html! { p { "Sign in first: " a href="/app/login" { "sign in" } "." } },
         );
     };
     let form = parse(body);
@@ -50,9 +50,11 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
         return html(
             StatusCode::FORBIDDEN,
             "Operators only",
-            "<p>This page is for operators, who run the whole deployment. A member's session, even an owner's, \
-             cannot open it or change the global kill switch. To stop agents in your workspace, use \
-             <a href=\"/app/agent-access\">Agent access</a>.</p>",
+            maud::html! { p {
+                "This page is for operators, who run the whole deployment. A member's session, even an \
+                 owner's, cannot open it or change the global kill switch. To stop agents in your \
+                 workspace, use " a href="/app/agent-access" { "Agent access" } "."
+            } },
         );
     }
     match (method, path) {
@@ -70,57 +72,50 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
             Some(token) if method == "GET" => approval(web, &s, token, None).await,
             Some(token) if method == "POST" => decide(web, &s, token, &form).await,
             _ if method == "GET" => crate::records::page(web, &s, path).await,
-            _ => html(
-                StatusCode::NOT_FOUND,
-                "Not found",
-                "<p>There is no such page.</p>",
-            ),
+            _ => message(StatusCode::NOT_FOUND, "Not found", "There is no such page."),
         },
     }
 }
 
 fn index(s: &Session) -> WebResponse {
-    let body = format!(
-        "<p>Signed in as <strong>{}</strong> in <strong>{}</strong>.</p><ul><li><a href=\"/app/approvals\">Approvals waiting</a></li><li><a href=\"/app/connections\">MCP connections</a></li>\
-         <li><a href=\"/app/agent-access\">Agent access</a></li><li><a href=\"/app/activity\">Recent agent activity</a></li></ul>\
-         <form method=\"post\" action=\"/app/logout\">{}<button>Sign out</button></form>",
-        escape(&s.member),
-        escape(&s.tenant),
-        csrf_field(s)
-    );
-    html(StatusCode::OK, "gatehouse", &body)
+    let body = maud::html! {
+        p { "Signed in as " strong { (s.member) } " in " strong { (s.tenant) } "." }
+        ul {
+            li { a href="/app/approvals" { "Approvals waiting" } }
+            li { a href="/app/connections" { "MCP connections" } }
+            li { a href="/app/agent-access" { "Agent access" } }
+            li { a href="/app/activity" { "Recent agent activity" } }
+        }
+        form method="post" action="/app/logout" { (csrf_field(s)) button { "Sign out" } }
+    };
+    html(StatusCode::OK, "gatehouse", body)
 }
 
 async fn activity(web: &Web, s: &Session) -> WebResponse {
     let entries = identity::audit::recent(web.store.as_ref(), &s.tenant, None, 50)
         .await
         .unwrap_or_default();
-    let mut rows = String::new();
-    for e in entries.iter().filter(|e| e.channel.name() == "mcp") {
-        let (connection, client) = match &e.channel {
-            identity::Channel::Mcp { connection, client } => (connection.as_str(), client.as_str()),
-            _ => ("", ""),
-        };
-        let approved = e
-            .approval
-            .as_deref()
-            .map(identity::audit::approval_words)
-            .unwrap_or_default();
-        rows.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(&e.at),
-            escape(&e.action),
-            escape(&e.ids.join(", ")),
-            escape(&approved),
-            escape(client),
-            escape(connection)
-        ));
-    }
-    html(
-        StatusCode::OK,
-        "Recent agent activity",
-        &format!(
-            "<table><tr><th>When</th><th>What</th><th>Objects</th><th>Approved by</th><th>Client</th><th>Connection</th></tr>{rows}</table>"
-        ),
-    )
+    let zone = crate::approvals::workspace_zone(web, s).await;
+    let now = chrono::Utc::now();
+    let body = maud::html! {
+        p.muted { "Times in " (zone) "." }
+        div.scroll { table {
+            tr { th { "When" } th { "What" } th { "Objects" } th { "Approved by" } th { "Client" } th { "Connection" } }
+            @for e in entries.iter().filter(|e| e.channel.name() == "mcp") {
+                @let (connection, client) = match &e.channel {
+                    identity::Channel::Mcp { connection, client } => (connection.as_str(), client.as_str()),
+                    _ => ("", ""),
+                };
+                tr {
+                    td { (crate::html::when(&e.at, &zone, now)) }
+                    td { (e.action) }
+                    td { (e.ids.join(", ")) }
+                    td { (e.approval.as_deref().map(identity::audit::approval_words).unwrap_or_default()) }
+                    td { (client) }
+                    td { (connection) }
+                }
+            }
+        } }
+    };
+    html(StatusCode::OK, "Recent agent activity", body)
 }

@@ -8,8 +8,7 @@ use accounts::Session;
 use booking::ids::Kind;
 use http::StatusCode;
 
-use crate::form::escape;
-use crate::html::html;
+use crate::html::{html, message};
 use crate::session::rights;
 use crate::{Web, WebResponse};
 
@@ -64,33 +63,27 @@ pub(crate) async fn page(web: &Web, s: &Session, path: &str) -> WebResponse {
         _ => return not_found(),
     };
     match found {
-        Ok((title, rows)) => {
-            let body: String = rows
-                .iter()
-                .map(|(label, value)| {
-                    format!("<tr><th>{label}</th><td>{}</td></tr>", escape(value))
-                })
-                .collect();
-            html(
-                StatusCode::OK,
-                &format!("{title} {}", escape(handle)),
-                &format!("<table>{body}</table>"),
-            )
-        }
+        Ok((title, rows)) => html(
+            StatusCode::OK,
+            &format!("{title} {handle}"),
+            maud::html! { div.scroll { table {
+                @for (label, value) in &rows { tr { th { (label) } td { (value) } } }
+            } } },
+        ),
         Err(booking::BookingError::Forbidden { right }) => html(
             StatusCode::FORBIDDEN,
             "Not allowed",
-            &format!("<p>Seeing this needs the right <code>{right}</code>.</p>"),
+            maud::html! { p { "Seeing this needs the right " code { (right) } "." } },
         ),
         Err(_) => not_found(),
     }
 }
 
 fn not_found() -> WebResponse {
-    html(
+    message(
         StatusCode::NOT_FOUND,
         "Not found",
-        "<p>There is no such record in this workspace.</p>",
+        "There is no such record in this workspace.",
     )
 }
 

@@ -9,7 +9,7 @@ use http::request::Parts;
 use http::{HeaderValue, StatusCode, header};
 use identity::Directory as _;
 
-use crate::html::{html, redirect};
+use crate::html::{html, message, redirect};
 use crate::{Web, WebResponse};
 
 pub(crate) const COOKIE: &str = identity::token::SESSION_COOKIE;
@@ -58,9 +58,9 @@ pub(crate) fn throttled(title: &str, retry_after_seconds: u64) -> WebResponse {
     let mut r = html(
         StatusCode::TOO_MANY_REQUESTS,
         title,
-        &format!(
-            "<p><strong>Too many failed sign-ins.</strong> Wait {retry_after_seconds} seconds, then try again.</p>"
-        ),
+        maud::html! {
+            p { strong { "Too many failed sign-ins." } " Wait " (retry_after_seconds) " seconds, then try again." }
+        },
     );
     if let Ok(v) = HeaderValue::from_str(&retry_after_seconds.to_string()) {
         r.headers_mut().insert(header::RETRY_AFTER, v);
@@ -74,10 +74,10 @@ pub(crate) fn csrf_ok(s: &Session, form: &std::collections::BTreeMap<String, Str
 }
 
 pub(crate) fn forbidden_csrf() -> WebResponse {
-    html(
+    message(
         StatusCode::FORBIDDEN,
         "Form expired",
-        "<p>This form's security token is missing or wrong. Open the page again and retry.</p>",
+        "This form's security token is missing or wrong. Open the page again and retry.",
     )
 }
 

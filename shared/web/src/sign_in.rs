@@ -4,29 +4,31 @@
 use http::request::Parts;
 use http::{HeaderValue, StatusCode, header};
 
-use crate::form::{escape, parse};
-use crate::html::{html, redirect};
+use crate::form::{parse, query_value};
+use crate::html::{html, message, redirect};
 use crate::session::{client_address, session_cookie, throttled};
 use crate::{Web, WebResponse};
 
 pub(crate) async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -> WebResponse {
-    let next = parts
-        .uri
-        .query()
-        .and_then(|q| q.split('&').find_map(|p| p.strip_prefix("next=")))
+    // Where to go after signing in: only a page of this product (no other host).
+    let next = parse(parts.uri.query().unwrap_or_default().as_bytes())
+        .remove("next")
         .filter(|n| n.starts_with("/app/") && !n.starts_with("//"))
-        .unwrap_or("/app/")
-        .to_owned();
-    let form_html = |message: &str| {
-        format!(
-            "{message}<form method=\"post\" action=\"/app/login?next={n}\"><p><label>Workspace <input name=\"tenant\" required></label></p>\
-             <p><label>Member <input name=\"member\" required></label></p><p><label>Password <input name=\"password\" type=\"password\" required></label></p>\
-             <p><button type=\"submit\">Sign in</button></p></form><p class=\"muted\">Operators sign in <a href=\"/app/operator/login\">here</a>.</p>",
-            n = escape(&next)
-        )
+        .unwrap_or_else(|| "/app/".to_owned());
+    let form_html = |refused: Option<&str>| {
+        maud::html! {
+            @if let Some(refused) = refused { p { strong { (refused) } } }
+            form method="post" action={ "/app/login?next=" (query_value(&next)) } {
+                p { label { "Workspace " input name="tenant" required; } }
+                p { label { "Member " input name="member" required; } }
+                p { label { "Password " input name="password" type="password" required; } }
+                p { button type="submit" { "Sign in" } }
+            }
+            p.muted { "Operators sign in " a href="/app/operator/login" { "here" } "." }
+        }
     };
     if method != "POST" {
-        return html(StatusCode::OK, "Sign in", &form_html(""));
+        return html(StatusCode::OK, "Sign in", form_html(None));
     }
     let form = parse(body);
     let (tenant, member, password) = (
@@ -54,16 +56,16 @@ pub(crate) async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -
         return html(
             StatusCode::UNAUTHORIZED,
             "Sign in",
-            &form_html("<p><strong>Those details do not match an active member.</strong></p>"),
+            form_html(Some("Those details do not match an active member.")),
         );
     };
     let _ = web.throttle.succeeded(&attempt).await;
     let Ok((id, _)) = accounts::sessions::start_member(web.store.as_ref(), &tenant, &found).await
     else {
-        return html(
+        return message(
             StatusCode::SERVICE_UNAVAILABLE,
             "Sign in",
-            "<p>Sign-in is unavailable; try again.</p>",
+            "Sign-in is unavailable; try again.",
         );
     };
     let cookie = session_cookie(web, &id);
