@@ -39,7 +39,7 @@ pub(crate) async fn create_table(table: &str, endpoint: Option<String>) -> anyho
 
 #[cfg(not(feature = "dynamodb"))]
 const WITHOUT: &str = "this gatehouse was built without DynamoDB support \
-    (cargo build --release -p gatehouse, with its default features)";
+    (build or install it without --no-default-features)";
 
 #[cfg(not(feature = "dynamodb"))]
 pub(crate) async fn open(
