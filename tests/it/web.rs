@@ -766,3 +766,40 @@ on_every_backend!(
     connections_page,
     connections_show_configurations_and_only_allowed_actions
 );
+
+/// A form body that is not a form (a `%` before a non-ASCII byte, bytes that are not UTF-8, a
+/// cut escape) is a 400 that reads nothing: no sign-in attempt, no connection; the pages go on.
+async fn a_malformed_form_is_a_400_and_changes_nothing(world: World) {
+    crate::booking_tools::setup(&world).await;
+    let (owner, csrf) = sign_in(&world, "acme", "ana").await;
+    let before = world.app.connections.list("acme").await.unwrap().len();
+    for body in [
+        "tenant=acme&member=%a\u{e9}x&password=x",
+        "tenant=acme&password=%ff%fe",
+        "x=%4",
+    ] {
+        let r = send(&world, "POST", "/app/login", &[FORM], body).await;
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+        let create = format!("client=%ff&toolset=standard&csrf={csrf}");
+        let r = send(
+            &world,
+            "POST",
+            "/app/connections",
+            &[FORM, ("cookie", &owner)],
+            &create,
+        )
+        .await;
+        assert_eq!(r.status, 400, "{}", r.body);
+    }
+    assert_eq!(
+        world.app.connections.list("acme").await.unwrap().len(),
+        before
+    );
+    // The pages go on, and the refused bodies counted no failed sign-in.
+    assert_eq!(send(&world, "GET", "/app/login", &[], "").await.status, 200);
+    sign_in(&world, "acme", "ana").await;
+}
+on_every_backend!(
+    malformed_form,
+    a_malformed_form_is_a_400_and_changes_nothing
+);

@@ -146,6 +146,14 @@ impl Web {
         if path.starts_with("/api/") {
             return api::handle(self, &parts, &path, &bytes).await;
         }
+        if parts.method == http::Method::POST && !form::well_formed(&bytes) {
+            // Nothing is read from a body that is not a form: no sign-in attempt, no change.
+            return html::message(
+                StatusCode::BAD_REQUEST,
+                "Unreadable form",
+                "This form's data could not be read. Open the page again and retry.",
+            );
+        }
         pages::handle(self, &parts, &path, &bytes).await
     }
 }
