@@ -95,7 +95,7 @@ pub(crate) async fn inbox(web: &Web, s: &Session) -> WebResponse {
     }
     let body = maud::html! {
         p { (waiting.len()) " waiting, in " (cx.zone) "." }
-        div.scroll { table {
+        div.scroll { table.stack {
             tr { th { "What" } th { "Asked by" } th { "Expires" } th {} }
             @for p in &waiting {
                 @let missing = cx.missing(p);

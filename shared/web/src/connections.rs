@@ -22,7 +22,7 @@ pub(crate) async fn connections(web: &Web, s: &Session, created: Option<&str>) -
     let body = maud::html! {
         @if let Some(token) = created { (new_token_box(token, web.mcp_url.as_deref())) }
         p.muted { "Times in " (zone) "." }
-        div.scroll { table {
+        div.scroll { table.stack {
             tr { th { "Client" } th { "Made by" } th { "Last used (to the hour)" } th { "Details" } th {} }
             @for c in &list {
                 tr {

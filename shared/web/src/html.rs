@@ -13,7 +13,9 @@ const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:46rem;margi
     button{padding:.4rem 1rem;margin-right:.5rem}pre{white-space:pre-wrap;background:#f6f6f6;padding:.5rem}\
     table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.3rem;text-align:left;vertical-align:top}\
     .scroll{overflow-x:auto}dt{font-weight:600;margin-top:.4rem}dd{margin:0 0 0 1rem}dd pre{margin:.2rem 0}\
-    @media (max-width:40rem){body{margin:1rem auto}button{display:block;width:100%;margin:.4rem 0;padding:.7rem}td,th{font-size:.9rem}}";
+    @media (max-width:40rem){body{margin:1rem auto}button{display:block;width:100%;margin:.4rem 0;padding:.7rem}td,th{font-size:.9rem}\
+    table.stack tr{display:block;border-bottom:1px solid #ccc;padding:.4rem 0}table.stack td{display:block;border:0;padding:.1rem 0}\
+    table.stack tr:first-child{display:none}}";
 
 fn page(title: &str, body: Markup) -> String {
     maud::html! {
