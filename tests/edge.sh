@@ -108,6 +108,27 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # its storage on a disk folder, and the test settings.
 ADMIN_TOKEN=edge-test-admin-token-0123456789abcdef0123456789
 
+# worker NAME OBJECT_KEY MODULES BINDINGS: one worker of the configuration: the built modules,
+# the store's Durable Object class with SQLite on the shared disk, and its own settings.
+worker() {
+    cat <<EOF
+const $1 :Workerd.Worker = (
+  modules = [
+    (name = "index.js", esModule = embed "worker/index.js"),
+$3  ],
+  compatibilityDate = "2025-09-01",
+  bindings = [
+    (name = "STORE", durableObjectNamespace = "StoreObject"),
+    $4
+  ],
+  durableObjectNamespaces = [
+    (className = "StoreObject", uniqueKey = "$2", enableSql = true),
+  ],
+  durableObjectStorage = (localDisk = "do-storage"),
+);
+EOF
+}
+
 write_config() {
     local port=$1 deployed_port=$2
     # The test issuer's keys (tests/fixtures/oauth), as a capnp text literal.
@@ -138,41 +159,17 @@ const config :Workerd.Config = (
   ],
 );
 
-const gatehouse :Workerd.Worker = (
-  modules = [
-    (name = "index.js", esModule = embed "worker/index.js"),
-$modules  ],
-  compatibilityDate = "2025-09-01",
-  bindings = [
-    (name = "STORE", durableObjectNamespace = "StoreObject"),
-    (name = "GATEHOUSE_STATE_KEY", text = "edge-test-state-key-0123456789abcdef0123456789"),
-    (name = "GATEHOUSE_TEST_ROUTES", text = "1"),
-    (name = "GATEHOUSE_OAUTH_ISSUER", text = "https://auth.example.com"),
-    (name = "GATEHOUSE_OAUTH_RESOURCE", text = "https://mcp.example.com/mcp"),
-    (name = "GATEHOUSE_OAUTH_JWKS", text = "$jwks"),
-  ],
-  durableObjectNamespaces = [
-    (className = "StoreObject", uniqueKey = "gatehouse-store", enableSql = true),
-  ],
-  durableObjectStorage = (localDisk = "do-storage"),
-);
+$(worker gatehouse gatehouse-store "$modules" \
+    "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-test-state-key-0123456789abcdef0123456789\"),
+    (name = \"GATEHOUSE_TEST_ROUTES\", text = \"1\"),
+    (name = \"GATEHOUSE_OAUTH_ISSUER\", text = \"https://auth.example.com\"),
+    (name = \"GATEHOUSE_OAUTH_RESOURCE\", text = \"https://mcp.example.com/mcp\"),
+    (name = \"GATEHOUSE_OAUTH_JWKS\", text = \"$jwks\"),")
 
 # As a deployment is configured: no test routes, the admin route behind the admin token.
-const deployed :Workerd.Worker = (
-  modules = [
-    (name = "index.js", esModule = embed "worker/index.js"),
-$modules  ],
-  compatibilityDate = "2025-09-01",
-  bindings = [
-    (name = "STORE", durableObjectNamespace = "StoreObject"),
-    (name = "GATEHOUSE_STATE_KEY", text = "edge-deployed-state-key-0123456789abcdef012345"),
-    (name = "GATEHOUSE_ADMIN_TOKEN", text = "$ADMIN_TOKEN"),
-  ],
-  durableObjectNamespaces = [
-    (className = "StoreObject", uniqueKey = "gatehouse-store-deployed", enableSql = true),
-  ],
-  durableObjectStorage = (localDisk = "do-storage"),
-);
+$(worker deployed gatehouse-store-deployed "$modules" \
+    "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-deployed-state-key-0123456789abcdef012345\"),
+    (name = \"GATEHOUSE_ADMIN_TOKEN\", text = \"$ADMIN_TOKEN\"),")
 EOF
 }
 

@@ -170,18 +170,12 @@ async fn the_cli_administers_a_deployed_worker_with_its_admin_token() {
         String::from_utf8_lossy(&without.stderr)
     );
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(crate::transports::gatehouse_binary())
+        let mut command = std::process::Command::new(crate::transports::gatehouse_binary());
+        command
             .args(args)
             .args(["--edge-url", &url])
-            .env("GATEHOUSE_EDGE_ADMIN_TOKEN", &token)
-            .output()
-            .expect("run gatehouse");
-        assert!(
-            out.status.success(),
-            "gatehouse {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+            .env("GATEHOUSE_EDGE_ADMIN_TOKEN", &token);
+        crate::transports::succeed(&mut command, args)
     };
     let tenant = format!(
         "edge{}",

@@ -588,6 +588,25 @@ fn from_lambda(payload: &Value) -> Answer {
     }
 }
 
+/// The environment of a function on `table` of the local DynamoDB-compatible server.
+fn table_env<'a>(table: &'a str, endpoint: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("GATEHOUSE_TABLE", table),
+        ("GATEHOUSE_DYNAMODB_ENDPOINT", endpoint),
+    ]
+}
+
+/// The runtime the tests drive the in-process app and the local DynamoDB server with.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 fn millis(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
@@ -625,28 +644,19 @@ fn the_release_binary_serves_the_lambda_runtime_api() {
         std::env::consts::ARCH
     ));
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let (app, table, token) = setup(&rt, &endpoint, "gatehouse-lambda");
 
     let mut api = RuntimeApi::start();
     let max_body = MAX_BODY_BYTES.to_string();
-    let mut function = Function::start(
-        &api,
-        &[
-            ("AWS_ACCESS_KEY_ID", "test"),
-            ("AWS_SECRET_ACCESS_KEY", "test"),
-            ("GATEHOUSE_TABLE", &table),
-            ("GATEHOUSE_DYNAMODB_ENDPOINT", &endpoint),
-            ("GATEHOUSE_STATE_KEY", STATE_KEY),
-            ("GATEHOUSE_MAX_BODY_BYTES", &max_body),
-            ("GATEHOUSE_LOG", "info"),
-            ("GATEHOUSE_TEST_PANIC_TOOL", "1"),
-        ],
-    );
+    let mut vars = table_env(&table, &endpoint);
+    vars.extend([
+        ("GATEHOUSE_STATE_KEY", STATE_KEY),
+        ("GATEHOUSE_MAX_BODY_BYTES", &max_body),
+        ("GATEHOUSE_LOG", "info"),
+        ("GATEHOUSE_TEST_PANIC_TOOL", "1"),
+    ]);
+    let mut function = Function::start(&api, &vars);
     // Ids of the invocations that call a tool, with the tool.
     let mut calls: Vec<(String, &str)> = Vec::new();
 
@@ -990,11 +1000,7 @@ fn the_release_web_function_serves_the_pages_on_the_runtime_api() {
     let Some(endpoint) = crate::support::dynamodb_endpoint("lambda runtime web [dynamodb]") else {
         return;
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let (app, table, mcp_token) = setup(&rt, &endpoint, "gatehouse-web");
     rt.block_on(crate::support::set_password(
         &app,
@@ -1008,12 +1014,7 @@ fn the_release_web_function_serves_the_pages_on_the_runtime_api() {
     let function = Function::start_binary(
         &release_binary_named("web-lambda"),
         &api,
-        &[
-            ("AWS_ACCESS_KEY_ID", "test"),
-            ("AWS_SECRET_ACCESS_KEY", "test"),
-            ("GATEHOUSE_TABLE", &table),
-            ("GATEHOUSE_DYNAMODB_ENDPOINT", &endpoint),
-        ],
+        &table_env(&table, &endpoint),
     );
 
     let (_, payload, _) = api.invoke(&page_event("GET", "/app/login", "", "", None));
@@ -1136,23 +1137,12 @@ fn the_pre_traffic_hook_passes_a_good_version_and_fails_a_refused_credential() {
     let Some(endpoint) = crate::support::dynamodb_endpoint("lambda runtime hook [dynamodb]") else {
         return;
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let (_app, table, token) = setup(&rt, &endpoint, "gatehouse-hook");
     let mut api = RuntimeApi::start();
-    let function = Function::start(
-        &api,
-        &[
-            ("AWS_ACCESS_KEY_ID", "test"),
-            ("AWS_SECRET_ACCESS_KEY", "test"),
-            ("GATEHOUSE_TABLE", &table),
-            ("GATEHOUSE_DYNAMODB_ENDPOINT", &endpoint),
-            ("GATEHOUSE_STATE_KEY", STATE_KEY),
-        ],
-    );
+    let mut vars = table_env(&table, &endpoint);
+    vars.push(("GATEHOUSE_STATE_KEY", STATE_KEY));
+    let function = Function::start(&api, &vars);
     assert_eq!(hook_failures(&mut api, Some(&token)), Vec::<String>::new());
     assert_eq!(hook_failures(&mut api, None), Vec::<String>::new());
     let refused = hook_failures(&mut api, Some("gh_not_a_connection_of_this_table"));

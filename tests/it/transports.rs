@@ -112,20 +112,23 @@ pub(crate) const ACME: [&str; 11] = [
     "19",
 ];
 
-/// Runs a `gatehouse` administration command and returns its stdout.
-pub(crate) fn gatehouse(args: &[&str], data_dir: &std::path::Path) -> String {
-    let out = Command::new(gatehouse_binary())
-        .args(args)
-        .arg("--data-dir")
-        .arg(data_dir)
-        .output()
-        .expect("run gatehouse");
+/// Runs `command` (a `gatehouse` command whose arguments are `args`), which must succeed;
+/// returns its stdout.
+pub(crate) fn succeed(command: &mut Command, args: &[&str]) -> String {
+    let out = command.output().expect("run gatehouse");
     assert!(
         out.status.success(),
         "gatehouse {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs a `gatehouse` administration command and returns its stdout.
+pub(crate) fn gatehouse(args: &[&str], data_dir: &std::path::Path) -> String {
+    let mut command = Command::new(gatehouse_binary());
+    command.args(args).arg("--data-dir").arg(data_dir);
+    succeed(&mut command, args)
 }
 
 /// Adds an owner and creates a connection with the CLI; returns the token.
@@ -287,15 +290,7 @@ fn commands_without_a_data_dir_share_the_users_data_folder() {
             .env_remove("GATEHOUSE_DATA_DIR");
         c
     };
-    let run = |args: &[&str]| {
-        let out = command(admin_cwd.path()).args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let run = |args: &[&str]| succeed(command(admin_cwd.path()).args(args), args);
     run(&ACME);
     run(&[
         "member", "set", "--tenant", "acme", "--member", "ana", "--role", "owner",
@@ -409,21 +404,15 @@ async fn token_commands_work_on_dynamodb_too() {
     };
     let (_, table) = crate::support::store::fresh_table(&endpoint, "cli").await;
     let run = |args: &[&str]| {
-        let out = Command::new(gatehouse_binary())
+        let mut command = Command::new(gatehouse_binary());
+        command
             .args(args)
             .args(["--dynamodb-table", &table, "--dynamodb-endpoint", &endpoint])
             // Local-server credentials; the SDK reads them like any AWS credentials.
             .env("AWS_ACCESS_KEY_ID", "test")
             .env("AWS_SECRET_ACCESS_KEY", "test")
-            .env("AWS_REGION", "us-east-1")
-            .output()
-            .expect("run gatehouse");
-        assert!(
-            out.status.success(),
-            "gatehouse {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+            .env("AWS_REGION", "us-east-1");
+        succeed(&mut command, args)
     };
     run(&ACME);
     run(&[

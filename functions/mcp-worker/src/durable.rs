@@ -23,6 +23,9 @@ const SWEEP_EVERY_MS: i64 = 60 * 60 * 1000;
 #[durable_object]
 pub struct StoreObject {
     state: State,
+    /// Whether this instance has seen the sweep alarm set: asked once per instance, not on
+    /// every write (an object runs one request at a time, so a `Cell` is enough).
+    sweep_scheduled: std::cell::Cell<bool>,
 }
 
 impl std::fmt::Debug for StoreObject {
@@ -83,7 +86,10 @@ impl DurableObject for StoreObject {
         if let Err(e) = sql_rows::create(&state.storage().sql()) {
             worker::console_error!("store object: could not create its table: {e}");
         }
-        StoreObject { state }
+        StoreObject {
+            state,
+            sweep_scheduled: std::cell::Cell::new(false),
+        }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
@@ -108,6 +114,8 @@ impl DurableObject for StoreObject {
     }
 
     async fn alarm(&self) -> Result<Response> {
+        // The alarm fired and is gone: the next write sets the next one.
+        self.sweep_scheduled.set(false);
         let deleted = sql_rows::delete_expired(&self.state.storage().sql(), outside_now())?;
         worker::console_log!("store object: deleted {deleted} expired items");
         Response::ok("swept")
@@ -115,12 +123,21 @@ impl DurableObject for StoreObject {
 }
 
 impl StoreObject {
-    /// Sets the sweep alarm when none is set (one alarm at a time per object).
+    /// Sets the sweep alarm when none is set (one alarm at a time per object); once this
+    /// instance knows one is set, writes no longer ask.
     async fn schedule_sweep(&self) {
-        let storage = self.state.storage();
-        if let Ok(None) = storage.get_alarm().await {
-            let at = worker::Date::now().as_millis() as i64 + SWEEP_EVERY_MS;
-            let _ = storage.set_alarm(at).await;
+        if self.sweep_scheduled.get() {
+            return;
         }
+        let storage = self.state.storage();
+        let set = match storage.get_alarm().await {
+            Ok(Some(_)) => true,
+            Ok(None) => {
+                let at = worker::Date::now().as_millis() as i64 + SWEEP_EVERY_MS;
+                storage.set_alarm(at).await.is_ok()
+            }
+            Err(_) => false,
+        };
+        self.sweep_scheduled.set(set);
     }
 }

@@ -4,14 +4,19 @@ use serde_json::{Value, json};
 
 use crate::{DefectClass, Options, Report, check, check_same_order, check_with};
 
+/// The description of [`good_tool`] (one whole string per line).
+const GOOD_DESCRIPTION: &str = concat!(
+    "Returns one widget with its handle, version and state. Use it when you ",
+    "know the widget's handle; find_widgets searches. Changes nothing. ",
+    "Example: {\"widget\": \"wdg_4fK2aZ9qLm\"}",
+);
+
 /// A descriptor that breaks no rule.
 fn good_tool() -> Value {
     json!({
         "name": "get_widget",
         "title": "Get a widget",
-        "description": "Returns one widget with its handle, version and state. Use it when you \
-            know the widget's handle; find_widgets searches. Changes nothing. \
-            Example: {\"widget\": \"wdg_4fK2aZ9qLm\"}",
+        "description": GOOD_DESCRIPTION,
         "inputSchema": {
             "type": "object",
             "properties": {"widget": {"type": "string", "description": "The widget's handle."}},
@@ -48,9 +53,9 @@ fn remove(value: &mut Value, key: &str) {
     }
 }
 
-fn with_description(prose: &str) -> impl FnOnce(&mut Value) {
-    let description = format!("{prose} Example: {{\"widget\": \"wdg_4fK2aZ9qLm\"}}");
-    move |tool| tool["description"] = json!(description)
+/// `prose` with a valid example after it.
+fn described(prose: &str) -> String {
+    format!("{prose} Example: {{\"widget\": \"wdg_4fK2aZ9qLm\"}}")
 }
 
 /// The report of the case built to show `class`.
@@ -88,33 +93,14 @@ fn case(class: DefectClass) -> Report {
             mutated(|t| t["inputSchema"]["additionalProperties"] = json!(true))
         }
         DefectClass::OutputSchema => mutated(|t| remove(t, "outputSchema")),
-        DefectClass::MissingDescription => mutated(|t| t["description"] = json!("  ")),
-        DefectClass::NonEnglishDescription => mutated(with_description(
-            "Liefert genau ein Objekt über seinen Schlüssel zurück. Ändert nichts.",
-        )),
-        DefectClass::LongLead => mutated(with_description(&format!(
-            "Returns one widget{}.",
-            " and the state of the widget".repeat(12)
-        ))),
-        DefectClass::LongDescription => mutated(with_description(&format!(
-            "Returns one widget. {}",
-            "It changes nothing at all. ".repeat(40)
-        ))),
-        DefectClass::MissingExample => mutated(|t| {
-            t["description"] = json!("Returns one widget with its handle. Changes nothing.");
-        }),
-        DefectClass::InvalidExample => mutated(|t| {
-            t["description"] =
-                json!("Returns one widget with its handle. Example: {widget: wdg_1}");
-        }),
-        DefectClass::ExampleUnknownProperty => mutated(|t| {
-            t["description"] = json!(
-                "Returns one widget with its handle. Example: {\"widget\": \"wdg_1\", \"colour\": \"red\"}"
-            );
-        }),
-        DefectClass::ModelInstruction => mutated(with_description(
-            "Returns one widget with its handle. Always call it before find_widgets.",
-        )),
+        DefectClass::MissingDescription
+        | DefectClass::NonEnglishDescription
+        | DefectClass::LongLead
+        | DefectClass::LongDescription
+        | DefectClass::MissingExample
+        | DefectClass::InvalidExample
+        | DefectClass::ExampleUnknownProperty
+        | DefectClass::ModelInstruction => description_case(class),
         DefectClass::UnmarkedExternalEffect => mutated(|t| {
             t["name"] = json!("send_widget");
             t["description"] = json!(
@@ -132,6 +118,34 @@ fn case(class: DefectClass) -> Report {
             },
         ),
     }
+}
+
+/// The report of a case whose defect is in the description.
+fn description_case(class: DefectClass) -> Report {
+    let description = match class {
+        DefectClass::MissingDescription => "  ".to_owned(),
+        DefectClass::NonEnglishDescription => described(
+            "Liefert genau ein Objekt über seinen Schlüssel zurück. Ändert nichts.",
+        ),
+        DefectClass::LongLead => described(&format!(
+            "Returns one widget{}.",
+            " and the state of the widget".repeat(12)
+        )),
+        DefectClass::LongDescription => described(&format!(
+            "Returns one widget. {}",
+            "It changes nothing at all. ".repeat(40)
+        )),
+        DefectClass::MissingExample => "Returns one widget with its handle. Changes nothing.".to_owned(),
+        DefectClass::InvalidExample => {
+            "Returns one widget with its handle. Example: {widget: wdg_1}".to_owned()
+        }
+        DefectClass::ExampleUnknownProperty => {
+            "Returns one widget with its handle. Example: {\"widget\": \"wdg_1\", \"colour\": \"red\"}".to_owned()
+        }
+        // The remaining class in this group: an instruction to the model.
+        _ => described("Returns one widget with its handle. Always call it before find_widgets."),
+    };
+    mutated(|t| t["description"] = json!(description))
 }
 
 /// Proves the checker: the good descriptor yields nothing, and for each defect class a mutated

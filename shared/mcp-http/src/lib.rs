@@ -360,115 +360,29 @@ impl McpService {
         B::Error: Into<BoxError>,
     {
         let (parts, body) = req.into_parts();
-        // Origin first: a page on another site must get nothing, not even a parse error.
-        if let Some(origin) = parts.headers.get(header::ORIGIN) {
-            let allowed = origin
-                .to_str()
-                .is_ok_and(|o| self.config.allowed_origins.iter().any(|a| a == o));
-            if !allowed {
-                return rpc_error(
-                    None,
-                    &RpcError::invalid_request("Forbidden: Origin not allowed").with_http(403),
-                );
-            }
-        }
-        if parts.method == Method::GET
-            && let Some(doc) = self.resource_metadata(parts.uri.path())
-        {
-            return doc;
-        }
-        if parts.uri.path() == HEALTH_PATH && matches!(parts.method, Method::GET | Method::HEAD) {
-            // For load balancers: the process answers. It reads nothing and needs no
-            // credential, so it tells nobody anything.
-            return respond(StatusCode::OK, "text/plain; charset=utf-8", "ok\n");
-        }
-        let Some(path_tenant) = self.endpoint_tenant(parts.uri.path()) else {
-            return respond(
-                StatusCode::NOT_FOUND,
-                "text/plain; charset=utf-8",
-                "not found\n",
-            );
+        let path_tenant = match self.route(&parts) {
+            Ok(tenant) => tenant,
+            Err(answer) => return answer,
         };
-        if parts.method != Method::POST {
-            let mut r = respond(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "text/plain; charset=utf-8",
-                "the MCP endpoint accepts POST only\n",
-            );
-            r.headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static("POST"));
-            return r;
-        }
-        let content_type = parts
-            .headers
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        if !content_type
-            .split(';')
-            .next()
-            .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-        {
-            return rpc_error(
-                None,
-                &RpcError::invalid_request("Content-Type must be application/json").with_http(415),
-            );
-        }
-        let too_large = || {
-            rpc_error(
-                None,
-                &RpcError::invalid_request(format!(
-                    "Request body exceeds {} bytes",
-                    self.config.max_body_bytes
-                ))
-                .with_http(413),
-            )
-        };
-        let declared = parts
-            .headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse::<usize>().ok());
-        if declared.is_some_and(|n| n > self.config.max_body_bytes) {
-            return too_large();
-        }
-        let bytes = match Limited::new(body, self.config.max_body_bytes)
-            .collect()
-            .await
-        {
-            Ok(collected) => collected.to_bytes(),
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
-            Err(e) => {
-                return rpc_error(
-                    None,
-                    &RpcError::invalid_request(format!("could not read the body: {e}")),
-                );
-            }
+        let bytes = match self.read_body(&parts, body).await {
+            Ok(bytes) => bytes,
+            Err(answer) => return answer,
         };
         // Parsed before authentication so that the gate items the call will read can be read
         // in the credential's batch; a parse error is still answered only after it.
         let parsed = parse_message(&bytes);
         let headers = lowercase_headers(&parts.headers);
-        let (caller, prefetched, plan) = match &self.authenticator {
+        let admitted = match self.admit(&headers, path_tenant, &parsed).await {
+            Ok(admitted) => admitted,
+            Err(answer) => return answer,
+        };
+        let (caller, prefetched, plan) = match admitted {
             None => (None, mcp_pipeline::Prefetched::default(), None),
-            Some(authenticator) => {
-                let message = match &parsed {
-                    Ok(Incoming::Message(message)) => Some(message),
-                    _ => None,
-                };
-                let path = path_tenant;
-                match self
-                    .server
-                    .authenticate(authenticator.as_ref(), &headers, path, message)
-                    .await
-                {
-                    Ok(admitted) => {
-                        let done = admitted.authenticated;
-                        (Some(done.caller), done.prefetched, admitted.plan)
-                    }
-                    Err(rejection) => return self.reject(&rejection),
-                }
-            }
+            Some(a) => (
+                Some(a.authenticated.caller),
+                a.authenticated.prefetched,
+                a.plan,
+            ),
         };
         let message = match parsed {
             Ok(Incoming::Message(m)) => m,
@@ -496,6 +410,131 @@ impl McpService {
             request_id: Some(request_id.to_owned()),
         };
         render(self.server.handle(request).await)
+    }
+
+    /// What is checked before the body is read: Origin first (a page on another site gets
+    /// nothing, not even a parse error), the routes that are no MCP call (metadata, health),
+    /// the endpoint, the method and the content type. The endpoint's tenant from the path.
+    fn route<'p>(&self, parts: &'p http::request::Parts) -> Result<Option<&'p str>, HttpResponse> {
+        if let Some(origin) = parts.headers.get(header::ORIGIN) {
+            let allowed = origin
+                .to_str()
+                .is_ok_and(|o| self.config.allowed_origins.iter().any(|a| a == o));
+            if !allowed {
+                return Err(rpc_error(
+                    None,
+                    &RpcError::invalid_request("Forbidden: Origin not allowed").with_http(403),
+                ));
+            }
+        }
+        if parts.method == Method::GET
+            && let Some(doc) = self.resource_metadata(parts.uri.path())
+        {
+            return Err(doc);
+        }
+        if parts.uri.path() == HEALTH_PATH && matches!(parts.method, Method::GET | Method::HEAD) {
+            // For load balancers: the process answers. It reads nothing and needs no
+            // credential, so it tells nobody anything.
+            return Err(respond(StatusCode::OK, "text/plain; charset=utf-8", "ok\n"));
+        }
+        let Some(path_tenant) = self.endpoint_tenant(parts.uri.path()) else {
+            return Err(respond(
+                StatusCode::NOT_FOUND,
+                "text/plain; charset=utf-8",
+                "not found\n",
+            ));
+        };
+        if parts.method != Method::POST {
+            let mut r = respond(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "text/plain; charset=utf-8",
+                "the MCP endpoint accepts POST only\n",
+            );
+            r.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("POST"));
+            return Err(r);
+        }
+        let content_type = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !content_type
+            .split(';')
+            .next()
+            .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        {
+            return Err(rpc_error(
+                None,
+                &RpcError::invalid_request("Content-Type must be application/json").with_http(415),
+            ));
+        }
+        Ok(path_tenant)
+    }
+
+    /// The body, refused with 413 when it declares or turns out larger than the limit.
+    async fn read_body<B>(
+        &self,
+        parts: &http::request::Parts,
+        body: B,
+    ) -> Result<Bytes, HttpResponse>
+    where
+        B: http_body::Body,
+        B::Error: Into<BoxError>,
+    {
+        let too_large = || {
+            rpc_error(
+                None,
+                &RpcError::invalid_request(format!(
+                    "Request body exceeds {} bytes",
+                    self.config.max_body_bytes
+                ))
+                .with_http(413),
+            )
+        };
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        if declared.is_some_and(|n| n > self.config.max_body_bytes) {
+            return Err(too_large());
+        }
+        let bytes = match Limited::new(body, self.config.max_body_bytes)
+            .collect()
+            .await
+        {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+            Err(e) => {
+                return Err(rpc_error(
+                    None,
+                    &RpcError::invalid_request(format!("could not read the body: {e}")),
+                ));
+            }
+        };
+        Ok(bytes)
+    }
+
+    /// Authenticates the message with the credential (none without an authenticator).
+    async fn admit(
+        &self,
+        headers: &Headers,
+        path_tenant: Option<&str>,
+        parsed: &Result<Incoming, mcp_protocol::ParseError>,
+    ) -> Result<Option<mcp_pipeline::Admitted>, HttpResponse> {
+        let Some(authenticator) = &self.authenticator else {
+            return Ok(None);
+        };
+        let message = match parsed {
+            Ok(Incoming::Message(message)) => Some(message),
+            _ => None,
+        };
+        self.server
+            .authenticate(authenticator.as_ref(), headers, path_tenant, message)
+            .await
+            .map(Some)
+            .map_err(|rejection| self.reject(&rejection))
     }
 }
 

@@ -541,95 +541,117 @@ impl DynamoStore {
         replacement: Option<&(Value, Item)>,
         now: i64,
     ) -> Result<TransactWriteItem, StoreError> {
-        let on_failure = |asked: bool| asked.then_some(ReturnValuesOnConditionCheckFailure::AllOld);
-        let mut expr = Expr::new();
-        let item = match (op, replacement) {
+        match (op, replacement) {
             (TransactOp::Update(update), Some((expiry, new))) => {
-                let condition = expiry_is(expiry).render_always(&mut expr);
-                let (names, values) = expr.into_maps();
-                let put = ddb::Put::builder()
-                    .table_name(&self.table)
-                    .set_item(Some(item_to_raw(&update.key, new)))
-                    .condition_expression(condition)
-                    .set_expression_attribute_names(names)
-                    .set_expression_attribute_values(values)
-                    .return_values_on_condition_check_failure(
-                        ReturnValuesOnConditionCheckFailure::AllOld,
-                    )
-                    .build()
-                    .map_err(build_error)?;
-                TransactWriteItem::builder().put(put).build()
+                self.transact_replace(&update.key, expiry, new)
             }
-            (TransactOp::Update(update), None) => {
-                let update_text = update_expression(&update.actions, &mut expr);
-                let condition = Cond::live_and(update.condition.as_ref(), now).render(&mut expr);
-                let (names, values) = expr.into_maps();
-                let update = ddb::Update::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key_to_raw(&update.key)))
-                    .update_expression(update_text)
-                    .set_condition_expression(condition)
-                    .set_expression_attribute_names(names)
-                    .set_expression_attribute_values(values)
-                    .return_values_on_condition_check_failure(
-                        ReturnValuesOnConditionCheckFailure::AllOld,
-                    )
-                    .build()
-                    .map_err(build_error)?;
-                TransactWriteItem::builder().update(update).build()
-            }
-            (TransactOp::Put(put), _) => {
-                let condition = Cond::of_write(put.condition.as_ref(), now).render(&mut expr);
-                let (names, values) = expr.into_maps();
-                let put = ddb::Put::builder()
-                    .table_name(&self.table)
-                    .set_item(Some(item_to_raw(&put.key, &put.item)))
-                    .set_condition_expression(condition)
-                    .set_expression_attribute_names(names)
-                    .set_expression_attribute_values(values)
-                    .set_return_values_on_condition_check_failure(on_failure(
-                        put.return_old_on_failure,
-                    ))
-                    .build()
-                    .map_err(build_error)?;
-                TransactWriteItem::builder().put(put).build()
-            }
-            (TransactOp::Delete(delete), _) => {
-                let condition = Cond::of_write(delete.condition.as_ref(), now).render(&mut expr);
-                let (names, values) = expr.into_maps();
-                let delete = ddb::Delete::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key_to_raw(&delete.key)))
-                    .set_condition_expression(condition)
-                    .set_expression_attribute_names(names)
-                    .set_expression_attribute_values(values)
-                    .set_return_values_on_condition_check_failure(on_failure(
-                        delete.return_old_on_failure,
-                    ))
-                    .build()
-                    .map_err(build_error)?;
-                TransactWriteItem::builder().delete(delete).build()
-            }
-            (TransactOp::Check(check), _) => {
-                let condition =
-                    Cond::absent_if_expired(&check.condition, now).render_always(&mut expr);
-                let (names, values) = expr.into_maps();
-                let check = ddb::ConditionCheck::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key_to_raw(&check.key)))
-                    .condition_expression(condition)
-                    .set_expression_attribute_names(names)
-                    .set_expression_attribute_values(values)
-                    .set_return_values_on_condition_check_failure(on_failure(
-                        check.return_old_on_failure,
-                    ))
-                    .build()
-                    .map_err(build_error)?;
-                TransactWriteItem::builder().condition_check(check).build()
-            }
-        };
-        Ok(item)
+            (TransactOp::Update(update), None) => self.transact_update(update, now),
+            (TransactOp::Put(put), _) => self.transact_put(put, now),
+            (TransactOp::Delete(delete), _) => self.transact_delete(delete, now),
+            (TransactOp::Check(check), _) => self.transact_check(check, now),
+        }
     }
+
+    /// An update of an expired item, as a put of its replacement while the expiry is unchanged.
+    fn transact_replace(
+        &self,
+        key: &Key,
+        expiry: &Value,
+        new: &Item,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let mut expr = Expr::new();
+        let condition = expiry_is(expiry).render_always(&mut expr);
+        let (names, values) = expr.into_maps();
+        let put = ddb::Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item_to_raw(key, new)))
+            .condition_expression(condition)
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(build_error)?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    fn transact_update(&self, update: &Update, now: i64) -> Result<TransactWriteItem, StoreError> {
+        let mut expr = Expr::new();
+        let update_text = update_expression(&update.actions, &mut expr);
+        let condition = Cond::live_and(update.condition.as_ref(), now).render(&mut expr);
+        let (names, values) = expr.into_maps();
+        let update = ddb::Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_to_raw(&update.key)))
+            .update_expression(update_text)
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(build_error)?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+
+    fn transact_put(&self, put: &Put, now: i64) -> Result<TransactWriteItem, StoreError> {
+        let mut expr = Expr::new();
+        let condition = Cond::of_write(put.condition.as_ref(), now).render(&mut expr);
+        let (names, values) = expr.into_maps();
+        let put = ddb::Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item_to_raw(&put.key, &put.item)))
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
+            .set_return_values_on_condition_check_failure(old_on_failure(put.return_old_on_failure))
+            .build()
+            .map_err(build_error)?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    fn transact_delete(&self, delete: &Delete, now: i64) -> Result<TransactWriteItem, StoreError> {
+        let mut expr = Expr::new();
+        let condition = Cond::of_write(delete.condition.as_ref(), now).render(&mut expr);
+        let (names, values) = expr.into_maps();
+        let delete = ddb::Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_to_raw(&delete.key)))
+            .set_condition_expression(condition)
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
+            .set_return_values_on_condition_check_failure(old_on_failure(
+                delete.return_old_on_failure,
+            ))
+            .build()
+            .map_err(build_error)?;
+        Ok(TransactWriteItem::builder().delete(delete).build())
+    }
+
+    fn transact_check(
+        &self,
+        check: &store::ConditionCheck,
+        now: i64,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let mut expr = Expr::new();
+        let condition = Cond::absent_if_expired(&check.condition, now).render_always(&mut expr);
+        let (names, values) = expr.into_maps();
+        let check = ddb::ConditionCheck::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_to_raw(&check.key)))
+            .condition_expression(condition)
+            .set_expression_attribute_names(names)
+            .set_expression_attribute_values(values)
+            .set_return_values_on_condition_check_failure(old_on_failure(
+                check.return_old_on_failure,
+            ))
+            .build()
+            .map_err(build_error)?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
+    }
+}
+
+/// Asks for the current item on a failed condition when the caller asked for it.
+fn old_on_failure(asked: bool) -> Option<ReturnValuesOnConditionCheckFailure> {
+    asked.then_some(ReturnValuesOnConditionCheckFailure::AllOld)
 }
 
 #[async_trait::async_trait]
@@ -772,47 +794,16 @@ impl Store for DynamoStore {
 
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
         let after = engine::validate_query(&query)?;
-        let empty = Page {
-            items: Vec::new(),
-            next: None,
-        };
         let range = sort_range(query.sort.as_ref());
-        // DynamoDB refuses a start key outside the key condition; place it ourselves.
-        let start = match (&range, after) {
-            (Range::Nothing, _) => return Ok(empty),
-            (_, None) => None,
-            (Range::All, Some(sk)) => Some(sk),
-            (Range::Where(c), Some(sk)) if c.matches(&sk) => Some(sk),
-            (Range::Where(c), Some(sk)) => {
-                if below(c, &sk) != query.descending {
-                    None
-                } else {
-                    return Ok(empty);
-                }
-            }
+        let Some(start) = start_of(&range, after, query.descending) else {
+            return Ok(Page {
+                items: Vec::new(),
+                next: None,
+            });
         };
         let now = self.clock.now();
         let mut expr = Expr::new();
-        let pk_name = expr.name(PK);
-        let pk_value = expr.value(AttributeValue::S(query.pk.clone()));
-        let mut key_condition = format!("{pk_name} = {pk_value}");
-        if let Range::Where(c) = &range {
-            let sk = expr.name(SK);
-            let mut v = |s: &String| expr.value(AttributeValue::S(s.clone()));
-            let part = match c {
-                SortCondition::Eq(x) => format!("{sk} = {}", v(x)),
-                SortCondition::BeginsWith(x) => format!("begins_with({sk}, {})", v(x)),
-                SortCondition::Between(lo, hi) => {
-                    let (lo, hi) = (v(lo), v(hi));
-                    format!("{sk} BETWEEN {lo} AND {hi}")
-                }
-                SortCondition::Lt(x) => format!("{sk} < {}", v(x)),
-                SortCondition::Le(x) => format!("{sk} <= {}", v(x)),
-                SortCondition::Gt(x) => format!("{sk} > {}", v(x)),
-                SortCondition::Ge(x) => format!("{sk} >= {}", v(x)),
-            };
-            key_condition = format!("{key_condition} AND {part}");
-        }
+        let key_condition = key_condition(&mut expr, &query.pk, &range);
         let filter = Cond::live(now).render(&mut expr);
         let (names, values) = expr.into_maps();
         let start_key = start.map(|sk| key_to_raw(&Key::new(query.pk.clone(), sk)));
@@ -835,27 +826,7 @@ impl Store for DynamoStore {
             .send()
             .await
             .map_err(|e| unexpected(failure(e), "", None))?;
-        let mut items = Vec::new();
-        for raw in out.items.unwrap_or_default() {
-            let key = key_from_raw(&raw)?;
-            let item = item_from_raw(&raw)?;
-            if engine::is_live(&item, now) {
-                items.push((key, item));
-            }
-        }
-        let next = match query.limit.map(|l| l as usize) {
-            Some(limit) if items.len() > limit => {
-                items.truncate(limit);
-                items.last().map(|(k, _)| engine::encode_cursor(k))
-            }
-            _ => match out.last_evaluated_key {
-                Some(last) if !last.is_empty() => {
-                    Some(engine::encode_cursor(&key_from_raw(&last)?))
-                }
-                _ => None,
-            },
-        };
-        Ok(Page { items, next })
+        page_of(out, query.limit, now)
     }
 
     async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
@@ -889,56 +860,23 @@ impl Store for DynamoStore {
                     other => return Err(unexpected(other, "", None)),
                 },
             };
+            let mut verdict = Verdict::default();
             let mut out = Vec::with_capacity(ops.len());
-            let mut stands = false;
-            let mut retry = false;
-            let mut validation = false;
             for (i, op) in ops.iter().enumerate() {
                 let reason = reasons.get(i);
-                let code = reason.and_then(|r| r.code()).unwrap_or("None");
-                let message = reason.and_then(|r| r.message()).unwrap_or_default();
-                let cancel = match code {
-                    "None" => CancelReason::None,
-                    "ConditionalCheckFailed" if replacements.remove(&i).is_some() => {
-                        // The expired item changed since it was read: plan the update again.
-                        retry = true;
-                        CancelReason::None
-                    }
-                    "ConditionalCheckFailed" => {
-                        let old = opt_item(reason.and_then(|r| r.item.as_ref()))?;
-                        match (op, old) {
-                            (TransactOp::Update(update), Some(old))
-                                if !engine::is_live(&old, now)
-                                    && holds_absent(update.condition.as_ref()) =>
-                            {
-                                let new = engine::apply_actions(None, &update.actions)?;
-                                engine::validate_item(&update.key, &new)?;
-                                if let Some(expiry) = old.get(TTL_ATTRIBUTE) {
-                                    replacements.insert(i, (expiry.clone(), new));
-                                }
-                                retry = true;
-                                CancelReason::None
-                            }
-                            (op, old) => {
-                                stands = true;
-                                CancelReason::ConditionFailed {
-                                    old: live(old, now).filter(|_| op.wants_old_on_failure()),
-                                }
-                            }
-                        }
-                    }
-                    "TransactionConflict" => {
-                        stands = true;
-                        CancelReason::Conflict
-                    }
-                    other => {
-                        validation |= other == "ValidationError";
-                        stands = true;
-                        CancelReason::Other(format!("{other}: {message}"))
-                    }
-                };
-                out.push(cancel);
+                out.push(cancel_reason(
+                    (i, op),
+                    reason,
+                    &mut replacements,
+                    now,
+                    &mut verdict,
+                )?);
             }
+            let Verdict {
+                stands,
+                retry,
+                validation,
+            } = verdict;
             if validation && let Some(invalid) = self.diagnose(&ops, now).await? {
                 return Err(invalid.into());
             }
@@ -953,6 +891,70 @@ impl Store for DynamoStore {
     }
 }
 
+/// What a cancelled transaction's reasons add up to.
+#[derive(Debug, Default)]
+struct Verdict {
+    /// A reason that stands: the transaction failed for the caller.
+    stands: bool,
+    /// An update of an expired item to plan again (a put of its replacement).
+    retry: bool,
+    /// DynamoDB found the request invalid.
+    validation: bool,
+}
+
+/// The store's reason for operation `i` from DynamoDB's, noting in `verdict` what it means
+/// for the transaction. A condition that failed only because an update's item had expired
+/// becomes a replacement to retry with.
+fn cancel_reason(
+    (i, op): (usize, &TransactOp),
+    reason: Option<&aws_sdk_dynamodb::types::CancellationReason>,
+    replacements: &mut HashMap<usize, (Value, Item)>,
+    now: i64,
+    verdict: &mut Verdict,
+) -> Result<CancelReason, StoreError> {
+    let code = reason.and_then(|r| r.code()).unwrap_or("None");
+    let message = reason.and_then(|r| r.message()).unwrap_or_default();
+    Ok(match code {
+        "None" => CancelReason::None,
+        "ConditionalCheckFailed" if replacements.remove(&i).is_some() => {
+            // The expired item changed since it was read: plan the update again.
+            verdict.retry = true;
+            CancelReason::None
+        }
+        "ConditionalCheckFailed" => {
+            let old = opt_item(reason.and_then(|r| r.item.as_ref()))?;
+            match (op, old) {
+                (TransactOp::Update(update), Some(old))
+                    if !engine::is_live(&old, now) && holds_absent(update.condition.as_ref()) =>
+                {
+                    let new = engine::apply_actions(None, &update.actions)?;
+                    engine::validate_item(&update.key, &new)?;
+                    if let Some(expiry) = old.get(TTL_ATTRIBUTE) {
+                        replacements.insert(i, (expiry.clone(), new));
+                    }
+                    verdict.retry = true;
+                    CancelReason::None
+                }
+                (op, old) => {
+                    verdict.stands = true;
+                    CancelReason::ConditionFailed {
+                        old: live(old, now).filter(|_| op.wants_old_on_failure()),
+                    }
+                }
+            }
+        }
+        "TransactionConflict" => {
+            verdict.stands = true;
+            CancelReason::Conflict
+        }
+        other => {
+            verdict.validation |= other == "ValidationError";
+            verdict.stands = true;
+            CancelReason::Other(format!("{other}: {message}"))
+        }
+    })
+}
+
 /// The first line of an error's text, at most 300 characters.
 fn first_line(text: &str) -> String {
     text.lines()
@@ -961,4 +963,70 @@ fn first_line(text: &str) -> String {
         .chars()
         .take(300)
         .collect()
+}
+
+/// Where a query starts: `None` when nothing can match, else the sort key to start after (if
+/// any). DynamoDB refuses a start key outside the key condition, so a cursor outside the range
+/// is placed here: before it the query starts at the range, past it nothing is left.
+fn start_of(range: &Range, after: Option<String>, descending: bool) -> Option<Option<String>> {
+    match (range, after) {
+        (Range::Nothing, _) => None,
+        (_, None) => Some(None),
+        (Range::All, Some(sk)) => Some(Some(sk)),
+        (Range::Where(c), Some(sk)) if c.matches(&sk) => Some(Some(sk)),
+        (Range::Where(c), Some(sk)) => (below(c, &sk) != descending).then_some(None),
+    }
+}
+
+/// The key condition: the partition, and the sort-key range when there is one.
+fn key_condition(expr: &mut Expr, pk: &str, range: &Range) -> String {
+    let pk_name = expr.name(PK);
+    let pk_value = expr.value(AttributeValue::S(pk.to_owned()));
+    let partition = format!("{pk_name} = {pk_value}");
+    let Range::Where(c) = range else {
+        return partition;
+    };
+    let sk = expr.name(SK);
+    let mut v = |s: &String| expr.value(AttributeValue::S(s.clone()));
+    let part = match c {
+        SortCondition::Eq(x) => format!("{sk} = {}", v(x)),
+        SortCondition::BeginsWith(x) => format!("begins_with({sk}, {})", v(x)),
+        SortCondition::Between(lo, hi) => {
+            let (lo, hi) = (v(lo), v(hi));
+            format!("{sk} BETWEEN {lo} AND {hi}")
+        }
+        SortCondition::Lt(x) => format!("{sk} < {}", v(x)),
+        SortCondition::Le(x) => format!("{sk} <= {}", v(x)),
+        SortCondition::Gt(x) => format!("{sk} > {}", v(x)),
+        SortCondition::Ge(x) => format!("{sk} >= {}", v(x)),
+    };
+    format!("{partition} AND {part}")
+}
+
+/// The page a query's answer makes: its live items, at most `limit`, and the cursor of the
+/// next page when more may follow.
+fn page_of(
+    out: aws_sdk_dynamodb::operation::query::QueryOutput,
+    limit: Option<u32>,
+    now: i64,
+) -> Result<Page, StoreError> {
+    let mut items = Vec::new();
+    for raw in out.items.unwrap_or_default() {
+        let key = key_from_raw(&raw)?;
+        let item = item_from_raw(&raw)?;
+        if engine::is_live(&item, now) {
+            items.push((key, item));
+        }
+    }
+    let next = match limit.map(|l| l as usize) {
+        Some(limit) if items.len() > limit => {
+            items.truncate(limit);
+            items.last().map(|(k, _)| engine::encode_cursor(k))
+        }
+        _ => match out.last_evaluated_key {
+            Some(last) if !last.is_empty() => Some(engine::encode_cursor(&key_from_raw(&last)?)),
+            _ => None,
+        },
+    };
+    Ok(Page { items, next })
 }

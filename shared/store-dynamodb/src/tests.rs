@@ -368,11 +368,16 @@ async fn invalid_requests_fail_like_the_memory_store() {
         store.query(Query::partition("p").after(cursor)).await,
     )
     .await;
+    type_errors_fail_alike(&memory, &store, &k).await;
+}
+
+/// Type errors DynamoDB finds are reported as the memory store reports them.
+async fn type_errors_fail_alike(memory: &MemoryStore, store: &DynamoStore, k: &Key) {
     // Type errors found by DynamoDB are reported as the memory store reports them.
     seed(
-        &memory,
-        &store,
-        &k,
+        memory,
+        store,
+        k,
         &item(&[("s", Value::s("text")), ("n", Value::n(1))]),
     )
     .await;
@@ -410,7 +415,46 @@ async fn every_condition_form_agrees_with_the_memory_store() {
     let expired = key("cond", "expired");
     let absent = key("cond", "absent");
     let text_ttl = key("cond", "text-ttl");
-    let base = item(&[
+    let base = condition_item();
+    let mut old = base.clone();
+    old.insert(TTL_ATTRIBUTE.into(), past());
+
+    let conditions = every_condition();
+    // Each condition on a present, an expired and an absent item, as a condition check (which
+    // changes nothing, so the items stay as seeded).
+    seed(&memory, &store, &present, &base).await;
+    seed(&memory, &store, &expired, &old).await;
+    // An expiry that is not a number is ignored: the item is live.
+    let mut text = base.clone();
+    text.insert(TTL_ATTRIBUTE.into(), Value::s("never"));
+    seed(&memory, &store, &text_ttl, &text).await;
+    let mut checked = 0;
+    for condition in &conditions {
+        for k in [&present, &expired, &absent, &text_ttl] {
+            let check = || {
+                vec![TransactOp::Check(
+                    ConditionCheck::new(k.clone(), condition.clone()).return_old_on_failure(),
+                )]
+            };
+            let m = memory.transact_write(check()).await;
+            let d = store.transact_write(check()).await;
+            assert_eq!(d, m, "condition {condition:?} on {k:?}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, conditions.len() * 4);
+    conditions_as_writes(
+        &memory,
+        &store,
+        &conditions,
+        [Some(&base), Some(&old), Some(&text), None],
+    )
+    .await;
+}
+
+/// An item with one attribute of every type.
+fn condition_item() -> Item {
+    item(&[
         ("s", Value::s("hello")),
         ("n", num("42.5")),
         ("b", Value::B(vec![1, 2, 3])),
@@ -425,10 +469,12 @@ async fn every_condition_form_agrees_with_the_memory_store() {
             "ss",
             Value::Ss(BTreeSet::from(["a".to_owned(), "b".to_owned()])),
         ),
-    ]);
-    let mut old = base.clone();
-    old.insert(TTL_ATTRIBUTE.into(), past());
+    ])
+}
 
+/// Every condition form: the structural ones, and each comparison of every attribute type
+/// with values of every type.
+fn every_condition() -> Vec<Condition> {
     let cmp = |name: &str, op: CmpOp, v: Value| Condition::Cmp(name.into(), op, v);
     let mut conditions = vec![
         Condition::item_exists(),
@@ -483,38 +529,23 @@ async fn every_condition_form_agrees_with_the_memory_store() {
             }
         }
     }
-    // Each condition on a present, an expired and an absent item, as a condition check (which
-    // changes nothing, so the items stay as seeded).
-    seed(&memory, &store, &present, &base).await;
-    seed(&memory, &store, &expired, &old).await;
-    // An expiry that is not a number is ignored: the item is live.
-    let mut text = base.clone();
-    text.insert(TTL_ATTRIBUTE.into(), Value::s("never"));
-    seed(&memory, &store, &text_ttl, &text).await;
-    let mut checked = 0;
-    for condition in &conditions {
-        for k in [&present, &expired, &absent, &text_ttl] {
-            let check = || {
-                vec![TransactOp::Check(
-                    ConditionCheck::new(k.clone(), condition.clone()).return_old_on_failure(),
-                )]
-            };
-            let m = memory.transact_write(check()).await;
-            let d = store.transact_write(check()).await;
-            assert_eq!(d, m, "condition {condition:?} on {k:?}");
-            checked += 1;
-        }
-    }
-    assert_eq!(checked, conditions.len() * 4);
+    conditions
+}
+
+/// A sample of `conditions` as write conditions (put, update, delete) on fresh copies of each
+/// source item (or none).
+async fn conditions_as_writes(
+    memory: &MemoryStore,
+    store: &DynamoStore,
+    conditions: &[Condition],
+    sources: [Option<&Item>; 4],
+) {
     // And a sample as write conditions (put, update, delete) on fresh copies.
     for (i, condition) in conditions.iter().enumerate().filter(|(i, _)| i % 7 == 0) {
-        for (j, source) in [Some(&base), Some(&old), Some(&text), None]
-            .into_iter()
-            .enumerate()
-        {
+        for (j, source) in sources.into_iter().enumerate() {
             let k = key("condw", &format!("{i}-{j}"));
             if let Some(source) = source {
-                seed(&memory, &store, &k, source).await;
+                seed(memory, store, &k, source).await;
             }
             let put = Put::new(k.clone(), item(&[("w", Value::n(1))]))
                 .when(condition.clone())
@@ -589,6 +620,12 @@ async fn expired_items_are_absent_everywhere() {
     let keys: Vec<&Key> = page.items.iter().map(|(k, _)| k).collect();
     assert_eq!(keys, vec![&live_key, &text_ttl]);
 
+    conditions_see_expired_items_as_absent(&store, &old).await;
+    updates_of_expired_items_start_empty(&store, &old).await;
+}
+
+/// Conditions see an expired item as absent.
+async fn conditions_see_expired_items_as_absent(store: &DynamoStore, old: &Key) {
     // Conditions see an absent item.
     let exists = Put::new(old.clone(), Item::new()).when(Condition::item_exists());
     assert_eq!(
@@ -613,6 +650,13 @@ async fn expired_items_are_absent_everywhere() {
         Err(StoreError::ConditionFailed { old: None })
     );
 
+    updates_of_expired_items_start_empty(store, old).await;
+    writes_over_expired_items_are_plain(store, old).await;
+}
+
+/// An update of an expired item starts from an empty item, with a condition and in a
+/// transaction too.
+async fn updates_of_expired_items_start_empty(store: &DynamoStore, old: &Key) {
     // An update of an expired item starts from an empty item.
     let add = Update::new(
         old.clone(),
@@ -670,6 +714,11 @@ async fn expired_items_are_absent_everywhere() {
         Some(item(&[("n", Value::n(1))]))
     );
 
+    writes_over_expired_items_are_plain(store, old).await;
+}
+
+/// A put over an expired item is a plain write; the delete of one returns nothing.
+async fn writes_over_expired_items_are_plain(store: &DynamoStore, old: &Key) {
     // Put over an expired item is a plain write; delete of one returns nothing.
     store
         .put(Put::new(old.clone(), item(&[(TTL_ATTRIBUTE, past())])))
@@ -679,7 +728,7 @@ async fn expired_items_are_absent_everywhere() {
         Put::new(old.clone(), item(&[("v", Value::n(7))])).when(Condition::item_not_exists());
     store.put(create).await.expect("put over expired");
     assert_eq!(
-        store.get(&old).await.expect("get"),
+        store.get(old).await.expect("get"),
         Some(item(&[("v", Value::n(7))]))
     );
     store
@@ -776,12 +825,22 @@ async fn queries_page_in_both_directions() {
             }
         }
     }
+    cursors_are_positions(&memory, &store, &conditions).await;
+}
+
+/// A cursor reused with another sort condition continues where it points; a cursor of
+/// another partition is refused.
+async fn cursors_are_positions(
+    memory: &MemoryStore,
+    store: &DynamoStore,
+    conditions: &[Option<SC>],
+) {
     // A cursor reused with another sort condition continues where it points.
     let first = memory
         .query(Query::partition("q").limit(12))
         .await
         .expect("memory");
-    for condition in &conditions {
+    for condition in conditions {
         for descending in [false, true] {
             let mut q = Query::partition("q").after(first.next.clone());
             q.sort = condition.clone();
@@ -959,6 +1018,14 @@ async fn batch_get_answers_in_key_order() {
     assert_eq!(store.batch_get(&[]).await, Ok(vec![]));
 }
 
+/// Adds 1 to `n` of the item at `k`.
+fn add(k: &Key) -> Update {
+    Update::new(
+        k.clone(),
+        vec![UpdateAction::Add("n".into(), Number::from(1i64))],
+    )
+}
+
 #[tokio::test]
 async fn transactions_treat_expired_items_as_absent_like_memory() {
     let store = store_or_skip!();
@@ -968,12 +1035,6 @@ async fn transactions_treat_expired_items_as_absent_like_memory() {
     for k in &keys {
         seed(&memory, &store, k, &expired).await;
     }
-    let add = |k: &Key| {
-        Update::new(
-            k.clone(),
-            vec![UpdateAction::Add("n".into(), Number::from(1i64))],
-        )
-    };
     // One operation fails for real: the expired updates report no fault, nothing is written.
     let failing = vec![
         TransactOp::Update(add(&keys[0])),
@@ -1013,6 +1074,16 @@ async fn transactions_treat_expired_items_as_absent_like_memory() {
         store.get(&keys[0]).await.expect("get"),
         Some(item(&[("n", Value::n(1))]))
     );
+    conditions_on_expired_attributes_see_nothing(&memory, &store, &keys, &expired).await;
+}
+
+/// Conditions on attributes of an expired item see nothing, in a transaction as alone.
+async fn conditions_on_expired_attributes_see_nothing(
+    memory: &MemoryStore,
+    store: &DynamoStore,
+    keys: &[Key],
+    expired: &Item,
+) {
     // Conditions on attributes of an expired item see nothing.
     store
         .put(Put::new(keys[2].clone(), expired.clone()))

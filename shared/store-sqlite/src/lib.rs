@@ -522,21 +522,7 @@ impl Store for SqliteStore {
         engine::validate_transaction(&ops)?;
         let files = files_of(ops.iter().map(TransactOp::key));
         self.write(files, move |conn, layout| {
-            let mut effects = Vec::with_capacity(ops.len());
-            let mut failures = Vec::with_capacity(ops.len());
-            for op in &ops {
-                let stored = read_stored(conn, layout, op.key())?;
-                match engine::plan(op, stored.as_ref(), now)? {
-                    Ok(effect) => {
-                        effects.push(effect);
-                        failures.push(None);
-                    }
-                    Err(failed) => failures.push(Some(failed)),
-                }
-            }
-            if failures.iter().any(Option::is_some) {
-                return Err(engine::cancelled(failures));
-            }
+            let effects = engine::plan_all(&ops, |key| read_stored(conn, layout, key), now)?;
             for (op, effect) in ops.iter().zip(&effects) {
                 write_effect(conn, layout, op.key(), effect)?;
             }

@@ -190,6 +190,31 @@ pub fn validate_query(query: &crate::Query) -> Result<Option<String>, Invalid> {
         .transpose()
 }
 
+/// Plans every operation of a transaction against its stored item (`stored` reads one);
+/// the effects in order, or the cancellation naming each operation whose condition failed.
+/// Nothing is written here: a caller applies the effects only when all were planned.
+pub fn plan_all(
+    ops: &[TransactOp],
+    mut stored: impl FnMut(&Key) -> Result<Option<Item>, crate::StoreError>,
+    now: i64,
+) -> Result<Vec<Effect>, crate::StoreError> {
+    let mut effects = Vec::with_capacity(ops.len());
+    let mut failures = Vec::with_capacity(ops.len());
+    for op in ops {
+        match plan(op, stored(op.key())?.as_ref(), now)? {
+            Ok(effect) => {
+                effects.push(effect);
+                failures.push(None);
+            }
+            Err(failed) => failures.push(Some(failed)),
+        }
+    }
+    if failures.iter().any(Option::is_some) {
+        return Err(cancelled(failures));
+    }
+    Ok(effects)
+}
+
 /// Checks one operation before any item is read.
 pub fn validate_op(op: &TransactOp) -> Result<(), Invalid> {
     validate_key(op.key())?;

@@ -119,30 +119,18 @@ pub fn transact_write(
     now: i64,
 ) -> Result<(), StoreError> {
     engine::validate_transaction(ops)?;
-    let mut effects = Vec::with_capacity(ops.len());
-    let mut failures = Vec::with_capacity(ops.len());
-    for op in ops {
-        match engine::plan(op, rows.get(op.key())?.as_ref(), now)? {
-            Ok(effect) => {
-                effects.push(effect);
-                failures.push(None);
-            }
-            Err(failed) => failures.push(Some(failed)),
-        }
-    }
-    if failures.iter().any(Option::is_some) {
-        return Err(engine::cancelled(failures));
-    }
+    let effects = engine::plan_all(ops, |key| rows.get(key), now)?;
     for (op, effect) in ops.iter().zip(effects) {
         apply(rows, op.key(), effect)?;
     }
     Ok(())
 }
 
-/// The expiry of an item in whole seconds, for backends that index it to delete expired rows.
+/// The expiry of an item in whole seconds (`None` without one): for backends that index it to
+/// delete expired rows, and for showing when something expires.
 pub fn expiry(item: &Item) -> Option<i64> {
     match item.get(crate::TTL_ATTRIBUTE) {
-        Some(Value::N(n)) => n.to_string().split('.').next()?.parse().ok(),
+        Some(Value::N(n)) => n.as_str().split('.').next()?.parse().ok(),
         _ => None,
     }
 }

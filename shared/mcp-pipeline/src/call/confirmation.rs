@@ -237,10 +237,7 @@ impl Server {
         let p = confirm::read_pending(token, item)?;
         let spec = self.registry().get(&p.tool);
         let approval_in_product = p.in_product || spec.is_some_and(|t| t.approval_in_product);
-        let expires_at = match item.get(store::TTL_ATTRIBUTE) {
-            Some(store::Value::N(n)) => n.to_string().parse().ok(),
-            _ => None,
-        };
+        let expires_at = store::rows::expiry(item);
         Some(PendingView {
             token: p.token,
             tool: p.tool,
