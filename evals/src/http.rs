@@ -37,15 +37,43 @@ pub async fn post(
     body: &[u8],
     timeout: Duration,
 ) -> anyhow::Result<Response> {
+    post_with(url, headers, body, timeout, None).await
+}
+
+/// As [`post`], tried again by `policy` on a connection failure, 429 and 5xx (honouring
+/// `Retry-After`); the last answer when every try was refused.
+pub async fn post_with_retries(
+    url: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+    timeout: Duration,
+    policy: http_client::RetryPolicy,
+) -> anyhow::Result<Response> {
+    post_with(url, headers, body, timeout, Some(policy)).await
+}
+
+async fn post_with(
+    url: &str,
+    headers: &[(String, String)],
+    body: &[u8],
+    timeout: Duration,
+    policy: Option<http_client::RetryPolicy>,
+) -> anyhow::Result<Response> {
     let client = http_client::HttpClient::new(timeout)?;
     let headers: Vec<(&str, &str)> = headers
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    let answer = client
-        .post(url, &headers, body.to_vec().into())
-        .await
-        .map_err(|e| anyhow::anyhow!("POST {url}: {e}"))?;
+    let body = bytes::Bytes::from(body.to_vec());
+    let answer = match policy {
+        Some(policy) => {
+            client
+                .send_with_retries(http::Method::POST, url, &headers, body, policy)
+                .await
+        }
+        None => client.post(url, &headers, body).await,
+    }
+    .map_err(|e| anyhow::anyhow!("POST {url}: {e}"))?;
     Ok(Response {
         status: answer.status,
         headers: answer

@@ -8,6 +8,7 @@ use mcp_pipeline::Toolset;
 use serde_json::{Value, json};
 
 use crate::support::on_every_backend;
+use crate::support::tokens::sign;
 use crate::world::{ISSUER, RESOURCE, World};
 
 fn now() -> i64 {
@@ -16,22 +17,6 @@ fn now() -> i64 {
 
 fn claims(tenant: &str, sub: &str) -> Value {
     json!({"iss": ISSUER, "aud": RESOURCE, "sub": sub, "tenant": tenant, "exp": now() + 600, "iat": now()})
-}
-
-fn sign(alg: Algorithm, kid: &str, claims: &Value) -> String {
-    let key = match alg {
-        Algorithm::RS256 => {
-            EncodingKey::from_rsa_pem(include_bytes!("../fixtures/oauth/rs256-private.pem"))
-                .unwrap()
-        }
-        Algorithm::ES256 => {
-            EncodingKey::from_ec_pem(include_bytes!("../fixtures/oauth/es256-private.pem")).unwrap()
-        }
-        other => panic!("no test key for {other:?}"),
-    };
-    let mut header = Header::new(alg);
-    header.kid = Some(kid.into());
-    jsonwebtoken::encode(&header, claims, &key).unwrap()
 }
 
 fn b64(value: &Value) -> String {
@@ -60,7 +45,7 @@ async fn setup(world: &World) -> String {
     world.connect("acme", "ana", Toolset::Full).await.1
 }
 
-async fn oauth_connection(world: &World, tenant: &str, member: &str, subject: &str) {
+pub(crate) async fn oauth_connection(world: &World, tenant: &str, member: &str, subject: &str) {
     use identity::Directory as _;
     let rights = world
         .app

@@ -812,8 +812,13 @@ fn the_template_sets_what_the_app_functions_read() {
 }
 
 fn the_template_sets_what_it_reads(binary: &str) {
-    let source = std::fs::read_to_string(root().join(format!("functions/{binary}/src/main.rs")))
-        .expect("read the function");
+    let mut source =
+        std::fs::read_to_string(root().join(format!("functions/{binary}/src/main.rs")))
+            .expect("read the function");
+    if binary == "mcp-lambda" {
+        // The variables it shares with the edge Worker are named in `app::settings`.
+        source += &std::fs::read_to_string(root().join("shared/app/src/settings.rs")).unwrap();
+    }
     // Every string literal that is exactly an environment variable name.
     let read: BTreeSet<&str> = source
         .match_indices("\"GATEHOUSE_")
@@ -828,10 +833,12 @@ fn the_template_sets_what_it_reads(binary: &str) {
     // Not set on purpose: a local DynamoDB-compatible server only; the key itself (the
     // function is given the secret's ARN instead, see infra/README.md).
     // The webhook's secret is given directly only on one machine (a deployment passes its ARN).
+    // The MCP endpoint's URL likewise (a deployment names the parameter holding it).
     let not_set = [
         "GATEHOUSE_DYNAMODB_ENDPOINT",
         "GATEHOUSE_STATE_KEY",
         "GATEHOUSE_WEBHOOK_SECRET",
+        "GATEHOUSE_MCP_URL",
     ];
     let t = template();
     let function = function_with_binary(&t, binary);
@@ -842,6 +849,40 @@ fn the_template_sets_what_it_reads(binary: &str) {
             "{function}: {binary} reads {name} but the template does not set it"
         );
     }
+}
+
+/// The web function learns the MCP endpoint's URL from a parameter it may read, through the
+/// extension layer: passing the URL itself would make each function depend on the other's.
+#[test]
+fn the_web_function_reads_the_mcp_endpoint_from_its_parameter() {
+    let t = template();
+    let parameter = &resources(&t)["McpEndpointParameter"];
+    assert_eq!(parameter["Type"], "AWS::SSM::Parameter");
+    assert_eq!(
+        parameter["Properties"]["Value"]["Fn::Sub"],
+        "${McpFunctionUrl.FunctionUrl}mcp"
+    );
+    let name = parameter["Properties"]["Name"]["Fn::Sub"].as_str().unwrap();
+    let web = function_with_binary(&t, "web-lambda");
+    let props = &resources(&t)[web]["Properties"];
+    assert_eq!(
+        props["Environment"]["Variables"]["GATEHOUSE_MCP_URL_PARAMETER"]["Fn::Sub"],
+        name
+    );
+    assert!(
+        as_list(&props["Layers"])
+            .iter()
+            .any(|l| is_ref_to(l, "SecretsExtensionLayerArn")),
+        "{web}: the extension layer serves the parameter"
+    );
+    let role = props["Role"]["Fn::GetAtt"][0].as_str().unwrap();
+    let policies = resources(&t)[role]["Properties"]["Policies"].to_string();
+    let arn =
+        format!("arn:${{AWS::Partition}}:ssm:${{AWS::Region}}:${{AWS::AccountId}}:parameter{name}");
+    assert!(
+        policies.contains("ssm:GetParameter") && policies.contains(&arn),
+        "{role} may read {name} and nothing else: {policies}"
+    );
 }
 
 // ---- alarms and checkov -------------------------------------------------------------------

@@ -1010,12 +1010,22 @@ fn the_release_web_function_serves_the_pages_on_the_runtime_api() {
     ))
     .unwrap();
 
-    let mut api = RuntimeApi::start();
-    let function = Function::start_binary(
-        &release_binary_named("web-lambda"),
-        &api,
-        &table_env(&table, &endpoint),
+    let extension = crate::support::lambda_extension::ParameterExtension::start(
+        "/gatehouse/test/mcp-endpoint",
+        "https://abc.lambda-url.eu-west-1.on.aws/mcp",
     );
+    let port = extension.port.to_string();
+    let mut env = table_env(&table, &endpoint);
+    env.extend([
+        (
+            "GATEHOUSE_MCP_URL_PARAMETER",
+            "/gatehouse/test/mcp-endpoint",
+        ),
+        ("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT", port.as_str()),
+        ("AWS_SESSION_TOKEN", "session-token"),
+    ]);
+    let mut api = RuntimeApi::start();
+    let function = Function::start_binary(&release_binary_named("web-lambda"), &api, &env);
 
     let (_, payload, _) = api.invoke(&page_event("GET", "/app/login", "", "", None));
     let (status, headers, _, body) = page_answer(&payload);
@@ -1058,6 +1068,17 @@ fn the_release_web_function_serves_the_pages_on_the_runtime_api() {
     assert!(
         body.contains("lambda runtime test"),
         "the connection is listed: {body}"
+    );
+    // The MCP endpoint's URL, read from its parameter through the extension at cold start.
+    assert!(
+        body.contains("https://abc.lambda-url.eu-west-1.on.aws/mcp"),
+        "the endpoint is named: {body}"
+    );
+    assert_eq!(
+        extension.asked(),
+        [
+            "/systemsmanager/parameters/get?name=%2Fgatehouse%2Ftest%2Fmcp-endpoint with session-token"
+        ]
     );
 
     // An MCP token opens no page, and the MCP endpoint is not served here.

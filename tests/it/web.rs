@@ -646,6 +646,14 @@ async fn the_inbox_shows_what_waits_and_only_those_who_may_decide_get_the_button
         inbox.body
     );
     assert!(inbox.body.contains("Review and decide"), "{}", inbox.body);
+    assert!(
+        inbox
+            .body
+            .contains("someone with <code>records:delete</code>")
+            && !inbox.body.contains("you lack it"),
+        "the right a decision takes: {}",
+        inbox.body
+    );
     let token = preview.structured()["confirm_token"]
         .as_str()
         .unwrap()
@@ -668,6 +676,13 @@ async fn the_inbox_shows_what_waits_and_only_those_who_may_decide_get_the_button
     let (viewer, _) = sign_in(&world, "acme", "vic").await;
     let inbox = send(&world, "GET", "/app/approvals", &[("cookie", &viewer)], "").await;
     assert!(inbox.body.contains("(needs "), "{}", inbox.body);
+    assert!(
+        inbox
+            .body
+            .contains("<code>records:delete</code> (you lack it)"),
+        "{}",
+        inbox.body
+    );
     assert!(!inbox.body.contains("Review and decide"), "{}", inbox.body);
     let page = send(
         &world,

@@ -23,12 +23,14 @@ pub(crate) const RESOURCE: &str = "https://mcp.example.com/mcp";
 pub(crate) fn oauth_settings() -> app::OAuth {
     let jwks =
         serde_json::from_str(include_str!("../fixtures/oauth/jwks.json")).expect("test JWKS");
-    app::OAuth {
-        resource: RESOURCE.into(),
-        issuer: ISSUER.into(),
-        tenant_claim: "tenant".into(),
-        jwks,
-    }
+    app::OAuth::new(
+        identity::oauth::OAuthConfig {
+            issuer: ISSUER.into(),
+            audience: RESOURCE.into(),
+            tenant_claim: "tenant".into(),
+        },
+        std::sync::Arc::new(identity::oauth::StaticJwks(jwks)),
+    )
 }
 
 impl World {
@@ -36,11 +38,19 @@ impl World {
     /// outside CI.
     pub(crate) async fn on(backend: Backend) -> Option<World> {
         let settings = app::Settings {
-            backend: backend.name().into(),
             allowed_origins: vec!["https://app.example.com".into()],
             oauth: Some(oauth_settings()),
             ..app::Settings::default()
         };
+        Self::with_settings(backend, settings).await
+    }
+
+    /// A world on `backend` with `settings` (its backend name set here).
+    pub(crate) async fn with_settings(
+        backend: Backend,
+        mut settings: app::Settings,
+    ) -> Option<World> {
+        settings.backend = backend.name().into();
         if backend == Backend::Edge {
             return Self::on_edge(settings);
         }

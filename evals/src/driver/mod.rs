@@ -180,9 +180,9 @@ impl Driver {
     }
 }
 
-/// POSTs JSON with retries on transport errors, 429 and 5xx; returns the JSON body. A
-/// `Retry-After` in seconds (at most a minute) sets the wait before the next attempt;
-/// otherwise the wait doubles from 2 s.
+/// POSTs JSON, tried again on transport errors, 429 and 5xx by the HTTP client's default
+/// policy (4 retries, waits doubling from 2 s, a `Retry-After` in seconds taking their place,
+/// at most a minute); returns the JSON body.
 pub(crate) async fn post_json(
     url: &str,
     headers: &[(String, String)],
@@ -190,32 +190,15 @@ pub(crate) async fn post_json(
     timeout: Duration,
 ) -> anyhow::Result<Value> {
     let bytes = body.to_string().into_bytes();
-    let mut last = String::new();
-    let mut wait = None;
-    for attempt in 0..5u32 {
-        if attempt > 0 {
-            let backoff = Duration::from_secs(2u64.pow(attempt));
-            tokio::time::sleep(wait.take().unwrap_or(backoff)).await;
-        }
-        match crate::http::post(url, headers, &bytes, timeout).await {
-            Ok(r) if r.status == 200 => {
-                return serde_json::from_slice(&r.body)
-                    .map_err(|e| anyhow::anyhow!("{url}: answer is not JSON ({e}): {}", r.text()));
-            }
-            Ok(r) if r.status == 429 || r.status >= 500 => {
-                wait = r
-                    .header("retry-after")
-                    .and_then(|s| s.trim().parse::<u64>().ok())
-                    .map(|s| Duration::from_secs(s.min(60)));
-                last = format!("HTTP {}: {}", r.status, crate::truncate(&r.text(), 500));
-            }
-            Ok(r) => bail!(
-                "{url}: HTTP {}: {}",
-                r.status,
-                crate::truncate(&r.text(), 2000)
-            ),
-            Err(e) => last = format!("{e:#}"),
-        }
+    let policy = http_client::RetryPolicy::default();
+    let r = crate::http::post_with_retries(url, headers, &bytes, timeout, policy).await?;
+    if r.status != 200 {
+        bail!(
+            "{url}: HTTP {}: {}",
+            r.status,
+            crate::truncate(&r.text(), 2000)
+        );
     }
-    bail!("{url}: gave up after 5 attempts: {last}")
+    serde_json::from_slice(&r.body)
+        .map_err(|e| anyhow::anyhow!("{url}: answer is not JSON ({e}): {}", r.text()))
 }

@@ -217,15 +217,24 @@ struct ServeArgs {
         value_delimiter = ','
     )]
     allowed_origins: Vec<String>,
-    /// Accept OAuth access tokens from this issuer (with --oauth-resource and --oauth-jwks).
+    /// Accept OAuth access tokens from this issuer (with --oauth-resource, and the issuer's keys
+    /// by --oauth-jwks-url or --oauth-jwks).
     #[arg(long, env = "GATEHOUSE_OAUTH_ISSUER")]
     oauth_issuer: Option<String>,
     /// This server's resource URL, the audience OAuth tokens must carry.
     #[arg(long, env = "GATEHOUSE_OAUTH_RESOURCE")]
     oauth_resource: Option<String>,
     /// A file with the issuer's JSON Web Key Set.
-    #[arg(long, env = "GATEHOUSE_OAUTH_JWKS_FILE")]
+    #[arg(
+        long,
+        env = "GATEHOUSE_OAUTH_JWKS_FILE",
+        conflicts_with = "oauth_jwks_url"
+    )]
     oauth_jwks: Option<PathBuf>,
+    /// The issuer's key set URL (its `jwks_uri`): fetched when first needed, kept at most ten
+    /// minutes, fetched again (at most once a minute) for a key id it lacks.
+    #[arg(long, env = "GATEHOUSE_OAUTH_JWKS_URL")]
+    oauth_jwks_url: Option<String>,
     /// The claim that names the tenant.
     #[arg(long, env = "GATEHOUSE_OAUTH_TENANT_CLAIM", default_value = "tenant")]
     oauth_tenant_claim: String,
@@ -560,6 +569,41 @@ fn cli_actor(tenant: &str, member: &str) -> Actor {
     }
 }
 
+/// OAuth from the serve flags: the key set read from its file, or fetched by URL.
+fn oauth_settings(args: &ServeArgs) -> anyhow::Result<Option<app::OAuth>> {
+    let jwks = match &args.oauth_jwks {
+        Some(path) => Some(
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let plan = app::settings::oauth(app::settings::OAuthVariables {
+        issuer: args.oauth_issuer.clone(),
+        resource: args.oauth_resource.clone(),
+        jwks,
+        jwks_url: args.oauth_jwks_url.clone(),
+        tenant_claim: Some(args.oauth_tenant_claim.clone()),
+    })
+    .map_err(|e| anyhow::anyhow!("OAuth settings: {}", as_flags(&e)))?;
+    Ok(plan.map(|plan| plan.into_oauth(app::key_set_url::fetcher)))
+}
+
+/// A settings message with the variables' names turned into this command's flags.
+fn as_flags(message: &str) -> String {
+    use app::settings::{OAUTH_ISSUER, OAUTH_JWKS, OAUTH_JWKS_URL, OAUTH_RESOURCE};
+    // The URL's name first: the key set's name is its prefix.
+    [
+        (OAUTH_JWKS_URL, "--oauth-jwks-url"),
+        (OAUTH_JWKS, "--oauth-jwks"),
+        (OAUTH_ISSUER, "--oauth-issuer"),
+        (OAUTH_RESOURCE, "--oauth-resource"),
+    ]
+    .iter()
+    .fold(message.to_owned(), |text, (name, flag)| {
+        text.replace(name, flag)
+    })
+}
+
 async fn serve(
     store: Arc<dyn store::Store>,
     backend: &str,
@@ -567,22 +611,7 @@ async fn serve(
     data_dir: &std::path::Path,
     args: ServeArgs,
 ) -> anyhow::Result<()> {
-    let oauth = match (args.oauth_issuer, args.oauth_resource, args.oauth_jwks) {
-        (None, None, None) => None,
-        (Some(issuer), Some(resource), Some(jwks)) => {
-            let text = std::fs::read_to_string(&jwks)
-                .with_context(|| format!("reading {}", jwks.display()))?;
-            let jwks = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not a JSON Web Key Set", jwks.display()))?;
-            Some(app::OAuth {
-                resource,
-                issuer,
-                tenant_claim: args.oauth_tenant_claim,
-                jwks,
-            })
-        }
-        _ => bail!("OAuth needs all three of --oauth-issuer, --oauth-resource and --oauth-jwks"),
-    };
+    let oauth = oauth_settings(&args)?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("binding {}", args.addr))?;

@@ -30,14 +30,6 @@ const ALLOWED_ORIGINS: &str = "GATEHOUSE_ALLOWED_ORIGINS";
 const STATE_KEY: &str = "GATEHOUSE_STATE_KEY";
 /// The Secrets Manager secret holding the sealing key (the deployment's way).
 const STATE_KEY_SECRET_ARN: &str = "GATEHOUSE_STATE_KEY_SECRET_ARN";
-/// The authorization server whose access tokens are accepted; empty: MCP tokens only.
-const OAUTH_ISSUER: &str = "GATEHOUSE_OAUTH_ISSUER";
-/// This server's resource URL, the tokens' audience (with the issuer).
-const OAUTH_RESOURCE: &str = "GATEHOUSE_OAUTH_RESOURCE";
-/// The issuer's JSON Web Key Set (with the issuer).
-const OAUTH_JWKS: &str = "GATEHOUSE_OAUTH_JWKS";
-/// The access-token claim naming the tenant (default `tenant`).
-const OAUTH_TENANT_CLAIM: &str = "GATEHOUSE_OAUTH_TENANT_CLAIM";
 /// The log filter (default `info`).
 const LOG: &str = "GATEHOUSE_LOG";
 /// The largest accepted request body (default 1 MiB).
@@ -76,7 +68,7 @@ struct Config {
     dynamodb_endpoint: Option<String>,
     allowed_origins: Vec<String>,
     state_key: StateKey,
-    oauth: Option<app::OAuth>,
+    oauth: Option<app::settings::OAuthPlan>,
     log_filter: String,
     max_body_bytes: usize,
     console_base: Option<String>,
@@ -170,15 +162,6 @@ fn parse_state_key(key: Option<String>, arn: Option<String>) -> Result<StateKey,
     }
 }
 
-fn parse_oauth(
-    issuer: Option<String>,
-    resource: Option<String>,
-    jwks: Option<String>,
-    tenant_claim: Option<String>,
-) -> Result<Option<app::OAuth>, String> {
-    app::settings::oauth(issuer, resource, jwks, tenant_claim)
-}
-
 fn parse_log(value: Option<String>) -> Result<String, String> {
     let filter = value.unwrap_or_else(|| "info".to_owned());
     tracing_subscriber::EnvFilter::try_new(&filter)
@@ -233,12 +216,7 @@ impl Config {
         );
         let oauth = ok(
             &mut errors,
-            parse_oauth(
-                var(OAUTH_ISSUER),
-                var(OAUTH_RESOURCE),
-                var(OAUTH_JWKS),
-                var(OAUTH_TENANT_CLAIM),
-            ),
+            app::settings::oauth(app::settings::OAuthVariables::read(var)),
         );
         let log_filter = ok(&mut errors, parse_log(var(LOG)));
         let max_body_bytes = ok(&mut errors, parse_max_body(var(MAX_BODY_BYTES)));
@@ -292,7 +270,10 @@ impl Config {
             backend: "dynamodb".into(),
             allowed_origins: self.allowed_origins.clone(),
             max_body_bytes: self.max_body_bytes,
-            oauth: self.oauth.clone(),
+            oauth: self
+                .oauth
+                .clone()
+                .map(|plan| plan.into_oauth(app::key_set_url::fetcher)),
             state_key: Some(state_key),
             console_base: self
                 .console_base
@@ -401,6 +382,9 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
+    use app::settings::{
+        KeysFrom, OAUTH_ISSUER, OAUTH_JWKS, OAUTH_JWKS_URL, OAUTH_RESOURCE, OAUTH_TENANT_CLAIM,
+    };
 
     const SECRET_ARN: &str = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:StateKey-AbCd";
 
@@ -628,10 +612,45 @@ mod tests {
         ]))
         .unwrap();
         let oauth = config.oauth.expect("oauth");
-        assert_eq!(oauth.issuer, "https://auth.example.com");
-        assert_eq!(oauth.resource, "https://mcp.example.com/mcp");
-        assert_eq!(oauth.tenant_claim, "tenant");
-        assert_eq!(oauth.jwks.keys.len(), 1);
+        assert_eq!(oauth.config.issuer, "https://auth.example.com");
+        assert_eq!(oauth.config.audience, "https://mcp.example.com/mcp");
+        assert_eq!(oauth.config.tenant_claim, "tenant");
+        assert!(matches!(&oauth.keys, KeysFrom::Inline(set) if set.keys.len() == 1));
+
+        let config = parse(&with_base(&[
+            (OAUTH_ISSUER, "https://auth.example.com"),
+            (OAUTH_RESOURCE, "https://mcp.example.com/mcp"),
+            (
+                OAUTH_JWKS_URL,
+                "https://auth.example.com/.well-known/jwks.json",
+            ),
+        ]))
+        .unwrap();
+        assert!(matches!(
+            config.oauth.expect("oauth").keys,
+            KeysFrom::Url(url) if url == "https://auth.example.com/.well-known/jwks.json"
+        ));
+        for (url, ok) in [
+            ("http://auth.example.com/jwks.json", false),
+            ("http://127.0.0.1:9000/jwks.json", true),
+            ("http://localhost/jwks.json", true),
+            ("http://localhost.example.com/jwks.json", false),
+            ("ftp://auth.example.com/jwks.json", false),
+        ] {
+            let errors = problems(&with_base(&[
+                (OAUTH_ISSUER, "https://auth.example.com"),
+                (OAUTH_RESOURCE, "https://mcp.example.com/mcp"),
+                (OAUTH_JWKS_URL, url),
+            ]));
+            assert_eq!(errors.is_empty(), ok, "{url}: {errors:?}");
+        }
+        let errors = problems(&with_base(&[
+            (OAUTH_ISSUER, "https://auth.example.com"),
+            (OAUTH_RESOURCE, "https://mcp.example.com/mcp"),
+            (OAUTH_JWKS, JWKS),
+            (OAUTH_JWKS_URL, "https://auth.example.com/jwks.json"),
+        ]));
+        assert!(errors[0].contains("give the keys one way"), "{errors:?}");
 
         let errors = problems(&with_base(&[(OAUTH_ISSUER, "https://auth.example.com")]));
         assert_eq!(errors.len(), 1, "{errors:?}");
@@ -640,7 +659,7 @@ mod tests {
             "{errors:?}"
         );
         assert!(
-            errors[0].contains("GATEHOUSE_OAUTH_JWKS is missing"),
+            errors[0].contains("GATEHOUSE_OAUTH_JWKS_URL (the issuer's jwks_uri) or GATEHOUSE_OAUTH_JWKS (the key set itself) is missing"),
             "{errors:?}"
         );
 
@@ -682,7 +701,7 @@ mod tests {
             (OAUTH_TENANT_CLAIM, "org_id"),
         ]))
         .unwrap();
-        assert_eq!(config.oauth.unwrap().tenant_claim, "org_id");
+        assert_eq!(config.oauth.unwrap().config.tenant_claim, "org_id");
     }
 
     #[test]

@@ -42,7 +42,7 @@ fn store_object(req: &Request, env: &Env) -> String {
 }
 
 /// A variable or secret, when set and not empty.
-fn setting(env: &Env, name: &str) -> Option<String> {
+pub(crate) fn setting(env: &Env, name: &str) -> Option<String> {
     let value = env
         .secret(name)
         .map(|s| s.to_string())
@@ -146,14 +146,7 @@ fn settings(env: &Env, ctx: Context) -> Result<app::Settings> {
     if let Some(bytes) = setting(env, "GATEHOUSE_MAX_BODY_BYTES").and_then(|b| b.parse().ok()) {
         settings.max_body_bytes = bytes;
     }
-    use app::settings::{OAUTH_ISSUER, OAUTH_JWKS, OAUTH_RESOURCE, OAUTH_TENANT_CLAIM};
-    settings.oauth = app::settings::oauth(
-        setting(env, OAUTH_ISSUER),
-        setting(env, OAUTH_RESOURCE),
-        setting(env, OAUTH_JWKS),
-        setting(env, OAUTH_TENANT_CLAIM),
-    )
-    .map_err(|e| worker::Error::RustError(format!("invalid configuration: {e}")))?;
+    settings.oauth = crate::keys::oauth(env)?;
     Ok(settings)
 }
 

@@ -15,6 +15,7 @@
 
 mod assembly;
 mod durable;
+mod keys;
 mod sql_rows;
 
 use worker::{Context, Env, Request, Response, Result, event};

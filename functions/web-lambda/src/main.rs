@@ -17,6 +17,12 @@ const TABLE: &str = "GATEHOUSE_TABLE";
 const DYNAMODB_ENDPOINT: &str = "GATEHOUSE_DYNAMODB_ENDPOINT";
 /// The log filter (default `info`).
 const LOG: &str = "GATEHOUSE_LOG";
+/// The MCP endpoint's URL itself, shown in new connections' client configurations (local
+/// tests of the binary).
+const MCP_URL: &str = "GATEHOUSE_MCP_URL";
+/// The Systems Manager parameter holding the MCP endpoint's URL (the deployment's way: the
+/// template cannot pass the URL itself without a dependency cycle between the two functions).
+const MCP_URL_PARAMETER: &str = "GATEHOUSE_MCP_URL_PARAMETER";
 
 /// Reads the configuration: every problem named, none echoed beyond its variable.
 fn config(
@@ -46,6 +52,32 @@ fn config(
     match table {
         Some(table) if problems.is_empty() => Ok((table, endpoint)),
         _ => Err(problems),
+    }
+}
+
+/// The MCP endpoint's URL for the pages: given, or read from its parameter through the
+/// Parameters and Secrets extension. Without it the pages still work and show a placeholder,
+/// so a failure is logged, not fatal.
+async fn mcp_url(lookup: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let set = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+    if let Some(url) = set(MCP_URL) {
+        return Some(url);
+    }
+    let name = set(MCP_URL_PARAMETER)?;
+    let token = set("AWS_SESSION_TOKEN").unwrap_or_default();
+    let port = set("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(http_client::SECRETS_EXTENSION_PORT);
+    let read = async {
+        let client = http_client::HttpClient::new(std::time::Duration::from_secs(3))?;
+        http_client::lambda_parameter(&client, port, &name, &token).await
+    };
+    match read.await {
+        Ok(url) => Some(url),
+        Err(e) => {
+            tracing::warn!(parameter = %name, error = %e, "could not read the MCP endpoint's URL; pages show a placeholder");
+            None
+        }
     }
 }
 
@@ -83,6 +115,7 @@ async fn main() -> ExitCode {
     let settings = app::Settings {
         backend: "dynamodb".into(),
         secure_cookies: true,
+        mcp_url: mcp_url(|name| std::env::var(name).ok()).await,
         ..app::Settings::default()
     };
     let app = match app::build(&settings, store) {

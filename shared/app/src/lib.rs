@@ -4,6 +4,8 @@
 
 pub mod bench;
 pub mod demo;
+#[cfg(feature = "tokio")]
+pub mod key_set_url;
 pub mod manifest;
 mod recent;
 pub mod rights;
@@ -55,17 +57,34 @@ pub struct Settings {
     pub randomness: Arc<dyn mcp_pipeline::Randomness>,
 }
 
-/// How this deployment accepts OAuth access tokens.
+/// How this deployment accepts OAuth access tokens: one validator, shared by every app built
+/// with these settings, so keys fetched once serve them all (the edge builds an app per
+/// request).
 #[derive(Debug, Clone)]
 pub struct OAuth {
+    validator: Arc<OAuthValidator>,
+}
+
+impl OAuth {
+    /// Tokens checked against `config`, signed by keys from `source`.
+    pub fn new(
+        config: identity::oauth::OAuthConfig,
+        source: Arc<dyn identity::oauth::JwksSource>,
+    ) -> Self {
+        OAuth {
+            validator: Arc::new(OAuthValidator::new(config, source)),
+        }
+    }
+
     /// This server's resource URL (the tokens' audience), e.g. `https://mcp.example.com/mcp`.
-    pub resource: String,
+    pub fn resource(&self) -> &str {
+        &self.validator.config().audience
+    }
+
     /// The authorization server (the tokens' issuer).
-    pub issuer: String,
-    /// The claim naming the tenant.
-    pub tenant_claim: String,
-    /// The issuer's signing keys.
-    pub jwks: jsonwebtoken::jwk::JwkSet,
+    pub fn issuer(&self) -> &str {
+        &self.validator.config().issuer
+    }
 }
 
 impl Default for Settings {
@@ -213,18 +232,10 @@ fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> 
         .with_clock(Arc::clone(&settings.clock));
     let mut protected_resource = None;
     if let Some(oauth) = &settings.oauth {
-        let validator = OAuthValidator::new(
-            identity::oauth::OAuthConfig {
-                issuer: oauth.issuer.clone(),
-                audience: oauth.resource.clone(),
-                tenant_claim: oauth.tenant_claim.clone(),
-            },
-            Box::new(identity::oauth::StaticJwks(oauth.jwks.clone())),
-        );
-        authenticator = authenticator.with_oauth(Arc::new(validator));
+        authenticator = authenticator.with_oauth(Arc::clone(&oauth.validator));
         protected_resource = Some(ProtectedResource {
-            resource: oauth.resource.clone(),
-            authorization_servers: vec![oauth.issuer.clone()],
+            resource: oauth.resource().to_owned(),
+            authorization_servers: vec![oauth.issuer().to_owned()],
             scopes: rights::ALL.iter().map(|r| (*r).to_owned()).collect(),
         });
     }

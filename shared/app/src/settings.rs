@@ -1,12 +1,16 @@
 //! Settings read from the environment, shared by the entry points that read them the same way
 //! (the Lambda function and the edge Worker): the messages name the variables.
 
+use std::sync::Arc;
+
 /// The authorization server whose access tokens are accepted; empty: MCP tokens only.
 pub const OAUTH_ISSUER: &str = "GATEHOUSE_OAUTH_ISSUER";
 /// This server's resource URL, the tokens' audience (with the issuer).
 pub const OAUTH_RESOURCE: &str = "GATEHOUSE_OAUTH_RESOURCE";
-/// The issuer's JSON Web Key Set (with the issuer).
+/// The issuer's JSON Web Key Set itself (with the issuer; or [`OAUTH_JWKS_URL`]).
 pub const OAUTH_JWKS: &str = "GATEHOUSE_OAUTH_JWKS";
+/// The URL of the issuer's JSON Web Key Set, its `jwks_uri` (with the issuer; or [`OAUTH_JWKS`]).
+pub const OAUTH_JWKS_URL: &str = "GATEHOUSE_OAUTH_JWKS_URL";
 /// The access-token claim naming the tenant (default `tenant`).
 pub const OAUTH_TENANT_CLAIM: &str = "GATEHOUSE_OAUTH_TENANT_CLAIM";
 
@@ -18,24 +22,81 @@ pub fn is_http_url(text: &str) -> bool {
     rest.is_some_and(|r| !r.is_empty() && !r.contains(char::is_whitespace))
 }
 
-/// How OAuth access tokens are accepted, from the four variables' values: `None` when none of
-/// issuer, resource and key set is given; every problem named at once otherwise.
-pub fn oauth(
-    issuer: Option<String>,
-    resource: Option<String>,
-    jwks: Option<String>,
-    tenant_claim: Option<String>,
-) -> Result<Option<crate::OAuth>, String> {
-    let Some(issuer) = issuer else {
-        return match (resource, jwks) {
-            (None, None) => Ok(None),
-            (resource, _) => Err(format!(
-                "{} is set but {OAUTH_ISSUER} is not: set the issuer too, or neither",
-                if resource.is_some() {
-                    OAUTH_RESOURCE
-                } else {
-                    OAUTH_JWKS
-                }
+/// How OAuth access tokens are accepted, read from the environment: the checks a token must
+/// pass and where the issuer's keys come from. An entry point turns it into [`crate::OAuth`]
+/// with the way it fetches URLs ([`OAuthPlan::into_oauth`]).
+#[derive(Debug, Clone)]
+pub struct OAuthPlan {
+    /// Issuer, audience and tenant claim.
+    pub config: identity::oauth::OAuthConfig,
+    /// The issuer's keys.
+    pub keys: KeysFrom,
+}
+
+/// Where the issuer's signing keys come from.
+#[derive(Debug, Clone)]
+pub enum KeysFrom {
+    /// A key set given in configuration.
+    Inline(jsonwebtoken::jwk::JwkSet),
+    /// The issuer's `jwks_uri`, fetched and cached (see `identity::oauth::KeyCache`).
+    Url(String),
+}
+
+impl OAuthPlan {
+    /// The OAuth settings, fetching a key set URL with `fetcher`.
+    pub fn into_oauth(
+        self,
+        fetcher: impl FnOnce(String) -> Arc<dyn identity::oauth::JwksSource>,
+    ) -> crate::OAuth {
+        let source: Arc<dyn identity::oauth::JwksSource> = match self.keys {
+            KeysFrom::Inline(set) => Arc::new(identity::oauth::StaticJwks(set)),
+            KeysFrom::Url(url) => fetcher(url),
+        };
+        crate::OAuth::new(self.config, source)
+    }
+}
+
+/// The five OAuth variables' values.
+#[derive(Debug, Clone, Default)]
+pub struct OAuthVariables {
+    /// [`OAUTH_ISSUER`].
+    pub issuer: Option<String>,
+    /// [`OAUTH_RESOURCE`].
+    pub resource: Option<String>,
+    /// [`OAUTH_JWKS`].
+    pub jwks: Option<String>,
+    /// [`OAUTH_JWKS_URL`].
+    pub jwks_url: Option<String>,
+    /// [`OAUTH_TENANT_CLAIM`].
+    pub tenant_claim: Option<String>,
+}
+
+impl OAuthVariables {
+    /// The variables from `read` (a name to its value when set).
+    pub fn read(read: impl Fn(&str) -> Option<String>) -> Self {
+        OAuthVariables {
+            issuer: read(OAUTH_ISSUER),
+            resource: read(OAUTH_RESOURCE),
+            jwks: read(OAUTH_JWKS),
+            jwks_url: read(OAUTH_JWKS_URL),
+            tenant_claim: read(OAUTH_TENANT_CLAIM),
+        }
+    }
+}
+
+/// How OAuth access tokens are accepted: `None` when none of issuer, resource and keys is
+/// given; every problem named at once otherwise.
+pub fn oauth(vars: OAuthVariables) -> Result<Option<OAuthPlan>, String> {
+    let Some(issuer) = vars.issuer else {
+        let named = [
+            (OAUTH_RESOURCE, vars.resource.is_some()),
+            (OAUTH_JWKS, vars.jwks.is_some()),
+            (OAUTH_JWKS_URL, vars.jwks_url.is_some()),
+        ];
+        return match named.iter().find(|(_, set)| *set) {
+            None => Ok(None),
+            Some((name, _)) => Err(format!(
+                "{name} is set but {OAUTH_ISSUER} is not: set the issuer too, or neither"
             )),
         };
     };
@@ -43,7 +104,23 @@ pub fn oauth(
     if !is_http_url(&issuer) {
         errors.push(format!("{OAUTH_ISSUER}={issuer:?} is not a URL"));
     }
-    let resource = match resource {
+    let resource = resource(vars.resource, &mut errors);
+    let keys = keys(vars.jwks, vars.jwks_url, &mut errors);
+    let (Some(resource), Some(keys), true) = (resource, keys, errors.is_empty()) else {
+        return Err(errors.join("; "));
+    };
+    Ok(Some(OAuthPlan {
+        config: identity::oauth::OAuthConfig {
+            issuer,
+            audience: resource,
+            tenant_claim: vars.tenant_claim.unwrap_or_else(|| "tenant".to_owned()),
+        },
+        keys,
+    }))
+}
+
+fn resource(value: Option<String>, errors: &mut Vec<String>) -> Option<String> {
+    match value {
         Some(r) if is_http_url(&r) => Some(r),
         Some(r) => {
             errors.push(format!("{OAUTH_RESOURCE}={r:?} is not a URL"));
@@ -55,37 +132,55 @@ pub fn oauth(
             ));
             None
         }
-    };
-    // The type is `crate::OAuth`'s, inferred below.
-    let jwks = match jwks {
-        Some(text) => match serde_json::from_str(&text) {
-            Ok(set) => Some(set),
+    }
+}
+
+fn keys(inline: Option<String>, url: Option<String>, errors: &mut Vec<String>) -> Option<KeysFrom> {
+    match (inline, url) {
+        (Some(_), Some(_)) => {
+            errors.push(format!(
+                "both {OAUTH_JWKS} and {OAUTH_JWKS_URL} are set: give the keys one way"
+            ));
+            None
+        }
+        (None, Some(url)) if is_key_set_url(&url) => Some(KeysFrom::Url(url)),
+        (None, Some(url)) => {
+            errors.push(format!(
+                "{OAUTH_JWKS_URL}={url:?} is not an https URL (plain http only on localhost)"
+            ));
+            None
+        }
+        (Some(text), None) => match serde_json::from_str::<jsonwebtoken::jwk::JwkSet>(&text) {
+            Ok(set) if set.keys.is_empty() => {
+                errors.push(format!(
+                    "{OAUTH_JWKS} holds no key: every access token would be refused"
+                ));
+                None
+            }
+            Ok(set) => Some(KeysFrom::Inline(set)),
             Err(e) => {
                 errors.push(format!("{OAUTH_JWKS} is not a JSON Web Key Set: {e}"));
                 None
             }
         },
-        None => {
+        (None, None) => {
             errors.push(format!(
-                "{OAUTH_JWKS} is missing: with {OAUTH_ISSUER} it must hold the issuer's JSON Web Key Set"
+                "{OAUTH_JWKS_URL} (the issuer's jwks_uri) or {OAUTH_JWKS} (the key set itself) is missing: with {OAUTH_ISSUER} one must give the issuer's keys"
             ));
             None
         }
-    };
-    let tenant_claim = tenant_claim.unwrap_or_else(|| "tenant".to_owned());
-    let (Some(resource), Some(jwks), true) = (resource, jwks, errors.is_empty()) else {
-        return Err(errors.join("; "));
-    };
-    let oauth = crate::OAuth {
-        resource,
-        issuer,
-        tenant_claim,
-        jwks,
-    };
-    if oauth.jwks.keys.is_empty() {
-        return Err(format!(
-            "{OAUTH_JWKS} holds no key: every access token would be refused"
-        ));
     }
-    Ok(Some(oauth))
+}
+
+/// Keys travel over https; plain http is accepted only to this machine (local tests).
+fn is_key_set_url(url: &str) -> bool {
+    if url.starts_with("https://") {
+        return is_http_url(url);
+    }
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let host = rest.split(['/', '?']).next().unwrap_or_default();
+    let host = host.rsplit_once(':').map_or(host, |(h, _)| h);
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]")
 }

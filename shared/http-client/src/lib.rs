@@ -6,9 +6,11 @@
 //! [`lambda_secret`] reads a secret through the AWS Parameters and Secrets Lambda Extension
 //! with it, so that no function needs the Secrets Manager SDK.
 
+mod retry;
 mod secrets;
 
-pub use secrets::{SECRETS_EXTENSION_PORT, lambda_secret};
+pub use retry::RetryPolicy;
+pub use secrets::{SECRETS_EXTENSION_PORT, lambda_parameter, lambda_secret};
 
 use std::time::Duration;
 

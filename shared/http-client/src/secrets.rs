@@ -27,10 +27,43 @@ pub async fn lambda_secret(
     secret_id: &str,
     session_token: &str,
 ) -> Result<String, HttpClientError> {
-    let url = format!(
-        "http://127.0.0.1:{port}/secretsmanager/get?secretId={}",
-        percent_encode(secret_id)
+    let path = format!("/secretsmanager/get?secretId={}", percent_encode(secret_id));
+    let json = extension_get(client, port, &path, secret_id, session_token).await?;
+    json.get("SecretString")
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| HttpClientError::Connection(format!("{secret_id} has no SecretString")))
+}
+
+/// The value of the Systems Manager parameter `name` from the extension on `port`.
+pub async fn lambda_parameter(
+    client: &HttpClient,
+    port: u16,
+    name: &str,
+    session_token: &str,
+) -> Result<String, HttpClientError> {
+    let path = format!(
+        "/systemsmanager/parameters/get?name={}",
+        percent_encode(name)
     );
+    let json = extension_get(client, port, &path, name, session_token).await?;
+    json.pointer("/Parameter/Value")
+        .and_then(serde_json::Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| HttpClientError::Connection(format!("{name} has no value")))
+}
+
+/// The extension's JSON answer for `path` (about `what`).
+async fn extension_get(
+    client: &HttpClient,
+    port: u16,
+    path: &str,
+    what: &str,
+    session_token: &str,
+) -> Result<serde_json::Value, HttpClientError> {
+    let url = format!("http://127.0.0.1:{port}{path}");
     let answer = client
         .get(&url, &[("x-aws-parameters-secrets-token", session_token)])
         .await
@@ -42,18 +75,13 @@ pub async fn lambda_secret(
         })?;
     if answer.status != 200 {
         return Err(HttpClientError::Connection(format!(
-            "the secrets extension answered {} for {secret_id}",
+            "the secrets extension answered {} for {what}",
             answer.status
         )));
     }
-    let json: serde_json::Value = serde_json::from_slice(&answer.body).map_err(|_| {
+    serde_json::from_slice(&answer.body).map_err(|_| {
         HttpClientError::Connection("the secrets extension's answer is not JSON".into())
-    })?;
-    json.get("SecretString")
-        .and_then(serde_json::Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .ok_or_else(|| HttpClientError::Connection(format!("{secret_id} has no SecretString")))
+    })
 }
 
 #[cfg(test)]
@@ -99,6 +127,37 @@ mod tests {
             "{request}"
         );
         assert!(request.contains("x-aws-parameters-secrets-token: tok"));
+    }
+
+    #[tokio::test]
+    async fn reads_a_parameter_value() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            let n = socket.read(&mut buf).await.unwrap();
+            let request = String::from_utf8_lossy(&buf[..n]).to_string();
+            let body = r#"{"Parameter":{"Name":"/g/s/mcp-endpoint","Value":"https://x.lambda-url.eu-west-1.on.aws/mcp"}}"#;
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            socket.write_all(response.as_bytes()).await.unwrap();
+            request
+        });
+        let client = HttpClient::new(Duration::from_secs(5)).unwrap();
+        let value = lambda_parameter(&client, port, "/g/s/mcp-endpoint", "tok")
+            .await
+            .unwrap();
+        assert_eq!(value, "https://x.lambda-url.eu-west-1.on.aws/mcp");
+        let request = server.await.unwrap().to_lowercase();
+        assert!(
+            request.starts_with(
+                "get /systemsmanager/parameters/get?name=%2fg%2fs%2fmcp-endpoint http/1.1"
+            ),
+            "{request}"
+        );
     }
 
     #[tokio::test]

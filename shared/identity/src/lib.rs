@@ -21,6 +21,7 @@ pub mod authenticator;
 pub mod connection;
 pub mod directory;
 mod hooks;
+mod jwks;
 pub mod keys;
 pub mod oauth;
 pub mod switch;

@@ -5,37 +5,19 @@
 //! audience must be this server's resource URL, the issuer must be the configured one, and
 //! `exp` is required, with a small explicit leeway.
 
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::Arc;
 
-use jsonwebtoken::jwk::JwkSet;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
+
+pub use crate::jwks::{
+    FIRST_FETCH_RETRY, JwksSource, KEYS_MAX_AGE, KeyCache, REFRESH_COOL_DOWN, StaticJwks,
+};
 
 /// Algorithms accepted. Everything else, `none` and HS* included, is refused.
 pub const ALLOWED_ALGORITHMS: &[Algorithm] = &[Algorithm::RS256, Algorithm::ES256];
 /// Clock skew tolerated on `exp` and `nbf`, in seconds.
 pub const LEEWAY_SECONDS: u64 = 30;
-/// At most one key refresh per this interval, however many unknown `kid`s arrive.
-pub const REFRESH_INTERVAL: Duration = Duration::from_secs(60);
-
-/// Where the authorization server's keys come from.
-#[async_trait::async_trait]
-pub trait JwksSource: std::fmt::Debug + Send + Sync + 'static {
-    /// The current key set.
-    async fn fetch(&self) -> Result<JwkSet, String>;
-}
-
-/// A key set given in configuration.
-#[derive(Debug, Clone)]
-pub struct StaticJwks(pub JwkSet);
-
-#[async_trait::async_trait]
-impl JwksSource for StaticJwks {
-    async fn fetch(&self) -> Result<JwkSet, String> {
-        Ok(self.0.clone())
-    }
-}
 
 /// Settings of the OAuth credential.
 #[derive(Debug, Clone)]
@@ -68,69 +50,21 @@ struct Claims {
 #[derive(Debug)]
 pub struct OAuthValidator {
     config: OAuthConfig,
-    source: Box<dyn JwksSource>,
-    keys: Mutex<Option<JwkSet>>,
-    /// When the keys were last fetched (Unix seconds, the caller's clock).
-    last_refresh: Mutex<Option<i64>>,
+    keys: KeyCache,
 }
 
 impl OAuthValidator {
     /// A validator fetching keys from `source`.
-    pub fn new(config: OAuthConfig, source: Box<dyn JwksSource>) -> Self {
+    pub fn new(config: OAuthConfig, source: Arc<dyn JwksSource>) -> Self {
         OAuthValidator {
             config,
-            source,
-            keys: Mutex::new(None),
-            last_refresh: Mutex::new(None),
+            keys: KeyCache::new(source),
         }
     }
 
     /// The settings.
     pub fn config(&self) -> &OAuthConfig {
         &self.config
-    }
-
-    fn cached_key(&self, kid: Option<&str>) -> Option<DecodingKey> {
-        let keys = self
-            .keys
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let set = keys.as_ref()?;
-        let jwk = match kid {
-            Some(kid) => set.find(kid)?,
-            None if set.keys.len() == 1 => &set.keys[0],
-            None => return None,
-        };
-        DecodingKey::from_jwk(jwk).ok()
-    }
-
-    async fn refresh(&self, force: bool, now: i64) {
-        {
-            let mut last = self
-                .last_refresh
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let interval = i64::try_from(REFRESH_INTERVAL.as_secs()).unwrap_or(i64::MAX);
-            let due = last.is_none_or(|t| now.saturating_sub(t) >= interval);
-            let empty = self
-                .keys
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .is_none();
-            if !(due || (empty && force)) {
-                return;
-            }
-            *last = Some(now);
-        }
-        match self.source.fetch().await {
-            Ok(set) => {
-                *self
-                    .keys
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(set)
-            }
-            Err(e) => tracing::warn!(error = %e, "could not fetch the authorization server's keys"),
-        }
     }
 
     /// Validates a token at `now` (Unix seconds, the server's clock); the error is a reason
@@ -145,22 +79,11 @@ impl OAuthValidator {
                 header.alg
             ));
         }
-        let kid = header.kid.as_deref();
-        let key = match self.cached_key(kid) {
-            Some(key) => key,
-            None => {
-                // An unknown key id may mean the server rotated its keys: refresh, at most
-                // once per interval, then try again.
-                let first_load = self
-                    .keys
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .is_none();
-                self.refresh(first_load, now).await;
-                self.cached_key(kid)
-                    .ok_or_else(|| "the access token's signing key is unknown".to_owned())?
-            }
-        };
+        let key = self
+            .keys
+            .key(header.kid.as_deref(), now)
+            .await
+            .ok_or_else(|| "the access token's signing key is unknown".to_owned())?;
         let mut validation = Validation::new(header.alg);
         validation.algorithms = vec![header.alg];
         validation.set_audience(&[self.config.audience.as_str()]);

@@ -96,12 +96,13 @@ pub(crate) async fn inbox(web: &Web, s: &Session) -> WebResponse {
     let body = maud::html! {
         p { (waiting.len()) " waiting, in " (cx.zone) "." }
         div.scroll { table.stack {
-            tr { th { "What" } th { "Asked by" } th { "Expires" } th {} }
+            tr { th { "What" } th { "Asked by" } th { "Waiting for" } th { "Expires" } th {} }
             @for p in &waiting {
                 @let missing = cx.missing(p);
                 tr {
                     td { (p.summary) }
                     td { (cx.asked_by(p)) }
+                    td { (needs(p, &missing)) }
                     td { (cx.expires(p)) }
                     td {
                         @if missing.is_empty() {
@@ -116,6 +117,18 @@ pub(crate) async fn inbox(web: &Web, s: &Session) -> WebResponse {
         } }
     };
     html(StatusCode::OK, "Approvals", body)
+}
+
+/// The rights a decision takes, each one the reader lacks marked.
+fn needs(p: &PendingView, missing: &[&str]) -> maud::Markup {
+    maud::html! {
+        "someone with "
+        @for (i, right) in p.rights.iter().enumerate() {
+            @if i > 0 { " and " }
+            code { (right) }
+            @if missing.contains(right) { " (you lack it)" }
+        }
+    }
 }
 
 fn unknown() -> WebResponse {
@@ -145,6 +158,7 @@ pub(crate) async fn approval(
             p { strong { (p.summary) } }
             dl {
                 dt { "Asked by" } dd { (cx.asked_by(&p)) }
+                dt { "Waiting for" } dd { (needs(&p, &missing)) }
                 dt { "Expires" } dd { (cx.expires(&p)) }
                 dt { "Status" } dd { (p.status) }
                 dt { "Tool" } dd { code { (p.tool) } }

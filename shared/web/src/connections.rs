@@ -21,7 +21,10 @@ pub(crate) async fn connections(web: &Web, s: &Session, created: Option<&str>) -
     let when = |text: &str| crate::html::when(text, &zone, now);
     let body = maud::html! {
         @if let Some(token) = created { (new_token_box(token, web.mcp_url.as_deref())) }
-        p.muted { "Times in " (zone) "." }
+        p.muted {
+            @if let Some(url) = &web.mcp_url { "Clients connect to " code { (url) } ". " }
+            "Times in " (zone) "."
+        }
         div.scroll { table.stack {
             tr { th { "Client" } th { "Made by" } th { "Last used (to the hour)" } th { "Details" } th {} }
             @for c in &list {

@@ -9,11 +9,14 @@ use mcp_pipeline::Toolset;
 pub(crate) mod dates;
 pub(crate) mod edge;
 pub(crate) mod hint_follower;
+pub(crate) mod key_server;
+pub(crate) mod lambda_extension;
 pub(crate) mod notes;
 pub(crate) mod probe_tools;
 pub(crate) mod receiver;
 pub(crate) mod store;
 pub(crate) mod template;
+pub(crate) mod tokens;
 
 /// The local DynamoDB-compatible server's endpoint, from `GATEHOUSE_TEST_DYNAMODB_ENDPOINT`
 /// (set by `tests/run`, which starts the server).

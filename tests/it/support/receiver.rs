@@ -14,6 +14,8 @@ pub(crate) enum Answer {
     Status(u16),
     /// Nothing for this long (then 200, too late for a short deadline).
     Hang(Duration),
+    /// This status with `Retry-After` in seconds.
+    Busy(u16, u64),
 }
 
 /// A request the receiver got: its headers (lower-case names) and body.
@@ -70,16 +72,17 @@ impl Receiver {
         };
         self.got.lock().unwrap().push(request);
         let next = self.script.lock().unwrap().pop_front();
-        let status = match next {
-            Some(Answer::Status(status)) => status,
+        let (status, extra) = match next {
+            Some(Answer::Status(status)) => (status, String::new()),
             Some(Answer::Hang(how_long)) => {
                 tokio::time::sleep(how_long).await;
-                200
+                (200, String::new())
             }
-            None => 200,
+            Some(Answer::Busy(status, seconds)) => (status, format!("retry-after: {seconds}\r\n")),
+            None => (200, String::new()),
         };
         let response =
-            format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            format!("HTTP/1.1 {status} X\r\n{extra}content-length: 0\r\nconnection: close\r\n\r\n");
         let _ = socket.write_all(response.as_bytes()).await;
     }
 }
