@@ -31,6 +31,7 @@ mod outbox;
 mod rollout;
 mod round_trips;
 mod store_conformance;
+mod store_faults;
 mod support;
 mod transports;
 mod untrusted_text;

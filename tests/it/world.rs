@@ -55,13 +55,23 @@ impl World {
             return Self::on_edge(settings);
         }
         let (store, dir) = fresh(backend).await?;
-        let app = app::build(&settings, store).unwrap();
-        Some(World {
+        Some(Self::on_store(backend, store, dir, &settings))
+    }
+
+    /// A world whose app runs on `store` (a wrapper of a fresh `backend` store, kept in `dir`).
+    pub(crate) fn on_store(
+        backend: Backend,
+        store: std::sync::Arc<dyn store::Store>,
+        dir: Option<tempfile::TempDir>,
+        settings: &app::Settings,
+    ) -> World {
+        let app = app::build(settings, store).unwrap();
+        World {
             app,
             backend,
             _dir: dir,
             edge: None,
-        })
+        }
     }
 
     /// A world whose calls go over HTTP to the locally served edge worker, on a Durable Object

@@ -51,6 +51,9 @@ pub struct Settings {
     pub defer: Option<mcp_pipeline::Defer>,
     /// The timer for deadlines; `None`: tokio's. The edge passes its own (no tokio there).
     pub sleep: Option<mcp_pipeline::Sleep>,
+    /// The longest wait for one store call (ADR 22): past it the call is answered as an
+    /// outage (503 at authentication, a retryable tool error after), never left queuing.
+    pub store_wait: std::time::Duration,
     /// Where calls read the time (the system's; tests set their own).
     pub clock: Arc<dyn mcp_pipeline::Clock>,
     /// Where request ids, tokens and the product's ids come from (the system's generator).
@@ -97,6 +100,7 @@ impl Default for Settings {
             limits: mcp_pipeline::Limits::default(),
             state_ttl_seconds: 600,
             console_base: "http://127.0.0.1:8787/app".into(),
+            store_wait: STORE_WAIT,
             secure_cookies: true,
             mcp_url: None,
             state_key: None,
@@ -165,9 +169,15 @@ pub fn registry(settings: &Settings, store: &Arc<dyn Store>) -> Result<Registry,
 
 /// Builds the application on `store`.
 pub fn build(settings: &Settings, store: Arc<dyn Store>) -> Result<App, RegistryError> {
+    let store = bounded(settings, store);
     let tools = registry(settings, &store)?;
-    build_with(settings, store, tools)
+    Ok(assemble_on(settings, store, tools))
 }
+
+/// The longest wait for one store call by default: with the default tool deadline (20 s), the
+/// credential's read and the commit, a call ends within 26.2 s, inside the MCP function's
+/// 30 s timeout (ADR 22).
+pub const STORE_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Builds the application on `store` with these tools (tests use it for example tools).
 pub fn build_with(
@@ -175,8 +185,18 @@ pub fn build_with(
     store: Arc<dyn Store>,
     tools: Registry,
 ) -> Result<App, RegistryError> {
+    Ok(assemble_on(settings, bounded(settings, store), tools))
+}
+
+/// `store` with every call bounded by `settings.store_wait`.
+fn bounded(settings: &Settings, store: Arc<dyn Store>) -> Arc<dyn Store> {
+    let timer = runtime(settings).sleep.0;
+    Arc::new(store::BoundedStore::new(store, settings.store_wait, timer))
+}
+
+fn assemble_on(settings: &Settings, store: Arc<dyn Store>, tools: Registry) -> App {
     let server = Server::new(server_config(settings, &store), tools);
-    Ok(assemble(settings, store, server))
+    assemble(settings, store, server)
 }
 
 /// The pipeline's configuration for this deployment.

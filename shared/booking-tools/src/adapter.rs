@@ -161,6 +161,8 @@ pub(crate) fn error(e: BookingError) -> CallError {
         BookingError::Past { field, start, next_year } => crate::time_errors::past(field, &start, next_year),
         BookingError::Rejected(reason) => ToolError::new(ErrorKind::Rejected, reason.clone(), "Read the current state and decide with the user")
             .handover(format!("{reason}: tell the user and decide together")),
+        // An outage is the caller's to retry; anything else the store says is a bug here.
+        BookingError::Store(e) if e.is_retryable() => ToolError::store_unavailable(),
         BookingError::Store(e) => return CallError::Other(Box::new(e)),
     };
     CallError::Tool(tool_error)

@@ -112,12 +112,7 @@ pub(crate) async fn load(
         Some(item) => item,
         None => store.get(&key).await.map_err(|e| {
             tracing::error!(error = %e, "could not read a pending action");
-            ToolError::new(
-                ErrorKind::Internal,
-                "The server could not reach its store",
-                "Try the same call again in a few seconds",
-            )
-            .detail("retry_after_seconds", 5)
+            ToolError::store_unavailable()
         })?,
     };
     check(item.and_then(|i| read_pending(token, &i)), caller, summary)

@@ -214,12 +214,7 @@ pub(crate) fn fingerprint(idempotency_key: Option<&str>, args_digest: &str) -> S
 
 fn unavailable(e: &StoreError) -> ToolError {
     tracing::error!(error = %e, "store failed in a gate");
-    ToolError::new(
-        ErrorKind::Internal,
-        "The server could not reach its store",
-        "Try the same call again in a few seconds",
-    )
-    .detail("retry_after_seconds", 5)
+    ToolError::store_unavailable()
 }
 
 /// A replay record as read back.

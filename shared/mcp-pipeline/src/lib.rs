@@ -63,7 +63,9 @@ pub use gates::{
 pub use handle::{Handle, HandleKind};
 pub use lengths::DEFAULT_MAX_LENGTH;
 pub use names::{MAX_CANDIDATES, NameResolver, Named};
-pub use outcome::{Choice, ErrorKind, Success, ToolError, ToolResult, shape_success};
+pub use outcome::{
+    Choice, ErrorKind, STORE_RETRY_AFTER_SECONDS, Success, ToolError, ToolResult, shape_success,
+};
 pub use prefetch::{Claim, Defer, Prefetched, ReadAhead, RecordKey};
 pub use registry::{DEFAULT_DEADLINE, MAX_NAME_LEN, Registry, RegistryError, ToolSpec};
 pub use server::{Body, Outcome, Planned, Request, Runtime, Server, ServerConfig, Sleep};

@@ -50,7 +50,14 @@ pub enum ErrorKind {
     Rejected,
     /// The server failed; the request id lets an operator find the cause.
     Internal,
+    /// Something the server depends on (its store) did not answer in time or failed; the same
+    /// call may succeed after `retry_after_seconds`. A write that may have landed is answered
+    /// by its replay record on the retry.
+    Unavailable,
 }
+
+/// How long a caller waits before retrying a call the store could not serve.
+pub const STORE_RETRY_AFTER_SECONDS: u64 = 5;
 
 /// An error the model can act on: cause, fix, the right next call, and details.
 #[derive(Debug, Clone, PartialEq)]
@@ -105,6 +112,16 @@ impl Choice {
 }
 
 impl ToolError {
+    /// The store failed or was too slow: retry the same call in a few seconds.
+    pub fn store_unavailable() -> Self {
+        ToolError::new(
+            ErrorKind::Unavailable,
+            "The server could not reach its store",
+            "Try the same call again in a few seconds",
+        )
+        .detail("retry_after_seconds", STORE_RETRY_AFTER_SECONDS)
+    }
+
     /// An error of `kind` with a message and a fix.
     pub fn new(kind: ErrorKind, message: impl Into<String>, fix: impl Into<String>) -> Self {
         ToolError {
@@ -184,6 +201,7 @@ impl ToolError {
             ErrorKind::RateLimited => "rate_limited",
             ErrorKind::Rejected => "rejected",
             ErrorKind::Internal => "internal",
+            ErrorKind::Unavailable => "unavailable",
         }
     }
 

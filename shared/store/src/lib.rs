@@ -5,6 +5,7 @@
 //! queries on one partition, and time-to-live. Backends: [`MemoryStore`] (here), SQLite and
 //! DynamoDB (their own crates). This crate knows nothing of AWS, HTTP or MCP.
 
+mod bounded;
 mod counting;
 pub mod engine;
 mod error;
@@ -18,6 +19,7 @@ pub mod rows;
 pub mod tenant_id;
 mod value;
 
+pub use bounded::{BoundedStore, Timer};
 pub use counting::{CountingStore, Latency, RoundTrips};
 pub use error::{CancelReason, Invalid, StoreError};
 pub use expr::{CmpOp, Condition, SortCondition, UpdateAction};

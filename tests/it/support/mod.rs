@@ -8,6 +8,7 @@ use mcp_pipeline::Toolset;
 
 pub(crate) mod dates;
 pub(crate) mod edge;
+pub(crate) mod faults;
 pub(crate) mod hint_follower;
 pub(crate) mod key_server;
 pub(crate) mod lambda_extension;

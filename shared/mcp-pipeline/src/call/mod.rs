@@ -258,7 +258,16 @@ impl<'a> Call<'a> {
         };
         let written = match ended {
             Ok(result) if result.is_error() => {
-                if result.structured.get("loop_brake") == Some(&json!(true)) {
+                // A call told to wait and come back (the store was out, a limit was reached)
+                // did nothing wrong: repeating it is what it was told to do.
+                let told_to_wait = matches!(
+                    result
+                        .structured
+                        .get("code")
+                        .and_then(serde_json::Value::as_str),
+                    Some("unavailable" | "rate_limited")
+                );
+                if told_to_wait || result.structured.get("loop_brake") == Some(&json!(true)) {
                     return;
                 }
                 g.store.put(brake.count_failure(self.now)).await.map(|_| ())

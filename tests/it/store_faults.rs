@@ -1,0 +1,375 @@
+//! The store failing at each step of a call, through the real handler on SQLite and on the
+//! local DynamoDB server (wrapped in `support::faults::FaultyStore`): what the caller sees, and
+//! what the store holds afterwards.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcp_pipeline::Toolset;
+use serde_json::{Value, json};
+
+use crate::support::faults::{Call, Fault, FaultyStore, Op};
+use crate::support::on_every_backend;
+use crate::support::store::{Backend, fresh};
+use crate::world::World;
+
+/// The longest wait for one store call here: short, so that a stalled store is seen soon,
+/// and still far above what a healthy local store takes.
+const STORE_WAIT: Duration = Duration::from_millis(1500);
+/// A stall: far longer than the wait.
+const STALL: Duration = Duration::from_secs(30);
+
+/// A world on a fresh store behind a fault-injecting wrapper.
+struct Faulty {
+    world: World,
+    store: Arc<FaultyStore>,
+    connection: String,
+    token: String,
+}
+
+async fn faulty(backend: Backend) -> Option<Faulty> {
+    let (inner, dir) = fresh(backend).await?;
+    let store = FaultyStore::new(inner);
+    let settings = app::Settings {
+        backend: backend.name().into(),
+        store_wait: STORE_WAIT,
+        ..app::Settings::default()
+    };
+    let world = World::on_store(backend, store.clone(), dir, &settings);
+    world.member("acme", "ana", "owner").await;
+    let (connection, token) = world.connect("acme", "ana", Toolset::Full).await;
+    Some(Faulty {
+        world,
+        store,
+        connection,
+        token,
+    })
+}
+
+/// How many live items partition `pk` holds (read past the faults).
+async fn count(f: &Faulty, pk: &str) -> usize {
+    let page = f
+        .store
+        .inner()
+        .query(store::Query::partition(pk))
+        .await
+        .unwrap();
+    page.items.len()
+}
+
+/// Customers, audit rows of executed writes, and replay records of `acme`.
+async fn holdings(f: &Faulty) -> (usize, usize, usize) {
+    let audit = identity::audit::recent(f.store.inner().as_ref(), "acme", None, 100)
+        .await
+        .unwrap();
+    (
+        count(f, "acme#customer").await,
+        audit
+            .iter()
+            .filter(|e| e.action == "create_customer" && e.outcome == "ok")
+            .count(),
+        count(f, &format!("acme#replay#{}", f.connection)).await,
+    )
+}
+
+fn grace() -> Value {
+    json!({"name": "Grace Hopper", "email": "grace@example.com"})
+}
+
+/// `create_customer` for Grace: the HTTP status and the JSON-RPC body.
+async fn create(f: &Faulty) -> (u16, Value, Option<String>) {
+    let answer = f
+        .world
+        .client(&f.token)
+        .request(
+            "tools/call",
+            json!({"name": "create_customer", "arguments": grace()}),
+        )
+        .await;
+    let retry_after = answer.header("retry-after").map(str::to_owned);
+    (answer.status, answer.json(), retry_after)
+}
+
+/// The tool result's error code, when the call ended in a tool error.
+fn error_code(body: &Value) -> Option<&str> {
+    let result = &body["result"];
+    (result["isError"] == json!(true)).then(|| result["structuredContent"]["code"].as_str())?
+}
+
+/// Which calls a fault meets.
+type Picks = fn(&Call) -> bool;
+
+fn commit_of_customer(c: &Call) -> bool {
+    c.op == Op::Transact && c.touches("customer")
+}
+
+/// The store down while the credential is read: 503 with `Retry-After`, and nothing written.
+async fn store_down_at_authentication(f: Faulty) {
+    let before = holdings(&f).await;
+    f.store.on(
+        |c| c.touches("mcptoken") || c.touches("connection"),
+        Fault::Fail,
+        usize::MAX,
+    );
+    let (status, body, retry_after) = create(&f).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(retry_after.is_some(), "503 without Retry-After: {body}");
+    assert!(f.store.faults_met() > 0, "the fault was never reached");
+    f.store.heal();
+    assert_eq!(holdings(&f).await, before);
+}
+on_every_backend!(
+    at_authentication,
+    store_down_at_authentication,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+/// What a caller must get when the store fails under it: HTTP 503 with `Retry-After` where the
+/// endpoint cannot serve at all (the credential unread), otherwise a tool error `unavailable`
+/// with `retry_after_seconds`.
+fn assert_retryable((status, body, retry_after): &(u16, Value, Option<String>)) {
+    if *status == 503 {
+        assert!(retry_after.is_some(), "503 without Retry-After: {body}");
+        return;
+    }
+    assert_eq!(*status, 200, "{body}");
+    assert_eq!(error_code(body), Some("unavailable"), "{body}");
+    assert!(
+        body["result"]["structuredContent"]["retry_after_seconds"].is_number(),
+        "{body}"
+    );
+}
+
+/// `fault` on the calls `picks` chooses, once: a retryable answer and nothing written; healed,
+/// the same call runs once.
+async fn fails_once_then_runs_once(
+    f: &Faulty,
+    picks: impl Fn(&Call) -> bool + Send + Sync + 'static,
+    fault: Fault,
+) {
+    f.store.on(picks, fault, 1);
+    assert_retryable(&create(f).await);
+    assert_eq!(f.store.faults_met(), 1, "the fault was never reached");
+    assert_eq!(holdings(f).await, (0, 0, 0), "nothing half-written");
+    let (_, body, _) = create(f).await;
+    assert_eq!(error_code(&body), None, "{body}");
+    assert_eq!(
+        holdings(f).await,
+        (1, 1, 1),
+        "one customer, its audit row, one replay record"
+    );
+}
+
+async fn commit_fails(f: Faulty) {
+    fails_once_then_runs_once(&f, commit_of_customer, Fault::Fail).await;
+}
+on_every_backend!(
+    at_commit,
+    commit_fails,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+async fn commit_throttled(f: Faulty) {
+    fails_once_then_runs_once(&f, commit_of_customer, Fault::Throttle).await;
+}
+on_every_backend!(
+    commit_throttled_,
+    commit_throttled,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+/// The audit row is written in the write's own transaction: when it cannot be written, neither
+/// is the customer.
+async fn audit_row_fails(f: Faulty) {
+    let audit_put = |c: &Call| c.op == Op::Transact && c.touches("audit");
+    fails_once_then_runs_once(&f, audit_put, Fault::Fail).await;
+}
+on_every_backend!(
+    at_audit_row,
+    audit_row_fails,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+async fn replay_lookup_fails(f: Faulty) {
+    let replay_read = |c: &Call| matches!(c.op, Op::Get | Op::BatchGet) && c.touches("replay");
+    fails_once_then_runs_once(&f, replay_read, Fault::Fail).await;
+}
+on_every_backend!(
+    at_replay_lookup,
+    replay_lookup_fails,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+async fn admission_fails(f: Faulty) {
+    let admission = |c: &Call| {
+        matches!(c.op, Op::Transact | Op::Update) && (c.touches("rate") || c.touches("slot"))
+    };
+    fails_once_then_runs_once(&f, admission, Fault::Fail).await;
+}
+on_every_backend!(
+    at_admission,
+    admission_fails,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+/// A read tool's own read fails: a retryable answer; healed, the same call reads.
+async fn body_read_fails(f: Faulty) {
+    let client = f.world.client(&f.token);
+    let created = client.call_tool("create_customer", grace()).await;
+    let customer = created.structured()["customer"]["customer"].clone();
+    let read =
+        |c: &Call| matches!(c.op, Op::Get | Op::BatchGet | Op::Query) && c.touches("customer");
+    f.store.on(read, Fault::Fail, 1);
+    let get = json!({"name": "get_customer", "arguments": {"customer": customer}});
+    let answer = client.request("tools/call", get.clone()).await;
+    let retry_after = answer.header("retry-after").map(str::to_owned);
+    assert_retryable(&(answer.status, answer.json(), retry_after));
+    assert_eq!(f.store.faults_met(), 1, "the fault was never reached");
+    let read = client.request("tools/call", get).await.json();
+    assert_eq!(error_code(&read), None, "{read}");
+    assert_eq!(
+        read["result"]["structuredContent"]["customer"]["customer"],
+        customer
+    );
+}
+on_every_backend!(
+    at_body_read,
+    body_read_fails,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+/// The commit lands but its answer is lost: the caller is told to retry, and the retry is
+/// answered by the replay record, so the customer exists once.
+async fn commit_answer_lost(f: Faulty) {
+    f.store.on(commit_of_customer, Fault::LoseAnswer, 1);
+    let (_, body, _) = create(&f).await;
+    assert_eq!(error_code(&body), Some("unavailable"), "{body}");
+    assert_eq!(holdings(&f).await, (1, 1, 1), "the commit landed");
+    let (_, retried, _) = create(&f).await;
+    assert_eq!(error_code(&retried), None, "{retried}");
+    assert_eq!(
+        retried["result"]["structuredContent"]["replayed"],
+        json!(true),
+        "answered by the replay record: {retried}"
+    );
+    assert_eq!(holdings(&f).await, (1, 1, 1), "still one customer");
+}
+on_every_backend!(
+    after_commit,
+    commit_answer_lost,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+/// The confirmation's consumption (the transaction that deletes the pending action and runs
+/// the prepared write) fails: the customer stays, the pending action stays usable, and the
+/// retried confirmation runs the deletion once.
+async fn consumption_fails(f: Faulty) {
+    let client = f.world.client(&f.token);
+    let created = client.call_tool("create_customer", grace()).await;
+    let customer = created.structured()["customer"]["customer"].clone();
+    let preview = client
+        .call_tool("delete_customer", json!({"customer": customer}))
+        .await;
+    assert_eq!(
+        preview.structured()["status"],
+        "PREVIEW",
+        "{}",
+        preview.text()
+    );
+    let confirm = json!({"name": "confirm_action", "arguments": {
+        "confirm_token": preview.structured()["confirm_token"],
+        "confirm_summary": preview.structured()["confirm_summary"]}});
+    let consume = |c: &Call| c.op == Op::Transact && c.touches("pending");
+    f.store.on(consume, Fault::Fail, 1);
+    let answer = client.request("tools/call", confirm.clone()).await;
+    let retry_after = answer.header("retry-after").map(str::to_owned);
+    assert_retryable(&(answer.status, answer.json(), retry_after));
+    assert_eq!(f.store.faults_met(), 1);
+    assert_eq!(count(&f, "acme#customer").await, 1, "the customer stays");
+    assert_eq!(
+        count(&f, "acme#pending").await,
+        1,
+        "the pending action stays"
+    );
+    let retried = client.request("tools/call", confirm).await.json();
+    assert_eq!(error_code(&retried), None, "{retried}");
+    let live = f
+        .store
+        .inner()
+        .query(store::Query::partition("acme#customer"))
+        .await
+        .unwrap();
+    let states: Vec<_> = live
+        .items
+        .iter()
+        .filter_map(|(_, i)| {
+            i.get("state")
+                .and_then(store::Value::as_s)
+                .map(str::to_owned)
+        })
+        .collect();
+    assert!(
+        states.iter().all(|s| s != "active"),
+        "the customer is deleted: {states:?}"
+    );
+    let audit = identity::audit::recent(f.store.inner().as_ref(), "acme", None, 100)
+        .await
+        .unwrap();
+    let deletions = audit
+        .iter()
+        .filter(|e| e.action == "delete_customer" && e.outcome == "ok")
+        .count();
+    assert_eq!(deletions, 1, "one deletion, audited once");
+}
+on_every_backend!(
+    at_consumption,
+    consumption_fails,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+/// A stalled store at each step: the call still ends, long before the stall would, with the
+/// answer an outage gets (503 at authentication, a retryable tool error after it); nothing is
+/// half-written and the same call then runs once.
+async fn stalls_end(f: Faulty) {
+    let steps: [(&str, Picks); 3] = [
+        ("authentication", |c| {
+            c.touches("mcptoken") || c.touches("connection")
+        }),
+        ("admission", |c| {
+            matches!(c.op, Op::Transact | Op::Update) && (c.touches("rate") || c.touches("slot"))
+        }),
+        ("commit", commit_of_customer),
+    ];
+    for (step, picks) in steps {
+        f.store.on(picks, Fault::Delay(STALL), 1);
+        let started = Instant::now();
+        let answer = create(&f).await;
+        let took = started.elapsed();
+        assert!(took < STALL / 3, "{step}: the call waited {took:?}");
+        assert_retryable(&answer);
+        assert_eq!(
+            holdings(&f).await,
+            (0, 0, 0),
+            "{step}: nothing half-written"
+        );
+        f.store.heal();
+    }
+    let (_, body, _) = create(&f).await;
+    assert_eq!(error_code(&body), None, "{body}");
+    assert_eq!(holdings(&f).await, (1, 1, 1));
+}
+on_every_backend!(
+    stalled_store,
+    stalls_end,
+    |backend| faulty(backend),
+    threads = 2
+);

@@ -1,0 +1,192 @@
+//! A store that fails on purpose: it wraps any backend and, by rule, throttles, fails, delays,
+//! or commits and then loses the answer, for the calls a rule picks (an operation touching a
+//! kind of partition). The app runs on it unchanged, so a test can break one step of a call
+//! (authentication, replay lookup, admission, the body's reads, the commit, the confirmation's
+//! consumption, the outbox claim) and then look at what the real store holds.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use store::{Delete, Item, Key, Page, Put, Query, Store, StoreError, TransactOp, Update};
+
+/// A store operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    Get,
+    BatchGet,
+    Put,
+    Update,
+    Delete,
+    Query,
+    Transact,
+}
+
+/// What a rule does to the calls it picks.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Fault {
+    /// `StoreError::Throttled`, nothing done.
+    Throttle,
+    /// `StoreError::Unavailable`, nothing done.
+    Fail,
+    /// Forwarded after this long.
+    Delay(Duration),
+    /// Forwarded and done, then answered `Unavailable` as if the answer was lost on the way.
+    LoseAnswer,
+}
+
+/// One call as the rules see it: its operation and the items it addresses (a query: its
+/// partition, with an empty sort key).
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    pub(crate) op: Op,
+    pub(crate) keys: Vec<Key>,
+}
+
+impl Call {
+    /// Whether any item it addresses is in a partition with `kind` among the segments of its
+    /// name (`acme#replay#con_1` is a `replay` partition, `mcptoken#ab12` an `mcptoken` one).
+    pub(crate) fn touches(&self, kind: &str) -> bool {
+        self.keys
+            .iter()
+            .any(|k| k.pk.split('#').any(|segment| segment == kind))
+    }
+}
+
+type Picks = Box<dyn Fn(&Call) -> bool + Send + Sync>;
+
+struct Rule {
+    picks: Picks,
+    fault: Fault,
+    /// How many more calls it applies to.
+    left: usize,
+}
+
+/// The wrapping store.
+pub(crate) struct FaultyStore {
+    inner: Arc<dyn Store>,
+    rules: Mutex<Vec<Rule>>,
+    /// Every call that met a fault, in order.
+    hit: Mutex<Vec<(Op, Vec<Key>)>>,
+}
+
+impl std::fmt::Debug for FaultyStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FaultyStore").finish_non_exhaustive()
+    }
+}
+
+impl FaultyStore {
+    pub(crate) fn new(inner: Arc<dyn Store>) -> Arc<FaultyStore> {
+        Arc::new(FaultyStore {
+            inner,
+            rules: Mutex::new(Vec::new()),
+            hit: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// From now on, the next `times` calls `picks` chooses meet `fault`.
+    pub(crate) fn on(
+        &self,
+        picks: impl Fn(&Call) -> bool + Send + Sync + 'static,
+        fault: Fault,
+        times: usize,
+    ) {
+        self.rules.lock().unwrap().push(Rule {
+            picks: Box::new(picks),
+            fault,
+            left: times,
+        });
+    }
+
+    /// No more faults.
+    pub(crate) fn heal(&self) {
+        self.rules.lock().unwrap().clear();
+    }
+
+    /// How many calls met a fault so far.
+    pub(crate) fn faults_met(&self) -> usize {
+        self.hit.lock().unwrap().len()
+    }
+
+    /// The wrapped store, to look at what it holds.
+    pub(crate) fn inner(&self) -> &Arc<dyn Store> {
+        &self.inner
+    }
+
+    /// The fault for `call`, if a rule picks it (using up one of the rule's times).
+    fn fault_for(&self, call: Call) -> Option<Fault> {
+        let mut rules = self.rules.lock().unwrap();
+        let rule = rules.iter_mut().find(|r| r.left > 0 && (r.picks)(&call))?;
+        rule.left -= 1;
+        self.hit.lock().unwrap().push((call.op, call.keys));
+        Some(rule.fault)
+    }
+
+    /// Runs `forward` under the fault `call` meets, if any.
+    async fn run<T>(
+        &self,
+        call: Call,
+        forward: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        match self.fault_for(call) {
+            None => forward.await,
+            Some(Fault::Throttle) => Err(StoreError::Throttled),
+            Some(Fault::Fail) => Err(StoreError::Unavailable("injected failure".into())),
+            Some(Fault::Delay(d)) => {
+                tokio::time::sleep(d).await;
+                forward.await
+            }
+            Some(Fault::LoseAnswer) => {
+                let _done = forward.await;
+                Err(StoreError::Unavailable(
+                    "injected: the answer was lost".into(),
+                ))
+            }
+        }
+    }
+}
+
+fn call(op: Op, keys: Vec<Key>) -> Call {
+    Call { op, keys }
+}
+
+#[async_trait::async_trait]
+impl Store for FaultyStore {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        self.run(call(Op::Get, vec![key.clone()]), self.inner.get(key))
+            .await
+    }
+
+    async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        self.run(
+            call(Op::BatchGet, keys.to_vec()),
+            self.inner.batch_get(keys),
+        )
+        .await
+    }
+
+    async fn put(&self, put: Put) -> Result<(), StoreError> {
+        let c = call(Op::Put, vec![put.key.clone()]);
+        self.run(c, self.inner.put(put)).await
+    }
+
+    async fn update(&self, update: Update) -> Result<Item, StoreError> {
+        let c = call(Op::Update, vec![update.key.clone()]);
+        self.run(c, self.inner.update(update)).await
+    }
+
+    async fn delete(&self, delete: Delete) -> Result<Option<Item>, StoreError> {
+        let c = call(Op::Delete, vec![delete.key.clone()]);
+        self.run(c, self.inner.delete(delete)).await
+    }
+
+    async fn query(&self, query: Query) -> Result<Page, StoreError> {
+        let c = call(Op::Query, vec![Key::new(query.pk.clone(), "")]);
+        self.run(c, self.inner.query(query)).await
+    }
+
+    async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
+        let c = call(Op::Transact, ops.iter().map(|o| o.key().clone()).collect());
+        self.run(c, self.inner.transact_write(ops)).await
+    }
+}
