@@ -8,6 +8,7 @@
 
 mod error;
 mod message;
+pub mod strict_json;
 
 pub use error::{ErrorCode, RpcError};
 pub use message::{Incoming, Message, ParseError, RequestId, decode_header_value, parse_message};

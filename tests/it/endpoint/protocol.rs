@@ -469,3 +469,165 @@ async fn unknown_tool_is_a_protocol_error() {
             .contains("no_such_tool")
     );
 }
+
+/// The `_meta` of a 2026-07-28 request, as raw JSON text.
+const META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+/// Sends `body` as it is (not re-serialized, so duplicates and depth reach the server).
+async fn post_raw(
+    f: &crate::support::probe_tools::Fixture,
+    body: String,
+) -> mcp_test_client::RawResponse {
+    client(f)
+        .send(
+            http::Method::POST,
+            "/mcp",
+            &headers(&[
+                JSON,
+                V,
+                ("mcp-method", "tools/call"),
+                ("mcp-name", "echo_args"),
+            ]),
+            body.into(),
+        )
+        .await
+}
+
+#[tokio::test]
+async fn a_key_twice_in_one_object_gets_400_before_anything_runs() {
+    let f = fixture();
+    let call = |args: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo_args","arguments":{args},{META}}}}}"#
+        )
+    };
+    let twice_at_top = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{{"name":"echo_args","arguments":{{}},{META}}}}}"#
+    );
+    for body in [
+        twice_at_top,
+        call(r#"{"text":"a","text":"b"}"#),
+        call(r#"{"text":"a","\u0074ext":"b"}"#),
+    ] {
+        let r = post_raw(&f, body.clone()).await;
+        assert_eq!(r.status, 400, "{body}");
+        assert_eq!(r.error_code(), Some(-32700), "{body}");
+        let message = r.json()["error"]["message"].as_str().unwrap().to_owned();
+        assert!(message.contains("appears twice"), "{message}");
+    }
+    assert!(
+        entries(&f.log).is_empty(),
+        "a tool ran: {:?}",
+        entries(&f.log)
+    );
+    let r = post_raw(&f, call(r#"{"text":"a"}"#)).await;
+    assert_eq!(r.status, 200, "the same call without the duplicate runs");
+}
+
+#[tokio::test]
+async fn very_deep_or_very_wide_json_is_refused_before_anything_runs() {
+    let f = fixture();
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo_args","arguments":{{"text":{}1{}}},{META}}}}}"#,
+        "[".repeat(10_000),
+        "]".repeat(10_000)
+    );
+    let r = post_raw(&f, deep).await;
+    assert_eq!(r.status, 400, "10,000 levels deep");
+    assert_eq!(r.error_code(), Some(-32700));
+    let wide = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo_args","arguments":{{"text":[{}0]}},{META}}}}}"#,
+        "0,".repeat(1_000_000)
+    );
+    let r = post_raw(&f, wide).await;
+    assert_eq!(r.status, 413, "a million elements");
+    assert!(
+        entries(&f.log).is_empty(),
+        "a tool ran: {:?}",
+        entries(&f.log)
+    );
+}
+
+#[tokio::test]
+async fn origin_null_and_look_alikes_get_403() {
+    let f = fixture();
+    let body = modern_body("tools/call", json!({"name": "echo_args", "arguments": {}}));
+    // The allowed origin is https://app.example.com (as browsers serialise it).
+    for origin in [
+        "null",
+        "https://app.example.com.evil.io",
+        "https://evil.io/https://app.example.com",
+        "http://app.example.com",
+        "https://app.example.com:8443",
+        "https://app.example.com.",
+        "HTTPS://APP.EXAMPLE.COM",
+        "https://app.example.com/",
+        "https://xapp.example.com",
+        "",
+    ] {
+        let hs = [
+            JSON,
+            V,
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "echo_args"),
+            ("origin", origin),
+        ];
+        let r = post(&f, &hs, &body).await;
+        assert_eq!(r.status, 403, "Origin: {origin:?}");
+    }
+    assert!(
+        entries(&f.log).is_empty(),
+        "a tool ran: {:?}",
+        entries(&f.log)
+    );
+}
+
+#[tokio::test]
+async fn a_preflight_changes_nothing_and_allows_no_other_site() {
+    let f = fixture();
+    let preflight = |origin: &'static str| {
+        headers(&[
+            ("origin", origin),
+            ("access-control-request-method", "POST"),
+            (
+                "access-control-request-headers",
+                "content-type, authorization",
+            ),
+        ])
+    };
+    let r = client(&f)
+        .send(
+            http::Method::OPTIONS,
+            "/mcp",
+            &preflight("https://evil.example"),
+            bytes::Bytes::new(),
+        )
+        .await;
+    assert_eq!(r.status, 403);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    let r = client(&f)
+        .send(
+            http::Method::OPTIONS,
+            "/mcp",
+            &preflight("https://app.example.com"),
+            bytes::Bytes::new(),
+        )
+        .await;
+    assert_ne!(r.header("access-control-allow-origin"), Some("*"));
+    assert!(r.status >= 200 && r.status < 500, "{}", r.status);
+    assert!(
+        entries(&f.log).is_empty(),
+        "a tool ran: {:?}",
+        entries(&f.log)
+    );
+    // The real POST from the other site is refused.
+    let body = modern_body("tools/call", json!({"name": "echo_args", "arguments": {}}));
+    let hs = [
+        JSON,
+        V,
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "echo_args"),
+        ("origin", "https://evil.example"),
+    ];
+    assert_eq!(post(&f, &hs, &body).await.status, 403);
+}
