@@ -12,7 +12,7 @@ use mcp_pipeline::Toolset;
 use serde_json::json;
 
 use crate::support::on_every_backend;
-use crate::transports::{ACME, gatehouse, gatehouse_binary};
+use crate::support::processes::{ACME, gatehouse, gatehouse_binary};
 use crate::web::{FORM, send, send_from};
 use crate::world::World;
 

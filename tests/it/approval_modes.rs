@@ -330,7 +330,7 @@ on_every_backend!(
 /// anyone else; `token create --approval product` pins a connection.
 #[tokio::test]
 async fn the_cli_sets_modes_and_pins_connections() {
-    use crate::transports::{cli_token, gatehouse, gatehouse_binary};
+    use crate::support::processes::{cli_token, gatehouse, gatehouse_binary};
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
     cli_token(data);

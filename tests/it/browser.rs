@@ -9,7 +9,7 @@ use std::process::Command;
 use mcp_test_client::TestClient;
 use serde_json::{Value, json};
 
-use crate::transports::start_serve;
+use crate::support::processes::start_serve;
 
 fn browser_env() -> Option<(String, String)> {
     match (

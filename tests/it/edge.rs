@@ -158,7 +158,7 @@ async fn the_cli_administers_a_deployed_worker_with_its_admin_token() {
             .unwrap();
         assert_eq!(refused.status, 404, "{bearer:?}");
     }
-    let without = std::process::Command::new(crate::transports::gatehouse_binary())
+    let without = std::process::Command::new(crate::support::processes::gatehouse_binary())
         .args(["tenant", "list", "--edge-url", &url])
         .env_remove("GATEHOUSE_EDGE_ADMIN_TOKEN")
         .output()
@@ -170,18 +170,18 @@ async fn the_cli_administers_a_deployed_worker_with_its_admin_token() {
         String::from_utf8_lossy(&without.stderr)
     );
     let run = |args: &[&str]| {
-        let mut command = std::process::Command::new(crate::transports::gatehouse_binary());
+        let mut command = std::process::Command::new(crate::support::processes::gatehouse_binary());
         command
             .args(args)
             .args(["--edge-url", &url])
             .env("GATEHOUSE_EDGE_ADMIN_TOKEN", &token);
-        crate::transports::succeed(&mut command, args)
+        crate::support::processes::succeed(&mut command, args)
     };
     let tenant = format!(
         "edge{}",
         crate::support::store::unique_suffix().replace('-', "")
     );
-    let mut create = crate::transports::ACME.to_vec();
+    let mut create = crate::support::processes::ACME.to_vec();
     let position = create
         .iter()
         .position(|a| *a == "acme")

@@ -4,11 +4,11 @@
 use mcp_test_client::TestClient;
 use serde_json::json;
 
-use crate::transports::{cli_token, start_serve};
+use crate::support::processes::{cli_token, start_serve};
 
 /// Waits until the current rate window (60 s, aligned to the minute) has at least `left`
 /// seconds to run, so that a count of admitted calls stays in one window.
-async fn fresh_window(left: i64) {
+pub(crate) async fn fresh_window(left: i64) {
     loop {
         let now = chrono::Utc::now().timestamp();
         if 60 - now % 60 >= left {

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use mcp_test_client::TestClient;
 use serde_json::json;
 
-use crate::transports::{cli_token, gatehouse_binary};
+use crate::support::processes::{cli_token, gatehouse_binary};
 
 /// Runs `gatehouse stdio` with `env`, sends two identical calls with the same JSON-RPC id, and
 /// returns what it wrote to stderr (a pipe, not a terminal).

@@ -28,6 +28,7 @@ mod next_calls;
 mod oauth_keys;
 mod operator;
 mod outbox;
+mod processes;
 mod rollout;
 mod round_trips;
 mod store_conformance;

@@ -219,7 +219,7 @@ on_every_backend!(operator_only, members_cannot_reach_the_operator_page);
 #[tokio::test]
 async fn the_cli_creates_operators_on_every_backend() {
     let create = |extra: &[&str]| {
-        let mut child = Command::new(crate::transports::gatehouse_binary())
+        let mut child = Command::new(crate::support::processes::gatehouse_binary())
             .args([
                 "operator",
                 "create",

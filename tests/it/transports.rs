@@ -1,8 +1,10 @@
 //! The same service through every way it runs: Lambda events, `gatehouse serve` over real
 //! HTTP, and `gatehouse stdio`.
 
-use std::io::{BufRead as _, BufReader, Write as _};
-use std::process::{Child, Command, Stdio};
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+use crate::support::processes::{ACME, cli_token, gatehouse_binary, start_serve, succeed};
 
 use http_body_util::BodyExt as _;
 use mcp_test_client::TestClient;
@@ -70,121 +72,6 @@ async fn lambda_function_url_event_with_a_base64_body() {
             .as_array()
             .is_some_and(|t| !t.is_empty())
     );
-}
-
-/// The `gatehouse` binary built next to this test binary (tests/run builds it first).
-pub(crate) fn gatehouse_binary() -> std::path::PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("target dir");
-    let bin = dir.join("gatehouse");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p gatehouse` first (tests/run does)",
-        bin.display()
-    );
-    bin
-}
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The command that creates the workspace `acme`.
-pub(crate) const ACME: [&str; 11] = [
-    "tenant",
-    "create",
-    "acme",
-    "--name",
-    "Acme",
-    "--zone",
-    "Europe/Berlin",
-    "--currency",
-    "EUR",
-    "--tax-rate",
-    "19",
-];
-
-/// Runs `command` (a `gatehouse` command whose arguments are `args`), which must succeed;
-/// returns its stdout.
-pub(crate) fn succeed(command: &mut Command, args: &[&str]) -> String {
-    let out = command.output().expect("run gatehouse");
-    assert!(
-        out.status.success(),
-        "gatehouse {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Runs a `gatehouse` administration command and returns its stdout.
-pub(crate) fn gatehouse(args: &[&str], data_dir: &std::path::Path) -> String {
-    let mut command = Command::new(gatehouse_binary());
-    command.args(args).arg("--data-dir").arg(data_dir);
-    succeed(&mut command, args)
-}
-
-/// Adds an owner and creates a connection with the CLI; returns the token.
-pub(crate) fn cli_token(data_dir: &std::path::Path) -> String {
-    // The workspace, unless the demo seeding made it already.
-    if !gatehouse(&["tenant", "list"], data_dir).contains("acme\t") {
-        gatehouse(&ACME, data_dir);
-    }
-    gatehouse(
-        &[
-            "member", "set", "--tenant", "acme", "--member", "ana", "--role", "owner",
-        ],
-        data_dir,
-    );
-    let out = gatehouse(
-        &[
-            "token",
-            "create",
-            "--tenant",
-            "acme",
-            "--member",
-            "ana",
-            "--client",
-            "transport tests",
-            "--json",
-        ],
-        data_dir,
-    );
-    let created: Value = serde_json::from_str(&out).unwrap();
-    created["token"].as_str().unwrap().to_owned()
-}
-
-/// Starts `gatehouse serve` on a free port; returns the process and its address.
-pub(crate) fn start_serve(data_dir: &std::path::Path) -> (impl Drop, std::net::SocketAddr) {
-    let mut child = Command::new(gatehouse_binary())
-        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start gatehouse serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut lines = BufReader::new(stderr).lines();
-    let first = lines.next().expect("a first line").expect("readable");
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect("the URL in the first line");
-    let addr = url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .parse()
-        .expect("an address");
-    // Keep draining stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    (Running(child), addr)
 }
 
 #[tokio::test]

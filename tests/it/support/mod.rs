@@ -14,6 +14,7 @@ pub(crate) mod key_server;
 pub(crate) mod lambda_extension;
 pub(crate) mod notes;
 pub(crate) mod probe_tools;
+pub(crate) mod processes;
 pub(crate) mod receiver;
 pub(crate) mod store;
 pub(crate) mod template;

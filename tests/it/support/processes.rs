@@ -1,0 +1,176 @@
+//! The `gatehouse` binary as its users run it: administration commands and `serve`
+//! processes, on a data folder or on a table of the local DynamoDB server ([`Place`]).
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// Where a process keeps its store.
+#[derive(Debug, Clone)]
+pub(crate) enum Place {
+    /// The embedded store in this data folder.
+    Folder(PathBuf),
+    /// A table of the DynamoDB server at `endpoint`.
+    Table { table: String, endpoint: String },
+}
+
+impl Place {
+    /// Points `command` at this place.
+    fn apply<'a>(&self, command: &'a mut Command) -> &'a mut Command {
+        match self {
+            Place::Folder(dir) => command.arg("--data-dir").arg(dir),
+            Place::Table { table, endpoint } => command
+                .env("GATEHOUSE_TABLE", table)
+                .env("GATEHOUSE_DYNAMODB_ENDPOINT", endpoint)
+                .env("AWS_ACCESS_KEY_ID", "test")
+                .env("AWS_SECRET_ACCESS_KEY", "test")
+                .env("AWS_REGION", "us-east-1"),
+        }
+    }
+
+    /// The store itself, to look at what the processes left.
+    pub(crate) fn store(&self) -> Arc<dyn store::Store> {
+        match self {
+            Place::Folder(dir) => {
+                Arc::new(store_sqlite::SqliteStore::open(dir.join("gatehouse.db")).unwrap())
+            }
+            Place::Table { table, endpoint } => {
+                Arc::new(store_dynamodb::DynamoStore::local(endpoint, table))
+            }
+        }
+    }
+}
+
+/// The `gatehouse` binary built next to this test binary (tests/run builds it first).
+pub(crate) fn gatehouse_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target dir");
+    let bin = dir.join("gatehouse");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build -p gatehouse` first (tests/run does)",
+        bin.display()
+    );
+    bin
+}
+
+/// A child process killed when dropped.
+pub(crate) struct Running(pub(crate) Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The command that creates the workspace `acme`.
+pub(crate) const ACME: [&str; 11] = [
+    "tenant",
+    "create",
+    "acme",
+    "--name",
+    "Acme",
+    "--zone",
+    "Europe/Berlin",
+    "--currency",
+    "EUR",
+    "--tax-rate",
+    "19",
+];
+
+/// Runs `command` (a `gatehouse` command whose arguments are `args`), which must succeed;
+/// returns its stdout.
+pub(crate) fn succeed(command: &mut Command, args: &[&str]) -> String {
+    let out = command.output().expect("run gatehouse");
+    assert!(
+        out.status.success(),
+        "gatehouse {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs a `gatehouse` administration command on the data folder and returns its stdout.
+pub(crate) fn gatehouse(args: &[&str], data_dir: &Path) -> String {
+    gatehouse_on(args, &Place::Folder(data_dir.to_owned()))
+}
+
+/// Runs a `gatehouse` administration command on `place` and returns its stdout.
+pub(crate) fn gatehouse_on(args: &[&str], place: &Place) -> String {
+    let mut command = Command::new(gatehouse_binary());
+    command.args(args);
+    succeed(place.apply(&mut command), args)
+}
+
+/// Adds an owner and creates a connection with the CLI on the data folder; returns the token.
+pub(crate) fn cli_token(data_dir: &Path) -> String {
+    cli_token_on(&Place::Folder(data_dir.to_owned()))
+}
+
+/// Adds an owner and creates a connection with the CLI on `place`; returns the token.
+pub(crate) fn cli_token_on(place: &Place) -> String {
+    // The workspace, unless the demo seeding made it already.
+    if !gatehouse_on(&["tenant", "list"], place).contains("acme\t") {
+        gatehouse_on(&ACME, place);
+    }
+    let owner = [
+        "member", "set", "--tenant", "acme", "--member", "ana", "--role", "owner",
+    ];
+    gatehouse_on(&owner, place);
+    let create = [
+        "token",
+        "create",
+        "--tenant",
+        "acme",
+        "--member",
+        "ana",
+        "--client",
+        "transport tests",
+        "--json",
+    ];
+    let created: Value = serde_json::from_str(&gatehouse_on(&create, place)).unwrap();
+    created["token"].as_str().unwrap().to_owned()
+}
+
+/// Starts `gatehouse serve` on a free port on the data folder; returns the process and its
+/// address.
+pub(crate) fn start_serve(data_dir: &Path) -> (Running, std::net::SocketAddr) {
+    start_serve_on(&Place::Folder(data_dir.to_owned()))
+}
+
+/// Starts `gatehouse serve` on a free port on `place`; returns the process and its address.
+pub(crate) fn start_serve_on(place: &Place) -> (Running, std::net::SocketAddr) {
+    let mut command = Command::new(gatehouse_binary());
+    command.args(["serve", "--addr", "127.0.0.1:0"]);
+    let mut child = place
+        .apply(&mut command)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start gatehouse serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("serve said where it serves")
+            .expect("readable");
+        if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
+            break url
+                .trim_start_matches("http://")
+                .trim_end_matches("/mcp")
+                .parse()
+                .expect("an address");
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (Running(child), addr)
+}
