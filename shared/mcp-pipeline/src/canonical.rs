@@ -47,7 +47,8 @@ fn write(value: &Value, out: &mut String) {
         Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
             (Some(i), _, _) => out.push_str(&i.to_string()),
             (None, Some(u), _) => out.push_str(&u.to_string()),
-            (None, None, Some(f)) if f == 0.0 => out.push('0'),
+            // Matches -0 as well (float patterns compare as `==`).
+            (None, None, Some(0.0)) => out.push('0'),
             (None, None, Some(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => {
                 // Whole numbers written as floats (`5.0`) mean the same as integers.
                 out.push_str(&format!("{f:.0}"));
