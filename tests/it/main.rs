@@ -22,6 +22,7 @@ mod keys;
 mod lambda_runtime;
 mod logs;
 mod manifest;
+mod model_check;
 mod model_text;
 mod names;
 mod next_calls;
