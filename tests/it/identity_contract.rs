@@ -7,8 +7,16 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_pipeline::Toolset;
 use serde_json::{Value, json};
 
+use crate::support::key_server::KeyServer;
 use crate::support::on_every_backend;
-use crate::support::tokens::sign;
+use crate::support::tokens::{sign, sign_with};
+
+/// The real test RSA public key under the key id `elsewhere`.
+fn elsewhere_keys() -> Value {
+    let mut keys = crate::support::tokens::key_set(&["test-rs256"]);
+    keys["keys"][0]["kid"] = json!("elsewhere");
+    keys
+}
 use crate::world::{ISSUER, RESOURCE, World};
 
 fn now() -> i64 {
@@ -93,7 +101,7 @@ async fn status_of(
 }
 
 pub(crate) async fn credentials_that_must_fail_get_401(world: World) {
-    let _ = setup(&world).await;
+    let mcp_token = setup(&world).await;
     world.member("acme", "olga", "owner").await;
     oauth_connection(&world, "acme", "olga", "user-olga").await;
     let mut wrong_audience = claims("acme", "user-olga");
@@ -113,6 +121,21 @@ pub(crate) async fn credentials_that_must_fail_get_401(world: World) {
     past_leeway["exp"] = json!(now() - 40);
     let mut not_yet = claims("acme", "user-olga");
     not_yet["nbf"] = json!(now() + 40);
+    let mut no_audience = claims("acme", "user-olga");
+    no_audience.as_object_mut().unwrap().remove("aud");
+    let mut string_nbf = claims("acme", "user-olga");
+    string_nbf["nbf"] = json!("99999999999");
+    // Keys the token itself points at are never fetched nor trusted: the key server serves
+    // the real public key under the token's key id, so following `jku` would accept it.
+    let elsewhere = KeyServer::start(&elsewhere_keys(), std::time::Duration::ZERO).await;
+    let mut pointing = Header::new(Algorithm::RS256);
+    pointing.kid = Some("elsewhere".into());
+    pointing.jku = Some(elsewhere.url.clone());
+    pointing.x5u = Some(elsewhere.url.clone());
+    let mut embedding = Header::new(Algorithm::RS256);
+    embedding.kid = Some("elsewhere".into());
+    embedding.jwk = Some(serde_json::from_value(elsewhere_keys()["keys"][0].clone()).unwrap());
+    let bearer = |t: String| Some(format!("Bearer {t}"));
     type Case<'a> = (&'a str, Option<String>, Vec<(&'a str, &'a str)>);
     let cases: Vec<Case<'_>> = vec![
         ("no credential", None, vec![]),
@@ -222,6 +245,35 @@ pub(crate) async fn credentials_that_must_fail_get_401(world: World) {
             vec![],
         ),
         (
+            "JWT RS512 (only RS256 and ES256 are accepted)",
+            bearer(sign(
+                Algorithm::RS512,
+                "test-rs256",
+                &claims("acme", "user-olga"),
+            )),
+            vec![],
+        ),
+        (
+            "JWT without audience",
+            bearer(sign(Algorithm::RS256, "test-rs256", &no_audience)),
+            vec![],
+        ),
+        (
+            "JWT with a string nbf",
+            bearer(sign(Algorithm::RS256, "test-rs256", &string_nbf)),
+            vec![],
+        ),
+        (
+            "JWT naming its own key set (jku, x5u)",
+            bearer(sign_with(pointing, &claims("acme", "user-olga"))),
+            vec![],
+        ),
+        (
+            "JWT carrying its own key (jwk)",
+            bearer(sign_with(embedding, &claims("acme", "user-olga"))),
+            vec![],
+        ),
+        (
             "JWT of a subject without connection",
             Some(format!(
                 "Bearer {}",
@@ -249,7 +301,21 @@ pub(crate) async fn credentials_that_must_fail_get_401(world: World) {
             !String::from_utf8_lossy(&r.body).contains("ghm_"),
             "{what}: the body echoes a credential"
         );
+        assert_eq!(r.header("cache-control"), Some("no-store"), "{what}");
     }
+    assert_eq!(
+        elsewhere.requests(),
+        0,
+        "a key set a token named was fetched"
+    );
+    // A valid token in the query string is not a credential (it would end up in logs).
+    let anonymous = world.anonymous();
+    let (body, headers) = anonymous.build("tools/list", json!({}));
+    let path = format!("/mcp?access_token={mcp_token}");
+    let r = anonymous
+        .send(http::Method::POST, &path, &headers, body.to_string().into())
+        .await;
+    assert_eq!(r.status, 401, "a token in the query string");
     // Within the leeway at both ends: expired 20 s ago, valid from 20 s ahead.
     let mut within = claims("acme", "user-olga");
     within["exp"] = json!(now() - 20);

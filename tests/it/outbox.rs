@@ -287,3 +287,19 @@ async fn two_dispatchers_at_once_deliver_once(world: World) {
     assert_eq!(message(&world, &key).await.status, Status::Sent);
 }
 on_every_backend!(concurrent, two_dispatchers_at_once_deliver_once);
+
+/// The webhook's signing secret never shows in its `Debug` (what a log line would print).
+#[test]
+fn the_webhook_secret_is_not_in_its_debug_text() {
+    let clock = std::sync::Arc::new(mcp_pipeline::SystemClock);
+    let webhook = outbox::Webhook::new(
+        "https://hooks.example.com/in",
+        b"canary-webhook-secret",
+        std::time::Duration::from_secs(1),
+        clock,
+    )
+    .unwrap();
+    let shown = format!("{webhook:?}");
+    assert!(!shown.contains("canary-webhook-secret"), "{shown}");
+    assert!(shown.contains("hooks.example.com"), "{shown}");
+}

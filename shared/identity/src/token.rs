@@ -22,13 +22,23 @@ pub const SESSION_COOKIE: &str = "gh_session";
 /// Random characters in a token: 43 of 62 give about 256 bits.
 const SECRET_LEN: usize = 43;
 
-/// A freshly made MCP token: the secret (shown once) and its hash (stored).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A freshly made MCP token: the secret (shown once) and its hash (stored). Its `Debug` shows
+/// the hash only, so a logged value never carries the credential.
+#[derive(Clone, PartialEq, Eq)]
 pub struct NewToken {
     /// The token as the client will send it. Never stored.
     pub secret: String,
     /// Hex SHA-256 of the secret.
     pub hash: String,
+}
+
+impl std::fmt::Debug for NewToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewToken")
+            .field("secret", &"(redacted)")
+            .field("hash", &self.hash)
+            .finish()
+    }
 }
 
 /// Where a token's connection lives, as its locator says (unverified until the hash matches).
@@ -142,6 +152,11 @@ mod tests {
         assert_eq!(a.hash, hash(&a.secret));
         assert_eq!(a.hash.len(), 64);
         assert!(!a.hash.contains(random));
+        let shown = format!("{a:?}");
+        assert!(
+            !shown.contains(random) && shown.contains(&a.hash),
+            "{shown}"
+        );
         assert_eq!(locator(&a.secret), Some(at));
         assert_eq!(
             locator("ghm_abc"),

@@ -70,12 +70,22 @@ pub fn signature(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
 /// Delivery by webhook: an HTTPS POST of the message as JSON to one URL, with
 /// `Idempotency-Key` (the same on every attempt), `Gatehouse-Attempt` and
 /// `Gatehouse-Signature` headers.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Webhook {
     client: http_client::HttpClient,
     url: String,
     secret: Vec<u8>,
     clock: std::sync::Arc<dyn outside::Clock>,
+}
+
+/// Never the signing secret.
+impl std::fmt::Debug for Webhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhook")
+            .field("url", &self.url)
+            .field("secret", &"(redacted)")
+            .finish_non_exhaustive()
+    }
 }
 
 impl Webhook {

@@ -7,6 +7,7 @@
 mod call_path;
 mod confirmation;
 mod elicitation;
+mod isolation;
 mod kill_switch;
 mod limits;
 mod replay;

@@ -975,6 +975,11 @@ impl Notes {
             .with_header("authorization", &format!("Bearer {}", self.token))
     }
 
+    /// The limits this world runs with.
+    pub(crate) fn limits(&self) -> Limits {
+        self.settings.limits
+    }
+
     pub(crate) fn client(&self) -> TestClient {
         TestClient::in_process(self.app.http.clone())
             .with_header("authorization", &format!("Bearer {}", self.token))

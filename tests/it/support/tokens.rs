@@ -6,8 +6,16 @@ use serde_json::Value;
 
 /// `claims` signed with the test key for `alg`, under key id `kid`.
 pub(crate) fn sign(alg: Algorithm, kid: &str, claims: &Value) -> String {
+    let mut header = Header::new(alg);
+    header.kid = Some(kid.into());
+    sign_with(header, claims)
+}
+
+/// `claims` signed under `header` (its algorithm picks the test key: RSA for RS*, EC for ES*).
+pub(crate) fn sign_with(header: Header, claims: &Value) -> String {
+    let alg = header.alg;
     let key = match alg {
-        Algorithm::RS256 => {
+        Algorithm::RS256 | Algorithm::RS384 | Algorithm::RS512 => {
             EncodingKey::from_rsa_pem(include_bytes!("../../fixtures/oauth/rs256-private.pem"))
                 .unwrap()
         }
@@ -17,8 +25,6 @@ pub(crate) fn sign(alg: Algorithm, kid: &str, claims: &Value) -> String {
         }
         other => panic!("no test key for {other:?}"),
     };
-    let mut header = Header::new(alg);
-    header.kid = Some(kid.into());
     jsonwebtoken::encode(&header, claims, &key).unwrap()
 }
 

@@ -1,0 +1,199 @@
+//! What belongs to one principal stays there: a replay record answers only its own connection,
+//! a confirmation token works only for the connection that prepared it (another tenant gets
+//! the same answer as for a token that never existed), and a confirmation is checked again
+//! against the live rights and the kill switch when it is used. Replays count against no rate
+//! bucket (ADR 12).
+
+use mcp_pipeline::{Limits, Toolset};
+use mcp_test_client::TestClient;
+use serde_json::{Value, json};
+
+use super::{confirm_args, new_note};
+use crate::support::notes::Notes;
+use crate::support::{connect, on_every_backend, rights};
+
+/// A client of a new connection of `member` in `tenant` with the notes tools' rights.
+async fn writer(n: &Notes, tenant: &str, member: &str) -> TestClient {
+    n.app
+        .directory
+        .put_member(tenant, member, "dispatcher", true)
+        .await
+        .unwrap();
+    let rights = rights(&[
+        app::rights::BOOKINGS_READ,
+        app::rights::BOOKINGS_WRITE,
+        app::rights::CUSTOMERS_NOTIFY,
+    ]);
+    let (_, token) = connect(&n.app, (tenant, member), rights, Toolset::Full, "isolation").await;
+    TestClient::in_process(n.app.http.clone())
+        .with_header("authorization", &format!("Bearer {token}"))
+}
+
+fn separate_note() -> Value {
+    json!({"title": "Gate code", "body": "4711", "separate": true, "reason": "one per site"})
+}
+
+async fn a_replay_answers_only_its_own_connection(n: Notes) {
+    let first = n.client().call_tool("create_note", separate_note()).await;
+    let again = n.client().call_tool("create_note", separate_note()).await;
+    assert_eq!(again.structured()["replayed"], true, "{}", again.text());
+    for (who, client) in [
+        (
+            "another connection of the tenant",
+            writer(&n, "acme", "erin").await,
+        ),
+        (
+            "a connection of another tenant",
+            writer(&n, "globex", "gus").await,
+        ),
+    ] {
+        let call = client.call_tool("create_note", separate_note()).await;
+        assert!(!call.is_error(), "{who}: {}", call.text());
+        assert!(
+            call.structured().get("replayed").is_none(),
+            "{who}: replayed another's write"
+        );
+        assert_ne!(
+            call.structured()["note"]["note"],
+            first.structured()["note"]["note"],
+            "{who}: got the other principal's result"
+        );
+    }
+    assert_eq!(n.notes().await.len(), 2, "acme: its own note and erin's");
+}
+on_every_backend!(
+    replay_per_connection,
+    a_replay_answers_only_its_own_connection,
+    |backend| Notes::on(backend, Limits::default()),
+    threads = 4
+);
+
+async fn a_token_of_another_tenant_is_an_unknown_token(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Arrival", "At nine.").await;
+    let preview = c
+        .call_tool("send_note", json!({"note": note, "to": "ada@example.com"}))
+        .await;
+    let stranger = writer(&n, "globex", "gus").await;
+    let foreign = stranger
+        .call_tool("confirm_action", confirm_args(&preview))
+        .await;
+    let mut bogus = confirm_args(&preview);
+    bogus["confirm_token"] = json!("cfm_AAAAAAAAAAAAAAAAAAAAAAAA");
+    let unknown = stranger.call_tool("confirm_action", bogus).await;
+    assert_eq!(
+        foreign.structured()["code"],
+        "not_found",
+        "{}",
+        foreign.text()
+    );
+    assert_eq!(
+        foreign.structured()["message"],
+        unknown.structured()["message"],
+        "the same answer as a token that never existed"
+    );
+    assert!(n.outbox().await.is_empty(), "nothing was sent");
+    let own = c.call_tool("confirm_action", confirm_args(&preview)).await;
+    assert!(
+        !own.is_error(),
+        "the preparing connection still can: {}",
+        own.text()
+    );
+}
+on_every_backend!(
+    token_per_tenant,
+    a_token_of_another_tenant_is_an_unknown_token,
+    |backend| Notes::on(backend, Limits::default()),
+    threads = 4
+);
+
+async fn a_confirmation_is_checked_again_when_used(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Arrival", "At nine.").await;
+    let send = json!({"note": note, "to": "ada@example.com"});
+    // The right is cut between preview and confirmation.
+    let preview = c.call_tool("send_note", send.clone()).await;
+    n.app
+        .directory
+        .put_member("acme", "dan", "viewer", true)
+        .await
+        .unwrap();
+    let denied = c.call_tool("confirm_action", confirm_args(&preview)).await;
+    assert!(denied.is_error(), "{}", denied.text());
+    assert_eq!(
+        denied.structured()["code"],
+        "forbidden",
+        "{}",
+        denied.text()
+    );
+    assert!(n.outbox().await.is_empty(), "sent without the right");
+    // Restored, then the kill switch is engaged between preview and confirmation.
+    n.app
+        .directory
+        .put_member("acme", "dan", "dispatcher", true)
+        .await
+        .unwrap();
+    let preview = c.call_tool("send_note", send).await;
+    let operator = identity::Actor {
+        tenant: "acme".into(),
+        member: "ops".into(),
+        channel: identity::Channel::Cli,
+    };
+    n.app
+        .switches
+        .set_global(&operator, true, "incident")
+        .await
+        .unwrap();
+    let switched = c
+        .request(
+            "tools/call",
+            json!({"name": "confirm_action", "arguments": confirm_args(&preview)}),
+        )
+        .await;
+    assert_eq!(switched.status, 503);
+    assert!(n.outbox().await.is_empty(), "sent with the switch on");
+}
+on_every_backend!(
+    confirmation_rechecked,
+    a_confirmation_is_checked_again_when_used,
+    |backend| Notes::on(backend, Limits::default()),
+    threads = 4
+);
+
+/// ADR 12: a replay does no work, so it counts against no bucket: far more replays than the
+/// write limit are all answered, and the limit is still there for new writes.
+async fn replays_count_against_no_bucket(n: Notes) {
+    let c = n.client();
+    let limit = n.limits().per_connection.write as usize;
+    let args = json!({"title": "Once", "body": "x"});
+    assert!(!c.call_tool("create_note", args.clone()).await.is_error());
+    for _ in 0..limit + 3 {
+        let again = c.call_tool("create_note", args.clone()).await;
+        assert_eq!(again.structured()["replayed"], true, "{}", again.text());
+    }
+    for i in 1..limit {
+        let new = c
+            .call_tool(
+                "create_note",
+                json!({"title": format!("New {i}"), "body": "y"}),
+            )
+            .await;
+        assert!(!new.is_error(), "write {i} of {limit}: {}", new.text());
+    }
+    let over = c
+        .call_tool("create_note", json!({"title": "One too many", "body": "z"}))
+        .await;
+    assert_eq!(over.structured()["code"], "rate_limited", "{}", over.text());
+}
+on_every_backend!(
+    replays_free,
+    replays_count_against_no_bucket,
+    |backend| Notes::on(backend, few_writes()),
+    threads = 4
+);
+
+fn few_writes() -> Limits {
+    let mut limits = Limits::default();
+    limits.per_connection.write = 4;
+    limits
+}
