@@ -213,6 +213,16 @@ pub(crate) fn fingerprint(idempotency_key: Option<&str>, args_digest: &str) -> S
 }
 
 fn unavailable(e: &StoreError) -> ToolError {
+    if let StoreError::Invalid(invalid) = e {
+        // Sending the same again would fail the same way: not an outage.
+        tracing::error!(error = %e, "the store refused a write as it is");
+        return ToolError::new(
+            ErrorKind::Rejected,
+            format!("This change cannot be stored as it is ({invalid}); nothing was changed"),
+            "Make the change smaller (fewer records, shorter texts); sending it again as it is fails the same way",
+        )
+        .detail("retryable", false);
+    }
     tracing::error!(error = %e, "store failed in a gate");
     ToolError::store_unavailable()
 }

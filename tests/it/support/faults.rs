@@ -7,7 +7,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use store::{Delete, Item, Key, Page, Put, Query, Store, StoreError, TransactOp, Update};
+use store::{
+    CancelReason, Delete, Item, Key, Page, Put, Query, Store, StoreError, TransactOp, Update,
+};
 
 /// A store operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +34,14 @@ pub(crate) enum Fault {
     Delay(Duration),
     /// Forwarded and done, then answered `Unavailable` as if the answer was lost on the way.
     LoseAnswer,
+    /// Refused as the backend refuses an item over 400 KB, nothing done.
+    TooLarge,
+    /// A transaction cancelled by a concurrent one on the same items (DynamoDB's
+    /// `TransactionConflict`), nothing done.
+    Conflict,
+    /// A transaction done, its answer lost, and sent again as an SDK would: the answer is that
+    /// second attempt's (its conditions now fail on the first attempt's items).
+    DoneThenRetried,
 }
 
 /// One call as the rules see it: its operation and the items it addresses (a query: its
@@ -128,10 +138,22 @@ impl FaultyStore {
         call: Call,
         forward: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        match self.fault_for(call) {
+        self.apply(self.fault_for(call), forward).await
+    }
+
+    /// Runs `forward` under `fault`.
+    async fn apply<T>(
+        &self,
+        fault: Option<Fault>,
+        forward: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        match fault {
             None => forward.await,
             Some(Fault::Throttle) => Err(StoreError::Throttled),
             Some(Fault::Fail) => Err(StoreError::Unavailable("injected failure".into())),
+            Some(Fault::TooLarge) => Err(StoreError::Invalid(store::Invalid::ItemTooLarge {
+                size: 500_000,
+            })),
             Some(Fault::Delay(d)) => {
                 tokio::time::sleep(d).await;
                 forward.await
@@ -141,6 +163,10 @@ impl FaultyStore {
                 Err(StoreError::Unavailable(
                     "injected: the answer was lost".into(),
                 ))
+            }
+            // Only transactions meet these (see `transact_write`); elsewhere they fail.
+            Some(Fault::Conflict | Fault::DoneThenRetried) => {
+                Err(StoreError::Unavailable("injected failure".into()))
             }
         }
     }
@@ -187,6 +213,15 @@ impl Store for FaultyStore {
 
     async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
         let c = call(Op::Transact, ops.iter().map(|o| o.key().clone()).collect());
-        self.run(c, self.inner.transact_write(ops)).await
+        match self.fault_for(c) {
+            Some(Fault::Conflict) => Err(StoreError::TransactionCancelled {
+                reasons: vec![CancelReason::Conflict; ops.len()],
+            }),
+            Some(Fault::DoneThenRetried) => {
+                let _first = self.inner.transact_write(ops.clone()).await;
+                self.inner.transact_write(ops).await
+            }
+            fault => self.apply(fault, self.inner.transact_write(ops)).await,
+        }
     }
 }

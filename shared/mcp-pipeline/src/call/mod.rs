@@ -258,16 +258,9 @@ impl<'a> Call<'a> {
         };
         let written = match ended {
             Ok(result) if result.is_error() => {
-                // A call told to wait and come back (the store was out, a limit was reached)
-                // did nothing wrong: repeating it is what it was told to do.
-                let told_to_wait = matches!(
-                    result
-                        .structured
-                        .get("code")
-                        .and_then(serde_json::Value::as_str),
-                    Some("unavailable" | "rate_limited")
-                );
-                if told_to_wait || result.structured.get("loop_brake") == Some(&json!(true)) {
+                if told_to_wait(&result.structured)
+                    || result.structured.get("loop_brake") == Some(&json!(true))
+                {
                     return;
                 }
                 g.store.put(brake.count_failure(self.now)).await.map(|_| ())
@@ -364,4 +357,13 @@ pub(crate) fn internal_error(exec: &ExecutionContext, cause: &str) -> ToolError 
     )
     .handover(format!("The server failed (request {}); if it keeps failing, the user reports that request id to whoever runs gatehouse", exec.request_id))
     .detail("request_id", exec.request_id.clone())
+}
+
+/// Whether an error told the caller to wait and come back (the store was out, a limit was
+/// reached, an identical call was running): such a call did nothing wrong, and repeating it is
+/// what it was told to do, so the loop brake does not count it.
+fn told_to_wait(structured: &serde_json::Value) -> bool {
+    let code = structured.get("code").and_then(serde_json::Value::as_str);
+    matches!(code, Some("unavailable" | "rate_limited"))
+        || structured.get("retryable") == Some(&json!(true))
 }
