@@ -115,6 +115,18 @@ async fn store_down_at_authentication(f: Faulty) {
     assert_eq!(status, 503, "{body}");
     assert!(retry_after.is_some(), "503 without Retry-After: {body}");
     assert!(f.store.faults_met() > 0, "the fault was never reached");
+    // Reads fail closed the same way: the switches and rights cannot be read either.
+    for (method, params) in [
+        ("tools/list", json!({})),
+        (
+            "tools/call",
+            json!({"name": "get_server_status", "arguments": {}}),
+        ),
+    ] {
+        let read = f.world.client(&f.token).request(method, params).await;
+        assert_eq!(read.status, 503, "{method}");
+        assert!(read.header("retry-after").is_some(), "{method}");
+    }
     f.store.heal();
     assert_eq!(holdings(&f).await, before);
 }

@@ -638,3 +638,36 @@ fn the_edge_crates_depend_on_no_native_only_crate() {
         }
     }
 }
+
+/// Every allow, deny and replay decision reads the table strongly consistently: the DynamoDB
+/// store issues each read (`get_item`, `batch_get_item`'s keys, `query`) with
+/// `consistent_read(true)`, never scans, and never reads an index (the table has none:
+/// `infra::the_table_agrees_with_the_store_schema`). Index reads and streams are only ever
+/// eventually consistent.
+#[test]
+fn every_dynamodb_read_is_strongly_consistent() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let source =
+        std::fs::read_to_string(root.join("shared/store-dynamodb/src/lib.rs")).expect("the store");
+    let code: String = source
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let reads = [".get_item()", ".query()", "KeysAndAttributes::builder()"]
+        .iter()
+        .map(|call| code.matches(call).count())
+        .sum::<usize>();
+    assert_eq!(reads, 3, "one get, one batch get, one query");
+    assert_eq!(
+        code.matches(".consistent_read(true)").count(),
+        reads,
+        "every read is strongly consistent"
+    );
+    for forbidden in [".scan()", ".index_name(", "consistent_read(false)"] {
+        assert!(
+            !code.contains(forbidden),
+            "{forbidden} in the DynamoDB store"
+        );
+    }
+}

@@ -315,6 +315,21 @@ pub(crate) fn log_call(
         .as_ref()
         .map(ToString::to_string)
         .unwrap_or_default();
+    // A refused call names what was refused by its digest, never its values (they may hold
+    // third-party text or personal data): the record of a denial.
+    let refused =
+        matches!(result, Ok(r) if r.is_error()) || matches!(result, Err(Interrupt::Refused(_)));
+    let args_digest = if refused {
+        let args = req
+            .message
+            .params
+            .get("arguments")
+            .cloned()
+            .unwrap_or(Value::Null);
+        crate::canonical::digest(&args)
+    } else {
+        String::new()
+    };
     tracing::info!(
         target: "gatehouse::call",
         request_id = req.request_id.as_deref().unwrap_or("-"),
@@ -323,6 +338,7 @@ pub(crate) fn log_call(
         connection,
         tool,
         outcome = %outcome,
+        args_digest = %args_digest,
         duration_ms,
         "tool call"
     );

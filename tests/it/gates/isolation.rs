@@ -197,3 +197,52 @@ fn few_writes() -> Limits {
     limits.per_connection.write = 4;
     limits
 }
+
+/// Every refused call leaves a line in the call log naming the tenant, the connection, the
+/// tool, why (the error code) and the arguments' digest, never their values.
+#[tokio::test(flavor = "current_thread")]
+async fn refusals_are_recorded_by_digest_without_their_arguments() {
+    let captured = crate::support::LogCapture::default();
+    let _guard = captured.install();
+    let mut limits = Limits::default();
+    limits.per_connection.write = 1;
+    let n = Notes::on(crate::support::store::Backend::Sqlite, limits)
+        .await
+        .unwrap();
+    let c = n.client();
+    let secret_body = "canary-7c1d personal text";
+    let note = |title: &str| json!({"title": title, "body": secret_body});
+    assert!(!c.call_tool("create_note", note("first")).await.is_error());
+    let limited = c.call_tool("create_note", note("second")).await;
+    let reader = n.second_connection().await;
+    let forbidden = reader.call_tool("create_note", note("third")).await;
+    let bogus = json!({"confirm_token": "cfm_AAAAAAAAAAAAAAAAAAAAAAAA", "confirm_summary": "x"});
+    let stale = c.call_tool("confirm_action", bogus).await;
+    let lines = captured.lines();
+    for (call, tool) in [
+        (&limited, "create_note"),
+        (&forbidden, "create_note"),
+        (&stale, "confirm_action"),
+    ] {
+        let code = call.structured()["code"].as_str().unwrap().to_owned();
+        let line = lines
+            .iter()
+            .find(|l| {
+                l.contains("tool call")
+                    && l.contains(&format!("outcome={code}"))
+                    && l.contains(tool)
+            })
+            .unwrap_or_else(|| panic!("no log line for {tool} refused with {code}: {lines:#?}"));
+        assert!(
+            line.contains("tenant=\"acme\"") && line.contains("connection="),
+            "{line}"
+        );
+        let digest = line.split("args_digest=").nth(1).unwrap_or_default();
+        assert!(digest.len() >= 64, "no digest: {line}");
+    }
+    let all = lines.join("\n");
+    assert!(
+        !all.contains("canary-7c1d"),
+        "argument values in the log: {all}"
+    );
+}
