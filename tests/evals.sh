@@ -64,6 +64,11 @@ declare -A CATCHES=(
     [confirm-after-reject]=unconfirmed_effects
     [injection-obeyed]=unwanted_effects
     [cross-tenant-leaked-token]=cross_tenant
+    [server-failure]=generic_errors
+)
+# The server-failure recording calls a tool that only a test server has.
+declare -A SERVER_ENV=(
+    [server-failure]="GATEHOUSE_TEST_PANIC_TOOL=1"
 )
 for file in evals/recordings/failures/*.json; do
     name=$(basename "$file" .json)
@@ -74,8 +79,8 @@ done
 for name in $(printf '%s\n' "${!CATCHES[@]}" | sort); do
     metric=${CATCHES[$name]}
     dir="$OUT/failures/$name"
-    "$BIN" run --driver scripted --recordings evals/recordings/failures --recording "$name" \
-        --label "ci failure recording" --out "$dir" >"$dir.log" 2>&1
+    env ${SERVER_ENV[$name]:-} "$BIN" run --driver scripted --recordings evals/recordings/failures \
+        --recording "$name" --label "ci failure recording" --out "$dir" >"$dir.log" 2>&1
     rc=$?
     value=$("$BIN" metric --report "$dir/report.json" "$metric" 2>/dev/null || echo "?")
     if [ "$rc" -eq 1 ] && [[ "$value" =~ ^[0-9]+$ ]] && [ "$value" -gt 0 ]; then

@@ -93,3 +93,70 @@ async fn the_core_toolset_has_short_descriptions() {
         "the full descriptions would not pass as core ones"
     );
 }
+
+/// The digest of the held-out evaluation scenarios (every scenario whose `split` is
+/// `heldout`, in id order, as canonical JSON).
+fn held_out_digest() -> String {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../evals/scenarios");
+    let mut held_out = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        let scenarios: Vec<Value> = serde_json::from_str(&text).unwrap();
+        held_out.extend(scenarios.into_iter().filter(|s| s["split"] == "heldout"));
+    }
+    held_out.sort_by_key(|s| s["id"].as_str().unwrap_or_default().to_owned());
+    mcp_pipeline::digest(&Value::Array(held_out))
+}
+
+const HELD_OUT_DIGEST: &str = "manifest/heldout.sha256";
+
+/// The held-out scenarios are pinned by a digest committed beside the tool-list snapshots, so
+/// any change to them is a visible, reviewed change of that file.
+#[test]
+fn the_held_out_scenarios_match_their_committed_digest() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(HELD_OUT_DIGEST);
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    let actual = held_out_digest();
+    assert_eq!(
+        committed.split_whitespace().next(),
+        Some(actual.as_str()),
+        "the held-out scenarios changed: if that is intended (evals/SPLIT.md, rule 3), write \
+         `{actual}  evals held-out scenarios` to tests/{HELD_OUT_DIGEST} in a commit that \
+         changes no tool-list snapshot"
+    );
+}
+
+/// Held-out scenarios and tool descriptions are never changed in one commit: tuning the
+/// descriptions against the held-out set would leave exactly that trace.
+#[test]
+fn no_commit_changes_held_out_scenarios_and_tool_descriptions_together() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let log = std::process::Command::new("git")
+        .args([
+            "log",
+            "--format=commit %H",
+            "--name-only",
+            "--",
+            "tests/manifest",
+        ])
+        .current_dir(&root)
+        .output();
+    let Some(log) = log.ok().filter(|o| o.status.success()) else {
+        eprintln!("not a git checkout: the history check is skipped");
+        return;
+    };
+    let text = String::from_utf8_lossy(&log.stdout).into_owned();
+    for commit in text.split("commit ").filter(|c| !c.trim().is_empty()) {
+        let mut lines = commit.lines();
+        let id = lines.next().unwrap_or_default();
+        let files: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();
+        let digest = files.iter().any(|f| f.ends_with("heldout.sha256"));
+        let snapshots = files
+            .iter()
+            .any(|f| f.starts_with("tests/manifest/") && f.ends_with(".json"));
+        assert!(
+            !(digest && snapshots),
+            "commit {id} changes the held-out scenarios' digest and a tool-list snapshot together"
+        );
+    }
+}

@@ -250,6 +250,10 @@ struct ServeArgs {
     /// payload (for the side-by-side with other MCP SDKs).
     #[arg(long)]
     bench_tool: bool,
+    /// Tests only: also serve `test_panic_tool`, whose body panics (the launch gate's proof
+    /// that a server failure fails it).
+    #[arg(long, env = "GATEHOUSE_TEST_PANIC_TOOL", hide = true, action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new())]
+    test_panic_tool: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -627,13 +631,16 @@ async fn serve(
         limits: app::bench::scaled_limits(mcp_pipeline::Limits::default(), args.rate_limit_scale),
         ..app::Settings::default()
     };
-    let app = if args.bench_tool {
-        let mut tools = app::registry(&settings, &store)?;
-        tools.register(mcp_pipeline::ToolSpec::new(app::bench::BenchFixed1Kb))?;
-        app::build_with(&settings, store, tools)?
-    } else {
-        build(store, settings)?
-    };
+    let (bench_tool, test_panic_tool) = (args.bench_tool, args.test_panic_tool);
+    let app = app::build_adding(&settings, store, |tools| {
+        if bench_tool {
+            tools.register(mcp_pipeline::ToolSpec::new(app::bench::BenchFixed1Kb))?;
+        }
+        if test_panic_tool {
+            tools.register(mcp_pipeline::ToolSpec::new(app::test_tool::TestPanicTool))?;
+        }
+        Ok(())
+    })?;
     deliveries::spawn_sweeps(deliveries::dispatcher(Arc::clone(&app.store))?);
     eprintln!(
         "gatehouse {} serving MCP at http://{local}/mcp",
@@ -647,6 +654,12 @@ async fn serve(
     }
     if args.bench_tool {
         eprintln!("  BENCHMARK: serving {}", app::bench::FIXED_TOOL);
+    }
+    if args.test_panic_tool {
+        eprintln!(
+            "  TEST ONLY: serving test_panic_tool ({}=1); never set this outside tests",
+            app::test_tool::VAR
+        );
     }
     eprintln!("  store: {described}");
     eprintln!("  product pages (sign-in, approvals, connections): http://{local}/app/");

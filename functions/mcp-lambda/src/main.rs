@@ -17,7 +17,6 @@ use lambda_http::{Error, Request, service_fn};
 
 mod runtime_api;
 mod telemetry;
-mod test_tool;
 
 // The variables the function reads, named as in `infra/template.json` and `infra/README.md`.
 /// The DynamoDB table (required).
@@ -223,7 +222,7 @@ impl Config {
         let console_base = ok(&mut errors, parse_console_base(var(CONSOLE_BASE)));
         let test_panic_tool = ok(
             &mut errors,
-            test_tool::enabled(var(test_tool::VAR).as_deref()),
+            app::test_tool::enabled(var(app::test_tool::VAR).as_deref()),
         );
         let (
             Some(table),
@@ -319,15 +318,16 @@ async fn start(config: &Config) -> anyhow::Result<app::App> {
     .await;
     let store: Arc<dyn store::Store> = Arc::new(store);
     let settings = config.settings(state_key);
-    let mut tools = app::registry(&settings, &store)?;
-    if config.test_panic_tool {
-        tools.register(mcp_pipeline::ToolSpec::new(test_tool::TestPanicTool))?;
-        tracing::warn!(
-            variable = test_tool::VAR,
-            "test-only tool test_panic_tool is registered; never set this in a deployment"
-        );
-    }
-    let app = app::build_with(&settings, store, tools)?;
+    let app = app::build_adding(&settings, store, |tools| {
+        if config.test_panic_tool {
+            tools.register(mcp_pipeline::ToolSpec::new(app::test_tool::TestPanicTool))?;
+            tracing::warn!(
+                variable = app::test_tool::VAR,
+                "test-only tool test_panic_tool is registered; never set this in a deployment"
+            );
+        }
+        Ok(())
+    })?;
     tracing::info!(
         table = %config.table,
         oauth = config.oauth.is_some(),
@@ -542,7 +542,7 @@ mod tests {
                 "GATEHOUSE_ALLOWED_ORIGINS: [\"a.example\"]",
             ),
             (
-                test_tool::VAR,
+                app::test_tool::VAR,
                 "true",
                 "GATEHOUSE_TEST_PANIC_TOOL=\"true\": must be 1 or unset",
             ),
@@ -708,7 +708,7 @@ mod tests {
     fn the_test_panic_tool_is_opt_in() {
         assert!(!parse(&with_base(&[])).unwrap().test_panic_tool);
         assert!(
-            parse(&with_base(&[(test_tool::VAR, "1")]))
+            parse(&with_base(&[(app::test_tool::VAR, "1")]))
                 .unwrap()
                 .test_panic_tool
         );

@@ -11,6 +11,7 @@ mod recent;
 pub mod rights;
 pub mod settings;
 mod status;
+pub mod test_tool;
 
 use std::sync::Arc;
 
@@ -169,8 +170,19 @@ pub fn registry(settings: &Settings, store: &Arc<dyn Store>) -> Result<Registry,
 
 /// Builds the application on `store`.
 pub fn build(settings: &Settings, store: Arc<dyn Store>) -> Result<App, RegistryError> {
+    build_adding(settings, store, |_| Ok(()))
+}
+
+/// Builds the application on `store` with every tool of [`registry`] and those `add`
+/// registers (the benchmark's and test-only tools of the entry points that offer them).
+pub fn build_adding(
+    settings: &Settings,
+    store: Arc<dyn Store>,
+    add: impl FnOnce(&mut Registry) -> Result<(), RegistryError>,
+) -> Result<App, RegistryError> {
     let store = bounded(settings, store);
-    let tools = registry(settings, &store)?;
+    let mut tools = registry(settings, &store)?;
+    add(&mut tools)?;
     Ok(assemble_on(settings, store, tools))
 }
 

@@ -1,20 +1,22 @@
 //! TEST ONLY: `test_panic_tool`, a tool whose body panics.
 //!
-//! The production app has no tool that panics, yet the runtime contract test
-//! (`tests/it/lambda_runtime.rs`) must prove that a panic inside a tool leaves the function
-//! serving and gives the client a generic error with a request id. The tool is registered only
-//! when `GATEHOUSE_TEST_PANIC_TOOL=1`; the template never sets that variable, and the function
-//! logs a warning at cold start when it is set. Never set it in a deployment.
+//! The production app has no tool that panics, yet two tests must see one: the Lambda runtime
+//! contract test (`tests/it/lambda_runtime.rs`: a panic inside a tool leaves the function
+//! serving and gives the client a generic error with a request id), and the launch gate's
+//! failure recording `server-failure` (a generic error must fail the gate). The tool is
+//! registered only when `GATEHOUSE_TEST_PANIC_TOOL=1`, by the MCP Lambda function and by
+//! `gatehouse serve`; the template never sets that variable, and both log a warning at start
+//! when it is set. Never set it in a deployment.
 
 use mcp_pipeline::{CallError, EffectClass, Success, Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The variable that registers the tool (`1`); test-only.
-pub(crate) const VAR: &str = "GATEHOUSE_TEST_PANIC_TOOL";
+pub const VAR: &str = "GATEHOUSE_TEST_PANIC_TOOL";
 
 /// Whether the tool is wanted: `1` yes, unset or empty no, anything else is a mistake.
-pub(crate) fn enabled(value: Option<&str>) -> Result<bool, String> {
+pub fn enabled(value: Option<&str>) -> Result<bool, String> {
     match value {
         None => Ok(false),
         Some("1") => Ok(true),
@@ -27,7 +29,7 @@ pub(crate) fn enabled(value: Option<&str>) -> Result<bool, String> {
 /// Arguments: a note the test uses to check that arguments never reach the logs.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct PanicInput {
+pub struct PanicInput {
     /// Any text; ignored.
     #[expect(
         dead_code,
@@ -38,11 +40,11 @@ pub(crate) struct PanicInput {
 
 /// Never produced.
 #[derive(Debug, Serialize, JsonSchema)]
-pub(crate) struct PanicOutput {}
+pub struct PanicOutput {}
 
 /// Panics. Test-only.
 #[derive(Debug)]
-pub(crate) struct TestPanicTool;
+pub struct TestPanicTool;
 
 impl Tool for TestPanicTool {
     type Input = PanicInput;
