@@ -34,6 +34,7 @@ mod rollout;
 mod round_trips;
 mod store_conformance;
 mod store_faults;
+mod store_model;
 mod support;
 mod transports;
 mod untrusted_text;

@@ -235,3 +235,98 @@ pub fn normalize(
         warnings,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    /// A tool's input schema as schemars derives it: a number, an integer, a boolean, an enum,
+    /// a text and a list of integers.
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {
+            "amount": {"type": "number"},
+            "count": {"type": "integer"},
+            "flag": {"type": "boolean"},
+            "status": {"type": "string", "enum": ["open", "in_progress", "done"]},
+            "note": {"type": "string", "maxLength": 200},
+            "ids": {"type": "array", "items": {"type": "integer"}}
+        }})
+    }
+
+    /// Arguments of the right types: a subset of the fields.
+    fn typed() -> impl Strategy<Value = Map<String, Value>> {
+        (
+            prop::option::of(-1.0e6..1.0e6f64),
+            prop::option::of(any::<i32>()),
+            prop::option::of(any::<bool>()),
+            prop::option::of(prop::sample::select(vec!["open", "in_progress", "done"])),
+            prop::option::of("[a-z ]{0,20}"),
+            prop::option::of(prop::collection::vec(any::<i16>(), 0..4)),
+        )
+            .prop_map(|(amount, count, flag, status, note, ids)| {
+                let mut args = Map::new();
+                let mut put = |k: &str, v: Option<Value>| {
+                    if let Some(v) = v {
+                        args.insert(k.into(), v);
+                    }
+                };
+                put("amount", amount.map(Value::from));
+                put("count", count.map(Value::from));
+                put("flag", flag.map(Value::from));
+                put("status", status.map(Value::from));
+                put("note", note.map(Value::from));
+                put("ids", ids.map(Value::from));
+                args
+            })
+    }
+
+    /// The same arguments as a model might spell them: numbers, booleans and lists as text,
+    /// enum members in another case or with dashes.
+    fn loosely(args: &Map<String, Value>) -> Map<String, Value> {
+        args.iter()
+            .map(|(k, v)| {
+                let loose = match (k.as_str(), v) {
+                    ("amount" | "count" | "flag" | "ids", v) => Value::String(v.to_string()),
+                    ("status", Value::String(s)) => {
+                        Value::String(s.to_uppercase().replace('_', "-"))
+                    }
+                    (_, v) => v.clone(),
+                };
+                (k.clone(), loose)
+            })
+            .collect()
+    }
+
+    proptest! {
+        #[test]
+        fn well_typed_arguments_pass_unchanged(args in typed()) {
+            let out = normalize(&schema(), args.clone(), &[]).unwrap();
+            prop_assert_eq!(out.args, args);
+            prop_assert!(out.warnings.is_empty());
+        }
+
+        #[test]
+        fn loose_spellings_normalize_to_the_same_call(args in typed()) {
+            let out = normalize(&schema(), loosely(&args), &[]).unwrap();
+            prop_assert_eq!(
+                crate::digest(&Value::Object(out.args.clone())),
+                crate::digest(&Value::Object(args.clone())),
+                "{:?} from {:?}", out.args, loosely(&args)
+            );
+            let again = normalize(&schema(), out.args.clone(), &[]).unwrap();
+            prop_assert_eq!(again.args, out.args, "normalizing twice changes nothing");
+            prop_assert!(again.warnings.is_empty());
+        }
+
+        #[test]
+        fn an_unknown_argument_is_always_refused(args in typed(), name in "[a-z]{1,8}") {
+            prop_assume!(schema()["properties"].get(&name).is_none());
+            let mut args = args;
+            args.insert(name, json!(1));
+            prop_assert!(normalize(&schema(), args, &[]).is_err());
+        }
+    }
+}
