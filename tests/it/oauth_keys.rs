@@ -156,14 +156,17 @@ async fn one_fetch_serves_every_caller_waiting_for_the_first_keys() {
 }
 
 #[tokio::test]
-async fn without_keys_tokens_are_refused_and_the_fetch_retried_after_a_pause() {
+async fn without_keys_the_endpoint_is_unavailable_and_the_fetch_retried_after_a_pause() {
     let server = KeyServer::start(&rsa_only(), Duration::ZERO).await;
     server.fail(500);
     let clock = Arc::new(FixedClock::starting_now());
     let world = world(&server, &clock).await;
     let rsa = token(&clock, Algorithm::RS256, RSA);
-    assert_eq!(status(&world, &rsa).await, 401);
-    assert_eq!(status(&world, &rsa).await, 401);
+    // Nothing can be checked without keys: an outage (503 with Retry-After), not a bad token.
+    let answer = world.client(&rsa).request("tools/list", json!({})).await;
+    assert_eq!(answer.status, 503);
+    assert!(answer.header("retry-after").is_some());
+    assert_eq!(status(&world, &rsa).await, 503);
     assert_eq!(
         server.requests(),
         1,

@@ -1121,6 +1121,21 @@ async fn transaction_limits(ctx: Ctx) -> anyhow::Result<()> {
         Invalid::DuplicateKey(_)
     ));
     ensure!(invalid(ctx.store.transact_write(vec![]).await)? == Invalid::Empty);
+    // Eleven items of 390 KB: each fits, together they pass DynamoDB's 4 MB.
+    let big: Vec<TransactOp> = (0..11)
+        .map(|i| {
+            let text = Value::s("x".repeat(390 * 1024));
+            Put::new(ctx.key(&format!("big{i}")), item(&[("text", text)])).into()
+        })
+        .collect();
+    ensure!(matches!(
+        invalid(ctx.store.transact_write(big).await)?,
+        Invalid::TransactionTooLarge { .. }
+    ));
+    ensure!(
+        ctx.store.get(&ctx.key("big0")).await?.is_none(),
+        "a too large transaction wrote"
+    );
     let keys: Vec<Key> = (0..101).map(|i| ctx.key(&format!("k{i}"))).collect();
     let (some, _) = keys.split_at(100);
     ensure!(

@@ -107,7 +107,7 @@ impl McpAuthenticator {
                 let subject = oauth
                     .validate(bearer, self.clock.now())
                     .await
-                    .map_err(Rejection::invalid_token)?;
+                    .map_err(|reason| oauth_refusal(oauth, reason))?;
                 (keys::oauth_subject(&subject.tenant, &subject.subject), true)
             }
             BearerKind::Unknown => {
@@ -317,6 +317,20 @@ fn check_tenant(item: Option<&store::Item>) -> Result<(), Rejection> {
         ));
     }
     Ok(())
+}
+
+/// A token that could not be accepted: invalid (401), unless no key of the issuer was ever
+/// fetched, when nothing could be checked: an outage, 503 with a short wait (the key cache
+/// tries again after `FIRST_FETCH_RETRY`).
+fn oauth_refusal(oauth: &OAuthValidator, reason: String) -> Rejection {
+    if oauth.has_keys() {
+        return Rejection::invalid_token(reason);
+    }
+    let wait = crate::oauth::FIRST_FETCH_RETRY.as_secs();
+    Rejection::switched_off(
+        "the authorization server's keys cannot be fetched right now",
+        wait,
+    )
 }
 
 fn unavailable(e: &store::StoreError) -> Rejection {

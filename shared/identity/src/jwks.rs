@@ -81,6 +81,16 @@ impl KeyCache {
         keys.as_deref().and_then(|set| find(set, kid))
     }
 
+    /// Whether any key set was ever fetched: without one, no token can be checked at all (an
+    /// outage of the issuer's key endpoint, not a bad token).
+    pub fn has_keys(&self) -> bool {
+        self.held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys
+            .is_some()
+    }
+
     /// The keys held, the fetch generation, and whether they are younger than the maximum age.
     fn snapshot(&self, now: i64) -> (Option<Arc<JwkSet>>, u64, bool) {
         let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);

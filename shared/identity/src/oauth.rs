@@ -67,6 +67,11 @@ impl OAuthValidator {
         &self.config
     }
 
+    /// Whether the issuer's keys were ever fetched (else no token can be checked now).
+    pub fn has_keys(&self) -> bool {
+        self.keys.has_keys()
+    }
+
     /// Validates a token at `now` (Unix seconds, the server's clock); the error is a reason
     /// safe to show (never the token). The times are checked here rather than by
     /// `jsonwebtoken`, which would read the system clock (absent at the edge).

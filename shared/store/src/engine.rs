@@ -243,7 +243,35 @@ pub fn validate_transaction(ops: &[TransactOp]) -> Result<(), Invalid> {
             return Err(Invalid::DuplicateKey(op.key().clone()));
         }
     }
+    let size: usize = ops.iter().map(op_size).sum();
+    if size > crate::MAX_TRANSACT_BYTES {
+        return Err(Invalid::TransactionTooLarge { size });
+    }
     Ok(())
+}
+
+/// What an operation weighs in its transaction: its item (a put), the values it writes (an
+/// update), or its key.
+fn op_size(op: &TransactOp) -> usize {
+    let key = op.key().pk.len() + op.key().sk.len();
+    match op {
+        TransactOp::Put(p) => crate::item_size(&p.key, &p.item),
+        TransactOp::Update(u) => {
+            let values: usize = u
+                .actions
+                .iter()
+                .map(|a| match a {
+                    UpdateAction::Set(name, v) => name.len() + v.size(),
+                    UpdateAction::Append(name, vs) => {
+                        name.len() + vs.iter().map(Value::size).sum::<usize>()
+                    }
+                    UpdateAction::Remove(name) | UpdateAction::Add(name, _) => name.len() + 21,
+                })
+                .sum();
+            key + values
+        }
+        TransactOp::Delete(_) | TransactOp::Check(_) => key,
+    }
 }
 
 /// Checks the keys of a batch read.

@@ -85,6 +85,12 @@ pub enum Invalid {
         /// The limit.
         limit: usize,
     },
+    /// A transaction's items and keys together exceed 4 MB.
+    #[error("a transaction of {size} bytes exceeds the 4 MB limit")]
+    TransactionTooLarge {
+        /// Its size in bytes.
+        size: usize,
+    },
     /// A transaction with no operation, or an update with no action.
     #[error("nothing to do")]
     Empty,

@@ -41,6 +41,8 @@ pub const TTL_ATTRIBUTE: &str = "expires_at";
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;
 /// Most operations in one transaction.
 pub const MAX_TRANSACT_OPS: usize = 100;
+/// Largest transaction, all its items and keys together, in bytes (DynamoDB's 4 MB).
+pub const MAX_TRANSACT_BYTES: usize = 4 * 1024 * 1024;
 /// Most keys in one batch read.
 pub const MAX_BATCH_GET: usize = 100;
 
