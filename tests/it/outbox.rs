@@ -178,7 +178,27 @@ async fn a_crashed_delivery_is_taken_over_when_its_lease_lapses(world: World) {
         "the lapsed lease is taken over"
     );
     assert_eq!(receiver.received().len(), 1);
-    assert_eq!(message(&world, &key).await.status, Status::Sent);
+    let delivered = message(&world, &key).await;
+    assert_eq!(delivered.status, Status::Sent);
+    // The lapsed owner comes back and records its own outcome: refused (its claim is no
+    // longer the message's), and the taken-over result stands.
+    let now = mcp_pipeline::Clock::now(clock.as_ref());
+    for late in [
+        booking::outbox::sent(&delivered, "a-crashed-claim", now),
+        booking::outbox::failed(&delivered, "a-crashed-claim", Some(now + 60), "late"),
+    ] {
+        let refused = world.app.store.transact_write(late).await;
+        assert!(
+            matches!(refused, Err(store::StoreError::TransactionCancelled { .. })),
+            "{refused:?}"
+        );
+    }
+    let after = message(&world, &key).await;
+    assert_eq!(
+        (after.status, after.attempts),
+        (Status::Sent, delivered.attempts)
+    );
+    assert_eq!(receiver.received().len(), 1, "delivered once");
 }
 on_every_backend!(
     lapsed_lease,
@@ -303,3 +323,42 @@ fn the_webhook_secret_is_not_in_its_debug_text() {
     assert!(!shown.contains("canary-webhook-secret"), "{shown}");
     assert!(shown.contains("hooks.example.com"), "{shown}");
 }
+
+/// The receiver answered, then the store failed before the delivery was recorded (as if the
+/// dispatcher died there): once the lease lapses the message is delivered again with the same
+/// `Idempotency-Key`, so a receiver that honours it acts once; then it is recorded as sent.
+async fn a_delivery_whose_record_was_lost_is_repeated_with_the_same_key(world: World) {
+    use crate::support::faults::{Fault, FaultyStore, Op};
+    let key = one_message(&world).await;
+    let receiver = Receiver::start(vec![]).await;
+    let clock = Arc::new(FixedClock::starting_now());
+    let store = FaultyStore::new(world.app.store.clone());
+    let webhook =
+        outbox::Webhook::new(&receiver.url, SECRET, Duration::from_secs(5), clock.clone()).unwrap();
+    let d = outbox::Dispatcher::new(store.clone(), Arc::new(webhook)).with_clock(clock.clone());
+    let record = |c: &crate::support::faults::Call| c.op == Op::Transact && c.touches("outbox");
+    store.on(record, Fault::Fail, 1);
+    let _ = d.sweep().await;
+    assert_eq!(
+        store.faults_met(),
+        1,
+        "the record of the delivery never failed"
+    );
+    assert_eq!(receiver.received().len(), 1);
+    assert_ne!(message(&world, &key).await.status, Status::Sent);
+    clock.advance(outbox::Policy::default().lease_seconds + 1);
+    d.sweep().await.unwrap();
+    let got = receiver.received();
+    assert_eq!(got.len(), 2, "delivered again after the lease");
+    assert_eq!(
+        got[0].headers["idempotency-key"],
+        got[1].headers["idempotency-key"]
+    );
+    assert_eq!(message(&world, &key).await.status, Status::Sent);
+    d.sweep().await.unwrap();
+    assert_eq!(receiver.received().len(), 2, "and not a third time");
+}
+on_every_backend!(
+    record_lost,
+    a_delivery_whose_record_was_lost_is_repeated_with_the_same_key
+);

@@ -46,3 +46,60 @@ on_every_backend!(
     |backend| Notes::on(backend, Limits::default()),
     threads = 4
 );
+
+/// Twenty writes in flight (their bodies done, their commits not yet sent) when the switch is
+/// engaged: none commits, because every commit checks the switch in its own transaction.
+async fn writes_in_flight_when_the_switch_flips_commit_nothing(n: Notes) {
+    const IN_FLIGHT: usize = 20;
+    // The test itself is the last to arrive: it engages the switch, then lets them all go.
+    n.traps.meet(IN_FLIGHT + 1);
+    let client = std::sync::Arc::new(n.client());
+    let calls: Vec<_> = (0..IN_FLIGHT)
+        .map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let args = json!({"title": format!("In flight {i}"), "body": "x"});
+                client.call_tool("create_note", args).await
+            })
+        })
+        .collect();
+    while n.traps.arrived.load(Ordering::SeqCst) < IN_FLIGHT {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let oncall = identity::Actor {
+        tenant: "system".into(),
+        member: "oncall".into(),
+        channel: identity::Channel::Cli,
+    };
+    n.app
+        .switches
+        .set_global(&oncall, true, "engaged with writes in flight")
+        .await
+        .unwrap();
+    let barrier = n.traps.rendezvous.lock().unwrap().clone().unwrap();
+    barrier.wait().await;
+    for call in calls {
+        let call = call.await.unwrap();
+        assert_eq!(call.structured()["switched_off"], true, "{}", call.text());
+    }
+    assert!(
+        n.notes().await.is_empty(),
+        "a write committed after the switch was engaged"
+    );
+    assert!(n.executed().await.is_empty(), "no audit row");
+}
+on_every_backend!(
+    switch_with_writes_in_flight,
+    writes_in_flight_when_the_switch_flips_commit_nothing,
+    |backend| Notes::on(backend, in_flight_limits()),
+    threads = 4
+);
+
+/// No concurrency slots (they would hold a connection to two calls) and room for the writes.
+fn in_flight_limits() -> Limits {
+    let mut limits = Limits::default();
+    limits.concurrency = false;
+    limits.per_connection.write = 100;
+    limits.per_tenant.write = 100;
+    limits
+}

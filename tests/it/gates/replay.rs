@@ -160,3 +160,88 @@ on_every_backend!(
     |backend| Notes::on(backend, Limits::default()),
     threads = 4
 );
+
+/// A silent write's arguments absent, `null` or `{}` are one call: the same replay record is
+/// named for all three, so replay protection is never skipped for want of arguments.
+#[tokio::test]
+async fn absent_null_and_empty_arguments_name_one_replay_record() {
+    let n = Notes::on(crate::support::store::Backend::Memory, Limits::default())
+        .await
+        .unwrap();
+    let claim = mcp_pipeline::Claim {
+        tenant: "acme".into(),
+        connection: n.connection.clone(),
+    };
+    let keys: Vec<Vec<store::Key>> = [
+        r#"{"name":"create_note"}"#,
+        r#"{"name":"create_note","arguments":null}"#,
+        r#"{"name":"create_note","arguments":{}}"#,
+    ]
+    .iter()
+    .map(|params| {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#);
+        let mcp_protocol::Incoming::Message(message) =
+            mcp_protocol::parse_message(body.as_bytes()).unwrap()
+        else {
+            panic!("a request");
+        };
+        let planned = n.app.server.plan(&message).expect("planned");
+        n.app.server.prefetch_keys(&planned, &claim)
+    })
+    .collect();
+    assert!(
+        keys[0].iter().any(|k| k.pk.contains("#replay#")),
+        "a replay record is read: {:?}",
+        keys[0]
+    );
+    assert_eq!(keys[0], keys[1]);
+    assert_eq!(keys[1], keys[2]);
+}
+
+/// A replay record past its expiry that the store has not yet removed (TTL deletes late) is
+/// not a replay: the call runs anew and its record takes the old one's place.
+async fn an_expired_replay_record_is_not_replayed(n: Notes) {
+    use store::Store as _;
+    let c = n.client();
+    let args = json!({"title": "Gate", "body": "4711", "separate": true, "reason": "one per site"});
+    let first = c.call_tool("create_note", args.clone()).await;
+    assert!(!first.is_error(), "{}", first.text());
+    let partition = format!("acme#replay#{}", n.connection);
+    let page = n
+        .app
+        .store
+        .query(store::Query::partition(partition.clone()))
+        .await
+        .unwrap();
+    let (key, mut record) = page.items.into_iter().next().expect("a replay record");
+    let past = mcp_pipeline::Clock::now(&mcp_pipeline::SystemClock) - 60;
+    record.insert(store::TTL_ATTRIBUTE.into(), store::Value::n(past));
+    n.app
+        .store
+        .put(store::Put::new(key.clone(), record))
+        .await
+        .unwrap();
+    let again = c.call_tool("create_note", args).await;
+    assert!(!again.is_error(), "{}", again.text());
+    assert!(
+        again.structured().get("replayed").is_none(),
+        "replayed an expired record"
+    );
+    assert_ne!(again.structured()["note"], first.structured()["note"]);
+    assert_eq!(n.notes().await.len(), 2);
+    let renewed = n
+        .app
+        .store
+        .get(&key)
+        .await
+        .unwrap()
+        .expect("the new record");
+    let expires = store::rows::expiry(&renewed);
+    assert!(expires.is_some_and(|e| e > past + 60), "{renewed:?}");
+}
+on_every_backend!(
+    expired_record,
+    an_expired_replay_record_is_not_replayed,
+    |backend| Notes::on(backend, Limits::default()),
+    threads = 4
+);

@@ -678,6 +678,8 @@ impl Interceptor for IncidentMidFlight {
 pub(crate) struct Traps {
     /// Calls of `create_note` wait here (after their body) until this many have arrived.
     pub(crate) rendezvous: std::sync::Mutex<Option<Arc<tokio::sync::Barrier>>>,
+    /// How many calls have reached the rendezvous so far.
+    pub(crate) arrived: std::sync::atomic::AtomicUsize,
     /// An interceptor answers without calling the tool.
     pub(crate) answer_without_tool: AtomicBool,
     /// The guard panics.
@@ -719,6 +721,7 @@ impl Interceptor for TrapInterceptor {
             let result = next.run().await;
             let barrier = self.0.rendezvous.lock().unwrap().clone();
             if let Some(barrier) = barrier {
+                self.0.arrived.fetch_add(1, Ordering::SeqCst);
                 barrier.wait().await;
             }
             result
