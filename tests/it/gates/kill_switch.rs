@@ -97,8 +97,10 @@ on_every_backend!(
 
 /// No concurrency slots (they would hold a connection to two calls) and room for the writes.
 fn in_flight_limits() -> Limits {
-    let mut limits = Limits::default();
-    limits.concurrency = false;
+    let mut limits = Limits {
+        concurrency: false,
+        ..Limits::default()
+    };
     limits.per_connection.write = 100;
     limits.per_tenant.write = 100;
     limits
