@@ -671,3 +671,126 @@ fn every_dynamodb_read_is_strongly_consistent() {
         );
     }
 }
+
+/// The ids of the reliability catalogue's cases (section 3), by family.
+fn catalogue_ids() -> BTreeSet<String> {
+    [
+        ("R", 21),
+        ("C", 11),
+        ("D", 7),
+        ("L", 5),
+        ("Q", 5),
+        ("K", 4),
+        ("A", 5),
+        ("J", 9),
+        ("O", 5),
+        ("U", 6),
+        ("S", 5),
+        ("I", 8),
+    ]
+    .iter()
+    .flat_map(|(family, count)| (1..=*count).map(move |n| format!("{family}{n:02}")))
+    .collect()
+}
+
+/// `x::{a,b}` as `x::a` and `x::b`.
+fn expand(name: &str) -> Vec<String> {
+    let Some((head, rest)) = name.split_once('{') else {
+        return vec![name.to_owned()];
+    };
+    let (choices, tail) = rest.split_once('}').expect("a closed brace");
+    choices
+        .split(',')
+        .map(|c| format!("{head}{c}{tail}"))
+        .collect()
+}
+
+/// The tests of this binary, by the names `cargo test` prints.
+fn integration_tests() -> BTreeSet<String> {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--list", "--format", "terse"])
+        .output()
+        .expect("list this binary's tests");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether a unit test `crate::path::name` exists: the crate is a member and a function of that
+/// name is in its sources.
+fn unit_test_exists(name: &str, members: &[Member]) -> bool {
+    let (krate, _) = name.split_once("::").unwrap_or((name, ""));
+    let function = name.rsplit("::").next().unwrap_or_default();
+    let Some(member) = members.iter().find(|m| m.name.replace('-', "_") == krate) else {
+        return false;
+    };
+    let dir = std::path::Path::new(&member.manifest)
+        .parent()
+        .unwrap()
+        .join("src");
+    let needle = format!("fn {function}(");
+    rust_files(&dir)
+        .iter()
+        .any(|f| std::fs::read_to_string(f).is_ok_and(|text| text.contains(&needle)))
+}
+
+fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// `tests/CATALOGUE.md` names, for every case of the reliability catalogue, tests that exist
+/// (or the reason the case is not proven), once per case.
+#[test]
+fn the_catalogue_names_tests_that_exist() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("CATALOGUE.md")).expect("tests/CATALOGUE.md");
+    let (here, members) = (integration_tests(), members());
+    let mut seen = BTreeSet::new();
+    let mut proven = 0;
+    for row in text
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| ID"))
+    {
+        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+        let [id, status, tests, note] = cells[..] else {
+            panic!("a row of four cells: {row}");
+        };
+        assert!(seen.insert(id.to_owned()), "{id} appears twice");
+        let names: Vec<String> = tests
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .flat_map(expand)
+            .collect();
+        for name in &names {
+            assert!(
+                here.contains(name) || unit_test_exists(name, &members),
+                "{id} names {name}, which does not exist"
+            );
+        }
+        match status {
+            "proven" => {
+                assert!(!names.is_empty(), "{id} is proven by no test");
+                proven += 1;
+            }
+            "partial" | "missing" | "n/a" => {
+                assert!(note.len() > 30, "{id} is {status} without a reason")
+            }
+            other => panic!("{id}: unknown status {other}"),
+        }
+    }
+    assert_eq!(seen, catalogue_ids(), "every case once, and no other");
+    let counted = format!("Counts: {proven} proven");
+    assert!(text.contains(&counted), "the counts line says: {counted}");
+}

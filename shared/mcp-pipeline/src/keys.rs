@@ -46,3 +46,29 @@ pub fn slot(tenant: &str, connection: &str, slot: &str) -> Key {
 pub fn pending(tenant: &str, token: &str) -> Key {
     Key::new(format!("{tenant}#pending"), token)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replay_key_names_its_tool_and_connection() {
+        let key = replay("acme", "con_1", "create_note", "abc");
+        assert_ne!(
+            key,
+            replay("acme", "con_1", "update_note", "abc"),
+            "another tool"
+        );
+        assert_ne!(
+            key,
+            replay("acme", "con_2", "create_note", "abc"),
+            "another connection"
+        );
+        assert_ne!(
+            key,
+            replay("globex", "con_1", "create_note", "abc"),
+            "another tenant"
+        );
+        assert_eq!(key, replay("acme", "con_1", "create_note", "abc"));
+    }
+}
