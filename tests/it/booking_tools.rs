@@ -762,7 +762,7 @@ async fn quotes_compute_money_on_the_server(world: World) {
         send.structured()["approval_url"]
             .as_str()
             .unwrap()
-            .contains("/approvals/cfm_")
+            .contains("/approvals/")
     );
     let confirm = json!({"confirm_token": send.structured()["confirm_token"], "confirm_summary": send.structured()["confirm_summary"]});
     let refused = c.call_tool("confirm_action", confirm).await;

@@ -104,7 +104,20 @@ pub(crate) async fn load(
     token: &str,
     summary: Option<&str>,
 ) -> Result<Pending, ToolError> {
-    if !well_formed(token) {
+    load_named(store, prefetched, caller, token, summary, false).await
+}
+
+/// As [`load`], also by the pending action's id when `by_id` (the product's pages, where a
+/// signed-in member with the action's rights decides; an agent must present the token).
+pub(crate) async fn load_named(
+    store: &dyn store::Store,
+    prefetched: &crate::Prefetched,
+    caller: &Caller,
+    token: &str,
+    summary: Option<&str>,
+    by_id: bool,
+) -> Result<Pending, ToolError> {
+    if !(well_formed(token) || (by_id && is_id(token))) {
         return check(None, caller, summary);
     }
     let key = crate::keys::pending(&caller.tenant, token);
@@ -131,6 +144,23 @@ pub(crate) fn new_token(handles: &[String], randomness: &dyn crate::Randomness) 
         token.push_str(handle);
     }
     token
+}
+
+/// A token's id: its SHA-256 in hex, the pending action's sort key.
+pub(crate) fn token_id(token: &str) -> String {
+    use sha2::{Digest as _, Sha256};
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether `reference` has the shape of a token's id (64 lower-case hex digits).
+pub(crate) fn is_id(reference: &str) -> bool {
+    reference.len() == 64
+        && reference
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// The record handles a confirmation token names (see [`new_token`]), at most as many as a

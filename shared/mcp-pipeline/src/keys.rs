@@ -42,9 +42,16 @@ pub fn slot(tenant: &str, connection: &str, slot: &str) -> Key {
     Key::new(slots(tenant, connection), slot)
 }
 
-/// A pending (prepared) action, by its confirm token.
-pub fn pending(tenant: &str, token: &str) -> Key {
-    Key::new(format!("{tenant}#pending"), token)
+/// A pending (prepared) action, by its confirm token or by that token's id (its SHA-256, what
+/// the product's inbox links with). Only the id is stored: whoever reads the store cannot
+/// confirm an action with what it finds there.
+pub fn pending(tenant: &str, token_or_id: &str) -> Key {
+    let id = if token_or_id.starts_with("cfm_") {
+        crate::confirm::token_id(token_or_id)
+    } else {
+        token_or_id.to_owned()
+    };
+    Key::new(format!("{tenant}#pending"), id)
 }
 
 #[cfg(test)]

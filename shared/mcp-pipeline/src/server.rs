@@ -30,7 +30,7 @@ pub struct ServerConfig {
     /// Names the store items of record handles, so that the records a call names are read
     /// in the credential's batch ([`crate::ReadAhead::none`] for a product without handles).
     pub read_ahead: crate::ReadAhead,
-    /// Where people approve actions that move money (`<base>/<confirm_token>`).
+    /// Where people approve actions (`<base>/<id>`, the id being the confirm token's SHA-256).
     pub approval_url_base: String,
     /// How long a sealed `requestState` stays valid, in seconds.
     pub state_ttl_seconds: i64,
@@ -275,9 +275,11 @@ impl Server {
         hundredths / 100.0
     }
 
-    /// Where a person approves the pending action `token` in the product.
+    /// The product's page for a pending action: named by the token's id, so that the link a
+    /// person is handed (and the browser's history) never carries a token that would confirm.
     pub(crate) fn approval_url(&self, token: &str) -> String {
-        format!("{}/{}", self.config.approval_url_base, token)
+        let id = crate::confirm::token_id(token);
+        format!("{}/{}", self.config.approval_url_base, id)
     }
 }
 

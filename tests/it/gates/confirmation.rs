@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use mcp_pipeline::Limits;
 use serde_json::json;
-use store::{Key, Store as _, Value as SV};
+use store::{Store as _, Value as SV};
 
 use super::{confirm_args, new_note};
 use crate::support::notes::Notes;
@@ -158,7 +158,7 @@ async fn bad_tokens_and_summaries_fail(n: Notes) {
         json!(["confirm_token", "confirm_summary"])
     );
     // Expired: the pending action's expiry passes.
-    let key = Key::new("acme#pending", token.as_str());
+    let key = mcp_pipeline::keys::pending("acme", &token);
     let past = store::Update::new(
         key,
         vec![store::UpdateAction::Set(

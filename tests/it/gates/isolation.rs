@@ -246,3 +246,55 @@ async fn refusals_are_recorded_by_digest_without_their_arguments() {
         "argument values in the log: {all}"
     );
 }
+
+/// A confirmation token is never at rest: the store keeps only its SHA-256 (the pending
+/// action's key), the approval link names that id, and the id confirms nothing over MCP. The
+/// log of a preview and its confirmation holds no token either.
+#[tokio::test(flavor = "current_thread")]
+async fn confirmation_tokens_are_kept_only_as_digests() {
+    use sha2::Digest as _;
+    use store::Store as _;
+    let captured = crate::support::LogCapture::default();
+    let _guard = captured.install();
+    let n = Notes::on(crate::support::store::Backend::Sqlite, Limits::default())
+        .await
+        .unwrap();
+    let c = n.client();
+    let note = new_note(&c, "Arrival", "At nine.").await;
+    let preview = c
+        .call_tool("send_note", json!({"note": note, "to": "ada@example.com"}))
+        .await;
+    let token = preview.structured()["confirm_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let id: String = sha2::Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let stored = n
+        .app
+        .store
+        .query(store::Query::partition("acme#pending"))
+        .await
+        .unwrap();
+    assert_eq!(stored.items.len(), 1);
+    let (key, item) = &stored.items[0];
+    assert_eq!(key.sk, id, "stored under the token's digest");
+    assert!(
+        !format!("{item:?}").contains("cfm_"),
+        "the token is stored: {item:?}"
+    );
+    let by_id = c
+        .call_tool("confirm_action", json!({"confirm_token": id, "confirm_summary": preview.structured()["confirm_summary"]}))
+        .await;
+    assert!(
+        by_id.is_error() && n.outbox().await.is_empty(),
+        "the digest confirmed: {}",
+        by_id.text()
+    );
+    let done = c.call_tool("confirm_action", confirm_args(&preview)).await;
+    assert!(!done.is_error(), "{}", done.text());
+    let logs = captured.lines().join("\n");
+    assert!(!logs.contains(&token), "the token reached the log: {logs}");
+}

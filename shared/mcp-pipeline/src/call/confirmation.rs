@@ -190,7 +190,8 @@ fn rerun_request(req: &Request, pending: &confirm::Pending) -> Request {
 /// A pending action as the product's approval page shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingView {
-    /// The token.
+    /// How the product's pages name it: the token the page was opened with, or (in the inbox,
+    /// which reads only what is stored) the token's id.
     pub token: String,
     /// The tool that prepared it.
     pub tool: String,
@@ -259,7 +260,7 @@ impl Approvals for Server {
         let (tenant, token) = (tenant.to_owned(), token.to_owned());
         Box::pin(async move {
             let g = &self.config().gates;
-            if !confirm::well_formed(&token) {
+            if !(confirm::well_formed(&token) || confirm::is_id(&token)) {
                 return None;
             }
             let item = g
@@ -375,8 +376,9 @@ impl<'a> Call<'a> {
     /// The page's step: find the pending action, then execute it as `member` or reject it.
     async fn page_step(&mut self, token: &str, member: Option<&str>) -> Stage<ToolResult> {
         let (g, caller) = self.pending_scope()?;
+        let store = g.store.as_ref();
         let pending =
-            confirm::load(g.store.as_ref(), &self.req.prefetched, caller, token, None).await?;
+            confirm::load_named(store, &self.req.prefetched, caller, token, None, true).await?;
         match member {
             Some(member) => {
                 self.confirm(pending, Approver::Product(member.to_owned()))
