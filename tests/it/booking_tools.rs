@@ -266,7 +266,7 @@ pub(crate) async fn foreign_handles_are_not_found_and_change_nothing(world: Worl
         ),
         ("delete_customer", json!({"customer": theirs})),
     ] {
-        let call = c.call_tool(tool, args).await;
+        let call = c.call_tool(tool, args.clone()).await;
         assert!(call.is_error(), "{tool}");
         assert_eq!(
             call.structured()["code"],
@@ -279,6 +279,20 @@ pub(crate) async fn foreign_handles_are_not_found_and_change_nothing(world: Worl
                 .as_str()
                 .unwrap()
                 .starts_with("find_customers")
+        );
+        // The same answer as for a handle that never existed: no oracle of other tenants.
+        let mut never = args;
+        never["customer"] = json!("cus_00000000000000000000");
+        let unknown = c.call_tool(tool, never).await;
+        let without_handle = |v: &serde_json::Value| {
+            v.to_string()
+                .replace(&theirs, "H")
+                .replace("cus_00000000000000000000", "H")
+        };
+        assert_eq!(
+            without_handle(call.structured()),
+            without_handle(unknown.structured()),
+            "{tool}: another tenant's handle is told apart from one that never existed"
         );
     }
     let after = Customers::new(world.app.store.clone())

@@ -298,3 +298,89 @@ async fn confirmation_tokens_are_kept_only_as_digests() {
     let logs = captured.lines().join("\n");
     assert!(!logs.contains(&token), "the token reached the log: {logs}");
 }
+
+/// Each effect class counts in its own bucket: reads used up leave writes their own limit; and
+/// the classes that reach people are the strictest by default (wake below notify below write
+/// below read).
+async fn a_class_used_up_leaves_the_others_their_limits(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Kept", "x").await;
+    let read_limit = n.limits().per_connection.read as usize;
+    let mut refused = None;
+    for i in 0..read_limit + 1 {
+        let read = c.call_tool("get_note", json!({"note": note})).await;
+        if read.is_error() {
+            refused = Some((i, read.structured()["code"].clone()));
+            break;
+        }
+    }
+    let (at, code) = refused.expect("the reads ran out");
+    assert_eq!(code, "rate_limited");
+    assert!(at >= read_limit, "refused at read {at} of {read_limit}");
+    let write = c
+        .call_tool("create_note", json!({"title": "Still", "body": "y"}))
+        .await;
+    assert!(
+        !write.is_error(),
+        "reads used up blocked a write: {}",
+        write.text()
+    );
+    let d = Limits::default().per_connection;
+    assert!(
+        d.wake < d.notify && d.notify < d.write && d.write < d.read,
+        "{d:?}"
+    );
+}
+on_every_backend!(
+    classes_apart,
+    a_class_used_up_leaves_the_others_their_limits,
+    |backend| Notes::on(backend, few_reads()),
+    threads = 4
+);
+
+fn few_reads() -> Limits {
+    let mut limits = Limits::default();
+    limits.per_connection.read = 3;
+    limits
+}
+
+/// A tenant's agent access switched off stops that tenant's calls at the door, replays
+/// included (a replay is not served past the switch), and no other tenant's.
+async fn a_tenant_switch_stops_its_replays_and_no_other_tenant(n: Notes) {
+    let c = n.client();
+    let args = json!({"title": "Before", "body": "x"});
+    assert!(!c.call_tool("create_note", args.clone()).await.is_error());
+    let other = writer(&n, "globex", "gus").await;
+    let owner = identity::Actor {
+        tenant: "acme".into(),
+        member: "olivia".into(),
+        channel: identity::Channel::Cli,
+    };
+    n.app
+        .switches
+        .set_agent_access(&owner, false)
+        .await
+        .unwrap();
+    let replay = c
+        .request(
+            "tools/call",
+            json!({"name": "create_note", "arguments": args}),
+        )
+        .await;
+    assert_eq!(replay.status, 503, "a replay was served past the switch");
+    assert!(replay.header("retry-after").is_some());
+    let theirs = other
+        .call_tool("create_note", json!({"title": "Globex", "body": "y"}))
+        .await;
+    assert!(
+        !theirs.is_error(),
+        "another tenant was stopped: {}",
+        theirs.text()
+    );
+}
+on_every_backend!(
+    tenant_switch,
+    a_tenant_switch_stops_its_replays_and_no_other_tenant,
+    |backend| Notes::on(backend, Limits::default()),
+    threads = 4
+);
