@@ -9,6 +9,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+/// What no answer may ever carry: MCP and product API tokens, password hashes, and the canary
+/// the seeded customers' portal passwords are made of (`booking_tools::CANARY_SECRET`).
+pub(crate) const SECRETS: [&str; 4] = ["ghm_", "gha_", "argon2", "BAIT-SECRET-7f3a9c"];
+
 use mcp_test_client::{TestClient, ToolCall};
 use serde_json::{Map, Value};
 
@@ -109,6 +113,11 @@ impl<'a> Follower<'a> {
             .call_tool(&call.tool, Value::Object(call.args.clone()))
             .await;
         self.counts.calls += 1;
+        let shown = answer.result.to_string();
+        for secret in SECRETS.iter().filter(|s| shown.contains(*s)) {
+            self.findings
+                .push(format!("secret: {key} answered with {secret:?}"));
+        }
         let is_error = answer.is_error() || answer.result.get("structuredContent").is_none();
         // Until judged, a call met again on its own path counts as not working.
         self.seen.insert(key.clone(), !is_error);
