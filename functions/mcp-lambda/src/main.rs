@@ -637,12 +637,12 @@ mod tests {
             ("http://localhost.example.com/jwks.json", false),
             ("ftp://auth.example.com/jwks.json", false),
         ] {
-            let errors = problems(&with_base(&[
+            let parsed = parse(&with_base(&[
                 (OAUTH_ISSUER, "https://auth.example.com"),
                 (OAUTH_RESOURCE, "https://mcp.example.com/mcp"),
                 (OAUTH_JWKS_URL, url),
             ]));
-            assert_eq!(errors.is_empty(), ok, "{url}: {errors:?}");
+            assert_eq!(parsed.is_ok(), ok, "{url}: {:?}", parsed.err());
         }
         let errors = problems(&with_base(&[
             (OAUTH_ISSUER, "https://auth.example.com"),
