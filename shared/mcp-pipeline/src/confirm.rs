@@ -146,15 +146,6 @@ pub(crate) fn new_token(handles: &[String], randomness: &dyn crate::Randomness) 
     token
 }
 
-/// A token's id: its SHA-256 in hex, the pending action's sort key.
-pub(crate) fn token_id(token: &str) -> String {
-    use sha2::{Digest as _, Sha256};
-    Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// Whether `reference` has the shape of a token's id (64 lower-case hex digits).
 pub(crate) fn is_id(reference: &str) -> bool {
     reference.len() == 64

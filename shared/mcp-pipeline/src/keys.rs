@@ -47,11 +47,20 @@ pub fn slot(tenant: &str, connection: &str, slot: &str) -> Key {
 /// confirm an action with what it finds there.
 pub fn pending(tenant: &str, token_or_id: &str) -> Key {
     let id = if token_or_id.starts_with("cfm_") {
-        crate::confirm::token_id(token_or_id)
+        token_id(token_or_id)
     } else {
         token_or_id.to_owned()
     };
     Key::new(format!("{tenant}#pending"), id)
+}
+
+/// A confirmation token's id: its SHA-256 in hex, the pending action's sort key.
+pub fn token_id(token: &str) -> String {
+    use sha2::{Digest as _, Sha256};
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 #[cfg(test)]

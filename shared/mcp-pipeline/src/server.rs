@@ -278,7 +278,7 @@ impl Server {
     /// The product's page for a pending action: named by the token's id, so that the link a
     /// person is handed (and the browser's history) never carries a token that would confirm.
     pub(crate) fn approval_url(&self, token: &str) -> String {
-        let id = crate::confirm::token_id(token);
+        let id = crate::keys::token_id(token);
         format!("{}/{}", self.config.approval_url_base, id)
     }
 }
