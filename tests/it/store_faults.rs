@@ -59,15 +59,9 @@ async fn count(f: &Faulty, pk: &str) -> usize {
 
 /// Customers, audit rows of executed writes, and replay records of `acme`.
 async fn holdings(f: &Faulty) -> (usize, usize, usize) {
-    let audit = identity::audit::recent(f.store.inner().as_ref(), "acme", None, 100)
-        .await
-        .unwrap();
     (
         count(f, "acme#customer").await,
-        audit
-            .iter()
-            .filter(|e| e.action == "create_customer" && e.outcome == "ok")
-            .count(),
+        audited(f, "create_customer").await,
         count(f, &format!("acme#replay#{}", f.connection)).await,
     )
 }
@@ -76,18 +70,50 @@ fn grace() -> Value {
     json!({"name": "Grace Hopper", "email": "grace@example.com"})
 }
 
-/// `create_customer` for Grace: the HTTP status and the JSON-RPC body.
-async fn create(f: &Faulty) -> (u16, Value, Option<String>) {
-    let answer = f
-        .world
-        .client(&f.token)
-        .request(
-            "tools/call",
-            json!({"name": "create_customer", "arguments": grace()}),
-        )
-        .await;
+/// A `tools/call` with `params`: the HTTP status, the JSON-RPC body and any `Retry-After`.
+async fn call(f: &Faulty, params: Value) -> (u16, Value, Option<String>) {
+    let answer = f.world.client(&f.token).request("tools/call", params).await;
     let retry_after = answer.header("retry-after").map(str::to_owned);
     (answer.status, answer.json(), retry_after)
+}
+
+/// `create_customer` for Grace.
+async fn create(f: &Faulty) -> (u16, Value, Option<String>) {
+    call(f, json!({"name": "create_customer", "arguments": grace()})).await
+}
+
+/// Grace created and her deletion prepared: the `confirm_action` call that executes it.
+async fn prepared_deletion(f: &Faulty) -> Value {
+    let client = f.world.client(&f.token);
+    let created = client.call_tool("create_customer", grace()).await;
+    let customer = created.structured()["customer"]["customer"].clone();
+    let preview = client
+        .call_tool("delete_customer", json!({"customer": customer}))
+        .await;
+    assert_eq!(
+        preview.structured()["status"],
+        "PREVIEW",
+        "{}",
+        preview.text()
+    );
+    json!({"name": "confirm_action", "arguments": {
+        "confirm_token": preview.structured()["confirm_token"],
+        "confirm_summary": preview.structured()["confirm_summary"]}})
+}
+
+/// The confirmation's transaction: it marks the pending action used.
+fn consumption(c: &Call) -> bool {
+    c.op == Op::Transact && c.touches("pending")
+}
+
+/// Executed `action`s of `acme` in its audit trail.
+async fn audited(f: &Faulty, action: &str) -> usize {
+    identity::audit::recent(f.store.inner().as_ref(), "acme", None, 100)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.action == action && e.outcome == "ok")
+        .count()
 }
 
 /// The tool result's error code, when the call ended in a tool error.
@@ -239,9 +265,7 @@ async fn body_read_fails(f: Faulty) {
         |c: &Call| matches!(c.op, Op::Get | Op::BatchGet | Op::Query) && c.touches("customer");
     f.store.on(read, Fault::Fail, 1);
     let get = json!({"name": "get_customer", "arguments": {"customer": customer}});
-    let answer = client.request("tools/call", get.clone()).await;
-    let retry_after = answer.header("retry-after").map(str::to_owned);
-    assert_retryable(&(answer.status, answer.json(), retry_after));
+    assert_retryable(&call(&f, get.clone()).await);
     assert_eq!(f.store.faults_met(), 1, "the fault was never reached");
     let read = client.request("tools/call", get).await.json();
     assert_eq!(error_code(&read), None, "{read}");
@@ -284,34 +308,14 @@ on_every_backend!(
 /// the prepared write) fails: the customer stays, the pending action stays usable, and the
 /// retried confirmation runs the deletion once.
 async fn consumption_fails(f: Faulty) {
-    let client = f.world.client(&f.token);
-    let created = client.call_tool("create_customer", grace()).await;
-    let customer = created.structured()["customer"]["customer"].clone();
-    let preview = client
-        .call_tool("delete_customer", json!({"customer": customer}))
-        .await;
-    assert_eq!(
-        preview.structured()["status"],
-        "PREVIEW",
-        "{}",
-        preview.text()
-    );
-    let confirm = json!({"name": "confirm_action", "arguments": {
-        "confirm_token": preview.structured()["confirm_token"],
-        "confirm_summary": preview.structured()["confirm_summary"]}});
-    let consume = |c: &Call| c.op == Op::Transact && c.touches("pending");
-    f.store.on(consume, Fault::Fail, 1);
-    let answer = client.request("tools/call", confirm.clone()).await;
-    let retry_after = answer.header("retry-after").map(str::to_owned);
-    assert_retryable(&(answer.status, answer.json(), retry_after));
+    let confirm = prepared_deletion(&f).await;
+    f.store.on(consumption, Fault::Fail, 1);
+    assert_retryable(&call(&f, confirm.clone()).await);
     assert_eq!(f.store.faults_met(), 1);
     assert_eq!(count(&f, "acme#customer").await, 1, "the customer stays");
-    assert_eq!(
-        count(&f, "acme#pending").await,
-        1,
-        "the pending action stays"
-    );
-    let retried = client.request("tools/call", confirm).await.json();
+    let pending = count(&f, "acme#pending").await;
+    assert_eq!(pending, 1, "the pending action stays");
+    let (_, retried, _) = call(&f, confirm).await;
     assert_eq!(error_code(&retried), None, "{retried}");
     let live = f
         .store
@@ -319,27 +323,17 @@ async fn consumption_fails(f: Faulty) {
         .query(store::Query::partition("acme#customer"))
         .await
         .unwrap();
-    let states: Vec<_> = live
+    let active = live
         .items
         .iter()
-        .filter_map(|(_, i)| {
-            i.get("state")
-                .and_then(store::Value::as_s)
-                .map(str::to_owned)
-        })
-        .collect();
-    assert!(
-        states.iter().all(|s| s != "active"),
-        "the customer is deleted: {states:?}"
-    );
-    let audit = identity::audit::recent(f.store.inner().as_ref(), "acme", None, 100)
-        .await
-        .unwrap();
-    let deletions = audit
-        .iter()
-        .filter(|e| e.action == "delete_customer" && e.outcome == "ok")
+        .filter(|(_, i)| i.get("state").and_then(store::Value::as_s) == Some("active"))
         .count();
-    assert_eq!(deletions, 1, "one deletion, audited once");
+    assert_eq!(active, 0, "the customer is deleted");
+    assert_eq!(
+        audited(&f, "delete_customer").await,
+        1,
+        "one deletion, audited once"
+    );
 }
 on_every_backend!(
     at_consumption,
@@ -428,31 +422,15 @@ on_every_backend!(
 /// and the retried confirmation says the action was already confirmed and executed (status
 /// `used`), never runs it a second time.
 async fn consumption_answer_lost(f: Faulty) {
-    let client = f.world.client(&f.token);
-    let created = client.call_tool("create_customer", grace()).await;
-    let customer = created.structured()["customer"]["customer"].clone();
-    let preview = client
-        .call_tool("delete_customer", json!({"customer": customer}))
-        .await;
-    let confirm = json!({"name": "confirm_action", "arguments": {
-        "confirm_token": preview.structured()["confirm_token"],
-        "confirm_summary": preview.structured()["confirm_summary"]}});
-    let consume = |c: &Call| c.op == Op::Transact && c.touches("pending");
-    f.store.on(consume, Fault::LoseAnswer, 1);
-    let answer = client.request("tools/call", confirm.clone()).await;
-    let retry_after = answer.header("retry-after").map(str::to_owned);
-    assert_retryable(&(answer.status, answer.json(), retry_after));
-    let retried = client.request("tools/call", confirm).await.json();
-    let s = &retried["result"]["structuredContent"];
-    assert_eq!(s["status"], "used", "{retried}");
-    let audit = identity::audit::recent(f.store.inner().as_ref(), "acme", None, 100)
-        .await
-        .unwrap();
-    let deletions = audit
-        .iter()
-        .filter(|e| e.action == "delete_customer" && e.outcome == "ok")
-        .count();
-    assert_eq!(deletions, 1, "deleted once");
+    let confirm = prepared_deletion(&f).await;
+    f.store.on(consumption, Fault::LoseAnswer, 1);
+    assert_retryable(&call(&f, confirm.clone()).await);
+    let (_, retried, _) = call(&f, confirm).await;
+    assert_eq!(
+        retried["result"]["structuredContent"]["status"], "used",
+        "{retried}"
+    );
+    assert_eq!(audited(&f, "delete_customer").await, 1, "deleted once");
 }
 on_every_backend!(
     after_consumption,

@@ -23,7 +23,7 @@ pub(crate) fn oauth(env: &Env) -> worker::Result<Option<app::OAuth>> {
     if let Some(oauth) = CACHED.with_borrow(|cached| {
         cached
             .as_ref()
-            .filter(|(seen, _)| same(seen, &vars))
+            .filter(|(seen, _)| *seen == vars)
             .map(|(_, oauth)| oauth.clone())
     }) {
         return Ok(oauth);
@@ -33,22 +33,6 @@ pub(crate) fn oauth(env: &Env) -> worker::Result<Option<app::OAuth>> {
     let oauth = plan.map(|plan| plan.into_oauth(|url| Arc::new(FetchedKeys { url })));
     CACHED.set(Some((vars, oauth.clone())));
     Ok(oauth)
-}
-
-fn same(a: &app::settings::OAuthVariables, b: &app::settings::OAuthVariables) -> bool {
-    (
-        &a.issuer,
-        &a.resource,
-        &a.jwks,
-        &a.jwks_url,
-        &a.tenant_claim,
-    ) == (
-        &b.issuer,
-        &b.resource,
-        &b.jwks,
-        &b.jwks_url,
-        &b.tenant_claim,
-    )
 }
 
 /// The issuer's key set, fetched with the runtime's `fetch`.

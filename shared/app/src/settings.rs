@@ -57,7 +57,7 @@ impl OAuthPlan {
 }
 
 /// The five OAuth variables' values.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OAuthVariables {
     /// [`OAUTH_ISSUER`].
     pub issuer: Option<String>,

@@ -92,8 +92,9 @@ mod tests {
 
     use super::*;
 
-    #[tokio::test]
-    async fn reads_the_secret_string_with_the_session_token() {
+    /// The extension on a free port, answering one request with `body`; the port, and the
+    /// request it got.
+    async fn extension_answering(body: &'static str) -> (u16, tokio::task::JoinHandle<String>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let server = tokio::spawn(async move {
@@ -101,7 +102,6 @@ mod tests {
             let mut buf = vec![0u8; 4096];
             let n = socket.read(&mut buf).await.unwrap();
             let request = String::from_utf8_lossy(&buf[..n]).to_string();
-            let body = r#"{"Name":"k","SecretString":"sealing-key-123"}"#;
             let response = format!(
                 "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
                 body.len()
@@ -109,6 +109,13 @@ mod tests {
             socket.write_all(response.as_bytes()).await.unwrap();
             request
         });
+        (port, server)
+    }
+
+    #[tokio::test]
+    async fn reads_the_secret_string_with_the_session_token() {
+        let (port, server) =
+            extension_answering(r#"{"Name":"k","SecretString":"sealing-key-123"}"#).await;
         let client = HttpClient::new(Duration::from_secs(5)).unwrap();
         let secret = lambda_secret(
             &client,
@@ -131,21 +138,10 @@ mod tests {
 
     #[tokio::test]
     async fn reads_a_parameter_value() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = tokio::spawn(async move {
-            let (mut socket, _) = listener.accept().await.unwrap();
-            let mut buf = vec![0u8; 4096];
-            let n = socket.read(&mut buf).await.unwrap();
-            let request = String::from_utf8_lossy(&buf[..n]).to_string();
-            let body = r#"{"Parameter":{"Name":"/g/s/mcp-endpoint","Value":"https://x.lambda-url.eu-west-1.on.aws/mcp"}}"#;
-            let response = format!(
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
-                body.len()
-            );
-            socket.write_all(response.as_bytes()).await.unwrap();
-            request
-        });
+        let (port, server) = extension_answering(
+            r#"{"Parameter":{"Name":"/g/s/mcp-endpoint","Value":"https://x.lambda-url.eu-west-1.on.aws/mcp"}}"#,
+        )
+        .await;
         let client = HttpClient::new(Duration::from_secs(5)).unwrap();
         let value = lambda_parameter(&client, port, "/g/s/mcp-endpoint", "tok")
             .await

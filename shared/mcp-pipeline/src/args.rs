@@ -160,7 +160,7 @@ fn text_as_value(to: &Accepts<'_>, s: &str) -> Coerced {
 /// A JSON array or object sent as text.
 fn json_text(to: &Accepts<'_>, t: &str) -> Coerced {
     let wanted =
-        (to.kind("array") && t.starts_with('[')) || (to.kind("object") && t.starts_with('{'));
+        (to.kind("array") && t.starts_with("[")) || (to.kind("object") && t.starts_with("{"));
     if !wanted {
         return None;
     }

@@ -8,7 +8,7 @@ use mcp_pipeline::{Limits, Toolset};
 use mcp_test_client::TestClient;
 use serde_json::{Value, json};
 
-use super::{confirm_args, new_note};
+use super::{confirm_args, new_note, prepared_send};
 use crate::support::notes::Notes;
 use crate::support::{connect, on_every_backend, rights};
 
@@ -70,10 +70,7 @@ on_every_backend!(
 
 async fn a_token_of_another_tenant_is_an_unknown_token(n: Notes) {
     let c = n.client();
-    let note = new_note(&c, "Arrival", "At nine.").await;
-    let preview = c
-        .call_tool("send_note", json!({"note": note, "to": "ada@example.com"}))
-        .await;
+    let preview = prepared_send(&c).await;
     let stranger = writer(&n, "globex", "gus").await;
     let foreign = stranger
         .call_tool("confirm_action", confirm_args(&preview))
@@ -260,10 +257,7 @@ async fn confirmation_tokens_are_kept_only_as_digests() {
         .await
         .unwrap();
     let c = n.client();
-    let note = new_note(&c, "Arrival", "At nine.").await;
-    let preview = c
-        .call_tool("send_note", json!({"note": note, "to": "ada@example.com"}))
-        .await;
+    let preview = prepared_send(&c).await;
     let token = preview.structured()["confirm_token"]
         .as_str()
         .unwrap()

@@ -28,6 +28,13 @@ async fn new_note(c: &TestClient, title: &str, body: &str) -> String {
         .to_owned()
 }
 
+/// A new note and the preview of sending it to Ada: a prepared action to confirm.
+async fn prepared_send(c: &TestClient) -> mcp_test_client::ToolCall {
+    let note = new_note(c, "Arrival", "At nine.").await;
+    c.call_tool("send_note", json!({"note": note, "to": "ada@example.com"}))
+        .await
+}
+
 /// The arguments of `confirm_action` for the action `preview` prepared.
 fn confirm_args(preview: &mcp_test_client::ToolCall) -> serde_json::Value {
     json!({
