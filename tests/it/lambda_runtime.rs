@@ -98,6 +98,11 @@ struct Queue {
 struct Shared {
     queue: Mutex<Queue>,
     ready: Condvar,
+    /// A process to stop (SIGSTOP) the moment it posts a response, as Lambda freezes an
+    /// instance once its handler has returned.
+    freeze_on_response: Mutex<Option<u32>>,
+    /// The deadline handed with each event, instead of 30 s from now.
+    deadline_ms: Mutex<Option<u128>>,
 }
 
 impl Shared {
@@ -205,6 +210,15 @@ fn json_body(bytes: &[u8]) -> Value {
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into_owned()))
 }
 
+/// Sends `kill -<name>` to `pid`.
+fn signal(pid: u32, name: &str) {
+    let sent = Command::new("kill")
+        .args([format!("-{name}"), pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success(), "kill -{name} {pid}");
+}
+
 fn epoch_ms() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -236,7 +250,11 @@ fn serve_connection(stream: TcpStream, shared: &Shared, posted: &mpsc::Sender<Po
                 let Some((id, event)) = shared.next() else {
                     return;
                 };
-                let deadline = epoch_ms() + 30_000;
+                let deadline = shared
+                    .deadline_ms
+                    .lock()
+                    .unwrap()
+                    .unwrap_or_else(|| epoch_ms() + 30_000);
                 respond(
                     &mut writer,
                     "200 OK",
@@ -255,6 +273,9 @@ fn serve_connection(stream: TcpStream, shared: &Shared, posted: &mpsc::Sender<Po
             }
             ("POST", Some(rest)) if rest.ends_with("/response") => {
                 let id = rest.trim_end_matches("/response").to_owned();
+                if let Some(pid) = *shared.freeze_on_response.lock().unwrap() {
+                    signal(pid, "STOP");
+                }
                 let _ = posted.send(Posted::Response {
                     id,
                     payload: json_body(&request.body),
@@ -1173,4 +1194,150 @@ fn the_pre_traffic_hook_passes_a_good_version_and_fails_a_refused_credential() {
         "{refused:?}"
     );
     drop(function);
+}
+
+// ---- what an invocation leaves behind ---------------------------------------------------------
+
+/// A function of the release binary on a fresh table, whose owner `ana` of `acme` has a full
+/// connection: (app on the same table, function, connection id, token).
+fn full_connection_function(
+    rt: &tokio::runtime::Runtime,
+    api: &RuntimeApi,
+    (endpoint, function_endpoint): (&str, &str),
+    prefix: &str,
+) -> (app::App, Function, String, String) {
+    let (app, table, _) = setup(rt, endpoint, prefix);
+    let (connection, token) = rt.block_on(async {
+        let rights = crate::support::rights_of(&app, "acme", "ana").await;
+        let full = mcp_pipeline::Toolset::Full;
+        crate::support::connect(&app, ("acme", "ana"), rights, full, "settle test").await
+    });
+    let mut vars = table_env(&table, function_endpoint);
+    vars.push(("GATEHOUSE_STATE_KEY", STATE_KEY));
+    let function = Function::start(api, &vars);
+    (app, function, connection, token)
+}
+
+/// The items of partition `pk` (read from the test's side of the table).
+fn partition(rt: &tokio::runtime::Runtime, app: &app::App, pk: &str) -> Vec<store::Item> {
+    let page = rt.block_on(app.store.query(store::Query::partition(pk)));
+    let page = page.expect("query the table");
+    page.items.into_iter().map(|(_, item)| item).collect()
+}
+
+/// A successful tool result of the invocation's payload.
+fn tool_result(payload: &Value) -> Value {
+    let got = from_lambda(payload);
+    assert_eq!(got.status, 200, "{payload}");
+    let result = got.body["result"].clone();
+    assert_ne!(result["isError"], json!(true), "{result}");
+    result
+}
+
+/// Lambda may freeze an instance the moment its handler returns, and stop it frozen (catalogue
+/// S05): here the process is stopped (SIGSTOP) as it posts each response, and the table must
+/// already hold all the call leaves: no concurrency slot still taken (a read's release is not
+/// left for later, ADR 25), the write's customer and its audit row. The function reaches the
+/// table through a link that holds each request 150 ms, so that work left running after the
+/// answer would still be in flight when the process stops.
+#[test]
+fn nothing_is_left_running_when_the_function_answers() {
+    let Some(endpoint) = crate::support::dynamodb_endpoint("lambda settle [dynamodb]") else {
+        return;
+    };
+    let rt = runtime();
+    let mut api = RuntimeApi::start();
+    let upstream = endpoint
+        .trim_start_matches("http://")
+        .parse()
+        .expect("host:port");
+    let slow = crate::support::slow_link::start(upstream, Duration::from_millis(150));
+    let slow = format!("http://{slow}");
+    let (app, function, connection, token) =
+        full_connection_function(&rt, &api, (&endpoint, &slow), "gatehouse-settle");
+    let pid = function.child.id();
+    *api.shared.freeze_on_response.lock().unwrap() = Some(pid);
+    let slots = mcp_pipeline::keys::slots("acme", &connection);
+    let grace = json!({"name": "Grace Hopper", "email": "grace@example.com"});
+    let calls = [
+        ("get_server_status", json!({})),
+        ("create_customer", grace),
+        ("list_customers", json!({})),
+        ("get_server_status", json!({})),
+    ];
+    for (n, (tool, arguments)) in calls.iter().enumerate() {
+        let event = api_gateway_call(&token, n as u64, tool, arguments);
+        let (_, payload, _) = api.invoke(&event);
+        // The process is stopped now: only what it finished before answering is in the table.
+        tool_result(&payload);
+        let held = partition(&rt, &app, &slots);
+        assert!(held.is_empty(), "after {tool}, slots still held: {held:?}");
+        signal(pid, "CONT");
+    }
+    assert_eq!(partition(&rt, &app, "acme#customer").len(), 1);
+    let audit = rt.block_on(identity::audit::recent(
+        app.store.as_ref(),
+        "acme",
+        None,
+        10,
+    ));
+    let created: Vec<_> = audit
+        .expect("the audit trail")
+        .into_iter()
+        .filter(|e| e.action == "create_customer" && e.outcome == "ok")
+        .collect();
+    assert_eq!(created.len(), 1, "{created:?}");
+    *api.shared.freeze_on_response.lock().unwrap() = None;
+    function.stop();
+}
+
+/// An event whose deadline has already passed (remaining time 0, catalogue R15): the function
+/// derives no lease from it. The calls are served; the replay record and the pending action
+/// they write expire in the future (a positive lease from the function's own constants), and
+/// no slot is left taken.
+#[test]
+fn a_deadline_already_past_still_gives_positive_leases() {
+    let Some(endpoint) = crate::support::dynamodb_endpoint("lambda deadline [dynamodb]") else {
+        return;
+    };
+    let rt = runtime();
+    let mut api = RuntimeApi::start();
+    let (app, function, connection, token) =
+        full_connection_function(&rt, &api, (&endpoint, &endpoint), "gatehouse-deadline");
+    let now = epoch_ms();
+    for deadline in [0, now - 1_000, now] {
+        *api.shared.deadline_ms.lock().unwrap() = Some(deadline);
+        let email = format!("grace-{deadline}@example.com");
+        let event = api_gateway_call(
+            &token,
+            1,
+            "create_customer",
+            &json!({"name": "Grace Hopper", "email": email}),
+        );
+        let (_, payload, _) = api.invoke(&event);
+        let created = tool_result(&payload);
+        let customer = created["structuredContent"]["customer"]["customer"].clone();
+        let event = api_gateway_call(&token, 2, "delete_customer", &json!({"customer": customer}));
+        let (_, payload, _) = api.invoke(&event);
+        let preview = tool_result(&payload);
+        assert_eq!(
+            preview["structuredContent"]["status"], "PREVIEW",
+            "{preview}"
+        );
+    }
+    let now_s = i64::try_from(epoch_ms() / 1000).unwrap();
+    let replay = partition(&rt, &app, &format!("acme#replay#{connection}"));
+    let pending = partition(&rt, &app, "acme#pending");
+    assert_eq!((replay.len(), pending.len()), (3, 3));
+    for item in replay.iter().chain(&pending) {
+        let expires = item
+            .get(store::TTL_ATTRIBUTE)
+            .and_then(store::Value::as_n)
+            .and_then(|n| n.as_str().parse::<i64>().ok())
+            .unwrap_or_else(|| panic!("an expiry: {item:?}"));
+        assert!(expires > now_s + 60, "a lease in the future: {item:?}");
+    }
+    let slots = mcp_pipeline::keys::slots("acme", &connection);
+    assert!(partition(&rt, &app, &slots).is_empty());
+    function.stop();
 }

@@ -16,6 +16,7 @@ use anyhow::Context as _;
 use lambda_http::{Error, Request, service_fn};
 
 mod runtime_api;
+mod settle;
 mod telemetry;
 
 // The variables the function reads, named as in `infra/template.json` and `infra/README.md`.
@@ -278,6 +279,7 @@ impl Config {
                 .console_base
                 .clone()
                 .unwrap_or_else(|| app::Settings::default().console_base),
+            defer: Some(settle::defer()),
             ..app::Settings::default()
         }
     }
@@ -365,7 +367,7 @@ async fn main() -> ExitCode {
     let http = app.http.clone();
     let served = lambda_http::run(service_fn(move |req: Request| {
         let http = http.clone();
-        async move { Ok::<_, Error>(http.handle(req).await) }
+        async move { Ok::<_, Error>(settle::invocation(http.handle(req)).await) }
     }))
     .await;
     match served {
