@@ -178,3 +178,29 @@ async fn without_keys_the_endpoint_is_unavailable_and_the_fetch_retried_after_a_
     assert_eq!(status(&world, &rsa).await, 200);
     assert_eq!(server.requests(), 2);
 }
+
+/// Outbound requests carry none of the inbound credential (catalogue A02): the key fetches a
+/// valid token and a forged key id cause send no `Authorization` header and no part of either
+/// token.
+#[tokio::test]
+async fn a_key_fetch_carries_nothing_of_the_callers_credential() {
+    let server = KeyServer::start(&rsa_only(), Duration::ZERO).await;
+    let clock = Arc::new(FixedClock::starting_now());
+    let world = world(&server, &clock).await;
+    let valid = token(&clock, Algorithm::RS256, RSA);
+    assert_eq!(status(&world, &valid).await, 200);
+    clock.advance(identity::oauth::REFRESH_COOL_DOWN.as_secs() as i64 + 1);
+    let forged = token(&clock, Algorithm::RS256, "forged-kid");
+    assert_eq!(status(&world, &forged).await, 401);
+    let heads = server.heads();
+    assert_eq!(heads.len(), 2, "one fetch each: {heads:?}");
+    for head in &heads {
+        let lower = head.to_ascii_lowercase();
+        assert!(!lower.contains("authorization"), "{head}");
+        for credential in [&valid, &forged] {
+            for part in credential.split('.') {
+                assert!(!head.contains(part), "a part of the token left: {head}");
+            }
+        }
+    }
+}

@@ -21,7 +21,13 @@ const SECRET: &[u8] = b"a webhook secret of at least 32 bytes";
 
 /// Confirms a booking over MCP, which queues one message to its customer; returns its key.
 async fn one_message(world: &World) -> store::Key {
-    let (c, _) = setup(world).await;
+    one_message_with_credentials(world).await.0
+}
+
+/// [`one_message`], also returning the credentials the caller used: its connection token and
+/// the confirmation token.
+async fn one_message_with_credentials(world: &World) -> (store::Key, [String; 2]) {
+    let (c, token) = setup(world).await;
     let ada = seeded_customer(world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(world, "acme", "Tom Weber", "Europe/Berlin").await;
     let b = c
@@ -43,7 +49,8 @@ async fn one_message(world: &World) -> store::Key {
         .await
         .unwrap();
     assert_eq!(page.items.len(), 1);
-    page.items[0].0.clone()
+    let confirm_token = preview.structured()["confirm_token"].as_str().unwrap();
+    (page.items[0].0.clone(), [token, confirm_token.to_owned()])
 }
 
 async fn message(world: &World, key: &store::Key) -> Message {
@@ -114,6 +121,44 @@ async fn a_message_reaches_the_receiver_once_signed(world: World) {
     );
 }
 on_every_backend!(signed_once, a_message_reaches_the_receiver_once_signed);
+
+/// The delivery carries the webhook's own credential (its signature) and nothing of the
+/// caller's (catalogue A02): no `Authorization` header, neither the connection token nor the
+/// confirmation token, nor their digests.
+async fn a_delivery_carries_nothing_of_the_callers_credentials(world: World) {
+    use sha2::Digest as _;
+    let (key, credentials) = one_message_with_credentials(&world).await;
+    let receiver = Receiver::start(vec![]).await;
+    let clock = Arc::new(FixedClock::starting_now());
+    let d = dispatcher(&world, &receiver, &clock, Duration::from_secs(5));
+    assert_eq!(
+        d.on_stream(&stream_insert(&key)).await["batchItemFailures"],
+        json!([])
+    );
+    let got = receiver.received();
+    assert_eq!(got.len(), 1);
+    let delivery = &got[0];
+    assert!(
+        !delivery.headers.contains_key("authorization"),
+        "{:?}",
+        delivery.headers
+    );
+    let sent = format!("{:?} {}", delivery.headers, delivery.body);
+    for credential in &credentials {
+        let digest = sha2::Sha256::digest(credential.as_bytes());
+        let digest: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        for secret in [credential.as_str(), &credential[4..], &digest] {
+            assert!(
+                !sent.contains(secret),
+                "a credential left with the delivery: {sent}"
+            );
+        }
+    }
+}
+on_every_backend!(
+    credentials_stay,
+    a_delivery_carries_nothing_of_the_callers_credentials
+);
 
 async fn failures_and_timeouts_are_retried_with_backoff(world: World) {
     let key = one_message(&world).await;

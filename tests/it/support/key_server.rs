@@ -1,6 +1,6 @@
 //! An authorization server's key endpoint on 127.0.0.1 for the key-set tests: it serves the
 //! key set it currently holds (or an error status), each answer after a set delay, and counts
-//! the requests it got.
+//! and keeps the requests it got (their heads: line and headers).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,6 +22,7 @@ pub(crate) struct KeyServer {
     pub(crate) url: String,
     serving: Arc<Mutex<Serving>>,
     requests: Arc<AtomicUsize>,
+    heads: Arc<Mutex<Vec<String>>>,
 }
 
 impl KeyServer {
@@ -36,6 +37,7 @@ impl KeyServer {
                 delay,
             })),
             requests: Arc::default(),
+            heads: Arc::default(),
         };
         let answering = server.clone();
         tokio::spawn(async move {
@@ -64,6 +66,11 @@ impl KeyServer {
         self.requests.load(Ordering::SeqCst)
     }
 
+    /// The heads (request line and headers) of every request so far.
+    pub(crate) fn heads(&self) -> Vec<String> {
+        self.heads.lock().unwrap().clone()
+    }
+
     async fn answer(&self, mut socket: tokio::net::TcpStream) {
         let mut head = Vec::new();
         let mut buf = [0u8; 1024];
@@ -74,6 +81,8 @@ impl KeyServer {
             }
         }
         self.requests.fetch_add(1, Ordering::SeqCst);
+        let text = String::from_utf8_lossy(&head).into_owned();
+        self.heads.lock().unwrap().push(text);
         let (status, body, delay) = {
             let s = self.serving.lock().unwrap();
             (s.status, s.body.clone(), s.delay)
