@@ -10,6 +10,7 @@ mod approval_modes;
 mod booking_tools;
 mod browser;
 mod claims;
+mod clock_skew;
 mod edge;
 mod embedded_store;
 mod endpoint;

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use mcp_pipeline::Toolset;
 
+pub(crate) mod clocks;
 pub(crate) mod dates;
 pub(crate) mod edge;
 pub(crate) mod faults;
