@@ -21,6 +21,7 @@ mod identity_contract;
 mod infra;
 mod keys;
 mod lambda_runtime;
+mod load;
 mod logs;
 mod manifest;
 mod model_check;

@@ -26,8 +26,10 @@ pub(crate) fn defer() -> mcp_pipeline::Defer {
                 lock(deferred).push(work);
             }
         });
-        if let Some(work) = work {
-            tokio::spawn(work);
+        if let Some(work) = work
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(work);
         }
     }))
 }

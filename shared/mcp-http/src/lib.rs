@@ -14,7 +14,11 @@ pub fn tokio_runtime() -> mcp_pipeline::Runtime {
     mcp_pipeline::Runtime {
         sleep: mcp_pipeline::Sleep(Arc::new(|d| Box::pin(tokio::time::sleep(d)))),
         defer: mcp_pipeline::Defer(Arc::new(|work| {
-            tokio::spawn(work);
+            // Outside a runtime (a call dropped while the runtime shuts down) there is nothing
+            // to run it on; the slot's lease frees it.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(work);
+            }
         })),
     }
 }

@@ -295,6 +295,21 @@ fn slot_candidates(class: EffectClass) -> &'static [&'static str] {
     }
 }
 
+/// Every slot `ask` could take of `caller`'s connection, as held by `ask`'s call: what to give
+/// back when a call is dropped while its admission may still land in the store.
+pub(crate) fn possible_slots(gates: &Gates, caller: &Caller, ask: &Ask<'_>) -> Vec<Slot> {
+    if ask.lease_seconds.is_none() || !gates.limits.concurrency {
+        return Vec::new();
+    }
+    slot_candidates(ask.class)
+        .iter()
+        .map(|slot| Slot {
+            key: Some(crate::keys::slot(&caller.tenant, &caller.connection, slot)),
+            request_id: ask.request_id.to_owned(),
+        })
+        .collect()
+}
+
 /// What one call asks of admission.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Ask<'a> {

@@ -165,6 +165,19 @@ on_every_backend!(
     threads = 4
 );
 
+/// Waits until slot `slot` of the connection is taken (not a fixed sleep: under load a call can
+/// take a while to reach admission).
+async fn slot_taken(n: &Notes, slot: &str) {
+    let key = Key::new(format!("acme#slot#{}", n.connection), slot);
+    for _ in 0..500 {
+        if n.app.store.get(&key).await.unwrap().is_some() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("slot {slot} was never taken");
+}
+
 async fn two_slots_per_connection_one_kept_for_writes(n: Notes) {
     let client = Arc::new(n.client());
     let slow = |name: &'static str, tag: &str, millis: u64| {
@@ -172,21 +185,7 @@ async fn two_slots_per_connection_one_kept_for_writes(n: Notes) {
         let args = json!({"millis": millis, "tag": tag});
         tokio::spawn(async move { client.call_tool(name, args).await })
     };
-    // Wait until a slot is taken (not a fixed sleep: under load a call can take a while to
-    // reach admission).
-    let taken = |slot: &'static str| {
-        let key = Key::new(format!("acme#slot#{}", n.connection), slot);
-        let store = Arc::clone(&n.app.store);
-        async move {
-            for _ in 0..500 {
-                if store.get(&key).await.unwrap().is_some() {
-                    return;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            }
-            panic!("slot {slot} was never taken");
-        }
-    };
+    let taken = |slot: &'static str| slot_taken(&n, slot);
     // Long bodies, so that a loaded machine (or the slow local DynamoDB server) cannot end
     // them before the calls that must find their slots taken.
     let first_read = slow("get_slowly", "r1", 4000);
@@ -224,6 +223,33 @@ async fn two_slots_per_connection_one_kept_for_writes(n: Notes) {
 on_every_backend!(
     concurrency,
     two_slots_per_connection_one_kept_for_writes,
+    |backend| Notes::on(backend, Limits::default()),
+    threads = 4
+);
+
+/// A call its client abandons half-way (the transport drops it, as a server does when the
+/// connection closes) gives its slot back: the connection's next read is admitted at once, not
+/// after the slot's lease (the tool deadline plus five seconds).
+async fn an_abandoned_call_gives_its_slot_back(n: Notes) {
+    let client = Arc::new(n.client());
+    let abandoned = tokio::spawn({
+        let client = Arc::clone(&client);
+        async move {
+            let args = json!({"millis": 4000, "tag": "gone"});
+            client.call_tool("get_slowly", args).await
+        }
+    });
+    slot_taken(&n, "0").await;
+    abandoned.abort();
+    assert!(abandoned.await.unwrap_err().is_cancelled());
+    let next = client
+        .call_tool("get_slowly", json!({"millis": 0, "tag": "next"}))
+        .await;
+    assert!(!next.is_error(), "{}", next.text());
+}
+on_every_backend!(
+    abandoned_call,
+    an_abandoned_call_gives_its_slot_back,
     |backend| Notes::on(backend, Limits::default()),
     threads = 4
 );

@@ -13,6 +13,7 @@ pub(crate) mod faults;
 pub(crate) mod hint_follower;
 pub(crate) mod key_server;
 pub(crate) mod lambda_extension;
+pub(crate) mod load;
 pub(crate) mod model;
 pub(crate) mod notes;
 pub(crate) mod probe_tools;

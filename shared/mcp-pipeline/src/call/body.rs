@@ -46,10 +46,7 @@ impl<'a> Call<'a> {
     pub(crate) async fn admit_beside<T>(&mut self, work: impl Future<Output = T>) -> Stage<T> {
         let (admitted, out) = futures_util::future::join(self.admission(), work).await;
         match admitted {
-            Ok(slot) => {
-                self.slot = slot;
-                Ok(out)
-            }
+            Ok(()) => Ok(out),
             Err(exit) => {
                 self.notifications.take();
                 Err(exit)
@@ -57,13 +54,13 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// Admits the call, waiting briefly for a slot whose release is on its way; `Ok(None)`
-    /// when the call has no connection (a transport that does not authenticate, as the
-    /// conformance fixture).
-    async fn admission(&self) -> Stage<Option<gates::Slot>> {
+    /// Admits the call, waiting briefly for a slot whose release is on its way, and puts the
+    /// slot in `self.slot`; takes none when the call has no connection (a transport that does
+    /// not authenticate, as the conformance fixture).
+    async fn admission(&self) -> Stage<()> {
         let g = &self.server.config().gates;
         let Some(caller) = self.caller() else {
-            return Ok(None);
+            return Ok(());
         };
         let spec = &self.plan.spec;
         // A lease outlives the deadline a little, so a crashed instance frees its slot. An
@@ -87,8 +84,19 @@ impl<'a> Call<'a> {
         self.server.releases().settle(caller).await;
         let mut waited = 0;
         loop {
-            match gates::admit(g, caller, ask).await? {
-                Ok(slot) => return Ok(Some(slot)),
+            let mut pending = Unanswered {
+                server: self.server,
+                caller,
+                ask,
+                answered: false,
+            };
+            let answered = gates::admit(g, caller, ask).await?;
+            pending.answered = true;
+            match answered {
+                Ok(slot) => {
+                    self.slot.put(slot);
+                    return Ok(());
+                }
                 Err(refusal) => {
                     // A slot can still be held by the call before this one, when that call ran
                     // on another instance and its release is still on its way. Wait a little
@@ -284,4 +292,45 @@ fn deadline_error(spec: &crate::ToolSpec) -> ToolError {
     )
     .detail("retry_after_seconds", 30)
     .detail("deadline_seconds", spec.deadline.as_secs())
+}
+
+/// An admission not yet answered. When the call is dropped before the answer (its client went
+/// away), the transaction may still land and take a slot no one will give back; dropping this
+/// gives back every slot the call could have taken (each delete only removes a slot naming
+/// this call), at once and again once that transaction has surely ended.
+struct Unanswered<'s> {
+    server: &'s crate::server::Server,
+    caller: &'s crate::Caller,
+    ask: gates::Ask<'s>,
+    answered: bool,
+}
+
+/// How long a dropped call's admission may still be on its way to the store: past every
+/// backend's bound on one store call.
+const ADMISSION_IN_FLIGHT: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        let gates = &self.server.config().gates;
+        let slots = gates::possible_slots(gates, self.caller, &self.ask);
+        if slots.is_empty() {
+            return;
+        }
+        let store = std::sync::Arc::clone(&gates.store);
+        let later = self.server.sleep(ADMISSION_IN_FLIGHT);
+        let give_back = async move {
+            for pass in [None, Some(later)] {
+                if let Some(wait) = pass {
+                    wait.await;
+                }
+                for slot in &slots {
+                    gates::release(std::sync::Arc::clone(&store), slot.clone()).await;
+                }
+            }
+        };
+        (self.server.config().runtime.defer.0)(Box::pin(give_back));
+    }
 }

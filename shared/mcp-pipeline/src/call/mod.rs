@@ -41,7 +41,9 @@ impl From<ToolError> for Exit {
 /// A stage's result: go on with `T`, or end the call.
 pub(crate) type Stage<T> = Result<T, Exit>;
 
-/// One call in progress: what it is, who makes it, and what it holds.
+/// One call in progress: what it is, who makes it, and what it holds. A call dropped before
+/// its end (its client went away and the transport stopped polling it) still gives its slot
+/// back, instead of blocking its connection until the slot's lease runs out.
 pub(crate) struct Call<'a> {
     pub(crate) server: &'a Server,
     pub(crate) req: &'a Request,
@@ -54,7 +56,7 @@ pub(crate) struct Call<'a> {
     /// The same, in microseconds (the audit row's time).
     pub(crate) now_micros: i64,
     /// The concurrency slot it holds, until given back.
-    pub(crate) slot: Option<gates::Slot>,
+    pub(crate) slot: HeldSlot,
     /// The connection's loop brake as this call read it.
     pub(crate) brake: Option<gates::Brake>,
     /// The tool's own part of a verified `requestState`.
@@ -81,7 +83,7 @@ impl<'a> Call<'a> {
             phase,
             exec,
             notifications: Notifications::default(),
-            slot: None,
+            slot: HeldSlot::default(),
             brake: None,
             request_state: None,
         }
@@ -103,7 +105,7 @@ impl<'a> Call<'a> {
         };
         self.count_for_brake(&ended).await;
         self.server.give_back(self.slot.take());
-        (ended, self.notifications)
+        (ended, std::mem::take(&mut self.notifications))
     }
 
     /// The stages of a tool call, in order.
@@ -366,4 +368,32 @@ fn told_to_wait(structured: &serde_json::Value) -> bool {
     let code = structured.get("code").and_then(serde_json::Value::as_str);
     matches!(code, Some("unavailable" | "rate_limited"))
         || structured.get("retryable") == Some(&json!(true))
+}
+
+/// The concurrency slot a call holds: admission puts it here the moment it is granted, while
+/// the body may still be running beside it, so that a call dropped half-way gives it back.
+#[derive(Default)]
+pub(crate) struct HeldSlot(std::sync::Mutex<Option<gates::Slot>>);
+
+impl HeldSlot {
+    pub(crate) fn put(&self, slot: gates::Slot) {
+        *self.lock() = Some(slot);
+    }
+
+    pub(crate) fn take(&self) -> Option<gates::Slot> {
+        self.lock().take()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<gates::Slot>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Drop for Call<'_> {
+    fn drop(&mut self) {
+        // `run` gave the slot back already unless the call was abandoned half-way.
+        self.server.give_back(self.slot.take());
+    }
 }

@@ -1,0 +1,366 @@
+//! A hot tenant and a soak, sized for CI (catalogue L01 and L04): many calls of one tenant at
+//! once, through the real handler on SQLite and on the local DynamoDB server, with the store
+//! throttling some of them; and a mixed run with client retries and abandoned calls, then a
+//! reconciliation of what the store holds. Slow on purpose (seconds, not minutes): the full
+//! sizes (2,000 writes/s for five minutes, a one-hour soak) belong to `tests/bench`, not to a
+//! 2-core CI machine.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use mcp_pipeline::{ClassLimits, Limits};
+use serde_json::json;
+
+use crate::support::faults::{Fault, Op};
+use crate::support::load::{Dice, Ended, Tenant, sort};
+use crate::support::on_every_backend;
+use crate::support::store::Backend;
+
+/// Far more writes than the tenant may make: each connection's write bucket is small, the
+/// tenant's is large enough to be sharded (ADR 6).
+fn hot_limits() -> Limits {
+    let roomy = ClassLimits {
+        read: 60_000,
+        expensive_read: 60_000,
+        write: 60_000,
+        notify: 60_000,
+        wake: 60_000,
+    };
+    Limits {
+        per_connection: ClassLimits { write: 10, ..roomy },
+        per_tenant: roomy,
+        ..Limits::default()
+    }
+}
+
+/// From now on every `n`th call of `op` is throttled by the store.
+fn throttle_every(t: &Tenant, op: Op, n: usize) {
+    let seen = AtomicUsize::new(0);
+    let picks = move |c: &crate::support::faults::Call| {
+        c.op == op && seen.fetch_add(1, Ordering::SeqCst) % n == n - 1
+    };
+    t.store.on(picks, Fault::Throttle, usize::MAX);
+}
+
+/// The `q`th quantile of `times` (sorted here).
+fn quantile(times: &mut [Duration], q: f64) -> Duration {
+    times.sort();
+    let at = ((times.len() as f64 - 1.0) * q).round() as usize;
+    times[at]
+}
+
+/// One tenant, 16 clients on 8 connections, each writing as fast as it is answered, the store
+/// throttling every 6th transaction and every 13th batch read: every answer is a success or a
+/// wait (a tool error with `retry_after_seconds`, or 503 with `Retry-After`), never a 500 or
+/// `internal`; what was acknowledged is stored once with its audit row; the tenant's bucket is
+/// spread over shards; and every call ends within the tool deadline.
+async fn a_hot_tenant_is_told_to_wait_never_failed(t: Tenant) {
+    let per_client = if t.world.backend == Backend::Dynamodb {
+        10
+    } else {
+        40
+    };
+    throttle_every(&t, Op::Transact, 6);
+    throttle_every(&t, Op::BatchGet, 13);
+    let t = Arc::new(t);
+    let mut clients = Vec::new();
+    for c in 0..16 {
+        let t = Arc::clone(&t);
+        clients.push(tokio::spawn(async move {
+            let client = t.world.client(&t.connections[c % 8].1);
+            let mut ended = Vec::new();
+            for i in 0..per_client {
+                let args = json!({"name": "Hot", "email": format!("hot-{c}-{i}@example.com")});
+                let params = json!({"name": "create_customer", "arguments": args});
+                let started = Instant::now();
+                let answer = client.request("tools/call", params).await;
+                ended.push((sort(&answer), started.elapsed()));
+            }
+            ended
+        }));
+    }
+    let mut tally: BTreeMap<Ended, usize> = BTreeMap::new();
+    let mut times = Vec::new();
+    for client in clients {
+        for (ended, took) in client.await.unwrap() {
+            *tally.entry(ended).or_default() += 1;
+            times.push(took);
+        }
+    }
+    let (p50, p99) = (quantile(&mut times, 0.5), quantile(&mut times, 0.99));
+    eprintln!(
+        "hot tenant [{:?}]: {tally:?}, p50 {p50:?}, p99 {p99:?}",
+        t.world.backend
+    );
+    let done = tally.get(&Ended::Done).copied().unwrap_or(0);
+    assert!(
+        tally.keys().all(|e| !matches!(e, Ended::Refused(_))),
+        "{tally:?}"
+    );
+    assert!(
+        done > 0 && tally.contains_key(&Ended::Wait("rate_limited".into())),
+        "{tally:?}"
+    );
+    assert!(t.store.faults_met() > 0);
+    assert!(
+        *times.last().unwrap() < Duration::from_secs(20),
+        "every call ended in time"
+    );
+    t.store.heal();
+    assert_eq!(t.partition("acme#customer").await.len(), done);
+    assert_eq!(t.audited("create_customer", "ok").await, done);
+    let mut shards = 0;
+    for s in 0..8 {
+        shards += usize::from(
+            !t.partition(&format!("acme#rate#tenant~{s}"))
+                .await
+                .is_empty(),
+        );
+    }
+    assert!(
+        t.partition("acme#rate#tenant").await.is_empty(),
+        "no unsharded bucket"
+    );
+    assert!(
+        shards >= 2,
+        "the tenant's bucket spread over {shards} shards"
+    );
+}
+on_every_backend!(
+    hot_tenant,
+    a_hot_tenant_is_told_to_wait_never_failed,
+    |backend| Tenant::on(backend, hot_limits(), 8),
+    threads = 2
+);
+
+/// What one soak client saw, for the reconciliation.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Emails whose creation was acknowledged (customer handle).
+    created: BTreeMap<String, String>,
+    /// Emails of creations abandoned half-way and not retried to an answer: stored at most
+    /// once.
+    abandoned: Vec<String>,
+    /// Emails whose customer's deletion was acknowledged.
+    deleted: Vec<String>,
+    calls: usize,
+}
+
+/// `create_customer` for `email`: the customer's handle when done.
+async fn create(client: &mcp_test_client::TestClient, email: &str) -> Option<String> {
+    let args = json!({"name": "Soak", "email": email});
+    let answer = client
+        .request(
+            "tools/call",
+            json!({"name": "create_customer", "arguments": args}),
+        )
+        .await;
+    (sort(&answer) == Ended::Done).then(|| {
+        let body = answer.json();
+        let customer = &body["result"]["structuredContent"]["customer"]["customer"];
+        customer.as_str().expect("a handle").to_owned()
+    })
+}
+
+/// The customer deleted in two steps, the confirmation sent twice at once: whether the
+/// deletion was done (exactly one of the two confirmations executes it).
+async fn delete_twice(client: &mcp_test_client::TestClient, customer: &str) -> bool {
+    let preview = client
+        .request(
+            "tools/call",
+            json!({"name": "delete_customer", "arguments": {"customer": customer}}),
+        )
+        .await;
+    if sort(&preview) != Ended::Done {
+        return false;
+    }
+    let preview = preview.json()["result"]["structuredContent"].clone();
+    let params = json!({"name": "confirm_action", "arguments": {
+        "confirm_token": preview["confirm_token"], "confirm_summary": preview["confirm_summary"]}});
+    let (a, b) = futures_util::future::join(
+        client.request("tools/call", params.clone()),
+        client.request("tools/call", params),
+    )
+    .await;
+    let done = [sort(&a), sort(&b)]
+        .iter()
+        .filter(|e| **e == Ended::Done)
+        .count();
+    assert!(done <= 1, "a deletion confirmed twice executed twice");
+    done == 1
+}
+
+/// One soak client: until `until`, reads, writes (some sent again as a retry), creations
+/// abandoned half-way (some retried), and deletions confirmed twice at once.
+async fn soak_client(t: Arc<Tenant>, c: usize, mut dice: Dice, until: Instant) -> Seen {
+    let client = Arc::new(t.world.client(&t.connections[c % 4].1));
+    let mut seen = Seen::default();
+    while Instant::now() < until {
+        seen.calls += 1;
+        let email = format!("soak-{c}-{}@example.com", seen.calls);
+        match dice.below(100) {
+            0..40 => {
+                let params = json!({"name": "find_customers", "arguments": {"query": "Soak"}});
+                let ended = sort(&client.request("tools/call", params).await);
+                assert!(!matches!(ended, Ended::Refused(_)), "{ended:?}");
+            }
+            40..70 => {
+                if let Some(customer) = create(&client, &email).await {
+                    if dice.below(3) == 0 {
+                        let again = create(&client, &email).await;
+                        assert_eq!(
+                            again.as_ref(),
+                            Some(&customer),
+                            "a retry is answered by the replay"
+                        );
+                    }
+                    seen.created.insert(email, customer);
+                }
+            }
+            70..85 => {
+                let abandoned = tokio::spawn({
+                    let (client, email) = (Arc::clone(&client), email.clone());
+                    async move { create(&client, &email).await }
+                });
+                tokio::time::sleep(Duration::from_millis(dice.below(4))).await;
+                abandoned.abort();
+                let finished = abandoned.await.ok().flatten();
+                let retried = if dice.below(2) == 0 {
+                    create(&client, &email).await
+                } else {
+                    None
+                };
+                match retried.or(finished) {
+                    Some(customer) => drop(seen.created.insert(email, customer)),
+                    None => seen.abandoned.push(email),
+                }
+            }
+            _ => {
+                if let Some(customer) = create(&client, &email).await {
+                    if delete_twice(&client, &customer).await {
+                        seen.deleted.push(email.clone());
+                    }
+                    seen.created.insert(email, customer);
+                }
+            }
+        }
+    }
+    seen
+}
+
+/// A mixed soak (catalogue L04) of 8 clients on 4 connections: reads, writes with client
+/// retries, creations abandoned half-way, deletions confirmed twice at once. Then the
+/// reconciliation: stored customers = acknowledged creations - acknowledged deletions + some
+/// abandoned ones, no email twice; audit rows of creations = replay records of creations =
+/// customers ever stored; deletions' audit rows = acknowledged deletions; no slot held past
+/// its lease (a call abandoned while its admission was on its way to the store can leave its
+/// slot taken; the lease, the tool deadline plus five seconds, frees it).
+async fn a_soak_with_retries_and_abandoned_calls_reconciles(t: Tenant) {
+    let seconds = if t.world.backend == Backend::Dynamodb {
+        8
+    } else {
+        15
+    };
+    let dice = Dice::seeded("soak");
+    let t = Arc::new(t);
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let clients: Vec<_> = (0..8)
+        .map(|c| tokio::spawn(soak_client(Arc::clone(&t), c, dice.fork(c as u64), until)))
+        .collect();
+    let mut seen = Seen::default();
+    for client in clients {
+        let s = client.await.unwrap();
+        seen.calls += s.calls;
+        seen.created.extend(s.created);
+        seen.abandoned.extend(s.abandoned);
+        seen.deleted.extend(s.deleted);
+    }
+    eprintln!(
+        "soak [{:?}]: {} calls, {} created, {} abandoned, {} deleted",
+        t.world.backend,
+        seen.calls,
+        seen.created.len(),
+        seen.abandoned.len(),
+        seen.deleted.len()
+    );
+    reconcile(&t, &seen).await;
+}
+on_every_backend!(
+    soak,
+    a_soak_with_retries_and_abandoned_calls_reconciles,
+    |backend| Tenant::on(backend, roomy_limits(), 4),
+    threads = 2
+);
+
+/// Limits no soak reaches: the soak is about what is stored, not about refusals.
+fn roomy_limits() -> Limits {
+    let mut limits = hot_limits();
+    limits.per_connection = limits.per_tenant;
+    limits
+}
+
+async fn reconcile(t: &Tenant, seen: &Seen) {
+    let text = |item: &store::Item, k: &str| {
+        item.get(k)
+            .and_then(store::Value::as_s)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let stored: Vec<String> = t
+        .partition("acme#customer")
+        .await
+        .iter()
+        .map(|(_, item)| text(item, "email"))
+        .collect();
+    let unique: std::collections::BTreeSet<&String> = stored.iter().collect();
+    assert_eq!(unique.len(), stored.len(), "no customer stored twice");
+    for (email, _) in &seen.created {
+        let deleted = seen.deleted.contains(email);
+        assert_eq!(unique.contains(email), !deleted, "{email}");
+    }
+    let from_abandoned = stored.iter().filter(|e| seen.abandoned.contains(e)).count();
+    let expected = seen.created.len() - seen.deleted.len() + from_abandoned;
+    assert_eq!(
+        stored.len(),
+        expected,
+        "stored = acknowledged - deleted + abandoned that landed"
+    );
+    let ever = stored.len() + seen.deleted.len();
+    assert_eq!(t.audited("create_customer", "ok").await, ever);
+    assert_eq!(t.audited("delete_customer", "ok").await, seen.deleted.len());
+    let mut replays = 0;
+    for (connection, _) in &t.connections {
+        let records = t.partition(&format!("acme#replay#{connection}")).await;
+        replays += records
+            .iter()
+            .filter(|(k, _)| k.sk.starts_with("create_customer#"))
+            .count();
+    }
+    assert_eq!(replays, ever, "one replay record per stored creation");
+    // Releases sent after the last answers land first.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let now = mcp_pipeline::Clock::now(&mcp_pipeline::SystemClock);
+    let mut left = 0;
+    for (connection, _) in &t.connections {
+        for (key, item) in t
+            .partition(&mcp_pipeline::keys::slots("acme", connection))
+            .await
+        {
+            let expires = item.get(store::TTL_ATTRIBUTE).and_then(store::Value::as_n);
+            let expires: i64 = expires
+                .and_then(|n| n.as_str().parse().ok())
+                .unwrap_or(i64::MAX);
+            assert!(
+                expires <= now + 25,
+                "slot {key:?} held past a lease: {item:?}"
+            );
+            left += 1;
+        }
+    }
+    eprintln!(
+        "soak [{:?}]: {left} slots of abandoned admissions wait for their lease",
+        t.world.backend
+    );
+}

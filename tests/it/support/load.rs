@@ -1,0 +1,154 @@
+//! What the load and soak tests need around the app: a tenant with several connections on a
+//! fault-injecting store, a small random generator whose seed is printed, the whole of a
+//! partition, and answers sorted by kind.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_pipeline::{Limits, Toolset};
+use mcp_test_client::RawResponse;
+use serde_json::Value;
+use store::{Item, Key, Query, Store as _};
+
+use super::faults::FaultyStore;
+use super::store::{Backend, fresh};
+use crate::world::World;
+
+/// `acme`'s owner `ana` with `connections` full connections, on a fresh store behind a
+/// fault-injecting wrapper.
+pub(crate) struct Tenant {
+    pub(crate) world: World,
+    pub(crate) store: Arc<FaultyStore>,
+    /// (connection id, token) of each connection.
+    pub(crate) connections: Vec<(String, String)>,
+}
+
+impl Tenant {
+    pub(crate) async fn on(backend: Backend, limits: Limits, connections: usize) -> Option<Self> {
+        let (inner, dir) = fresh(backend).await?;
+        let store = FaultyStore::new(inner);
+        let settings = app::Settings {
+            backend: backend.name().into(),
+            limits,
+            store_wait: Duration::from_millis(1500),
+            ..app::Settings::default()
+        };
+        let world = World::on_store(backend, store.clone(), dir, &settings);
+        world.member("acme", "ana", "owner").await;
+        let mut made = Vec::new();
+        for _ in 0..connections {
+            made.push(world.connect("acme", "ana", Toolset::Full).await);
+        }
+        Some(Tenant {
+            world,
+            store,
+            connections: made,
+        })
+    }
+
+    /// Every live item of partition `pk`, past the faults.
+    pub(crate) async fn partition(&self, pk: &str) -> Vec<(Key, Item)> {
+        let mut items = Vec::new();
+        let mut cursor = None;
+        loop {
+            let query = Query::partition(pk).after(cursor);
+            let page = self.store.inner().query(query).await.expect("query");
+            items.extend(page.items);
+            cursor = page.next;
+            if cursor.is_none() {
+                return items;
+            }
+        }
+    }
+
+    /// Audit rows of `action` with `outcome`.
+    pub(crate) async fn audited(&self, action: &str, outcome: &str) -> usize {
+        let rows = self
+            .partition(&identity::keys::audit_partition("acme"))
+            .await;
+        let text =
+            |item: &Item, k: &str| item.get(k).and_then(store::Value::as_s).map(str::to_owned);
+        rows.iter()
+            .filter(|(_, i)| text(i, "action").as_deref() == Some(action))
+            .filter(|(_, i)| text(i, "outcome").as_deref() == Some(outcome))
+            .count()
+    }
+}
+
+/// A xorshift generator: enough to vary a load, and its seed printed so a run can be repeated.
+#[derive(Debug, Clone)]
+pub(crate) struct Dice(u64);
+
+impl Dice {
+    /// A generator seeded from `GATEHOUSE_TEST_SEED`, or the time (printed either way).
+    pub(crate) fn seeded(what: &str) -> Dice {
+        let seed = std::env::var("GATEHOUSE_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+                now.map_or(1, |d| d.as_nanos() as u64) | 1
+            });
+        eprintln!("{what}: GATEHOUSE_TEST_SEED={seed}");
+        Dice(seed)
+    }
+
+    /// A generator of its own for worker `n`.
+    pub(crate) fn fork(&self, n: u64) -> Dice {
+        Dice((self.0 ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15)) | 1)
+    }
+
+    /// A number below `n`.
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// How a call ended, as a client sorts it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Ended {
+    /// A successful tool result.
+    Done,
+    /// A tool error telling the caller to wait (`rate_limited`, `unavailable`, or another
+    /// retryable code with a wait), with its code.
+    Wait(String),
+    /// HTTP 503 or 429 with `Retry-After`: the endpoint cannot serve now.
+    Door(u16),
+    /// A tool error of another code.
+    Refused(String),
+}
+
+/// Sorts a `tools/call` answer; panics on anything a client should never see under load: a 5xx
+/// other than 503, a wait without its `Retry-After`, a JSON-RPC error, or the code `internal`.
+pub(crate) fn sort(answer: &RawResponse) -> Ended {
+    if answer.status == 503 || answer.status == 429 {
+        assert!(answer.header("retry-after").is_some(), "{answer:?}");
+        return Ended::Door(answer.status);
+    }
+    assert_eq!(
+        answer.status,
+        200,
+        "{:?}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    let body = answer.json();
+    let result = &body["result"];
+    assert!(result.is_object(), "a tool result: {body}");
+    if result["isError"] != Value::Bool(true) {
+        return Ended::Done;
+    }
+    let details = &result["structuredContent"];
+    let code = details["code"].as_str().unwrap_or("?").to_owned();
+    assert_ne!(code, "internal", "{body}");
+    if details["retry_after_seconds"]
+        .as_i64()
+        .is_some_and(|s| s > 0)
+    {
+        Ended::Wait(code)
+    } else {
+        Ended::Refused(code)
+    }
+}
