@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance, pinned below)
 # against the conformance fixture (tests/fixture: the real pipeline and HTTP service with the
-# suite's fixture tools) over real HTTP, for every protocol version the server speaks.
+# suite's fixture tools) over real HTTP, for every protocol version the server speaks; then the
+# scenarios that need no fixture tool against the product itself (`gatehouse serve` on a
+# fresh data folder) with a connection token, which tests/conformance-proxy.js adds to every
+# request (the suite cannot send one).
 #
 #   tests/conformance.sh                      every applicable scenario, every version
 #   tests/conformance.sh -v 2026-07-28        one version (repeatable)
@@ -51,6 +54,18 @@ declare -A APPLICABLE=(
         input-required-result-unsupported-methods input-required-result-tampered-state
         input-required-result-capability-check input-required-result-ignore-extra-params
         input-required-result-validate-input"
+)
+
+# Run again against the product (`gatehouse serve` with a token): every applicable scenario that
+# needs none of the suite's fixture tools. The others call tools named by the suite
+# (test_simple_text, test_error_handling, ...), which the product does not have.
+declare -A PRODUCT=(
+    [2025-03-26]="server-session-lifecycle"
+    [2025-06-18]="server-initialize server-session-lifecycle ping tools-list"
+    [2025-11-25]="server-initialize server-session-lifecycle ping tools-list
+        dns-rebinding-protection server-sse-multiple-streams server-sse-polling"
+    [2026-07-28]="server-stateless tools-list dns-rebinding-protection http-header-validation
+        caching server-sse-multiple-streams"
 )
 
 R_RESOURCES="resources: the server offers tools only"
@@ -125,6 +140,7 @@ if ! mkdir -p "$CACHE_ROOT" 2>/dev/null || [ ! -w "$CACHE_ROOT" ]; then
     TEMP_CACHE=$CACHE_ROOT
 fi
 FIXTURE_PID=
+PRODUCT_PIDS=()
 PASSED=0
 FAILED=0
 FINISHED=
@@ -134,6 +150,11 @@ cleanup() {
         wait "$FIXTURE_PID" 2>/dev/null || true
         FIXTURE_PID=
     fi
+    for pid in "${PRODUCT_PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    PRODUCT_PIDS=()
     if [ -n "$TEMP_CACHE" ]; then rm -rf "$TEMP_CACHE"; fi
 }
 on_exit() {
@@ -209,16 +230,19 @@ echo "fixture: $URL (log: target/conformance/fixture.log)"
 
 # ---- run --------------------------------------------------------------------------------
 # Judges one scenario's checks.json: FAILURE checks not listed in NA_CHECKS fail it.
+# With a third argument `product`, checks the suite marks untestable (they need one of its
+# diagnostic tools, which only the fixture has) are not applicable too.
 judge() {
-    "$NODE" - "$1" "$2" "${NA_CHECKS[*]}" <<'EOF'
-const [file, scenario, na] = process.argv.slice(2);
+    "$NODE" - "$1" "$2" "${NA_CHECKS[*]}" "${3:-fixture}" <<'EOF'
+const [file, scenario, na, target] = process.argv.slice(2);
 const excused = new Set(na.split(' ').filter(Boolean));
 const checks = JSON.parse(require('fs').readFileSync(file, 'utf8'));
 let failed = 0, warnings = 0, notApplicable = 0;
 for (const c of checks) {
   const text = c.errorMessage || (c.details && c.details.message) || '';
   const message = String(text).replace(/\s+/g, ' ').slice(0, 240);
-  if (c.status === 'FAILURE' && excused.has(`${scenario}:${c.id}`)) {
+  const untestable = target === 'product' && c.details && c.details.untestable === true;
+  if (c.status === 'FAILURE' && (excused.has(`${scenario}:${c.id}`) || untestable)) {
     notApplicable++;
     console.log(`      n/a   ${c.id}`);
   } else if (c.status === 'FAILURE') {
@@ -236,6 +260,40 @@ EOF
 
 FAILED_NAMES=()
 SEEN=()
+
+# Runs one scenario of one version against the server at $1, judged for $4 (`fixture` or
+# `product`), and counts it.
+run_scenario() {
+    local url=$1 version=$2 scenario=$3 target=$4
+    local out="$RESULTS/$target/$version"
+    mkdir -p "$out"
+    local log="$out/$scenario.log"
+    timeout 300 "$NODE" "$SUITE_JS" server --url "$url" --scenario "$scenario" \
+        --spec-version "$version" -o "$out" >"$log" 2>&1 || true
+    local checks= verdict= ok= dir
+    for dir in "$out/server-$scenario"-[0-9][0-9][0-9][0-9]-*/; do
+        if [ -d "$dir" ]; then checks=$dir; fi
+    done
+    if [ -n "$checks" ] && [ -f "${checks}checks.json" ]; then
+        if verdict=$(judge "${checks}checks.json" "$scenario" "$target"); then ok=1; fi
+    else
+        verdict=$(tail -n 5 "$log" | sed 's/^/      /')
+    fi
+    local label="$version  $scenario"
+    if [ "$target" = product ]; then label="$version  $scenario  [product]"; fi
+    if [ -n "$ok" ]; then
+        echo "PASS  $label"
+        PASSED=$((PASSED + 1))
+    else
+        echo "FAIL  $label   (log: ${log#"$ROOT"/})"
+        FAILED=$((FAILED + 1))
+        FAILED_NAMES+=("$label")
+    fi
+    # Details only when there is something to see (failures, warnings, n/a checks).
+    if ! echo "$verdict" | grep -qE '^ +\([0-9]+ checks: 0 failed, 0 warnings, 0 not applicable\)$'; then
+        echo "$verdict"
+    fi
+}
 printf '\n'
 for version in "${VERSIONS[@]}"; do
     wanted_version "$version" || continue
@@ -247,34 +305,7 @@ for version in "${VERSIONS[@]}"; do
         SEEN+=("$scenario")
         # shellcheck disable=SC2086
         if contains "$scenario" ${APPLICABLE[$version]}; then
-            out="$RESULTS/$version"
-            mkdir -p "$out"
-            log="$out/$scenario.log"
-            timeout 300 "$NODE" "$SUITE_JS" server --url "$URL" --scenario "$scenario" \
-                --spec-version "$version" -o "$out" >"$log" 2>&1 || true
-            checks=
-            for dir in "$out/server-$scenario"-[0-9][0-9][0-9][0-9]-*/; do
-                if [ -d "$dir" ]; then checks=$dir; fi
-            done
-            verdict=
-            ok=
-            if [ -n "$checks" ] && [ -f "${checks}checks.json" ]; then
-                if verdict=$(judge "${checks}checks.json" "$scenario"); then ok=1; fi
-            else
-                verdict=$(tail -n 5 "$log" | sed 's/^/      /')
-            fi
-            if [ -n "$ok" ]; then
-                echo "PASS  $version  $scenario"
-                PASSED=$((PASSED + 1))
-            else
-                echo "FAIL  $version  $scenario   (log: ${log#"$ROOT"/})"
-                FAILED=$((FAILED + 1))
-                FAILED_NAMES+=("$version $scenario")
-            fi
-            # Details only when there is something to see (failures, warnings, n/a checks).
-            if ! echo "$verdict" | grep -qE '^ +\([0-9]+ checks: 0 failed, 0 warnings, 0 not applicable\)$'; then
-                echo "$verdict"
-            fi
+            run_scenario "$URL" "$version" "$scenario" fixture
         elif [ -n "${NOT_APPLICABLE[$scenario]:-}" ]; then
             echo "SKIP  $version  $scenario: not applicable: ${NOT_APPLICABLE[$scenario]}"
         else
@@ -284,6 +315,49 @@ for version in "${VERSIONS[@]}"; do
         fi
     done
 done
+# ---- the product ------------------------------------------------------------------------
+# `gatehouse serve` on a fresh data folder with one workspace, its owner and a connection; the
+# browser origins of its own address allowed (as a user serving a local browser client sets
+# --allow-origin); the suite reaches it through tests/conformance-proxy.js, which adds the token.
+cargo build -p gatehouse
+GATEHOUSE="${CARGO_TARGET_DIR:-$ROOT/target}/debug/gatehouse"
+DATA="$RESULTS/product-data"
+admin() { "$GATEHOUSE" --data-dir "$DATA" "$@" >/dev/null; }
+admin tenant create acme --name Acme --zone Europe/Berlin --currency EUR --tax-rate 19
+admin member set --tenant acme --member ana --role owner
+TOKEN=$("$GATEHOUSE" --data-dir "$DATA" token create --tenant acme --member ana \
+    --client "conformance suite" --json | "$NODE" -e \
+    "let t='';process.stdin.on('data',d=>t+=d).on('end',()=>console.log(JSON.parse(t).token))")
+PORT=$("$NODE" -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
+"$GATEHOUSE" --data-dir "$DATA" serve --no-demo --addr "127.0.0.1:$PORT" \
+    --allow-origin "http://127.0.0.1:$PORT,http://localhost:$PORT" \
+    >"$RESULTS/product.log" 2>&1 &
+PRODUCT_PIDS+=($!)
+TARGET="http://127.0.0.1:$PORT" TOKEN="$TOKEN" "$NODE" tests/conformance-proxy.js \
+    >"$RESULTS/proxy.url" 2>"$RESULTS/proxy.log" &
+PRODUCT_PIDS+=($!)
+PRODUCT_URL=
+for _ in $(seq 1 100); do
+    PRODUCT_URL=$(head -n1 "$RESULTS/proxy.url" 2>/dev/null || true)
+    if [ -n "$PRODUCT_URL" ] && grep -q "http://127.0.0.1:$PORT" "$RESULTS/product.log"; then break; fi
+    PRODUCT_URL=
+    sleep 0.1
+done
+if [ -z "$PRODUCT_URL" ]; then
+    cat "$RESULTS/product.log" "$RESULTS/proxy.log" >&2
+    echo "gatehouse serve or the proxy did not start within 10 s" >&2
+    exit 1
+fi
+echo
+echo "product: gatehouse serve at http://127.0.0.1:$PORT/mcp, through $PRODUCT_URL (log: target/conformance/product.log)"
+for version in "${VERSIONS[@]}"; do
+    wanted_version "$version" || continue
+    for scenario in ${PRODUCT[$version]}; do
+        wanted_scenario "$scenario" || continue
+        run_scenario "$PRODUCT_URL" "$version" "$scenario" product
+    done
+done
+
 for scenario in $(printf '%s\n' "${!EXTENSIONS[@]}" | sort); do
     if wanted_scenario "$scenario"; then
         SEEN+=("$scenario")

@@ -51,25 +51,28 @@ fn quantile(times: &mut [Duration], q: f64) -> Duration {
     times[at]
 }
 
-/// One tenant, 16 clients on 8 connections, each writing as fast as it is answered, the store
-/// throttling every 6th transaction and every 13th batch read: every answer is a success or a
-/// wait (a tool error with `retry_after_seconds`, or 503 with `Retry-After`), never a 500 or
-/// `internal`; what was acknowledged is stored once with its audit row; the tenant's bucket is
-/// spread over shards; and every call ends within the tool deadline.
+/// One tenant, 16 clients on 8 connections (6 on 3 on the local DynamoDB server, which answers one
+/// request at a time and serves the other tests too), each writing as fast as it is answered,
+/// the store throttling every 6th transaction and every 13th batch read: every answer is a
+/// success or a wait (a tool error with `retry_after_seconds`, or 503 with `Retry-After`),
+/// never a 500 or `internal`; what was acknowledged is stored once, and every stored write has
+/// its audit row (a write answered `unavailable` may have landed: its outcome is unknown to the
+/// client, whose retry would be answered by the replay); the tenant's bucket is spread over
+/// shards; and every call ends within the tool deadline.
 async fn a_hot_tenant_is_told_to_wait_never_failed(t: Tenant) {
-    let per_client = if t.world.backend == Backend::Dynamodb {
-        10
+    let (clients_n, per_client) = if t.world.backend == Backend::Dynamodb {
+        (6, 10)
     } else {
-        40
+        (16, 40)
     };
     throttle_every(&t, Op::Transact, 6);
     throttle_every(&t, Op::BatchGet, 13);
     let t = Arc::new(t);
     let mut clients = Vec::new();
-    for c in 0..16 {
+    for c in 0..clients_n {
         let t = Arc::clone(&t);
         clients.push(tokio::spawn(async move {
-            let client = t.world.client(&t.connections[c % 8].1);
+            let client = t.world.client(&t.connections[c % (clients_n / 2)].1);
             let mut ended = Vec::new();
             for i in 0..per_client {
                 let args = json!({"name": "Hot", "email": format!("hot-{c}-{i}@example.com")});
@@ -109,8 +112,16 @@ async fn a_hot_tenant_is_told_to_wait_never_failed(t: Tenant) {
         "every call ended in time"
     );
     t.store.heal();
-    assert_eq!(t.partition("acme#customer").await.len(), done);
-    assert_eq!(t.audited("create_customer", "ok").await, done);
+    let stored = t.partition("acme#customer").await.len();
+    let unknown = tally
+        .get(&Ended::Wait("unavailable".into()))
+        .copied()
+        .unwrap_or(0);
+    assert!(
+        (done..=done + unknown).contains(&stored),
+        "{stored} stored, {tally:?}"
+    );
+    assert_eq!(t.audited("create_customer", "ok").await, stored);
     let mut shards = 0;
     for s in 0..8 {
         shards += usize::from(
@@ -266,7 +277,7 @@ async fn soak_client(t: Arc<Tenant>, c: usize, mut dice: Dice, until: Instant) -
     seen
 }
 
-/// A mixed soak (catalogue L04) of 8 clients on 4 connections: reads, writes with client
+/// A mixed soak (catalogue L04) of 8 clients on 4 connections (4 on the local DynamoDB server): reads, writes with client
 /// retries, creations abandoned half-way, deletions confirmed twice at once. Then the
 /// reconciliation: stored customers = acknowledged creations - acknowledged deletions + some
 /// abandoned ones, no email twice; audit rows of creations = replay records of creations =
@@ -274,15 +285,16 @@ async fn soak_client(t: Arc<Tenant>, c: usize, mut dice: Dice, until: Instant) -
 /// its lease (a call abandoned while its admission was on its way to the store can leave its
 /// slot taken; the lease, the tool deadline plus five seconds, frees it).
 async fn a_soak_with_retries_and_abandoned_calls_reconciles(t: Tenant) {
-    let seconds = if t.world.backend == Backend::Dynamodb {
-        8
+    // The local DynamoDB server answers one request at a time and serves the other tests too.
+    let (seconds, clients_n) = if t.world.backend == Backend::Dynamodb {
+        (5, 4)
     } else {
-        15
+        (15, 8)
     };
     let dice = Dice::seeded("soak");
     let t = Arc::new(t);
     let until = Instant::now() + Duration::from_secs(seconds);
-    let clients: Vec<_> = (0..8)
+    let clients: Vec<_> = (0..clients_n)
         .map(|c| tokio::spawn(soak_client(Arc::clone(&t), c, dice.fork(c as u64), until)))
         .collect();
     let mut seen = Seen::default();
