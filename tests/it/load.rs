@@ -51,7 +51,7 @@ fn quantile(times: &mut [Duration], q: f64) -> Duration {
     times[at]
 }
 
-/// One tenant, 16 clients on 8 connections (6 on 3 on the local DynamoDB server, which answers one
+/// One tenant, 16 clients on 8 connections (4 on 2 on the local DynamoDB server, which answers one
 /// request at a time and serves the other tests too), each writing as fast as it is answered,
 /// the store throttling every 6th transaction and every 13th batch read: every answer is a
 /// success or a wait (a tool error with `retry_after_seconds`, or 503 with `Retry-After`),
@@ -61,7 +61,7 @@ fn quantile(times: &mut [Duration], q: f64) -> Duration {
 /// shards; and every call ends within the tool deadline.
 async fn a_hot_tenant_is_told_to_wait_never_failed(t: Tenant) {
     let (clients_n, per_client) = if t.world.backend == Backend::Dynamodb {
-        (6, 10)
+        (4, 8)
     } else {
         (16, 40)
     };
@@ -277,7 +277,7 @@ async fn soak_client(t: Arc<Tenant>, c: usize, mut dice: Dice, until: Instant) -
     seen
 }
 
-/// A mixed soak (catalogue L04) of 8 clients on 4 connections (4 on the local DynamoDB server): reads, writes with client
+/// A mixed soak (catalogue L04) of 8 clients on 4 connections (3 on the local DynamoDB server): reads, writes with client
 /// retries, creations abandoned half-way, deletions confirmed twice at once. Then the
 /// reconciliation: stored customers = acknowledged creations - acknowledged deletions + some
 /// abandoned ones, no email twice; audit rows of creations = replay records of creations =
@@ -287,7 +287,7 @@ async fn soak_client(t: Arc<Tenant>, c: usize, mut dice: Dice, until: Instant) -
 async fn a_soak_with_retries_and_abandoned_calls_reconciles(t: Tenant) {
     // The local DynamoDB server answers one request at a time and serves the other tests too.
     let (seconds, clients_n) = if t.world.backend == Backend::Dynamodb {
-        (5, 4)
+        (4, 3)
     } else {
         (15, 8)
     };

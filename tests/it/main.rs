@@ -11,6 +11,7 @@ mod booking_tools;
 mod browser;
 mod claims;
 mod clock_skew;
+mod conformance_product;
 mod edge;
 mod embedded_store;
 mod endpoint;

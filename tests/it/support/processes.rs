@@ -147,8 +147,18 @@ pub(crate) fn start_serve(data_dir: &Path) -> (Running, std::net::SocketAddr) {
 
 /// Starts `gatehouse serve` on a free port on `place`; returns the process and its address.
 pub(crate) fn start_serve_on(place: &Place) -> (Running, std::net::SocketAddr) {
+    start_serve_with(place, "127.0.0.1:0", &[])
+}
+
+/// Starts `gatehouse serve` on `addr` on `place` with `extra` arguments; returns the process
+/// and its address.
+pub(crate) fn start_serve_with(
+    place: &Place,
+    addr: &str,
+    extra: &[&str],
+) -> (Running, std::net::SocketAddr) {
     let mut command = Command::new(gatehouse_binary());
-    command.args(["serve", "--addr", "127.0.0.1:0"]);
+    command.args(["serve", "--addr", addr]).args(extra);
     let mut child = place
         .apply(&mut command)
         .stderr(Stdio::piped())
