@@ -93,31 +93,14 @@ async fn fleet(backend: Backend) -> Option<Fleet> {
     })
 }
 
-/// A customer created and its deletion prepared on the on-time instance: the confirmation's
+/// A customer created and her deletion prepared on the on-time instance: the confirmation's
 /// arguments and the customer's handle.
 async fn prepared_deletion(f: &Fleet, n: usize) -> (Value, String) {
     let client = f.on_time.client(&f.token);
     let email = format!("grace-{n}@example.com");
-    let created = client
-        .call_tool(
-            "create_customer",
-            json!({"name": "Grace Hopper", "email": email}),
-        )
-        .await;
-    let customer = created.structured()["customer"]["customer"].clone();
-    let preview = client
-        .call_tool("delete_customer", json!({"customer": customer}))
-        .await;
-    assert_eq!(
-        preview.structured()["status"],
-        "PREVIEW",
-        "{}",
-        preview.text()
-    );
-    let confirm = json!({
-        "confirm_token": preview.structured()["confirm_token"],
-        "confirm_summary": preview.structured()["confirm_summary"]});
-    (confirm, customer.as_str().unwrap().to_owned())
+    let prepared = crate::support::deletion::prepare(&client, &email).await;
+    assert_eq!(prepared.preview["expires_in_seconds"], TTL);
+    (prepared.confirm_arguments, prepared.customer)
 }
 
 /// Whether the customer is still stored (a deletion executed removes it).

@@ -85,20 +85,8 @@ async fn create(f: &Faulty) -> (u16, Value, Option<String>) {
 /// Grace created and her deletion prepared: the `confirm_action` call that executes it.
 async fn prepared_deletion(f: &Faulty) -> Value {
     let client = f.world.client(&f.token);
-    let created = client.call_tool("create_customer", grace()).await;
-    let customer = created.structured()["customer"]["customer"].clone();
-    let preview = client
-        .call_tool("delete_customer", json!({"customer": customer}))
-        .await;
-    assert_eq!(
-        preview.structured()["status"],
-        "PREVIEW",
-        "{}",
-        preview.text()
-    );
-    json!({"name": "confirm_action", "arguments": {
-        "confirm_token": preview.structured()["confirm_token"],
-        "confirm_summary": preview.structured()["confirm_summary"]}})
+    let prepared = crate::support::deletion::prepare(&client, "grace@example.com").await;
+    json!({"name": "confirm_action", "arguments": prepared.confirm_arguments})
 }
 
 /// The confirmation's transaction: it marks the pending action used.

@@ -8,6 +8,7 @@ use mcp_pipeline::Toolset;
 
 pub(crate) mod clocks;
 pub(crate) mod dates;
+pub(crate) mod deletion;
 pub(crate) mod edge;
 pub(crate) mod faults;
 pub(crate) mod hint_follower;
