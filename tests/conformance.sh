@@ -252,38 +252,6 @@ EOF
 
 FAILED_NAMES=()
 SEEN=()
-
-# Runs one scenario of one version against the server at $1, and counts it.
-run_scenario() {
-    local url=$1 version=$2 scenario=$3
-    local out="$RESULTS/$version"
-    mkdir -p "$out"
-    local log="$out/$scenario.log"
-    timeout 300 "$NODE" "$SUITE_JS" server --url "$url" --scenario "$scenario" \
-        --spec-version "$version" -o "$out" >"$log" 2>&1 || true
-    local checks= verdict= ok= dir
-    for dir in "$out/server-$scenario"-[0-9][0-9][0-9][0-9]-*/; do
-        if [ -d "$dir" ]; then checks=$dir; fi
-    done
-    if [ -n "$checks" ] && [ -f "${checks}checks.json" ]; then
-        if verdict=$(judge "${checks}checks.json" "$scenario"); then ok=1; fi
-    else
-        verdict=$(tail -n 5 "$log" | sed 's/^/      /')
-    fi
-    local label="$version  $scenario"
-    if [ -n "$ok" ]; then
-        echo "PASS  $label"
-        PASSED=$((PASSED + 1))
-    else
-        echo "FAIL  $label   (log: ${log#"$ROOT"/})"
-        FAILED=$((FAILED + 1))
-        FAILED_NAMES+=("$label")
-    fi
-    # Details only when there is something to see (failures, warnings, n/a checks).
-    if ! echo "$verdict" | grep -qE '^ +\([0-9]+ checks: 0 failed, 0 warnings, 0 not applicable\)$'; then
-        echo "$verdict"
-    fi
-}
 printf '\n'
 for version in "${VERSIONS[@]}"; do
     wanted_version "$version" || continue
@@ -295,7 +263,34 @@ for version in "${VERSIONS[@]}"; do
         SEEN+=("$scenario")
         # shellcheck disable=SC2086
         if contains "$scenario" ${APPLICABLE[$version]}; then
-            run_scenario "$URL" "$version" "$scenario"
+            out="$RESULTS/$version"
+            mkdir -p "$out"
+            log="$out/$scenario.log"
+            timeout 300 "$NODE" "$SUITE_JS" server --url "$URL" --scenario "$scenario" \
+                --spec-version "$version" -o "$out" >"$log" 2>&1 || true
+            checks=
+            for dir in "$out/server-$scenario"-[0-9][0-9][0-9][0-9]-*/; do
+                if [ -d "$dir" ]; then checks=$dir; fi
+            done
+            verdict=
+            ok=
+            if [ -n "$checks" ] && [ -f "${checks}checks.json" ]; then
+                if verdict=$(judge "${checks}checks.json" "$scenario"); then ok=1; fi
+            else
+                verdict=$(tail -n 5 "$log" | sed 's/^/      /')
+            fi
+            if [ -n "$ok" ]; then
+                echo "PASS  $version  $scenario"
+                PASSED=$((PASSED + 1))
+            else
+                echo "FAIL  $version  $scenario   (log: ${log#"$ROOT"/})"
+                FAILED=$((FAILED + 1))
+                FAILED_NAMES+=("$version $scenario")
+            fi
+            # Details only when there is something to see (failures, warnings, n/a checks).
+            if ! echo "$verdict" | grep -qE '^ +\([0-9]+ checks: 0 failed, 0 warnings, 0 not applicable\)$'; then
+                echo "$verdict"
+            fi
         elif [ -n "${NOT_APPLICABLE[$scenario]:-}" ]; then
             echo "SKIP  $version  $scenario: not applicable: ${NOT_APPLICABLE[$scenario]}"
         else

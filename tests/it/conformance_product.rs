@@ -54,13 +54,20 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// Checks of these scenarios that probe what a tools-only server has none of (as in
-/// tests/conformance.sh).
-const NOT_APPLICABLE: &[&str] = &[
-    "caching:sep-2549-prompts-list-caching-hints",
-    "caching:sep-2549-resources-list-caching-hints",
-    "caching:sep-2549-resources-templates-list-caching-hints",
-];
+/// Checks of applicable scenarios that probe what a tools-only server has none of
+/// (`scenario:check`), as `tests/conformance.sh` lists them in `NA_CHECKS`.
+fn not_applicable() -> Vec<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance.sh");
+    let text = std::fs::read_to_string(script).expect("tests/conformance.sh");
+    let list = text
+        .split_once("NA_CHECKS=(")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .expect("NA_CHECKS in tests/conformance.sh")
+        .0;
+    let checks: Vec<String> = list.split_whitespace().map(str::to_owned).collect();
+    assert!(!checks.is_empty(), "NA_CHECKS lists the caching checks");
+    checks
+}
 
 /// Node and the suite's entry point, from `tests/conformance.sh --install-only`.
 fn suite() -> Option<(PathBuf, PathBuf)> {
@@ -107,7 +114,12 @@ fn start_proxy(node: &Path, target: &str, token: &str) -> (Running, String) {
 
 /// Runs one scenario against `url`; returns its failed checks (those not applicable to this
 /// server, and those the suite marks untestable without one of its fixture tools, excepted).
-fn failures(suite: &(PathBuf, PathBuf), url: &str, version: &str, scenario: &str) -> Vec<String> {
+fn failures(
+    suite: &(PathBuf, PathBuf),
+    url: &str,
+    (version, scenario): (&str, &str),
+    not_applicable: &[String],
+) -> Vec<String> {
     let out = tempfile::tempdir().unwrap();
     let ran = Command::new(&suite.0)
         .arg(&suite.1)
@@ -136,8 +148,8 @@ fn failures(suite: &(PathBuf, PathBuf), url: &str, version: &str, scenario: &str
         .iter()
         .filter(|c| c["status"] == "FAILURE")
         .filter(|c| {
-            !NOT_APPLICABLE
-                .contains(&format!("{scenario}:{}", c["id"].as_str().unwrap_or("")).as_str())
+            let id = format!("{scenario}:{}", c["id"].as_str().unwrap_or(""));
+            !not_applicable.contains(&id)
         })
         .filter(|c| c["details"]["untestable"] != Value::Bool(true))
         .map(|c| format!("{version} {scenario} {}: {}", c["id"], c["errorMessage"]))
@@ -155,11 +167,12 @@ fn the_official_suite_passes_against_the_product() {
     let addr = format!("127.0.0.1:{port}");
     let (_serve, _) = start_serve_with(&place, &addr, &["--allow-origin", &origins]);
     let (_proxy, url) = start_proxy(&suite.0, &format!("http://{addr}"), &token);
+    let not_applicable = not_applicable();
     let mut failed = Vec::new();
     let mut passed = 0;
     for (version, scenarios) in SCENARIOS {
         for scenario in *scenarios {
-            let found = failures(&suite, &url, version, scenario);
+            let found = failures(&suite, &url, (version, scenario), &not_applicable);
             passed += usize::from(found.is_empty());
             failed.extend(found);
         }

@@ -51,14 +51,14 @@ fn quantile(times: &mut [Duration], q: f64) -> Duration {
     times[at]
 }
 
-/// One tenant, 16 clients on 8 connections (4 on 2 on the local DynamoDB server, which answers one
-/// request at a time and serves the other tests too), each writing as fast as it is answered,
-/// the store throttling every 6th transaction and every 13th batch read: every answer is a
-/// success or a wait (a tool error with `retry_after_seconds`, or 503 with `Retry-After`),
-/// never a 500 or `internal`; what was acknowledged is stored once, and every stored write has
-/// its audit row (a write answered `unavailable` may have landed: its outcome is unknown to the
-/// client, whose retry would be answered by the replay); the tenant's bucket is spread over
-/// shards; and every call ends within the tool deadline.
+/// One tenant, 16 clients on 8 connections on SQLite (4 on 2 on the local DynamoDB server,
+/// which answers one request at a time and serves the other tests too), each writing as fast
+/// as it is answered, the store throttling every 6th transaction and every 13th batch read:
+/// every answer is a success or a wait (a tool error with `retry_after_seconds`, or 503 with
+/// `Retry-After`), never a 500 or `internal`; what was acknowledged is stored once, and every
+/// stored write has its audit row (a write answered `unavailable` may have landed: its outcome
+/// is unknown to the client, whose retry would be answered by the replay); the tenant's bucket
+/// is spread over shards; and every call ends within the tool deadline.
 async fn a_hot_tenant_is_told_to_wait_never_failed(t: Tenant) {
     let (clients_n, per_client) = if t.world.backend == Backend::Dynamodb {
         (4, 8)
@@ -277,13 +277,13 @@ async fn soak_client(t: Arc<Tenant>, c: usize, mut dice: Dice, until: Instant) -
     seen
 }
 
-/// A mixed soak (catalogue L04) of 8 clients on 4 connections (3 on the local DynamoDB server): reads, writes with client
-/// retries, creations abandoned half-way, deletions confirmed twice at once. Then the
-/// reconciliation: stored customers = acknowledged creations - acknowledged deletions + some
+/// A mixed soak (catalogue L04) of 8 clients on 4 connections (3 on the local DynamoDB
+/// server): reads, writes with client retries, creations abandoned half-way, deletions
+/// confirmed twice at once. Then the reconciliation: stored customers = acknowledged creations - acknowledged deletions + some
 /// abandoned ones, no email twice; audit rows of creations = replay records of creations =
 /// customers ever stored; deletions' audit rows = acknowledged deletions; no slot held past
 /// its lease (a call abandoned while its admission was on its way to the store can leave its
-/// slot taken; the lease, the tool deadline plus five seconds, frees it).
+/// slot taken until that admission is undone, ADR 26, at the latest when the lease ends).
 async fn a_soak_with_retries_and_abandoned_calls_reconciles(t: Tenant) {
     // The local DynamoDB server answers one request at a time and serves the other tests too.
     let (seconds, clients_n) = if t.world.backend == Backend::Dynamodb {

@@ -295,16 +295,23 @@ fn slot_candidates(class: EffectClass) -> &'static [&'static str] {
     }
 }
 
+/// The items of the slots a call of `class` may take of `caller`'s connection, in the order
+/// admission tries them.
+fn slot_keys(caller: &Caller, class: EffectClass) -> impl Iterator<Item = Key> + '_ {
+    slot_candidates(class)
+        .iter()
+        .map(|slot| crate::keys::slot(&caller.tenant, &caller.connection, slot))
+}
+
 /// Every slot `ask` could take of `caller`'s connection, as held by `ask`'s call: what to give
 /// back when a call is dropped while its admission may still land in the store.
 pub(crate) fn possible_slots(gates: &Gates, caller: &Caller, ask: &Ask<'_>) -> Vec<Slot> {
     if ask.lease_seconds.is_none() || !gates.limits.concurrency {
         return Vec::new();
     }
-    slot_candidates(ask.class)
-        .iter()
-        .map(|slot| Slot {
-            key: Some(crate::keys::slot(&caller.tenant, &caller.connection, slot)),
+    slot_keys(caller, ask.class)
+        .map(|key| Slot {
+            key: Some(key),
             request_id: ask.request_id.to_owned(),
         })
         .collect()
@@ -481,8 +488,7 @@ pub(crate) async fn admit(
             };
         }
     };
-    for slot in slot_candidates(ask.class) {
-        let key = crate::keys::slot(&caller.tenant, &caller.connection, slot);
+    for key in slot_keys(caller, ask.class) {
         let mut item = Item::new();
         item.insert("request".into(), SV::s(ask.request_id));
         item.insert(store::TTL_ATTRIBUTE.into(), SV::n(ask.now + lease));

@@ -178,13 +178,21 @@ async fn slot_taken(n: &Notes, slot: &str) {
     panic!("slot {slot} was never taken");
 }
 
+/// Starts `name` (`get_slowly` or `set_slowly`) taking `millis`, as a task of its own.
+fn spawn_slow(
+    client: &Arc<mcp_test_client::TestClient>,
+    name: &'static str,
+    tag: &str,
+    millis: u64,
+) -> tokio::task::JoinHandle<mcp_test_client::ToolCall> {
+    let client = Arc::clone(client);
+    let args = json!({"millis": millis, "tag": tag});
+    tokio::spawn(async move { client.call_tool(name, args).await })
+}
+
 async fn two_slots_per_connection_one_kept_for_writes(n: Notes) {
     let client = Arc::new(n.client());
-    let slow = |name: &'static str, tag: &str, millis: u64| {
-        let client = client.clone();
-        let args = json!({"millis": millis, "tag": tag});
-        tokio::spawn(async move { client.call_tool(name, args).await })
-    };
+    let slow = |name: &'static str, tag: &str, millis: u64| spawn_slow(&client, name, tag, millis);
     let taken = |slot: &'static str| slot_taken(&n, slot);
     // Long bodies, so that a loaded machine (or the slow local DynamoDB server) cannot end
     // them before the calls that must find their slots taken.
@@ -232,13 +240,7 @@ on_every_backend!(
 /// after the slot's lease (the tool deadline plus five seconds).
 async fn an_abandoned_call_gives_its_slot_back(n: Notes) {
     let client = Arc::new(n.client());
-    let abandoned = tokio::spawn({
-        let client = Arc::clone(&client);
-        async move {
-            let args = json!({"millis": 4000, "tag": "gone"});
-            client.call_tool("get_slowly", args).await
-        }
-    });
+    let abandoned = spawn_slow(&client, "get_slowly", "gone", 4000);
     slot_taken(&n, "0").await;
     abandoned.abort();
     assert!(abandoned.await.unwrap_err().is_cancelled());

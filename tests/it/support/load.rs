@@ -6,8 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_pipeline::{Limits, Toolset};
-use mcp_test_client::RawResponse;
-use serde_json::Value;
+use mcp_test_client::{RawResponse, ToolCall};
 use store::{Item, Key, Query, Store as _};
 
 use super::faults::FaultyStore;
@@ -61,7 +60,8 @@ impl Tenant {
         }
     }
 
-    /// Audit rows of `action` with `outcome`.
+    /// Audit rows of `action` with `outcome`, the whole trail (`identity::audit::recent` reads
+    /// at most 500 rows, fewer than a soak writes).
     pub(crate) async fn audited(&self, action: &str, outcome: &str) -> usize {
         let rows = self
             .partition(&identity::keys::audit_partition("acme"))
@@ -122,25 +122,26 @@ pub(crate) enum Ended {
 }
 
 /// Sorts a `tools/call` answer; panics on anything a client should never see under load: a 5xx
-/// other than 503, a wait without its `Retry-After`, a JSON-RPC error, or the code `internal`.
+/// other than 503, a wait without its `Retry-After`, a JSON-RPC error, the code `internal`, or
+/// a result whose text does not carry its structured content.
 pub(crate) fn sort(answer: &RawResponse) -> Ended {
     if answer.status == 503 || answer.status == 429 {
         assert!(answer.header("retry-after").is_some(), "{answer:?}");
         return Ended::Door(answer.status);
     }
-    assert_eq!(
-        answer.status,
-        200,
-        "{:?}",
-        String::from_utf8_lossy(&answer.body)
-    );
     let body = answer.json();
-    let result = &body["result"];
-    assert!(result.is_object(), "a tool result: {body}");
-    if result["isError"] != Value::Bool(true) {
+    assert_eq!(answer.status, 200, "{body}");
+    let result = body.get("result").cloned();
+    let result = result.unwrap_or_else(|| panic!("a tool result: {body}"));
+    mcp_test_client::assert_text_matches_structured(&result);
+    let call = ToolCall {
+        response: answer.clone(),
+        result,
+    };
+    if !call.is_error() {
         return Ended::Done;
     }
-    let details = &result["structuredContent"];
+    let details = call.structured();
     let code = details["code"].as_str().unwrap_or("?").to_owned();
     assert_ne!(code, "internal", "{body}");
     if details["retry_after_seconds"]

@@ -89,7 +89,8 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// Runs every stage and gives back the slot the call took, whatever happened.
+    /// Runs every stage; the slot the call took goes back when it ends (`Drop`), whatever
+    /// happened.
     pub(crate) async fn run(mut self) -> (Result<ToolResult, Interrupt>, Notifications) {
         let ended = match self.stages().await {
             Ok(mut result) | Err(Exit::Answer(mut result)) => {
@@ -104,7 +105,7 @@ impl<'a> Call<'a> {
             Err(Exit::Interrupt(interrupt)) => Err(interrupt),
         };
         self.count_for_brake(&ended).await;
-        self.server.give_back(self.slot.take());
+        // The slot goes back as the call is dropped, here or wherever it was abandoned.
         (ended, std::mem::take(&mut self.notifications))
     }
 
@@ -393,7 +394,7 @@ impl HeldSlot {
 
 impl Drop for Call<'_> {
     fn drop(&mut self) {
-        // `run` gave the slot back already unless the call was abandoned half-way.
+        // At the end of `run`, or wherever the call was abandoned half-way.
         self.server.give_back(self.slot.take());
     }
 }
