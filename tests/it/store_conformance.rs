@@ -250,7 +250,7 @@ async fn conformance_sqlite() {
 async fn conformance_sqlite_gate_state() {
     assert!(store::is_gate_state("conf#rate#case#p") && !store::is_gate_state("conf#case#q"));
     let (store, _dir) = fresh_sqlite("store.db");
-    assert!(store.gates_path().ends_with("store-gates.db"));
+    assert!(store.gates_path().ends_with("store-gates.mdb"));
     let (passed, failures) =
         run_suite_split("sqlite (gate state)", Arc::new(store), &[], true).await;
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -376,6 +376,35 @@ fn long_functions(text: &str, max: usize) -> Vec<(String, usize, usize)> {
     found
 }
 
+/// `unsafe` is denied in every crate; the one place allowed to use it is the opening of the
+/// memory-mapped gate file (ADR 27), which LMDB's API marks unsafe.
+#[test]
+fn unsafe_code_only_where_allowed() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("unsafe_code = \"deny\""),
+        "the workspace denies unsafe code"
+    );
+    // Spelled in two halves so that this file does not match itself.
+    let needle = ["#[allow(", "unsafe_code)]"].concat();
+    let mut allowed = Vec::new();
+    for top in ["shared", "functions", "tests", "evals"] {
+        for (path, text) in sources(&root.join(top)) {
+            let count = text.matches(&needle).count();
+            if count > 0 {
+                let name = path.strip_prefix(&root).unwrap().display().to_string();
+                allowed.push((name, count));
+            }
+        }
+    }
+    assert_eq!(
+        allowed,
+        vec![("shared/store-sqlite/src/gate_file.rs".to_owned(), 1)],
+        "unsafe code allowed only where ADR 27 says"
+    );
+}
+
 #[test]
 fn no_function_in_a_library_crate_is_longer_than_a_screen() {
     let mut offenders = Vec::new();

@@ -1,27 +1,29 @@
 //! The embedded default backend: the whole store in one SQLite file, and gate state beside it.
 //!
 //! One table holds every item as JSON beside its key. Items of gate-state partitions (rate
-//! buckets, concurrency slots, the loop brake: [`store::GATE_STATE_KINDS`]) live in a second
-//! file next to the first (`<name>-gates.db`) that is not synced on every commit, since losing
-//! them in a power cut is harmless; everything else is synced before a write is acknowledged
-//! (ADR 19). Every process that opens the same file opens the same gate file, so limits hold
-//! across processes.
+//! buckets, concurrency slots, the loop brake: [`store::GATE_STATE_KINDS`]) live in an LMDB file
+//! next to it (`<name>-gates.mdb`, [`gate_file`]) that is never synced, since losing them in a
+//! power cut is harmless, and whose transactions run in place in microseconds; everything else
+//! is synced before a write is acknowledged (ADR 19, ADR 27). Every process that opens the same
+//! file opens the same gate file, so limits hold across processes.
 //!
-//! Writes go to one writer thread per file, which runs the transactions waiting together in
-//! one SQLite transaction (`BEGIN IMMEDIATE`, one savepoint each) and commits them with one
+//! Data writes go to one writer thread per file, which runs the transactions waiting together
+//! in one SQLite transaction (`BEGIN IMMEDIATE`, one savepoint each) and commits them with one
 //! sync (group commit): read-check-write stays atomic within this process and against any
 //! other process on the same files. A transaction that touches both files (rare: a
-//! confirmation with its per-object buckets) runs on a connection with both attached. Reads
-//! use their own connections, which WAL lets run beside a writer, and run where they are
-//! called: a read from SQLite's page cache takes microseconds, less than a hand-off to
-//! another thread would.
+//! confirmation with its per-object buckets) runs on the writer thread and holds the gate
+//! file's write lock while it runs. Reads use their own connections, which WAL lets run beside
+//! a writer, and run where they are called: a read from SQLite's page cache takes
+//! microseconds, less than a hand-off to another thread would.
 
+mod gate_file;
 mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use gate_file::GateFile;
+use rusqlite::{Connection, OptionalExtension, params};
 use store::engine::{self, Effect, Failed};
 use store::{
     Delete, Item, Key, Page, Put, Query, SortCondition, Store, StoreError, TransactOp, Update,
@@ -57,6 +59,15 @@ pub enum OpenError {
         #[source]
         source: rusqlite::Error,
     },
+    /// LMDB refused to open or set up the gate file.
+    #[error("cannot open the gate file {path}")]
+    Gates {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: heed::Error,
+    },
 }
 
 const SCHEMA: &str = "
@@ -80,37 +91,14 @@ pub struct SqliteStore {
 #[derive(Debug)]
 struct Inner {
     path: PathBuf,
-    gates_path: PathBuf,
     /// The data: synced on every commit.
     durable: Writer,
-    /// Gate state: not synced on every commit. (Running its transactions in place under a
-    /// mutex instead measured no faster: the two runtime threads then contend for it.)
-    gates: Writer,
-    /// Both files attached, for a transaction that touches both.
-    both: Mutex<Connection>,
-    /// Connections with both files attached, for reads.
+    /// Gate state, shared with every store on the same folder.
+    gates: Arc<GateFile>,
+    /// Connections for reads.
     readers: Mutex<Vec<Connection>>,
     /// Decides which items have expired.
     clock: Arc<dyn outside::Clock>,
-}
-
-/// How a connection sees the two files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Layout {
-    /// One file: its table is `main.items`.
-    Single,
-    /// The data file with the gate file attached as `gates`.
-    Attached,
-}
-
-impl Layout {
-    /// The table that holds the items of partition `pk`.
-    fn table(self, pk: &str) -> &'static str {
-        match self {
-            Layout::Attached if store::is_gate_state(pk) => "gates.items",
-            _ => "main.items",
-        }
-    }
 }
 
 /// Which file a set of writes touches.
@@ -137,34 +125,22 @@ fn files_of<'k>(keys: impl IntoIterator<Item = &'k Key>) -> Files {
     }
 }
 
-/// Opens one file. FULL syncs the log on every commit, so a write the store acknowledged
-/// survives a power cut, which the replay rules depend on; the gate file is OFF (ADR 19).
-fn open_connection(path: &Path, synced: bool) -> Result<Connection, rusqlite::Error> {
+/// Opens the data file. FULL syncs the log on every commit, so a write the store acknowledged
+/// survives a power cut, which the replay rules depend on.
+fn open_connection(path: &Path) -> Result<Connection, rusqlite::Error> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", if synced { "FULL" } else { "OFF" })?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
     Ok(conn)
 }
 
-/// Opens the data file with the gate file attached as `gates`.
-fn open_attached(path: &Path, gates: &Path) -> Result<Connection, rusqlite::Error> {
-    let conn = open_connection(path, true)?;
-    conn.execute(
-        "ATTACH DATABASE ?1 AS gates",
-        params![gates.to_string_lossy()],
-    )?;
-    conn.pragma_update(Some("gates"), "journal_mode", "WAL")?;
-    conn.pragma_update(Some("gates"), "synchronous", "OFF")?;
-    Ok(conn)
-}
-
-/// The gate file that belongs to the data file `path`: `<stem>-gates.db` beside it.
+/// The gate file that belongs to the data file `path`: `<stem>-gates.mdb` beside it.
 fn gates_path(path: &Path) -> PathBuf {
     let stem = path
         .file_stem()
         .map_or_else(|| "store".into(), |s| s.to_string_lossy().into_owned());
-    path.with_file_name(format!("{stem}-gates.db"))
+    path.with_file_name(format!("{stem}-gates.mdb"))
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -202,12 +178,10 @@ fn expiry_column(item: &Item) -> Option<i64> {
     }
 }
 
-fn read_stored(conn: &Connection, layout: Layout, key: &Key) -> Result<Option<Item>, StoreError> {
-    let sql = match layout.table(&key.pk) {
-        "gates.items" => "SELECT body FROM gates.items WHERE pk = ?1 AND sk = ?2",
-        _ => "SELECT body FROM main.items WHERE pk = ?1 AND sk = ?2",
-    };
-    let mut stmt = conn.prepare_cached(sql).map_err(unavailable)?;
+fn read_stored(conn: &Connection, key: &Key) -> Result<Option<Item>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT body FROM items WHERE pk = ?1 AND sk = ?2")
+        .map_err(unavailable)?;
     let body: Option<String> = stmt
         .query_row(params![key.pk, key.sk], |row| row.get(0))
         .optional()
@@ -215,24 +189,14 @@ fn read_stored(conn: &Connection, layout: Layout, key: &Key) -> Result<Option<It
     body.as_deref().map(decode).transpose()
 }
 
-fn write_effect(
-    conn: &Connection,
-    layout: Layout,
-    key: &Key,
-    effect: &Effect,
-) -> Result<(), StoreError> {
-    let table = layout.table(&key.pk);
+fn write_effect(conn: &Connection, key: &Key, effect: &Effect) -> Result<(), StoreError> {
     match effect {
         Effect::Store(item) => {
-            let sql = match table {
-                "gates.items" => {
-                    "INSERT OR REPLACE INTO gates.items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4)"
-                }
-                _ => {
-                    "INSERT OR REPLACE INTO main.items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4)"
-                }
-            };
-            let mut stmt = conn.prepare_cached(sql).map_err(unavailable)?;
+            let mut stmt = conn
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(unavailable)?;
             stmt.execute(params![
                 key.pk,
                 key.sk,
@@ -242,16 +206,43 @@ fn write_effect(
             .map_err(unavailable)?;
         }
         Effect::Remove => {
-            let sql = match table {
-                "gates.items" => "DELETE FROM gates.items WHERE pk = ?1 AND sk = ?2",
-                _ => "DELETE FROM main.items WHERE pk = ?1 AND sk = ?2",
-            };
-            let mut stmt = conn.prepare_cached(sql).map_err(unavailable)?;
+            let mut stmt = conn
+                .prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")
+                .map_err(unavailable)?;
             stmt.execute(params![key.pk, key.sk]).map_err(unavailable)?;
         }
         Effect::Keep => {}
     }
     Ok(())
+}
+
+/// A page of `query` from its partition's rows in order (already past its cursor, and a
+/// superset of its sort condition): the live ones matching it, up to its limit.
+pub(crate) fn page_of(
+    query: &Query,
+    rows: impl Iterator<Item = Result<(String, Item), StoreError>>,
+    now: i64,
+) -> Result<Page, StoreError> {
+    let limit = query.limit.map_or(usize::MAX, |l| l as usize);
+    let mut items = Vec::new();
+    let mut more = false;
+    for row in rows {
+        let (sk, item) = row?;
+        if !query.sort.as_ref().is_none_or(|c| c.matches(&sk)) || !engine::is_live(&item, now) {
+            continue;
+        }
+        if items.len() == limit {
+            more = true;
+            break;
+        }
+        items.push((Key::new(query.pk.clone(), sk), item));
+    }
+    let next = if more {
+        items.last().map(|(k, _)| engine::encode_cursor(k))
+    } else {
+        None
+    };
+    Ok(Page { items, next })
 }
 
 /// Upper bound, in byte order, of every string that starts with `prefix`: the highest scalar
@@ -285,24 +276,23 @@ impl SqliteStore {
                 source,
             })?;
         }
-        let gates = gates_path(&path);
-        let sqlite = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| OpenError::Sqlite { path, source }
+        let sqlite = |source| OpenError::Sqlite {
+            path: path.clone(),
+            source,
         };
-        let durable = open_connection(&path, true).map_err(sqlite(&path))?;
-        durable.execute_batch(SCHEMA).map_err(sqlite(&path))?;
-        let gate_writer = open_connection(&gates, false).map_err(sqlite(&gates))?;
-        gate_writer.execute_batch(SCHEMA).map_err(sqlite(&gates))?;
-        let both = open_attached(&path, &gates).map_err(sqlite(&path))?;
-        let thread = |source| OpenError::Thread { source };
+        let durable = open_connection(&path).map_err(sqlite)?;
+        durable.execute_batch(SCHEMA).map_err(sqlite)?;
+        let gates_path = gates_path(&path);
+        let gates = GateFile::open(&gates_path).map_err(|source| OpenError::Gates {
+            path: gates_path.clone(),
+            source,
+        })?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
-                path: path.clone(),
-                gates_path: gates,
-                durable: Writer::start(durable, "data").map_err(thread)?,
-                gates: Writer::start(gate_writer, "gates").map_err(thread)?,
-                both: Mutex::new(both),
+                path,
+                durable: Writer::start(durable, "data")
+                    .map_err(|source| OpenError::Thread { source })?,
+                gates,
                 readers: Mutex::new(Vec::new()),
                 clock: Arc::new(outside::SystemClock),
             }),
@@ -324,26 +314,25 @@ impl SqliteStore {
 
     /// The file beside it that holds gate state.
     pub fn gates_path(&self) -> &Path {
-        &self.inner.gates_path
+        self.inner.gates.path()
     }
 
     /// Deletes rows whose expiry passed more than a second ago, in both files. Never needed
     /// for correctness (expired items are invisible); it only gives the space back.
     pub async fn sweep_expired(&self) -> Result<usize, StoreError> {
         let now = self.inner.clock.now();
-        let sweep = move |conn: &Connection| {
-            conn.execute(
-                "DELETE FROM main.items WHERE expires_at < ?1",
-                params![now - 1],
-            )
-            .map_err(unavailable)
-        };
-        let data = self.inner.durable.write(sweep).await?;
-        let gates = self.inner.gates.write(sweep).await?;
-        Ok(data + gates)
+        let data = self
+            .inner
+            .durable
+            .write(move |conn| {
+                conn.execute("DELETE FROM items WHERE expires_at < ?1", params![now - 1])
+                    .map_err(unavailable)
+            })
+            .await?;
+        Ok(data + self.inner.gates.sweep(now)?)
     }
 
-    /// Runs `f` on a reading connection (both files attached), here: see the module docs.
+    /// Runs `f` on a reading connection of the data file, here: see the module docs.
     fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         F: FnOnce(&mut Connection) -> Result<T, StoreError>,
@@ -352,40 +341,43 @@ impl SqliteStore {
         let pooled = lock(&inner.readers).pop();
         let mut conn = match pooled {
             Some(conn) => conn,
-            None => open_attached(&inner.path, &inner.gates_path).map_err(unavailable)?,
+            None => open_connection(&inner.path).map_err(unavailable)?,
         };
         let result = f(&mut conn);
         lock(&inner.readers).push(conn);
         result
     }
 
-    /// Runs `f` as one transaction on the file(s) `files`, with the layout it sees them in.
-    async fn write<T, F>(&self, files: Files, f: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Connection, Layout) -> Result<T, StoreError> + Send + 'static,
-    {
-        match files {
+    /// Plans `ops` against what is stored and applies their effects, as one transaction on
+    /// the file(s) they touch: gate state in place, data on the writer thread (with the gate
+    /// file's write lock held throughout when both are touched).
+    async fn apply(&self, ops: Vec<TransactOp>, now: i64) -> Result<Vec<Effect>, StoreError> {
+        let gates = Arc::clone(&self.inner.gates);
+        match files_of(ops.iter().map(TransactOp::key)) {
+            Files::Gates => gates.write(|txn| {
+                let effects = engine::plan_all(&ops, |key| gates.stored(txn, key), now)?;
+                for (op, effect) in ops.iter().zip(&effects) {
+                    gates.apply(txn, op.key(), effect)?;
+                }
+                Ok(effects)
+            }),
             Files::Data => {
                 self.inner
                     .durable
-                    .write(move |c| f(c, Layout::Single))
+                    .write(move |conn| {
+                        let effects = engine::plan_all(&ops, |key| read_stored(conn, key), now)?;
+                        for (op, effect) in ops.iter().zip(&effects) {
+                            write_effect(conn, op.key(), effect)?;
+                        }
+                        Ok(effects)
+                    })
                     .await
             }
-            Files::Gates => self.inner.gates.write(move |c| f(c, Layout::Single)).await,
             Files::Both => {
-                let inner = Arc::clone(&self.inner);
-                run_blocking(move || {
-                    let mut conn = lock(&inner.both);
-                    let tx = conn
-                        .transaction_with_behavior(TransactionBehavior::Immediate)
-                        .map_err(unavailable)?;
-                    // Dropping `tx` on an error rolls back, so a failed condition writes nothing.
-                    let value = f(&tx, Layout::Attached)?;
-                    tx.commit().map_err(unavailable)?;
-                    Ok(value)
-                })
-                .await
+                self.inner
+                    .durable
+                    .write(move |conn| gates.write(|txn| apply_both(conn, &gates, txn, &ops, now)))
+                    .await
             }
         }
     }
@@ -393,33 +385,77 @@ impl SqliteStore {
     async fn write_one(&self, op: TransactOp) -> Result<Option<Item>, StoreError> {
         let now = self.inner.clock.now();
         engine::validate_op(&op)?;
-        let files = files_of([op.key()]);
-        self.write(files, move |conn, layout| {
-            let stored = read_stored(conn, layout, op.key())?;
-            let old = stored.as_ref().filter(|i| engine::is_live(i, now)).cloned();
-            match engine::plan(&op, stored.as_ref(), now)? {
-                Err(Failed { old }) => Err(StoreError::ConditionFailed { old }),
-                Ok(effect) => {
-                    write_effect(conn, layout, op.key(), &effect)?;
-                    Ok(match effect {
-                        Effect::Store(item) => Some(item),
-                        Effect::Remove | Effect::Keep => old,
-                    })
-                }
-            }
-        })
-        .await
+        if store::is_gate_state(&op.key().pk) {
+            let gates = &self.inner.gates;
+            return gates.write(|txn| {
+                let stored = gates.stored(txn, op.key())?;
+                write_planned(&op, stored, now, |effect| {
+                    gates.apply(txn, op.key(), effect)
+                })
+            });
+        }
+        self.inner
+            .durable
+            .write(move |conn| {
+                let stored = read_stored(conn, op.key())?;
+                write_planned(&op, stored, now, |effect| {
+                    write_effect(conn, op.key(), effect)
+                })
+            })
+            .await
     }
 }
 
-async fn run_blocking<T, F>(f: F) -> Result<T, StoreError>
-where
-    T: Send + 'static,
-    F: FnOnce() -> Result<T, StoreError> + Send + 'static,
-{
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| StoreError::Unavailable(format!("store task failed: {e}")))?
+/// Plans one operation against its stored item and writes its effect with `write`: the item
+/// it leaves (or, for a delete, the one it removed), or the failed condition.
+fn write_planned(
+    op: &TransactOp,
+    stored: Option<Item>,
+    now: i64,
+    write: impl FnOnce(&Effect) -> Result<(), StoreError>,
+) -> Result<Option<Item>, StoreError> {
+    let old = stored.as_ref().filter(|i| engine::is_live(i, now)).cloned();
+    match engine::plan(op, stored.as_ref(), now)? {
+        Err(Failed { old }) => Err(StoreError::ConditionFailed { old }),
+        Ok(effect) => {
+            write(&effect)?;
+            Ok(match effect {
+                Effect::Store(item) => Some(item),
+                Effect::Remove | Effect::Keep => old,
+            })
+        }
+    }
+}
+
+/// A transaction over both files: every condition checked against the file its item lives
+/// in, then every effect written. The gate file commits first (when this returns), the data
+/// with its group: a data commit that then fails leaves only a gate count too many.
+fn apply_both(
+    conn: &Connection,
+    gates: &GateFile,
+    txn: &mut heed::RwTxn<'_>,
+    ops: &[TransactOp],
+    now: i64,
+) -> Result<Vec<Effect>, StoreError> {
+    let effects = engine::plan_all(
+        ops,
+        |key| {
+            if store::is_gate_state(&key.pk) {
+                gates.stored(txn, key)
+            } else {
+                read_stored(conn, key)
+            }
+        },
+        now,
+    )?;
+    for (op, effect) in ops.iter().zip(&effects) {
+        if store::is_gate_state(&op.key().pk) {
+            gates.apply(txn, op.key(), effect)?;
+        } else {
+            write_effect(conn, op.key(), effect)?;
+        }
+    }
+    Ok(effects)
 }
 
 #[async_trait::async_trait]
@@ -427,26 +463,42 @@ impl Store for SqliteStore {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
         let now = self.inner.clock.now();
         engine::validate_key(key)?;
-        self.read(|conn| {
-            Ok(read_stored(conn, Layout::Attached, key)?.filter(|i| engine::is_live(i, now)))
-        })
+        let live = |item: Option<Item>| item.filter(|i| engine::is_live(i, now));
+        if store::is_gate_state(&key.pk) {
+            let gates = &self.inner.gates;
+            return gates.read(|txn| gates.stored(txn, key)).map(live);
+        }
+        self.read(|conn| read_stored(conn, key)).map(live)
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
         let now = self.inner.clock.now();
         engine::validate_batch(keys)?;
-        self.read(|conn| {
-            // One read transaction, so the answer is one snapshot of each file.
-            let tx = conn.transaction().map_err(unavailable)?;
-            let items = keys
-                .iter()
-                .map(|k| {
-                    Ok(read_stored(&tx, Layout::Attached, k)?.filter(|i| engine::is_live(i, now)))
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?;
-            tx.finish().map_err(unavailable)?;
-            Ok(items)
-        })
+        let mut items: Vec<Option<Item>> = vec![None; keys.len()];
+        let gate = |k: &Key| store::is_gate_state(&k.pk);
+        if keys.iter().any(gate) {
+            let gates = &self.inner.gates;
+            gates.read(|txn| {
+                for (slot, key) in items.iter_mut().zip(keys).filter(|(_, k)| gate(k)) {
+                    *slot = gates.stored(txn, key)?;
+                }
+                Ok(())
+            })?;
+        }
+        if !keys.iter().all(gate) {
+            self.read(|conn| {
+                // One read transaction, so the answer is one snapshot of the data file.
+                let tx = conn.transaction().map_err(unavailable)?;
+                for (slot, key) in items.iter_mut().zip(keys).filter(|(_, k)| !gate(k)) {
+                    *slot = read_stored(&tx, key)?;
+                }
+                tx.finish().map_err(unavailable)
+            })?;
+        }
+        Ok(items
+            .into_iter()
+            .map(|item| item.filter(|i| engine::is_live(i, now)))
+            .collect())
     }
 
     async fn put(&self, put: Put) -> Result<(), StoreError> {
@@ -466,68 +518,53 @@ impl Store for SqliteStore {
     async fn query(&self, query: Query) -> Result<Page, StoreError> {
         let now = self.inner.clock.now();
         let after = engine::validate_query(&query)?;
-        self.read(|conn| {
-            let (mut lo, mut hi) = sort_bounds(query.sort.as_ref());
-            // The cursor narrows the range on the side the query moves towards.
-            if let Some(after) = after.clone() {
-                if query.descending {
-                    hi = Some(hi.map_or(after.clone(), |h| h.min(after)));
-                } else {
-                    lo = Some(lo.map_or(after.clone(), |l| l.max(after)));
-                }
-            }
-            let order = if query.descending { "DESC" } else { "ASC" };
-            let table = Layout::Attached.table(&query.pk);
-            let sql = format!(
-                "SELECT sk, body FROM {table} WHERE pk = ?1 \
-                 AND (?2 IS NULL OR sk >= ?2) AND (?3 IS NULL OR sk <= ?3) ORDER BY sk {order}"
-            );
-            let mut stmt = conn.prepare_cached(&sql).map_err(unavailable)?;
-            let mut rows = stmt.query(params![query.pk, lo, hi]).map_err(unavailable)?;
-            let limit = query.limit.map_or(usize::MAX, |l| l as usize);
-            let mut items = Vec::new();
-            let mut more = false;
-            while let Some(row) = rows.next().map_err(unavailable)? {
-                let sk: String = row.get(0).map_err(unavailable)?;
-                if let Some(after) = &after
-                    && sk == *after
-                {
-                    continue;
-                }
-                if !query.sort.as_ref().is_none_or(|c| c.matches(&sk)) {
-                    continue;
-                }
-                let body: String = row.get(1).map_err(unavailable)?;
-                let item = decode(&body)?;
-                if !engine::is_live(&item, now) {
-                    continue;
-                }
-                if items.len() == limit {
-                    more = true;
-                    break;
-                }
-                items.push((Key::new(query.pk.clone(), sk), item));
-            }
-            let next = if more {
-                items.last().map(|(k, _)| engine::encode_cursor(k))
-            } else {
-                None
-            };
-            Ok(Page { items, next })
-        })
+        if store::is_gate_state(&query.pk) {
+            return self.inner.gates.query(&query, after.as_deref(), now);
+        }
+        self.read(|conn| query_data(conn, &query, after, now))
     }
 
     async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
         let now = self.inner.clock.now();
         engine::validate_transaction(&ops)?;
-        let files = files_of(ops.iter().map(TransactOp::key));
-        self.write(files, move |conn, layout| {
-            let effects = engine::plan_all(&ops, |key| read_stored(conn, layout, key), now)?;
-            for (op, effect) in ops.iter().zip(&effects) {
-                write_effect(conn, layout, op.key(), effect)?;
-            }
-            Ok(())
-        })
-        .await
+        self.apply(ops, now).await.map(|_| ())
     }
+}
+
+/// A query on the data file: the partition's rows within the sort condition's bounds, past
+/// the cursor, in order; then exactly filtered by [`page_of`].
+fn query_data(
+    conn: &Connection,
+    query: &Query,
+    after: Option<String>,
+    now: i64,
+) -> Result<Page, StoreError> {
+    let (mut lo, mut hi) = sort_bounds(query.sort.as_ref());
+    // The cursor narrows the range on the side the query moves towards.
+    if let Some(after) = after.clone() {
+        if query.descending {
+            hi = Some(hi.map_or(after.clone(), |h| h.min(after)));
+        } else {
+            lo = Some(lo.map_or(after.clone(), |l| l.max(after)));
+        }
+    }
+    let sql = if query.descending {
+        "SELECT sk, body FROM items WHERE pk = ?1 \
+         AND (?2 IS NULL OR sk >= ?2) AND (?3 IS NULL OR sk <= ?3) ORDER BY sk DESC"
+    } else {
+        "SELECT sk, body FROM items WHERE pk = ?1 \
+         AND (?2 IS NULL OR sk >= ?2) AND (?3 IS NULL OR sk <= ?3) ORDER BY sk ASC"
+    };
+    let mut stmt = conn.prepare_cached(sql).map_err(unavailable)?;
+    let rows = stmt
+        .query_map(params![query.pk, lo, hi], |row| {
+            Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+        })
+        .map_err(unavailable)?
+        .filter(|row| !matches!((row, &after), (Ok((sk, _)), Some(a)) if sk == a))
+        .map(|row| {
+            let (sk, body) = row.map_err(unavailable)?;
+            Ok((sk, decode(&body)?))
+        });
+    page_of(query, rows, now)
 }

@@ -117,4 +117,12 @@ pub enum Invalid {
     /// A query limit of zero.
     #[error("query limit must be at least 1")]
     ZeroLimit,
+    /// A key longer than this backend keeps (the embedded gate file's limit).
+    #[error("a key of {size} bytes exceeds this store's limit of {limit}")]
+    KeyTooLong {
+        /// The key's size in bytes.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
 }

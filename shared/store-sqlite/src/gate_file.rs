@@ -1,0 +1,280 @@
+//! Gate state (rate buckets, concurrency slots, the loop brake) in a memory-mapped LMDB file
+//! beside the data file, `<name>-gates.mdb` (ADR 27, replacing the SQLite gate file of ADR 19).
+//!
+//! Every admission and every slot release writes gate state, so its cost is paid on every call.
+//! LMDB answers a write transaction in place, in microseconds: its write lock is a robust
+//! mutex in the lock file that every process on the folder shares (so limits hold across
+//! processes), it needs no thread hand-off, and with `NO_SYNC` a commit syncs nothing, since
+//! losing gate state in a power cut is harmless. A process killed half-way through a
+//! transaction leaves the file as it was before it (copy-on-write pages). A file left unreadable
+//! (a power cut with unsynced pages) is replaced by an empty one when the store is opened.
+//!
+//! Items are kept as their JSON text under the key `<pk> NUL <sk>`, so a partition is one
+//! ordered key range, in the byte order SQLite and DynamoDB sort keys in.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+
+use heed::types::Bytes;
+use heed::{Database, Env, EnvFlags, EnvOpenOptions, MdbError, RoTxn, RwTxn, WithoutTls};
+use store::engine::{self, Effect};
+use store::{Invalid, Item, Key, Page, Query, StoreError};
+
+/// The largest the file may grow (address space reserved, not memory or disk used).
+const MAP_SIZE: usize = 1 << 30;
+
+/// One open gate file, shared by every store handle of this process on it (LMDB allows one
+/// environment per file and process).
+pub(crate) struct GateFile {
+    env: Env<WithoutTls>,
+    items: Database<Bytes, Bytes>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for GateFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GateFile")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+/// The gate files open in this process, by path.
+type OpenFiles = Vec<(PathBuf, Weak<GateFile>)>;
+static OPEN: LazyLock<Mutex<OpenFiles>> = LazyLock::new(Mutex::default);
+
+fn failed(e: heed::Error) -> StoreError {
+    StoreError::Unavailable(format!("gate file: {e}"))
+}
+
+fn key_bytes(key: &Key) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(key.pk.len() + 1 + key.sk.len());
+    bytes.extend_from_slice(key.pk.as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(key.sk.as_bytes());
+    bytes
+}
+
+fn partition_prefix(pk: &str) -> Vec<u8> {
+    let mut bytes = pk.as_bytes().to_vec();
+    bytes.push(0);
+    bytes
+}
+
+fn decode(body: &[u8]) -> Result<Item, StoreError> {
+    std::str::from_utf8(body)
+        .ok()
+        .and_then(|text| store::item_from_json(text).ok())
+        .ok_or_else(|| StoreError::Unavailable("corrupt item in the gate file".into()))
+}
+
+impl GateFile {
+    /// The gate file at `path`, opened once per process.
+    pub(crate) fn open(path: &Path) -> Result<Arc<GateFile>, heed::Error> {
+        let path = canonical(path)?;
+        let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+        open.retain(|(_, file)| file.strong_count() > 0);
+        if let Some(file) = open
+            .iter()
+            .find(|(p, _)| *p == path)
+            .and_then(|(_, f)| f.upgrade())
+        {
+            return Ok(file);
+        }
+        let file = match Self::open_or_replace(&path) {
+            // The last handle of this process on it is still closing it.
+            Err(heed::Error::EnvAlreadyOpened) => {
+                if let Some(closing) = heed::env_closing_event(&path) {
+                    closing.wait();
+                }
+                Self::open_or_replace(&path)
+            }
+            other => other,
+        };
+        let file = Arc::new(file?);
+        // Nothing needs expired items gone, but without this sweep the file would only grow.
+        if let Err(e) = file.sweep(store_now()) {
+            tracing::warn!(error = %e, "could not sweep the gate file");
+        }
+        open.push((path, Arc::downgrade(&file)));
+        Ok(file)
+    }
+
+    /// Opens the file; one that LMDB cannot read is gate state lost, so it starts empty.
+    fn open_or_replace(path: &Path) -> Result<GateFile, heed::Error> {
+        match Self::open_env(path) {
+            Err(heed::Error::Mdb(
+                MdbError::Invalid | MdbError::Corrupted | MdbError::VersionMismatch,
+            )) => {
+                tracing::warn!(
+                    file = %path.display(),
+                    "the gate file could not be read; starting it empty (rate counts and slots only)"
+                );
+                for file in [path.to_path_buf(), lock_path(path)] {
+                    let _ = std::fs::remove_file(file);
+                }
+                Self::open_env(path)
+            }
+            other => other,
+        }
+    }
+
+    #[allow(unsafe_code)]
+    fn open_env(path: &Path) -> Result<GateFile, heed::Error> {
+        let mut options = EnvOpenOptions::new().read_txn_without_tls();
+        options.map_size(MAP_SIZE).max_dbs(1);
+        // SAFETY: NO_SYNC only gives up durability in a power cut, which gate state does not
+        // need (see the module docs); WRITE_MAP writes pages in the map instead of with a
+        // system call per page, and this code writes the map only through LMDB's calls; the
+        // file is used through LMDB's own locks only.
+        unsafe { options.flags(EnvFlags::NO_SUB_DIR | EnvFlags::NO_SYNC | EnvFlags::WRITE_MAP) };
+        // SAFETY: the file is only opened through this function, once per process (`OPEN`),
+        // and never modified except through LMDB.
+        let env = unsafe { options.open(path)? };
+        let mut txn = env.write_txn()?;
+        let items = env.create_database(&mut txn, Some("items"))?;
+        txn.commit()?;
+        Ok(GateFile {
+            env,
+            items,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn check_key(&self, key: &Key) -> Result<Vec<u8>, StoreError> {
+        let bytes = key_bytes(key);
+        let limit = self.env.max_key_size();
+        if bytes.len() > limit {
+            return Err(StoreError::Invalid(Invalid::KeyTooLong {
+                size: bytes.len(),
+                limit,
+            }));
+        }
+        Ok(bytes)
+    }
+
+    /// The stored item at `key` in `txn`, expired or not (the caller decides).
+    pub(crate) fn stored(&self, txn: &RoTxn<'_>, key: &Key) -> Result<Option<Item>, StoreError> {
+        let bytes = self.check_key(key)?;
+        self.items
+            .get(txn, &bytes)
+            .map_err(failed)?
+            .map(decode)
+            .transpose()
+    }
+
+    /// Applies a planned effect at `key` in `txn`.
+    pub(crate) fn apply(
+        &self,
+        txn: &mut RwTxn<'_>,
+        key: &Key,
+        effect: &Effect,
+    ) -> Result<(), StoreError> {
+        let bytes = self.check_key(key)?;
+        match effect {
+            Effect::Store(item) => {
+                let body = store::item_to_json(item);
+                self.items.put(txn, &bytes, body.as_bytes()).map_err(failed)
+            }
+            Effect::Remove => self.items.delete(txn, &bytes).map(|_| ()).map_err(failed),
+            Effect::Keep => Ok(()),
+        }
+    }
+
+    /// Runs `f` on one read transaction (one snapshot).
+    pub(crate) fn read<T>(
+        &self,
+        f: impl FnOnce(&RoTxn<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let txn = self.env.read_txn().map_err(failed)?;
+        f(&txn)
+    }
+
+    /// Runs `f` as one write transaction, committed when it returns `Ok` (dropped, and so
+    /// rolled back, otherwise).
+    pub(crate) fn write<T>(
+        &self,
+        f: impl FnOnce(&mut RwTxn<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut txn = self.env.write_txn().map_err(failed)?;
+        let value = f(&mut txn)?;
+        txn.commit().map_err(failed)?;
+        Ok(value)
+    }
+
+    /// The rows of `query`'s partition in its order, as `(sort key, item)`, after its cursor.
+    pub(crate) fn query(
+        &self,
+        query: &Query,
+        after: Option<&str>,
+        now: i64,
+    ) -> Result<Page, StoreError> {
+        let prefix = partition_prefix(&query.pk);
+        self.read(|txn| {
+            let rows = if query.descending {
+                Box::new(self.items.rev_prefix_iter(txn, &prefix).map_err(failed)?)
+                    as Box<dyn Iterator<Item = heed::Result<(&[u8], &[u8])>>>
+            } else {
+                Box::new(self.items.prefix_iter(txn, &prefix).map_err(failed)?)
+            };
+            let rows = rows.map(|row| {
+                let (key, body) = row.map_err(failed)?;
+                let sk = std::str::from_utf8(&key[prefix.len()..])
+                    .map_err(|_| StoreError::Unavailable("corrupt key in the gate file".into()))?;
+                Ok((sk.to_owned(), decode(body)?))
+            });
+            let past =
+                |sk: &str| after.is_none_or(|a| if query.descending { sk < a } else { sk > a });
+            crate::page_of(
+                query,
+                rows.filter(|row| row.as_ref().map_or(true, |(sk, _)| past(sk))),
+                now,
+            )
+        })
+    }
+
+    /// Deletes items whose expiry passed more than a second ago; how many.
+    pub(crate) fn sweep(&self, now: i64) -> Result<usize, StoreError> {
+        self.write(|txn| {
+            let mut expired = Vec::new();
+            for row in self.items.iter(txn).map_err(failed)? {
+                let (key, body) = row.map_err(failed)?;
+                if decode(body).is_ok_and(|item| !engine::is_live(&item, now - 1)) {
+                    expired.push(key.to_vec());
+                }
+            }
+            for key in &expired {
+                self.items.delete(txn, key).map_err(failed)?;
+            }
+            Ok(expired.len())
+        })
+    }
+}
+
+/// `path` with its folder's canonical name (the file itself may not exist yet), so that one
+/// file is one entry in [`OPEN`] however it was named.
+fn canonical(path: &Path) -> Result<PathBuf, heed::Error> {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().unwrap_or(path.as_os_str());
+    Ok(std::fs::canonicalize(folder)?.join(name))
+}
+
+/// The LMDB lock file of the gate file at `path`.
+fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-lock");
+    PathBuf::from(name)
+}
+
+/// Seconds since the epoch, for the sweep at open (expiry is in whole seconds).
+fn store_now() -> i64 {
+    outside::Clock::now(&outside::SystemClock)
+}
