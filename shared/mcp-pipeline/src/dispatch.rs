@@ -166,7 +166,6 @@ impl Server {
             ));
             return Outcome::error(Some(id), &e);
         }
-        let tools = self.visible_tools_text(caller);
         let mut rest = json!({});
         if era == Era::Modern {
             // Private: the visible set depends on the caller's rights.
@@ -176,29 +175,31 @@ impl Server {
         let rest = self.finish(rest, era);
         Outcome {
             status: 200,
-            body: Some(Body::Text(list_response_text(id, &tools, &rest))),
+            // The descriptors go straight into the answer: one copy of ~80 KB, not two.
+            body: Some(Body::Text(list_response_text(id, &rest, |text| {
+                self.push_visible_tools(text, caller);
+            }))),
             notifications: Vec::new(),
         }
     }
 
-    /// The JSON array of the descriptors `caller` may see, from their serialized text.
-    fn visible_tools_text(&self, caller: Option<&crate::Caller>) -> String {
-        let mut tools = String::with_capacity(96 * 1024);
-        tools.push('[');
+    /// Appends the JSON array of the descriptors `caller` may see, from their serialized text.
+    fn push_visible_tools(&self, out: &mut String, caller: Option<&crate::Caller>) {
+        out.push('[');
+        let mut first = true;
         for (spec, [core, other]) in self.registry().iter().zip(&self.tool_list) {
             if caller.is_some_and(|c| self.hidden_from(spec, c).is_some()) {
                 continue;
             }
-            if tools.len() > 1 {
-                tools.push(',');
+            if !std::mem::take(&mut first) {
+                out.push(',');
             }
-            tools.push_str(match caller.map(|c| c.toolset) {
+            out.push_str(match caller.map(|c| c.toolset) {
                 Some(Toolset::Core) => core,
                 _ => other,
             });
         }
-        tools.push(']');
-        tools
+        out.push(']');
     }
 
     async fn call_tool(&self, mut req: Request, era: Era) -> Outcome {
@@ -424,18 +425,23 @@ fn arguments(message: &Message) -> &Map<String, Value> {
 
 /// The `tools/list` response as text: the tools array, then the result's other fields
 /// (`rest`, an object), in a JSON-RPC envelope.
-fn list_response_text(id: &mcp_protocol::RequestId, tools: &str, rest: &Value) -> String {
+fn list_response_text(
+    id: &mcp_protocol::RequestId,
+    rest: &Value,
+    push_tools: impl FnOnce(&mut String),
+) -> String {
     let id = serde_json::to_string(id).unwrap_or_else(|_| "null".into());
     let rest = rest.to_string();
     let fields = rest
         .strip_prefix('{')
         .and_then(|r| r.strip_suffix('}'))
         .unwrap_or_default();
-    let mut text = String::with_capacity(tools.len() + fields.len() + id.len() + 64);
+    // The full toolset's descriptors take about 80 KB: room for them at once.
+    let mut text = String::with_capacity(96 * 1024 + fields.len() + id.len());
     text.push_str(r#"{"jsonrpc":"2.0","id":"#);
     text.push_str(&id);
     text.push_str(r#","result":{"tools":"#);
-    text.push_str(tools);
+    push_tools(&mut text);
     if !fields.is_empty() {
         text.push(',');
         text.push_str(fields);
