@@ -92,7 +92,11 @@ impl GateFile {
             other => other,
         };
         let file = Arc::new(file?);
-        // Nothing needs expired items gone, but without this sweep the file would only grow.
+        // Nothing needs these for correctness, but without them the file would only grow: the
+        // reader slots of processes killed during a read pin old pages, and expired items stay.
+        if let Err(e) = file.env.clear_stale_readers() {
+            tracing::warn!(error = %e, "could not clear the gate file's stale readers");
+        }
         if let Err(e) = file.sweep(store_now()) {
             tracing::warn!(error = %e, "could not sweep the gate file");
         }
