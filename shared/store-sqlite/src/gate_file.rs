@@ -47,17 +47,18 @@ fn failed(e: heed::Error) -> StoreError {
     StoreError::Unavailable(format!("gate file: {e}"))
 }
 
-fn key_bytes(key: &Key) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(key.pk.len() + 1 + key.sk.len());
-    bytes.extend_from_slice(key.pk.as_bytes());
+/// The partition `pk` as a key prefix: `<pk> NUL`.
+fn partition_prefix(pk: &str) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(pk.len() + 1);
+    bytes.extend_from_slice(pk.as_bytes());
     bytes.push(0);
-    bytes.extend_from_slice(key.sk.as_bytes());
     bytes
 }
 
-fn partition_prefix(pk: &str) -> Vec<u8> {
-    let mut bytes = pk.as_bytes().to_vec();
-    bytes.push(0);
+/// The item key `<pk> NUL <sk>`.
+fn key_bytes(key: &Key) -> Vec<u8> {
+    let mut bytes = partition_prefix(&key.pk);
+    bytes.extend_from_slice(key.sk.as_bytes());
     bytes
 }
 

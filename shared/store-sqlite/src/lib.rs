@@ -351,7 +351,7 @@ impl SqliteStore {
     /// Plans `ops` against what is stored and applies their effects, as one transaction on
     /// the file(s) they touch: gate state in place, data on the writer thread (with the gate
     /// file's write lock held throughout when both are touched).
-    async fn apply(&self, ops: Vec<TransactOp>, now: i64) -> Result<Vec<Effect>, StoreError> {
+    async fn apply(&self, ops: Vec<TransactOp>, now: i64) -> Result<(), StoreError> {
         let gates = Arc::clone(&self.inner.gates);
         match files_of(ops.iter().map(TransactOp::key)) {
             Files::Gates => gates.write(|txn| {
@@ -359,7 +359,7 @@ impl SqliteStore {
                 for (op, effect) in ops.iter().zip(&effects) {
                     gates.apply(txn, op.key(), effect)?;
                 }
-                Ok(effects)
+                Ok(())
             }),
             Files::Data => {
                 self.inner
@@ -369,7 +369,7 @@ impl SqliteStore {
                         for (op, effect) in ops.iter().zip(&effects) {
                             write_effect(conn, op.key(), effect)?;
                         }
-                        Ok(effects)
+                        Ok(())
                     })
                     .await
             }
@@ -436,7 +436,7 @@ fn apply_both(
     txn: &mut heed::RwTxn<'_>,
     ops: &[TransactOp],
     now: i64,
-) -> Result<Vec<Effect>, StoreError> {
+) -> Result<(), StoreError> {
     let effects = engine::plan_all(
         ops,
         |key| {
@@ -455,7 +455,7 @@ fn apply_both(
             write_effect(conn, op.key(), effect)?;
         }
     }
-    Ok(effects)
+    Ok(())
 }
 
 #[async_trait::async_trait]
@@ -527,7 +527,7 @@ impl Store for SqliteStore {
     async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
         let now = self.inner.clock.now();
         engine::validate_transaction(&ops)?;
-        self.apply(ops, now).await.map(|_| ())
+        self.apply(ops, now).await
     }
 }
 
