@@ -4,7 +4,7 @@
 use mcp_test_client::TestClient;
 use serde_json::json;
 
-use crate::support::processes::{cli_token, start_serve};
+use crate::support::processes::{cli_token, serve_new_folder, start_serve};
 
 /// Waits until the current rate window (60 s, aligned to the minute) has at least `left`
 /// seconds to run, so that a count of admitted calls stays in one window.
@@ -61,11 +61,8 @@ async fn two_processes_on_one_folder_share_a_connections_limits() {
 /// is killed (SIGKILL, no shutdown) are all in the store when it is opened again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_writes_survive_a_killed_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let token = cli_token(&data);
-    let (server, addr) = start_serve(&data);
-    let client = TestClient::http(addr).with_header("authorization", &format!("Bearer {token}"));
+    let served = serve_new_folder();
+    let (data, client) = (&served.data, &served.client);
     let mut acknowledged = Vec::new();
     for i in 0..20 {
         let answer = client
@@ -81,7 +78,7 @@ async fn acknowledged_writes_survive_a_killed_process() {
         acknowledged.push(handle.to_owned());
     }
     // Killed right after the answers, before anything else could run.
-    drop(server);
+    drop(served.server);
     let store =
         std::sync::Arc::new(store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap());
     let customers = booking::Customers::new(store);
@@ -141,4 +138,97 @@ async fn an_unreadable_gate_file_starts_empty() {
         .await
         .unwrap();
     assert_eq!(store.get(&gate_key).await.unwrap(), Some(item(1)));
+}
+
+/// A handle keeps what it read (ADR 28): an unchanged item, or its absence, is read from the
+/// file once; a commit through another handle (another process, in use) is seen by the very
+/// next read; nothing kept is used once it is older than about a second.
+#[tokio::test]
+async fn kept_items_are_used_until_any_handle_commits() {
+    use store::{Delete, Item, Key, Put, Store, Value};
+    let (two, _dir) = crate::support::store::TwoHandles::fresh();
+    let clock = std::sync::Arc::new(mcp_pipeline::FixedClock::starting_now());
+    let reads = store_sqlite::SqliteStore::open(two.reads.path())
+        .unwrap()
+        .with_clock(clock.clone());
+    let (kept, absent) = (
+        Key::new("acme#customer", "c1"),
+        Key::new("acme#customer", "c2"),
+    );
+    let item = |n: i64| Item::from([("count".to_owned(), Value::n(n))]);
+    two.writes
+        .put(Put::new(kept.clone(), item(1)))
+        .await
+        .unwrap();
+    let pair = [kept.clone(), absent.clone()];
+    assert_eq!(reads.batch_get(&pair).await.unwrap(), [Some(item(1)), None]);
+    let once = reads.file_reads();
+    for _ in 0..3 {
+        assert_eq!(reads.get(&kept).await.unwrap(), Some(item(1)));
+        assert_eq!(reads.get(&absent).await.unwrap(), None);
+        assert_eq!(reads.batch_get(&pair).await.unwrap(), [Some(item(1)), None]);
+    }
+    assert_eq!(
+        reads.file_reads(),
+        once,
+        "unchanged items are not read again"
+    );
+
+    two.writes
+        .put(Put::new(absent.clone(), item(2)))
+        .await
+        .unwrap();
+    assert_eq!(
+        reads.get(&absent).await.unwrap(),
+        Some(item(2)),
+        "seen at once"
+    );
+    two.writes.delete(Delete::new(kept.clone())).await.unwrap();
+    assert_eq!(reads.get(&kept).await.unwrap(), None, "a delete too");
+    assert!(reads.file_reads() >= once + 2);
+
+    let before = reads.file_reads();
+    for _ in 0..2 {
+        assert_eq!(reads.get(&absent).await.unwrap(), Some(item(2)));
+    }
+    assert_eq!(
+        reads.file_reads(),
+        before + 1,
+        "read once since the last commit"
+    );
+    clock.advance(2);
+    assert_eq!(reads.get(&absent).await.unwrap(), Some(item(2)));
+    assert_eq!(reads.file_reads(), before + 2, "too old to be used");
+}
+
+/// What another process changes acts on the very next call of a running `serve`, although
+/// `serve` keeps the items it authenticated with (ADR 28): the kill switch turned on and off
+/// with the CLI, then the connection revoked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_process_changes_act_on_the_next_call() {
+    use crate::support::processes::gatehouse;
+    // Held to the end: dropping it stops `serve` and deletes the folder.
+    let served = serve_new_folder();
+    let (data, client) = (&served.data, &served.client);
+    let status = || async {
+        let params = json!({"name": "get_server_status", "arguments": {}});
+        client.request("tools/call", params).await.status
+    };
+    for _ in 0..3 {
+        assert_eq!(status().await, 200);
+    }
+    let switch = |state: &'static str| ["kill-switch", state, "--reason", "test"];
+    gatehouse(&switch("on"), data);
+    assert_eq!(status().await, 503, "the kill switch acts on the next call");
+    gatehouse(&switch("off"), data);
+    assert_eq!(status().await, 200, "and so does turning it off");
+    let connections: serde_json::Value = serde_json::from_str(&gatehouse(
+        &["token", "list", "--tenant", "acme", "--json"],
+        data,
+    ))
+    .unwrap();
+    let connection = connections[0]["connection"].as_str().unwrap();
+    let revoke = ["token", "revoke", "--tenant", "acme", "--member", "ana"];
+    gatehouse(&[&revoke[..], &[connection]].concat(), data);
+    assert_eq!(status().await, 401, "a revocation acts on the next call");
 }

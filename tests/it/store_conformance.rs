@@ -15,7 +15,7 @@ use store::{
     SortCondition, Store, StoreError, TransactOp, Update, UpdateAction, Value,
 };
 
-use crate::support::store::{Backend, fresh, fresh_sqlite, fresh_table};
+use crate::support::store::{Backend, TwoHandles, fresh, fresh_sqlite, fresh_table};
 
 type Outcome = Pin<Box<dyn Future<Output = anyhow::Result<()>> + Send>>;
 type Case = fn(Ctx) -> Outcome;
@@ -98,6 +98,7 @@ macro_rules! cases {
 cases![
     round_trip_every_type,
     get_missing_is_none,
+    reads_follow_every_write,
     put_replaces_whole_item,
     put_if_absent,
     return_old_only_when_asked,
@@ -257,6 +258,26 @@ async fn conformance_sqlite_gate_state() {
     assert_eq!(passed, CASES.len());
 }
 
+/// Reads through one handle, writes through another on the same file (ADR 28): every case
+/// reads what it just wrote, so a handle answering from items kept before the other's commit
+/// fails here. Both split ways: data items, and gate state with data beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_sqlite_two_handles() {
+    for gate_state in [false, true] {
+        let (store, _dir) = TwoHandles::fresh();
+        let store = Arc::new(store);
+        let (passed, failures) =
+            run_suite_split("sqlite (two handles)", store.clone(), &[], gate_state).await;
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert_eq!(passed, CASES.len());
+        assert_eq!(
+            store.writes.file_reads(),
+            0,
+            "every read went to the reading handle"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_sqlite_counted() {
     // The counting wrapper must be transparent: the suite passes through it unchanged.
@@ -332,6 +353,36 @@ async fn round_trip_every_type(ctx: Ctx) -> anyhow::Result<()> {
 
 async fn get_missing_is_none(ctx: Ctx) -> anyhow::Result<()> {
     ensure!(ctx.store.get(&ctx.key("nothing")).await?.is_none());
+    Ok(())
+}
+
+/// Every read after a write answers what the write left, whichever kind of write it was and
+/// whether the item was read before (a backend that keeps what it read must notice).
+async fn reads_follow_every_write(ctx: Ctx) -> anyhow::Result<()> {
+    for k in [ctx.key("x"), Key::new(ctx.pk("q"), "x")] {
+        let reads = || async {
+            let one = ctx.store.get(&k).await?;
+            let batch = ctx.store.batch_get(std::slice::from_ref(&k)).await?;
+            ensure!(
+                batch == [one.clone()],
+                "get {one:?} but batch_get {batch:?}"
+            );
+            anyhow::Ok(one.map(|i| i["v"].clone()))
+        };
+        ensure!(reads().await?.is_none());
+        ctx.store
+            .put(Put::new(k.clone(), item(&[("v", Value::n(1))])))
+            .await?;
+        ensure!(reads().await? == Some(Value::n(1)), "after put");
+        let add = UpdateAction::Add("v".into(), Number::parse("1")?);
+        ctx.store.update(Update::new(k.clone(), vec![add])).await?;
+        ensure!(reads().await? == Some(Value::n(2)), "after update");
+        let put = Put::new(k.clone(), item(&[("v", Value::n(3))]));
+        ctx.store.transact_write(vec![TransactOp::Put(put)]).await?;
+        ensure!(reads().await? == Some(Value::n(3)), "after transaction");
+        ctx.store.delete(Delete::new(k.clone())).await?;
+        ensure!(reads().await?.is_none(), "after delete");
+    }
     Ok(())
 }
 

@@ -28,8 +28,15 @@ const MAP_SIZE: usize = 1 << 30;
 pub(crate) struct GateFile {
     env: Env<WithoutTls>,
     items: Database<Bytes, Bytes>,
+    /// The data file's commit count (ADR 28): [`BEGUN`] and [`DONE`].
+    commits: Database<Bytes, Bytes>,
     path: PathBuf,
 }
+
+/// Data commits that took SQLite's write lock (counted before they write).
+const BEGUN: &[u8] = b"begun";
+/// The highest count of a data commit that ended (committed or rolled back).
+const DONE: &[u8] = b"done";
 
 impl std::fmt::Debug for GateFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -127,7 +134,7 @@ impl GateFile {
     #[allow(unsafe_code)]
     fn open_env(path: &Path) -> Result<GateFile, heed::Error> {
         let mut options = EnvOpenOptions::new().read_txn_without_tls();
-        options.map_size(MAP_SIZE).max_dbs(1);
+        options.map_size(MAP_SIZE).max_dbs(2);
         // SAFETY: NO_SYNC only gives up durability in a power cut, which gate state does not
         // need (see the module docs); WRITE_MAP writes pages in the map instead of with a
         // system call per page, and this code writes the map only through LMDB's calls; the
@@ -138,10 +145,12 @@ impl GateFile {
         let env = unsafe { options.open(path)? };
         let mut txn = env.write_txn()?;
         let items = env.create_database(&mut txn, Some("items"))?;
+        let commits = env.create_database(&mut txn, Some("commits"))?;
         txn.commit()?;
         Ok(GateFile {
             env,
             items,
+            commits,
             path: path.to_path_buf(),
         })
     }
@@ -189,6 +198,40 @@ impl GateFile {
             Effect::Remove => self.items.delete(txn, &bytes).map(|_| ()).map_err(failed),
             Effect::Keep => Ok(()),
         }
+    }
+
+    fn count(&self, txn: &RoTxn<'_>, name: &[u8]) -> Result<u64, StoreError> {
+        let bytes = self.commits.get(txn, name).map_err(failed)?;
+        Ok(bytes
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map_or(0, u64::from_le_bytes))
+    }
+
+    /// The data file's commit count when no data commit is under way; `None` while one is
+    /// (or one never ended: its process died), when nothing read may be kept (ADR 28).
+    pub(crate) fn settled_commits(&self, txn: &RoTxn<'_>) -> Result<Option<u64>, StoreError> {
+        let begun = self.count(txn, BEGUN)?;
+        Ok((begun == self.count(txn, DONE)?).then_some(begun))
+    }
+
+    /// Counts a data commit about to write, called with SQLite's write lock held; its number.
+    pub(crate) fn begin_commit(&self) -> Result<u64, StoreError> {
+        self.write(|txn| {
+            let number = self.count(txn, BEGUN)? + 1;
+            let bytes = number.to_le_bytes();
+            self.commits.put(txn, BEGUN, &bytes).map_err(failed)?;
+            Ok(number)
+        })
+    }
+
+    /// Records that the data commit `number` ended (committed or rolled back).
+    pub(crate) fn end_commit(&self, number: u64) -> Result<(), StoreError> {
+        self.write(|txn| {
+            // A later commit may have begun (and even ended) since this one let go of the lock.
+            let done = self.count(txn, DONE)?.max(number);
+            let bytes = done.to_le_bytes();
+            self.commits.put(txn, DONE, &bytes).map_err(failed)
+        })
     }
 
     /// Runs `f` on one read transaction (one snapshot).

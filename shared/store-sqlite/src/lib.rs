@@ -14,15 +14,22 @@
 //! confirmation with its per-object buckets) runs on the writer thread and holds the gate
 //! file's write lock while it runs. Reads use their own connections, which WAL lets run beside
 //! a writer, and run where they are called: a read from SQLite's page cache takes
-//! microseconds, less than a hand-off to another thread would.
+//! microseconds, less than a hand-off to another thread would. Items a point read found are
+//! kept for the next reads of the same handle, and used only while the data file's commit count
+//! (kept in the gate file, shared by every process) has not moved since (ADR 28).
 
 mod gate_file;
+mod read_cache;
+#[cfg(test)]
+mod tests;
 mod writer;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use gate_file::GateFile;
+use read_cache::ReadCache;
 use rusqlite::{Connection, OptionalExtension, params};
 use store::engine::{self, Effect, Failed};
 use store::{
@@ -97,6 +104,10 @@ struct Inner {
     gates: Arc<GateFile>,
     /// Connections for reads.
     readers: Mutex<Vec<Connection>>,
+    /// Items point reads found, for the next ones (ADR 28).
+    kept: ReadCache,
+    /// Reads that went to the data file.
+    file_reads: AtomicU64,
     /// Decides which items have expired.
     clock: Arc<dyn outside::Clock>,
 }
@@ -290,10 +301,12 @@ impl SqliteStore {
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path,
-                durable: Writer::start(durable, "data")
+                durable: Writer::start(durable, "data", Arc::downgrade(&gates))
                     .map_err(|source| OpenError::Thread { source })?,
                 gates,
                 readers: Mutex::new(Vec::new()),
+                kept: ReadCache::default(),
+                file_reads: AtomicU64::new(0),
                 clock: Arc::new(outside::SystemClock),
             }),
         })
@@ -317,6 +330,12 @@ impl SqliteStore {
         self.inner.gates.path()
     }
 
+    /// How many reads of this handle went to the data file (the others were answered from
+    /// items kept since an earlier read, ADR 28).
+    pub fn file_reads(&self) -> u64 {
+        self.inner.file_reads.load(Ordering::Relaxed)
+    }
+
     /// Deletes rows whose expiry passed more than a second ago, in both files. Never needed
     /// for correctness (expired items are invisible); it only gives the space back.
     pub async fn sweep_expired(&self) -> Result<usize, StoreError> {
@@ -338,6 +357,7 @@ impl SqliteStore {
         F: FnOnce(&mut Connection) -> Result<T, StoreError>,
     {
         let inner = &self.inner;
+        inner.file_reads.fetch_add(1, Ordering::Relaxed);
         let pooled = lock(&inner.readers).pop();
         let mut conn = match pooled {
             Some(conn) => conn,
@@ -346,6 +366,66 @@ impl SqliteStore {
         let result = f(&mut conn);
         lock(&inner.readers).push(conn);
         result
+    }
+
+    /// The live items at `keys`: gate state and the data file's commit count in one read
+    /// transaction of the gate file, then data items from what was kept or from the file.
+    fn read_items(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        let now = self.inner.clock.now();
+        let mut items: Vec<Option<Item>> = vec![None; keys.len()];
+        let (gate, data): (Vec<usize>, Vec<usize>) =
+            (0..keys.len()).partition(|&i| store::is_gate_state(&keys[i].pk));
+        let gates = &self.inner.gates;
+        let count = gates.read(|txn| {
+            for &i in &gate {
+                items[i] = gates.stored(txn, &keys[i])?;
+            }
+            match data.is_empty() {
+                true => Ok(None),
+                false => gates.settled_commits(txn),
+            }
+        })?;
+        if !data.is_empty() {
+            self.read_data(count, now, keys, data, &mut items)?;
+        }
+        for item in &mut items {
+            if item.as_ref().is_some_and(|i| !engine::is_live(i, now)) {
+                *item = None;
+            }
+        }
+        Ok(items)
+    }
+
+    /// Reads the data items at positions `wanted` of `keys` into `items`: what was kept under
+    /// the commit count `count` (when settled), the rest from the file, kept in turn.
+    fn read_data(
+        &self,
+        count: Option<u64>,
+        now: i64,
+        keys: &[Key],
+        wanted: Vec<usize>,
+        items: &mut [Option<Item>],
+    ) -> Result<(), StoreError> {
+        let kept = &self.inner.kept;
+        let missing = match count {
+            Some(count) => kept.fill(count, now, keys, wanted, items),
+            None => wanted,
+        };
+        match missing.as_slice() {
+            [] => return Ok(()),
+            [one] => items[*one] = self.read(|conn| read_stored(conn, &keys[*one]))?,
+            _ => self.read(|conn| {
+                let tx = conn.transaction().map_err(unavailable)?;
+                for &i in &missing {
+                    items[i] = read_stored(&tx, &keys[i])?;
+                }
+                tx.finish().map_err(unavailable)
+            })?,
+        }
+        if let Some(count) = count {
+            kept.keep(count, now, missing.iter().map(|&i| (&keys[i], &items[i])));
+        }
+        Ok(())
     }
 
     /// Plans `ops` against what is stored and applies their effects, as one transaction on
@@ -461,44 +541,14 @@ fn apply_both(
 #[async_trait::async_trait]
 impl Store for SqliteStore {
     async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
-        let now = self.inner.clock.now();
         engine::validate_key(key)?;
-        let live = |item: Option<Item>| item.filter(|i| engine::is_live(i, now));
-        if store::is_gate_state(&key.pk) {
-            let gates = &self.inner.gates;
-            return gates.read(|txn| gates.stored(txn, key)).map(live);
-        }
-        self.read(|conn| read_stored(conn, key)).map(live)
+        let item = self.read_items(std::slice::from_ref(key))?.pop();
+        Ok(item.flatten())
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
-        let now = self.inner.clock.now();
         engine::validate_batch(keys)?;
-        let mut items: Vec<Option<Item>> = vec![None; keys.len()];
-        let gate = |k: &Key| store::is_gate_state(&k.pk);
-        if keys.iter().any(gate) {
-            let gates = &self.inner.gates;
-            gates.read(|txn| {
-                for (slot, key) in items.iter_mut().zip(keys).filter(|(_, k)| gate(k)) {
-                    *slot = gates.stored(txn, key)?;
-                }
-                Ok(())
-            })?;
-        }
-        if !keys.iter().all(gate) {
-            self.read(|conn| {
-                // One read transaction, so the answer is one snapshot of the data file.
-                let tx = conn.transaction().map_err(unavailable)?;
-                for (slot, key) in items.iter_mut().zip(keys).filter(|(_, k)| !gate(k)) {
-                    *slot = read_stored(&tx, key)?;
-                }
-                tx.finish().map_err(unavailable)
-            })?;
-        }
-        Ok(items
-            .into_iter()
-            .map(|item| item.filter(|i| engine::is_live(i, now)))
-            .collect())
+        self.read_items(keys)
     }
 
     async fn put(&self, put: Put) -> Result<(), StoreError> {

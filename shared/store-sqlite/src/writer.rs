@@ -2,13 +2,17 @@
 //! thread is free run together inside one SQLite transaction, each inside its own savepoint,
 //! and share one commit (one sync of the log). Each is answered only after that commit, so a
 //! write is acknowledged only once it is durable, and a transaction whose condition failed
-//! rolls back to its savepoint without touching the others.
+//! rolls back to its savepoint without touching the others. Every shared transaction is
+//! counted in the gate file, before it writes and after it ends, so that reads can tell
+//! whether what they kept is still what the file holds (ADR 28).
 
-use std::sync::mpsc;
+use std::sync::{Weak, mpsc};
 
 use rusqlite::Connection;
 use store::StoreError;
 use tokio::sync::oneshot;
+
+use crate::gate_file::GateFile;
 
 /// Most transactions that share one commit.
 const MAX_GROUP: usize = 64;
@@ -68,12 +72,18 @@ impl std::fmt::Debug for dyn Job {
 }
 
 impl Writer {
-    /// Starts the writer thread that owns `conn`.
-    pub(crate) fn start(conn: Connection, name: &str) -> std::io::Result<Writer> {
+    /// Starts the writer thread that owns `conn`, counting its commits in `gates`. The thread
+    /// does not keep the gate file open: the store's last handle closes it when dropped, so a
+    /// process can open it afresh at once (the thread itself ends a moment later).
+    pub(crate) fn start(
+        conn: Connection,
+        name: &str,
+        gates: Weak<GateFile>,
+    ) -> std::io::Result<Writer> {
         let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
         std::thread::Builder::new()
             .name(format!("sqlite-{name}"))
-            .spawn(move || serve(&conn, &queue))?;
+            .spawn(move || serve(&conn, &gates, &queue))?;
         Ok(Writer { jobs })
     }
 
@@ -100,7 +110,7 @@ impl Writer {
 }
 
 /// The thread's loop: take what is waiting, run it as one transaction, commit once, answer.
-fn serve(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Job>>) {
+fn serve(conn: &Connection, gates: &Weak<GateFile>, queue: &mpsc::Receiver<Box<dyn Job>>) {
     while let Ok(first) = queue.recv() {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -109,7 +119,11 @@ fn serve(conn: &Connection, queue: &mpsc::Receiver<Box<dyn Job>>) {
                 Err(_) => break,
             }
         }
-        let failed = run_group(conn, &mut group).err();
+        let failed = match gates.upgrade() {
+            Some(gates) => run_group(conn, &gates, &mut group).err(),
+            // Only jobs whose callers gave up are left once the store is gone.
+            None => Some(StoreError::Unavailable("the store was closed".into())),
+        };
         for job in group {
             job.answer(failed.clone());
         }
@@ -125,10 +139,29 @@ fn control(conn: &Connection, sql: &str) -> Result<(), StoreError> {
         .map_err(crate::unavailable)
 }
 
-fn run_group(conn: &Connection, group: &mut [Box<dyn Job>]) -> Result<(), StoreError> {
+fn run_group(
+    conn: &Connection,
+    gates: &GateFile,
+    group: &mut [Box<dyn Job>],
+) -> Result<(), StoreError> {
     // IMMEDIATE: the write lock is taken before anything is read, so read-check-write is
     // atomic against other processes on the same file too.
     control(conn, "BEGIN IMMEDIATE")?;
+    // Counted while the lock is held and before anything is written: a read that then sees
+    // the count settled knows every commit it counts is in the file.
+    let number = gates.begin_commit().inspect_err(|_| {
+        let _ = control(conn, "ROLLBACK");
+    })?;
+    let outcome = run_jobs(conn, group);
+    if let Err(e) = gates.end_commit(number) {
+        // Reads then keep nothing until the next commit ends: slower, never stale.
+        tracing::warn!(error = %e, "could not count the end of a data commit");
+    }
+    outcome
+}
+
+/// Runs each job in its savepoint and commits them together (inside `BEGIN IMMEDIATE`).
+fn run_jobs(conn: &Connection, group: &mut [Box<dyn Job>]) -> Result<(), StoreError> {
     for job in group.iter_mut() {
         let step = control(conn, "SAVEPOINT job").and_then(|()| {
             if !job.run(conn) {

@@ -184,3 +184,30 @@ pub(crate) fn start_serve_with(
     std::thread::spawn(move || for _ in lines {});
     (Running(child), addr)
 }
+
+/// `gatehouse serve` on a new data folder, with a client holding a token made by the CLI.
+pub(crate) struct ServedFolder {
+    /// The data folder (inside a temporary directory kept as long as this).
+    pub(crate) data: PathBuf,
+    /// The running `serve` (killed when dropped).
+    pub(crate) server: Running,
+    /// A client of it with the token's `Authorization` header.
+    pub(crate) client: mcp_test_client::TestClient,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts `gatehouse serve` on a new data folder with an owner's connection (see [`cli_token`]).
+pub(crate) fn serve_new_folder() -> ServedFolder {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let token = cli_token(&data);
+    let (server, addr) = start_serve(&data);
+    let client = mcp_test_client::TestClient::http(addr)
+        .with_header("authorization", &format!("Bearer {token}"));
+    ServedFolder {
+        data,
+        server,
+        client,
+        _dir: dir,
+    }
+}

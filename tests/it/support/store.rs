@@ -110,3 +110,58 @@ impl store::remote::Transport for LoopbackTransport {
         )))
     }
 }
+
+/// Two handles on one embedded store file, as two processes on one data folder use it: every
+/// read through `reads`, every write through `writes`. Each handle keeps what it read (ADR 28),
+/// so a read that missed the other handle's commit would answer what was kept before it.
+#[derive(Debug)]
+pub(crate) struct TwoHandles {
+    pub(crate) reads: SqliteStore,
+    pub(crate) writes: SqliteStore,
+}
+
+impl TwoHandles {
+    /// Two handles on a new file.
+    pub(crate) fn fresh() -> (TwoHandles, TempDir) {
+        let (reads, dir) = fresh_sqlite("store.db");
+        let writes = SqliteStore::open(reads.path()).unwrap();
+        (TwoHandles { reads, writes }, dir)
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for TwoHandles {
+    async fn get(&self, key: &store::Key) -> Result<Option<store::Item>, store::StoreError> {
+        self.reads.get(key).await
+    }
+
+    async fn batch_get(
+        &self,
+        keys: &[store::Key],
+    ) -> Result<Vec<Option<store::Item>>, store::StoreError> {
+        self.reads.batch_get(keys).await
+    }
+
+    async fn put(&self, put: store::Put) -> Result<(), store::StoreError> {
+        self.writes.put(put).await
+    }
+
+    async fn update(&self, update: store::Update) -> Result<store::Item, store::StoreError> {
+        self.writes.update(update).await
+    }
+
+    async fn delete(
+        &self,
+        delete: store::Delete,
+    ) -> Result<Option<store::Item>, store::StoreError> {
+        self.writes.delete(delete).await
+    }
+
+    async fn query(&self, query: store::Query) -> Result<store::Page, store::StoreError> {
+        self.reads.query(query).await
+    }
+
+    async fn transact_write(&self, ops: Vec<store::TransactOp>) -> Result<(), store::StoreError> {
+        self.writes.transact_write(ops).await
+    }
+}
