@@ -13,7 +13,7 @@ use std::sync::{Mutex, PoisonError};
 use store::{Item, Key};
 
 /// Most items kept per handle; when full, everything is dropped and kept afresh.
-const MAX_ITEMS: usize = 4096;
+const MAX_ITEMS: usize = 1024;
 /// Oldest kept item used, in seconds: a bound for the one case the count cannot see (a gate
 /// file replaced under a running process, ADR 27), not something correctness relies on.
 const MAX_AGE_SECONDS: i64 = 1;
