@@ -203,7 +203,7 @@ async fn kept_items_are_used_until_any_handle_commits() {
 
 /// What another process changes acts on the very next call of a running `serve`, although
 /// `serve` keeps the items it authenticated with (ADR 28): the kill switch turned on and off
-/// with the CLI, then the connection revoked.
+/// with the CLI, the creator's role lowered and raised again, then the connection revoked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_process_changes_act_on_the_next_call() {
     use crate::support::processes::gatehouse;
@@ -222,6 +222,20 @@ async fn another_process_changes_act_on_the_next_call() {
     assert_eq!(status().await, 503, "the kill switch acts on the next call");
     gatehouse(&switch("off"), data);
     assert_eq!(status().await, 200, "and so does turning it off");
+    let tools = || async { client.list_tools().await["tools"].as_array().unwrap().len() };
+    let role = |role: &'static str| {
+        [
+            "member", "set", "--tenant", "acme", "--member", "ana", "--role", role,
+        ]
+    };
+    let as_owner = tools().await;
+    gatehouse(&role("viewer"), data);
+    assert!(
+        tools().await < as_owner,
+        "the creator's rights are cut on the next call"
+    );
+    gatehouse(&role("owner"), data);
+    assert_eq!(tools().await, as_owner, "and given back on the next call");
     let connections: serde_json::Value = serde_json::from_str(&gatehouse(
         &["token", "list", "--tenant", "acme", "--json"],
         data,
