@@ -146,9 +146,9 @@ async fn an_unreadable_gate_file_starts_empty() {
 #[tokio::test]
 async fn kept_items_are_used_until_any_handle_commits() {
     use store::{Delete, Item, Key, Put, Store, Value};
-    let (two, _dir) = crate::support::store::TwoHandles::fresh();
+    let (writes, _dir) = crate::support::store::fresh_sqlite("store.db");
     let clock = std::sync::Arc::new(mcp_pipeline::FixedClock::starting_now());
-    let reads = store_sqlite::SqliteStore::open(two.reads.path())
+    let reads = store_sqlite::SqliteStore::open(writes.path())
         .unwrap()
         .with_clock(clock.clone());
     let (kept, absent) = (
@@ -156,10 +156,7 @@ async fn kept_items_are_used_until_any_handle_commits() {
         Key::new("acme#customer", "c2"),
     );
     let item = |n: i64| Item::from([("count".to_owned(), Value::n(n))]);
-    two.writes
-        .put(Put::new(kept.clone(), item(1)))
-        .await
-        .unwrap();
+    writes.put(Put::new(kept.clone(), item(1))).await.unwrap();
     let pair = [kept.clone(), absent.clone()];
     assert_eq!(reads.batch_get(&pair).await.unwrap(), [Some(item(1)), None]);
     let once = reads.file_reads();
@@ -174,16 +171,13 @@ async fn kept_items_are_used_until_any_handle_commits() {
         "unchanged items are not read again"
     );
 
-    two.writes
-        .put(Put::new(absent.clone(), item(2)))
-        .await
-        .unwrap();
+    writes.put(Put::new(absent.clone(), item(2))).await.unwrap();
     assert_eq!(
         reads.get(&absent).await.unwrap(),
         Some(item(2)),
         "seen at once"
     );
-    two.writes.delete(Delete::new(kept.clone())).await.unwrap();
+    writes.delete(Delete::new(kept.clone())).await.unwrap();
     assert_eq!(reads.get(&kept).await.unwrap(), None, "a delete too");
     assert!(reads.file_reads() >= once + 2);
 

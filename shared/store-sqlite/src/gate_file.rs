@@ -207,6 +207,11 @@ impl GateFile {
             .map_or(0, u64::from_le_bytes))
     }
 
+    fn set_count(&self, txn: &mut RwTxn<'_>, name: &[u8], value: u64) -> Result<(), StoreError> {
+        let bytes = value.to_le_bytes();
+        self.commits.put(txn, name, &bytes).map_err(failed)
+    }
+
     /// The data file's commit count when no data commit is under way; `None` while one is
     /// (or one never ended: its process died), when nothing read may be kept (ADR 28).
     pub(crate) fn settled_commits(&self, txn: &RoTxn<'_>) -> Result<Option<u64>, StoreError> {
@@ -218,8 +223,7 @@ impl GateFile {
     pub(crate) fn begin_commit(&self) -> Result<u64, StoreError> {
         self.write(|txn| {
             let number = self.count(txn, BEGUN)? + 1;
-            let bytes = number.to_le_bytes();
-            self.commits.put(txn, BEGUN, &bytes).map_err(failed)?;
+            self.set_count(txn, BEGUN, number)?;
             Ok(number)
         })
     }
@@ -229,8 +233,7 @@ impl GateFile {
         self.write(|txn| {
             // A later commit may have begun (and even ended) since this one let go of the lock.
             let done = self.count(txn, DONE)?.max(number);
-            let bytes = done.to_le_bytes();
-            self.commits.put(txn, DONE, &bytes).map_err(failed)
+            self.set_count(txn, DONE, done)
         })
     }
 

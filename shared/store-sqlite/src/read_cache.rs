@@ -8,7 +8,7 @@
 //! makes them unusable for good. Nothing is kept or used while a commit is under way.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use store::{Item, Key};
 
@@ -55,7 +55,7 @@ impl ReadCache {
         wanted: Vec<usize>,
         items: &mut [Option<Item>],
     ) -> Vec<usize> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = crate::lock(&self.state);
         if !state.at(count) {
             return wanted;
         }
@@ -79,7 +79,7 @@ impl ReadCache {
         now: i64,
         read: impl IntoIterator<Item = (&'a Key, &'a Option<Item>)>,
     ) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = crate::lock(&self.state);
         if !state.at(count) {
             return;
         }
