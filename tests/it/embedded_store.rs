@@ -240,3 +240,77 @@ async fn another_process_changes_act_on_the_next_call() {
     gatehouse(&[&revoke[..], &[connection]].concat(), data);
     assert_eq!(status().await, 401, "a revocation acts on the next call");
 }
+
+/// A data file written by an earlier gatehouse (every item in one `WITHOUT ROWID` table) is
+/// converted when `serve` opens it (ADR 29): every row is still there unchanged, the old
+/// credential authenticates, items are read and written through the new layout, and a
+/// uniqueness rule still finds what the earlier layout held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_file_of_the_earlier_layout_is_converted_with_every_item() {
+    use crate::support::sqlite_file::{layout, rewrite_in_earlier_layout, rows};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let file = data.join("gatehouse.db");
+    let bearer = format!("Bearer {}", cli_token(&data));
+    let client = |addr| TestClient::http(addr).with_header("authorization", &bearer);
+    let created = {
+        let (_server, addr) = start_serve(&data);
+        let answer = client(addr)
+            .call_tool(
+                "create_customer",
+                json!({"name": "Earlier", "email": "earlier@example.com"}),
+            )
+            .await;
+        assert!(!answer.is_error(), "{}", answer.text());
+        answer.structured()["customer"]["customer"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let before = rows(&file);
+    rewrite_in_earlier_layout(&file);
+    assert!(
+        layout(&file)[0].contains("WITHOUT ROWID"),
+        "{:?}",
+        layout(&file)
+    );
+    assert_eq!(rows(&file), before, "the rewrite kept every row");
+
+    let (_server, addr) = start_serve(&data);
+    let now = layout(&file);
+    assert!(
+        !now.iter().any(|sql| sql.contains("WITHOUT ROWID")) && now.len() == 2,
+        "converted to a rowid table and its key index: {now:?}"
+    );
+    let after = rows(&file);
+    let missing: Vec<_> = before.iter().filter(|row| !after.contains(row)).collect();
+    assert!(missing.is_empty(), "rows lost or changed: {missing:?}");
+
+    let client = client(addr);
+    let read = client
+        .call_tool("get_customer", json!({"customer": created}))
+        .await;
+    assert!(!read.is_error(), "{}", read.text());
+    assert_eq!(
+        read.structured()["customer"]["email"],
+        "earlier@example.com"
+    );
+    let again = client
+        .call_tool(
+            "create_customer",
+            json!({"name": "Earlier twin", "email": "earlier@example.com"}),
+        )
+        .await;
+    assert!(again.is_error(), "the email is taken: {}", again.text());
+    let other = client
+        .call_tool(
+            "create_customer",
+            json!({"name": "Later", "email": "later@example.com"}),
+        )
+        .await;
+    assert!(!other.is_error(), "{}", other.text());
+    assert!(
+        rows(&file).len() > after.len(),
+        "the new customer was written"
+    );
+}

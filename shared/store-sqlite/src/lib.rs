@@ -1,11 +1,12 @@
 //! The embedded default backend: the whole store in one SQLite file, and gate state beside it.
 //!
-//! One table holds every item as JSON beside its key. Items of gate-state partitions (rate
-//! buckets, concurrency slots, the loop brake: [`store::GATE_STATE_KINDS`]) live in an LMDB file
-//! next to it (`<name>-gates.mdb`, [`gate_file`]) that is never synced, since losing them in a
-//! power cut is harmless, and whose transactions run in place in microseconds; everything else
-//! is synced before a write is acknowledged (ADR 19, ADR 27). Every process that opens the same
-//! file opens the same gate file, so limits hold across processes.
+//! One table holds every item as JSON, found through an index on its key ([`layout`], ADR 29).
+//! Items of gate-state partitions (rate buckets, concurrency slots, the loop brake:
+//! [`store::GATE_STATE_KINDS`]) live in an LMDB file next to it (`<name>-gates.mdb`,
+//! [`gate_file`]) that is never synced, since losing them in a power cut is harmless, and whose
+//! transactions run in place in microseconds; everything else is synced before a write is
+//! acknowledged (ADR 19, ADR 27). Every process that opens the same file opens the same gate
+//! file, so limits hold across processes.
 //!
 //! Data writes go to one writer thread per file, which runs the transactions waiting together
 //! in one SQLite transaction (`BEGIN IMMEDIATE`, one savepoint each) and commits them with one
@@ -19,6 +20,7 @@
 //! (kept in the gate file, shared by every process) has not moved since (ADR 28).
 
 mod gate_file;
+mod layout;
 mod read_cache;
 #[cfg(test)]
 mod tests;
@@ -76,18 +78,6 @@ pub enum OpenError {
         source: heed::Error,
     },
 }
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS main.items (
-    pk TEXT NOT NULL,
-    sk TEXT NOT NULL,
-    -- Whole seconds of the item's expiry, only to let a sweep delete expired rows; whether an
-    -- item is live is decided from the exact value in `body`.
-    expires_at INTEGER,
-    body TEXT NOT NULL,
-    PRIMARY KEY (pk, sk)
-) WITHOUT ROWID;
-";
 
 /// A store in one SQLite file (and its gate-state file).
 #[derive(Debug, Clone)]
@@ -205,7 +195,8 @@ fn write_effect(conn: &Connection, key: &Key, effect: &Effect) -> Result<(), Sto
         Effect::Store(item) => {
             let mut stmt = conn
                 .prepare_cached(
-                    "INSERT OR REPLACE INTO items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4)",
+                    "INSERT INTO items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4) \
+                     ON CONFLICT (pk, sk) DO UPDATE SET expires_at = excluded.expires_at, body = excluded.body",
                 )
                 .map_err(unavailable)?;
             stmt.execute(params![
@@ -291,8 +282,8 @@ impl SqliteStore {
             path: path.clone(),
             source,
         };
-        let durable = open_connection(&path).map_err(sqlite)?;
-        durable.execute_batch(SCHEMA).map_err(sqlite)?;
+        let mut durable = open_connection(&path).map_err(sqlite)?;
+        layout::prepare(&mut durable).map_err(sqlite)?;
         let gates_path = gates_path(&path);
         let gates = GateFile::open(&gates_path).map_err(|source| OpenError::Gates {
             path: gates_path.clone(),

@@ -21,6 +21,7 @@ pub(crate) mod probe_tools;
 pub(crate) mod processes;
 pub(crate) mod receiver;
 pub(crate) mod slow_link;
+pub(crate) mod sqlite_file;
 pub(crate) mod store;
 pub(crate) mod template;
 pub(crate) mod tokens;
