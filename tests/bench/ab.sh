@@ -27,12 +27,8 @@ while [[ $# -gt 0 ]]; do
     shift
 done
 [[ -n ${LOADGEN_BIN:-} ]] || { (cd "$BENCH_ROOT" && cargo build --release --locked -p loadgen >&2); }
-SERVER_CPU=() LOAD_CPU=()
-if [[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then
-    SERVER_CPU=(taskset -c 0) LOAD_CPU=(taskset -c 1)
-fi
+bench_pinning
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gatehouse-ab.XXXXXX")
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 echo "machine: $(bench_machine)" >&2
 for round in $(seq 1 "$ROUNDS"); do
     for GATEHOUSE in "$A" "$B"; do
@@ -43,10 +39,10 @@ for round in $(seq 1 "$ROUNDS"); do
         bench_serve "$WORK/data" "$PORT"
         BENCH_WRAP=()
         bench_tokens "$WORK/data" "$CLIENTS" acme "$WORK/tokens.txt"
-        (sleep 2; cpu_ticks "$SERVE_PID" >"$WORK/cpu-start") &
+        (sleep 2; bench_cpu_ticks "$SERVE_PID" >"$WORK/cpu-start") &
         RESULT=$("${LOAD_CPU[@]}" "$LOADGEN" --url "http://127.0.0.1:$PORT/mcp" --token-file "$WORK/tokens.txt" \
             --clients "$CLIENTS" --duration "$DURATION" --warmup 2 --label "round $round" "${TOOL[@]}")
-        TICKS=$(( $(cpu_ticks "$SERVE_PID") - $(cat "$WORK/cpu-start") ))
+        TICKS=$(( $(bench_cpu_ticks "$SERVE_PID") - $(cat "$WORK/cpu-start") ))
         python3 -c '
 import json, os, sys
 r = json.loads(sys.argv[1])

@@ -91,6 +91,18 @@ bench_tokens() {
     done
 }
 
+# Sets SERVER_CPU and LOAD_CPU: the server on core 0, the load generator on core 1 (when there
+# are two), so that neither takes the other's CPU.
+bench_pinning() {
+    SERVER_CPU=() LOAD_CPU=()
+    if [[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then
+        SERVER_CPU=(taskset -c 0) LOAD_CPU=(taskset -c 1)
+    fi
+}
+
+# CPU time (clock ticks, utime + stime) a process has used.
+bench_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+
 # Peak resident memory (VmHWM, kB) of a process.
 bench_hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 

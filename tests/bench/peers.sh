@@ -112,14 +112,8 @@ OUT="$BENCH_OUT/peers.jsonl"
 : >"$OUT"
 echo "machine: $(bench_machine)" >&2
 failed=0
-# The server on core 0, the load generator on core 1: neither takes the other's CPU.
-SERVER_CPU=() LOAD_CPU=()
-if [[ $(nproc) -ge 2 ]] && command -v taskset >/dev/null; then
-    SERVER_CPU=(taskset -c 0) LOAD_CPU=(taskset -c 1)
-fi
+bench_pinning
 WARMUP=3
-# CPU time (clock ticks, utime + stime) a process has used.
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 for peer in $ONLY; do
     PORT=$(bench_free_port)
     TOKENS=()
@@ -155,12 +149,12 @@ for peer in $ONLY; do
     bench_wait_port "$PORT" "$PID"
     bench_step "$peer: $CLIENTS clients, ${DURATION}s"
     # The measured window starts after the warm-up: sample the server's CPU then and at the end.
-    (sleep "$WARMUP"; cpu_ticks "$PID" >"$WORK/cpu-start") &
+    (sleep "$WARMUP"; bench_cpu_ticks "$PID" >"$WORK/cpu-start") &
     SAMPLER=$!
     if RESULT=$("${LOAD_CPU[@]}" "$LOADGEN" --url "http://127.0.0.1:$PORT/mcp" "${TOKENS[@]}" --clients "$CLIENTS" \
         --duration "$DURATION" --warmup "$WARMUP" --label "$peer" --tool bench_fixed_1kb \
         --expect "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"); then :; else failed=1; fi
-    CPU_END=$(cpu_ticks "$PID")
+    CPU_END=$(bench_cpu_ticks "$PID")
     wait "$SAMPLER"
     HWM=$(bench_hwm_kb "$PID")
     python3 -c '

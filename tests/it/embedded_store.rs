@@ -4,6 +4,7 @@
 use mcp_test_client::TestClient;
 use serde_json::json;
 
+use crate::support::created_customer;
 use crate::support::processes::{cli_token, serve_new_folder, start_serve};
 
 /// Waits until the current rate window (60 s, aligned to the minute) has at least `left`
@@ -65,17 +66,8 @@ async fn acknowledged_writes_survive_a_killed_process() {
     let (data, client) = (&served.data, &served.client);
     let mut acknowledged = Vec::new();
     for i in 0..20 {
-        let answer = client
-            .call_tool(
-                "create_customer",
-                json!({"name": format!("Killed {i}"), "email": format!("killed{i}@example.com")}),
-            )
-            .await;
-        assert!(!answer.is_error(), "{}", answer.text());
-        let handle = answer.structured()["customer"]["customer"]
-            .as_str()
-            .unwrap();
-        acknowledged.push(handle.to_owned());
+        let (name, email) = (format!("Killed {i}"), format!("killed{i}@example.com"));
+        acknowledged.push(created_customer(client, &name, &email).await);
     }
     // Killed right after the answers, before anything else could run.
     drop(served.server);
@@ -255,17 +247,7 @@ async fn a_data_file_of_the_earlier_layout_is_converted_with_every_item() {
     let client = |addr| TestClient::http(addr).with_header("authorization", &bearer);
     let created = {
         let (_server, addr) = start_serve(&data);
-        let answer = client(addr)
-            .call_tool(
-                "create_customer",
-                json!({"name": "Earlier", "email": "earlier@example.com"}),
-            )
-            .await;
-        assert!(!answer.is_error(), "{}", answer.text());
-        answer.structured()["customer"]["customer"]
-            .as_str()
-            .unwrap()
-            .to_owned()
+        created_customer(&client(addr), "Earlier", "earlier@example.com").await
     };
     let before = rows(&file);
     rewrite_in_earlier_layout(&file);
@@ -302,13 +284,7 @@ async fn a_data_file_of_the_earlier_layout_is_converted_with_every_item() {
         )
         .await;
     assert!(again.is_error(), "the email is taken: {}", again.text());
-    let other = client
-        .call_tool(
-            "create_customer",
-            json!({"name": "Later", "email": "later@example.com"}),
-        )
-        .await;
-    assert!(!other.is_error(), "{}", other.text());
+    created_customer(&client, "Later", "later@example.com").await;
     assert!(
         rows(&file).len() > after.len(),
         "the new customer was written"

@@ -21,19 +21,16 @@ CREATE TABLE IF NOT EXISTS main.items (
 CREATE UNIQUE INDEX IF NOT EXISTS main.items_key ON items (pk, sk);
 ";
 
-/// Copies every row of an earlier-layout `items` table into the new layout and puts it in its
-/// place. Expired rows are copied too: expiry is decided when an item is read.
-const CONVERT: &str = "
-CREATE TABLE main.items_converted (
-    pk TEXT NOT NULL,
-    sk TEXT NOT NULL,
-    expires_at INTEGER,
-    body TEXT NOT NULL
-);
-INSERT INTO items_converted (pk, sk, expires_at, body)
-    SELECT pk, sk, expires_at, body FROM items ORDER BY pk, sk;
-DROP TABLE items;
-ALTER TABLE items_converted RENAME TO items;
+/// Moves an earlier-layout `items` table aside, so that [`TABLES`] creates the current one,
+/// into which [`REFILL`] then copies every row.
+const SET_ASIDE: &str = "ALTER TABLE main.items RENAME TO items_earlier;";
+
+/// Copies every row of the table set aside into the current one and drops it. Expired rows
+/// are copied too: expiry is decided when an item is read.
+const REFILL: &str = "
+INSERT INTO items (pk, sk, expires_at, body)
+    SELECT pk, sk, expires_at, body FROM items_earlier ORDER BY pk, sk;
+DROP TABLE items_earlier;
 ";
 
 /// Makes sure the file at `conn` has the current layout: creates it in a new file, converts a
@@ -41,11 +38,15 @@ ALTER TABLE items_converted RENAME TO items;
 /// file at once do it once.
 pub(crate) fn prepare(conn: &mut Connection) -> Result<(), rusqlite::Error> {
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    if is_earlier_layout(&tx)? {
-        tx.execute_batch(CONVERT)?;
-        tracing::info!("converted the data file to a rowid table with a key index (ADR 29)");
+    let earlier = is_earlier_layout(&tx)?;
+    if earlier {
+        tx.execute_batch(SET_ASIDE)?;
     }
     tx.execute_batch(TABLES)?;
+    if earlier {
+        tx.execute_batch(REFILL)?;
+        tracing::info!("converted the data file to a rowid table with a key index (ADR 29)");
+    }
     tx.commit()
 }
 

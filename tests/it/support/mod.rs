@@ -72,6 +72,25 @@ pub(crate) async fn connect(
     (connection.id, token)
 }
 
+/// Creates a customer with `create_customer` through `client`, which must succeed; its handle.
+pub(crate) async fn created_customer(
+    client: &mcp_test_client::TestClient,
+    name: &str,
+    email: &str,
+) -> String {
+    let answer = client
+        .call_tool(
+            "create_customer",
+            serde_json::json!({"name": name, "email": email}),
+        )
+        .await;
+    assert!(!answer.is_error(), "{}", answer.text());
+    answer.structured()["customer"]["customer"]
+        .as_str()
+        .expect("a customer handle")
+        .to_owned()
+}
+
 /// A product API token acting as `member` of `tenant` (valid for the default 90 days).
 pub(crate) async fn api_token(
     app: &app::App,
