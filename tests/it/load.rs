@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use mcp_pipeline::{ClassLimits, Limits};
+use mcp_pipeline::{ClassLimits, FixedClock, Limits, SystemClock};
 use serde_json::json;
 
 use crate::support::faults::{Fault, Op};
@@ -142,7 +142,14 @@ async fn a_hot_tenant_is_told_to_wait_never_failed(t: Tenant) {
 on_every_backend!(
     hot_tenant,
     a_hot_tenant_is_told_to_wait_never_failed,
-    |backend| Tenant::on(backend, hot_limits(), 8),
+    // The time stands still for the server: a rate window ending during the test (they are
+    // aligned to the minute) would refill every bucket, and no call would be told to wait.
+    |backend| Tenant::on(
+        backend,
+        hot_limits(),
+        8,
+        Arc::new(FixedClock::starting_now())
+    ),
     threads = 2
 );
 
@@ -318,7 +325,8 @@ async fn a_soak_with_retries_and_abandoned_calls_reconciles(t: Tenant) {
 on_every_backend!(
     soak,
     a_soak_with_retries_and_abandoned_calls_reconciles,
-    |backend| Tenant::on(backend, roomy_limits(), 4),
+    // The real time: slots left by abandoned calls must be given back when their leases end.
+    |backend| Tenant::on(backend, roomy_limits(), 4, Arc::new(SystemClock)),
     threads = 2
 );
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_pipeline::{Limits, Toolset};
+use mcp_pipeline::{Clock, Limits, Toolset};
 use mcp_test_client::{RawResponse, ToolCall};
 use store::{Item, Key, Query, Store as _};
 
@@ -14,7 +14,7 @@ use super::store::{Backend, fresh};
 use crate::world::World;
 
 /// `acme`'s owner `ana` with `connections` full connections, on a fresh store behind a
-/// fault-injecting wrapper.
+/// fault-injecting wrapper, the server reading the time from `clock`.
 pub(crate) struct Tenant {
     pub(crate) world: World,
     pub(crate) store: Arc<FaultyStore>,
@@ -23,10 +23,16 @@ pub(crate) struct Tenant {
 }
 
 impl Tenant {
-    pub(crate) async fn on(backend: Backend, limits: Limits, connections: usize) -> Option<Self> {
+    pub(crate) async fn on(
+        backend: Backend,
+        limits: Limits,
+        connections: usize,
+        clock: Arc<dyn Clock>,
+    ) -> Option<Self> {
         let (inner, dir) = fresh(backend).await?;
         let store = FaultyStore::new(inner);
         let settings = app::Settings {
+            clock,
             backend: backend.name().into(),
             limits,
             store_wait: Duration::from_millis(1500),
