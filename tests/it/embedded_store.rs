@@ -6,6 +6,7 @@ use serde_json::json;
 
 use crate::support::created_customer;
 use crate::support::processes::{cli_token, serve_new_folder, start_serve};
+use crate::support::sqlite_file::WithExpiredRows;
 
 /// Waits until the current rate window (60 s, aligned to the minute) has at least `left`
 /// seconds to run, so that a count of admitted calls stays in one window.
@@ -289,4 +290,39 @@ async fn a_data_file_of_the_earlier_layout_is_converted_with_every_item() {
         rows(&file).len() > after.len(),
         "the new customer was written"
     );
+}
+
+/// `serve` gives back the space of expired items (a write's replay record stays a day, then
+/// only takes room): soon after it starts, every expired row of the data file is deleted and
+/// every live row is left as it was; the customer still reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_deletes_expired_items_and_leaves_live_ones() {
+    let folder = WithExpiredRows::new().await;
+    let (_server, addr) = start_serve(&folder.data);
+    folder.expired_rows_are_deleted().await;
+    let bearer = format!("Bearer {}", folder.token);
+    let read = TestClient::http(addr)
+        .with_header("authorization", &bearer)
+        .call_tool("get_customer", json!({"customer": folder.created}))
+        .await;
+    assert!(!read.is_error(), "{}", read.text());
+}
+
+/// `stdio`, which desktop clients start, deletes them too (a user may never run `serve`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_deletes_expired_items_and_leaves_live_ones() {
+    use std::process::{Command, Stdio};
+    let folder = WithExpiredRows::new().await;
+    let mut stdio = Command::new(crate::support::processes::gatehouse_binary())
+        .args(["stdio", "--data-dir"])
+        .arg(&folder.data)
+        .env("GATEHOUSE_TOKEN", &folder.token)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start gatehouse stdio");
+    folder.expired_rows_are_deleted().await;
+    drop(stdio.stdin.take());
+    assert!(stdio.wait().unwrap().success());
 }

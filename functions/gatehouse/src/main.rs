@@ -8,6 +8,7 @@
 
 mod deliveries;
 mod dynamo;
+mod expiry;
 
 /// mimalloc: glibc's malloc and free took a fifth of the CPU per call under load (ADR 19).
 #[global_allocator]
@@ -450,7 +451,16 @@ async fn dynamodb(args: &StoreArgs, command: &DynamodbCommand) -> anyhow::Result
     Ok(())
 }
 
-async fn open_store(args: &StoreArgs) -> anyhow::Result<(Arc<dyn store::Store>, String)> {
+/// The store a command works on.
+struct OpenedStore {
+    store: Arc<dyn store::Store>,
+    /// Which store, in words for the log.
+    described: String,
+    /// The embedded store's own handle (the same store as `store`), for its upkeep.
+    embedded: Option<store_sqlite::SqliteStore>,
+}
+
+async fn open_store(args: &StoreArgs) -> anyhow::Result<OpenedStore> {
     if let Some(url) = &args.edge_url {
         let admin_token = std::env::var("GATEHOUSE_EDGE_ADMIN_TOKEN")
             .ok()
@@ -465,11 +475,19 @@ async fn open_store(args: &StoreArgs) -> anyhow::Result<(Arc<dyn store::Store>, 
             admin_token,
             test_object: None,
         })?;
-        return Ok((Arc::new(store), format!("the edge store of {url}")));
+        return Ok(OpenedStore {
+            store: Arc::new(store),
+            described: format!("the edge store of {url}"),
+            embedded: None,
+        });
     }
     if let Some(table) = &args.dynamodb_table {
         let store = dynamo::open(table, args.dynamodb_endpoint.clone()).await?;
-        return Ok((store, format!("DynamoDB table {table}")));
+        return Ok(OpenedStore {
+            store,
+            described: format!("DynamoDB table {table}"),
+            embedded: None,
+        });
     }
     let file = args.data_dir().join("gatehouse.db");
     let store = store_sqlite::SqliteStore::open(&file)
@@ -479,7 +497,11 @@ async fn open_store(args: &StoreArgs) -> anyhow::Result<(Arc<dyn store::Store>, 
         file.display(),
         store.gates_path().display()
     );
-    Ok((Arc::new(store), described))
+    Ok(OpenedStore {
+        store: Arc::new(store.clone()),
+        described,
+        embedded: Some(store),
+    })
 }
 
 fn init_tracing() {
@@ -515,7 +537,11 @@ async fn main() -> anyhow::Result<()> {
         } => return check_manifest(files, manifest_options(*max_tools, *core), *self_test),
         _ => {}
     }
-    let (store, described) = open_store(&cli.store).await?;
+    let OpenedStore {
+        store,
+        described,
+        embedded,
+    } = open_store(&cli.store).await?;
     let backend = if cli.store.edge_url.is_some() {
         "durable-object"
     } else if cli.store.dynamodb_table.is_some() {
@@ -525,9 +551,13 @@ async fn main() -> anyhow::Result<()> {
     };
     match cli.command {
         Command::Serve(args) => {
+            expiry::spawn_sweeps(embedded);
             serve(store, backend, &described, &cli.store.data_dir(), args).await
         }
-        Command::Stdio => stdio(store, backend, &described).await,
+        Command::Stdio => {
+            expiry::spawn_sweeps(embedded);
+            stdio(store, backend, &described).await
+        }
         Command::Tenant { command } => tenant(store, command).await,
         Command::Outbox { command } => deliveries::run(store, command).await,
         Command::Member { command } => member(store, command).await,

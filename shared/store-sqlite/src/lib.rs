@@ -22,6 +22,7 @@
 mod gate_file;
 mod layout;
 mod read_cache;
+mod sweep;
 #[cfg(test)]
 mod tests;
 mod writer;
@@ -335,19 +336,24 @@ impl SqliteStore {
         self.inner.file_reads.load(Ordering::Relaxed)
     }
 
-    /// Deletes rows whose expiry passed more than a second ago, in both files. Never needed
-    /// for correctness (expired items are invisible); it only gives the space back.
+    /// Deletes rows whose expiry passed more than a second ago, in both files; how many.
+    /// Never needed for correctness (expired items are invisible); it gives the space back,
+    /// a step at a time (see `sweep`).
     pub async fn sweep_expired(&self) -> Result<usize, StoreError> {
         let now = self.inner.clock.now();
-        let data = self
-            .inner
-            .durable
-            .write(move |conn| {
-                conn.execute("DELETE FROM items WHERE expires_at < ?1", params![now - 1])
-                    .map_err(unavailable)
-            })
-            .await?;
-        Ok(data + self.inner.gates.sweep(now)?)
+        let last = self.read(|conn| sweep::last_rowid(conn))?;
+        let mut deleted = 0;
+        for from in (0..=last).step_by(sweep::STEP) {
+            let expired = self.read(|conn| sweep::expired_rowids(conn, from, now))?;
+            if !expired.is_empty() {
+                deleted += self
+                    .inner
+                    .durable
+                    .write(move |conn| sweep::delete_expired(conn, &expired, now))
+                    .await?;
+            }
+        }
+        Ok(deleted + self.inner.gates.sweep(now)?)
     }
 
     /// Runs `f` on a reading connection of the data file, here: see the module docs.
