@@ -1,7 +1,9 @@
 //! The embedded store's expired items deleted by the processes that serve calls (`serve` and
 //! `stdio`): once at start and then every hour, as DynamoDB's time-to-live and the edge
 //! object's alarm do for theirs. Expired items are invisible to every read already; without
-//! this the data file would only grow (a write's replay record stays a day).
+//! this the data file would only grow (a write's replay record stays a day), and so would the
+//! gate file while a process runs (a rate count per connection, class and minute), up to the
+//! size its map allows.
 
 use std::time::Duration;
 
