@@ -14,18 +14,12 @@ use crate::{
 /// An expiry that is not a number is ignored, as DynamoDB's TTL ignores it.
 pub fn is_live(item: &Item, now: i64) -> bool {
     match item.get(TTL_ATTRIBUTE) {
-        Some(Value::N(expiry)) => *expiry > Number::from(now),
+        Some(Value::N(expiry)) => match expiry.as_small_integer() {
+            Some(expiry) => expiry > now,
+            None => *expiry > Number::from(now),
+        },
         _ => true,
     }
-}
-
-/// The item as conditions see it: the key attributes added, or `None` when absent or expired.
-pub fn condition_view(key: &Key, item: Option<&Item>, now: i64) -> Option<Item> {
-    let item = item.filter(|i| is_live(i, now))?;
-    let mut view = item.clone();
-    view.insert(PK.to_owned(), Value::S(key.pk.clone()));
-    view.insert(SK.to_owned(), Value::S(key.sk.clone()));
-    Some(view)
 }
 
 /// Checks a key.
@@ -142,6 +136,20 @@ pub struct Failed {
     pub old: Option<Item>,
 }
 
+/// Whether `condition` holds on the live item at `key` as conditions see it (with its key
+/// attributes), without copying the item.
+fn holds_on_live(condition: &crate::Condition, key: &Key, live: Option<&Item>) -> bool {
+    let Some(item) = live else {
+        return condition.holds(None);
+    };
+    let (pk, sk) = (Value::S(key.pk.clone()), Value::S(key.sk.clone()));
+    condition.holds_for(&|name| match name {
+        PK => Some(&pk),
+        SK => Some(&sk),
+        _ => item.get(name),
+    })
+}
+
 /// Plans one operation against the stored item (`stored` may be expired; this function
 /// decides). Returns the effect, or the failed condition.
 pub fn plan(
@@ -151,16 +159,15 @@ pub fn plan(
 ) -> Result<Result<Effect, Failed>, Invalid> {
     let key = op.key();
     let live = stored.filter(|i| is_live(i, now));
-    if let Some(condition) = op.condition() {
-        let view = condition_view(key, live, now);
-        if !condition.holds(view.as_ref()) {
-            let old = if op.wants_old_on_failure() {
-                live.cloned()
-            } else {
-                None
-            };
-            return Ok(Err(Failed { old }));
-        }
+    if let Some(condition) = op.condition()
+        && !holds_on_live(condition, key, live)
+    {
+        let old = if op.wants_old_on_failure() {
+            live.cloned()
+        } else {
+            None
+        };
+        return Ok(Err(Failed { old }));
     }
     let effect = match op {
         TransactOp::Put(put) => Effect::Store(put.item.clone()),

@@ -78,7 +78,11 @@ impl Condition {
     /// Evaluates the condition against an item (already filtered for expiry). `item` includes
     /// the key attributes when present.
     pub fn holds(&self, item: Option<&Item>) -> bool {
-        let get = |name: &str| item.and_then(|i| i.get(name));
+        self.holds_for(&|name| item.and_then(|i| i.get(name)))
+    }
+
+    /// Evaluates the condition against the attributes `get` finds (`None`: absent).
+    pub fn holds_for<'a>(&self, get: &dyn Fn(&str) -> Option<&'a Value>) -> bool {
         match self {
             Condition::Exists(name) => get(name).is_some(),
             Condition::NotExists(name) => get(name).is_none(),
@@ -86,9 +90,9 @@ impl Condition {
             Condition::BeginsWith(name, prefix) => {
                 matches!(get(name), Some(Value::S(s)) if s.starts_with(prefix.as_str()))
             }
-            Condition::And(a, b) => a.holds(item) && b.holds(item),
-            Condition::Or(a, b) => a.holds(item) || b.holds(item),
-            Condition::Not(a) => !a.holds(item),
+            Condition::And(a, b) => a.holds_for(get) && b.holds_for(get),
+            Condition::Or(a, b) => a.holds_for(get) || b.holds_for(get),
+            Condition::Not(a) => !a.holds_for(get),
         }
     }
 }

@@ -178,10 +178,37 @@ fn parse_parts(text: &str) -> Result<Parts, NumberError> {
     Ok(parts)
 }
 
+/// Most digits of an integer read as an `i64` on the fast paths: any two such integers add
+/// without overflow (2 × (10^18 − 1) < 2^63).
+const SMALL_DIGITS: usize = 18;
+
+/// `text` as an `i64` when it is already an integer in canonical form with at most
+/// [`SMALL_DIGITS`] digits (no sign but `-`, no leading zero, not `-0`). Counts, times and
+/// amounts in cents are such numbers, and gate checks compare and add them on every call:
+/// they skip splitting into digit vectors. Anything else goes the exact way.
+fn small_integer(text: &str) -> Option<i64> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let canonical = match digits.as_bytes() {
+        [] => false,
+        [b'0'] => digits.len() == text.len(),
+        [b'0', ..] => false,
+        bytes => bytes.len() <= SMALL_DIGITS && bytes.iter().all(u8::is_ascii_digit),
+    };
+    if canonical { text.parse().ok() } else { None }
+}
+
 impl Number {
     /// Parses decimal text (an exponent is allowed) into canonical form.
     pub fn parse(text: &str) -> Result<Self, NumberError> {
+        if small_integer(text).is_some() {
+            return Ok(Number(text.to_owned()));
+        }
         parse_parts(text).map(|p| Number(p.render()))
+    }
+
+    /// The number as an `i64`, when it is an integer of at most 18 digits.
+    pub fn as_small_integer(&self) -> Option<i64> {
+        small_integer(&self.0)
     }
 
     /// The canonical decimal text.
@@ -200,6 +227,13 @@ impl Number {
 
     /// Exact sum, or an error when the result leaves DynamoDB's range or precision.
     pub fn checked_add(&self, other: &Number) -> Result<Number, NumberError> {
+        if let (Some(a), Some(b)) = (self.as_small_integer(), other.as_small_integer()) {
+            return Ok(Number::from(a + b));
+        }
+        self.add_digits(other)
+    }
+
+    fn add_digits(&self, other: &Number) -> Result<Number, NumberError> {
         let (a, b) = (self.parts(), other.parts());
         let scale = a.frac.len().max(b.frac.len());
         let width = a.int.len().max(b.int.len()) + scale + 1;
@@ -269,6 +303,15 @@ fn cmp_magnitude(x: &[u8], y: &[u8]) -> Ordering {
 
 impl Ord for Number {
     fn cmp(&self, other: &Self) -> Ordering {
+        match (self.as_small_integer(), other.as_small_integer()) {
+            (Some(a), Some(b)) => a.cmp(&b),
+            _ => self.cmp_digits(other),
+        }
+    }
+}
+
+impl Number {
+    fn cmp_digits(&self, other: &Self) -> Ordering {
         let (a, b) = (self.parts(), other.parts());
         match (a.negative, b.negative) {
             (false, true) => return Ordering::Greater,
@@ -364,6 +407,59 @@ mod tests {
         assert!(Number::parse("abc").is_err());
         assert!(Number::parse("").is_err());
         assert!(Number::parse("1.2.3").is_err());
+    }
+
+    /// Texts on both sides of the fast paths' edges.
+    const EDGES: &[&str] = &[
+        "0",
+        "-0",
+        "00",
+        "007",
+        "-007",
+        "+5",
+        " 5",
+        "5 ",
+        "1",
+        "-1",
+        "10",
+        "-10",
+        "9.0",
+        "1e3",
+        "999999999999999999",
+        "-999999999999999999",
+        "1000000000000000000",
+        "-1000000000000000000",
+        "123456789012345678",
+        "1234567890123456789",
+        "0.5",
+        "-0.5",
+        "12345678901234567890123456789012345678",
+        "",
+        "-",
+        "1a",
+        "٣",
+    ];
+
+    #[test]
+    fn the_fast_paths_agree_with_the_digits() {
+        for text in EDGES {
+            let exact = parse_parts(text).map(|p| Number(p.render()));
+            assert_eq!(Number::parse(text), exact, "parse {text:?}");
+        }
+        let numbers: Vec<Number> = EDGES.iter().filter_map(|t| Number::parse(t).ok()).collect();
+        for a in &numbers {
+            assert_eq!(
+                a.as_small_integer(),
+                a.as_str()
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|v| v.unsigned_abs() < 10u64.pow(18))
+            );
+            for b in &numbers {
+                assert_eq!(a.cmp(b), a.cmp_digits(b), "{a:?} vs {b:?}");
+                assert_eq!(a.checked_add(b), a.add_digits(b), "{a:?} + {b:?}");
+            }
+        }
     }
 
     #[test]
