@@ -53,7 +53,7 @@ pub fn untrusted(text: &str, max_chars: usize) -> UntrustedText {
 pub fn version_of(value: &serde_json::Value) -> String {
     use sha2::Digest as _;
     let digest = sha2::Sha256::digest(canonical(value).as_bytes());
-    digest.iter().take(6).map(|b| format!("{b:02x}")).collect()
+    hex::encode(&digest[..6])
 }
 
 fn canonical(value: &serde_json::Value) -> String {

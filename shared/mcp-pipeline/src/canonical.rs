@@ -62,7 +62,7 @@ fn write(value: &Value, out: &mut String) {
 /// Hex SHA-256 of the canonical text.
 pub fn digest(value: &Value) -> String {
     let hash = Sha256::digest(canonical_json(value).as_bytes());
-    hash.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(hash)
 }
 
 #[cfg(test)]

@@ -57,10 +57,7 @@ pub fn pending(tenant: &str, token_or_id: &str) -> Key {
 /// A confirmation token's id: its SHA-256 in hex, the pending action's sort key.
 pub fn token_id(token: &str) -> String {
     use sha2::{Digest as _, Sha256};
-    Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(token.as_bytes()))
 }
 
 #[cfg(test)]
