@@ -318,11 +318,7 @@ impl ToolResult {
 
     /// The `CallToolResult` object (without `resultType` and `_meta`).
     pub fn to_json(&self) -> Value {
-        let json_line = self.structured.to_string();
-        let text = match &self.error_headline {
-            Some(headline) => format!("{headline}\n{json_line}"),
-            None => json_line,
-        };
+        let text = self.text(&self.structured.to_string()).into_owned();
         let mut content = vec![json!({"type": "text", "text": text})];
         content.extend(self.extra_content.iter().cloned());
         json!({
@@ -330,6 +326,37 @@ impl ToolResult {
             "structuredContent": self.structured,
             "isError": self.is_error(),
         })
+    }
+
+    /// The fields of [`ToolResult::to_json`] as JSON text, the same bytes, written in one
+    /// pass: the structured content is serialized once and that text is both the content's
+    /// text and the `structuredContent`, instead of building a tree holding a copy of it and
+    /// serializing it twice.
+    pub fn write_fields(&self, out: &mut String) {
+        let json_line = self.structured.to_string();
+        out.push_str(r#""content":[{"type":"text","text":"#);
+        // Serializing a `str` cannot fail: it only escapes.
+        out.push_str(&serde_json::to_string(&self.text(&json_line)).unwrap_or_default());
+        out.push('}');
+        for block in &self.extra_content {
+            out.push(',');
+            out.push_str(&block.to_string());
+        }
+        out.push_str(r#"],"structuredContent":"#);
+        out.push_str(&json_line);
+        out.push_str(if self.is_error() {
+            r#","isError":true"#
+        } else {
+            r#","isError":false"#
+        });
+    }
+
+    /// The text block: the structured content's JSON line, after the headline of an error.
+    fn text<'a>(&self, json_line: &'a str) -> std::borrow::Cow<'a, str> {
+        match &self.error_headline {
+            Some(headline) => format!("{headline}\n{json_line}").into(),
+            None => json_line.into(),
+        }
     }
 }
 
@@ -355,4 +382,40 @@ pub fn shape_success<T: Serialize>(
     obj.insert("warnings".into(), warnings.to_vec().into());
     obj.insert("next_steps".into(), success.next_steps.clone().into());
     Ok(Value::Object(obj))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Results with text to escape, an error's headline and extra content blocks.
+    fn results() -> Vec<ToolResult> {
+        let tricky = json!({"summary": "quote \" slash \\ line\nend é \u{1}", "n": 1.5, "list": [1, {"a": null}]});
+        let mut with_blocks = ToolResult::success(tricky.clone());
+        with_blocks.extra_content = vec![
+            json!({"type": "image", "data": "AA=="}),
+            json!({"type": "text", "text": "\"x\""}),
+        ];
+        let error = ToolError::new(
+            ErrorKind::Conflict,
+            "It \"changed\"\nmeanwhile",
+            "Read it again",
+        );
+        vec![
+            ToolResult::success(tricky),
+            ToolResult::success(json!({})),
+            with_blocks,
+            ToolResult::error(&error),
+        ]
+    }
+
+    #[test]
+    fn the_fields_written_in_one_pass_are_the_bytes_of_the_tree() {
+        for result in results() {
+            let mut fields = String::from("{");
+            result.write_fields(&mut fields);
+            fields.push('}');
+            assert_eq!(fields, result.to_json().to_string());
+        }
+    }
 }
