@@ -903,7 +903,7 @@ async fn stdio(store: Arc<dyn store::Store>, backend: &str, described: &str) -> 
         }
         let replies = mcp_http::stdio::reply(&app.server, &authenticator, &headers, &line).await;
         for reply in replies {
-            stdout.write_all(reply.to_string().as_bytes()).await?;
+            stdout.write_all(reply.as_bytes()).await?;
             stdout.write_all(b"\n").await?;
         }
         stdout.flush().await?;

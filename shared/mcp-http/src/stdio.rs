@@ -7,19 +7,19 @@ use mcp_pipeline::{Authenticator, Headers, Request, Server};
 use mcp_protocol::{Incoming, parse_message};
 use serde_json::{Value, json};
 
-/// The replies to one line: notifications first, then the response (none for a
-/// notification or a response from the client).
+/// The replies to one line, each a line of JSON text: notifications first, then the response
+/// (none for a notification or a response from the client).
 pub async fn reply(
     server: &Server,
     authenticator: &dyn Authenticator,
     headers: &Headers,
     line: &str,
-) -> Vec<Value> {
+) -> Vec<String> {
     let message = match parse_message(line.as_bytes()) {
         Ok(Incoming::Message(message)) => message,
         // A response from the client: this server sends no requests, so nothing matches it.
         Ok(Incoming::Response(_)) => return Vec::new(),
-        Err(e) => return vec![mcp_protocol::error_response(e.id.as_ref(), &e.error)],
+        Err(e) => return vec![mcp_protocol::error_response(e.id.as_ref(), &e.error).to_string()],
     };
     let admitted = match server
         .authenticate(authenticator, headers, None, Some(&message))
@@ -36,7 +36,7 @@ pub async fn reply(
             let error = json!({"code": -32001, "message": rejection.message, "data": {"status": rejection.status}});
             return message
                 .id
-                .map(|id| json!({"jsonrpc": "2.0", "id": id, "error": error}))
+                .map(|id| json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string())
                 .into_iter()
                 .collect();
         }
@@ -51,9 +51,11 @@ pub async fn reply(
         request_id: Some(server.new_request_id()),
     };
     let outcome = server.handle(request).await;
+    // A response serialized already (`tools/list`, a tool's result) goes out as it is.
     outcome
         .notifications
-        .into_iter()
-        .chain(outcome.body.map(mcp_pipeline::Body::into_value))
+        .iter()
+        .map(Value::to_string)
+        .chain(outcome.body.map(mcp_pipeline::Body::into_text))
         .collect()
 }

@@ -139,7 +139,8 @@ pub enum Body {
     /// A response to serialize.
     Json(Value),
     /// A response serialized already: `tools/list`, joined from descriptors serialized once
-    /// at start-up, so that listing costs no tree building and no serializing per call.
+    /// at start-up, so that listing costs no tree building and no serializing per call; and a
+    /// tool's result, written in one pass (`ToolResult::write_fields`).
     Text(String),
 }
 

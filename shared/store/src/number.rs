@@ -3,7 +3,8 @@
 //! DynamoDB keeps numbers as decimal text with up to 38 significant digits and normalizes them
 //! (`1.50` comes back as `1.5`). We normalize on construction, so every backend stores and
 //! returns the same bytes, and we compare and add on the digits themselves, never through a
-//! float or a 28-digit decimal type that would round large values.
+//! float or a 28-digit decimal type that would round large values; only integers of at most 18
+//! digits, which an `i64` holds exactly, are compared and added as `i64`.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -185,7 +186,7 @@ const SMALL_DIGITS: usize = 18;
 /// `text` as an `i64` when it is already an integer in canonical form with at most
 /// [`SMALL_DIGITS`] digits (no sign but `-`, no leading zero, not `-0`). Counts, times and
 /// amounts in cents are such numbers, and gate checks compare and add them on every call:
-/// they skip splitting into digit vectors. Anything else goes the exact way.
+/// they skip splitting into digit vectors. Anything else is split into digits, as before.
 fn small_integer(text: &str) -> Option<i64> {
     let digits = text.strip_prefix('-').unwrap_or(text);
     let canonical = match digits.as_bytes() {
