@@ -1,7 +1,7 @@
 //! What a tool returns, what the model sees, and the rule that text equals structured content.
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// A successful tool answer: a one-line summary, the tool's own output, and the next steps
 /// the model may take.
@@ -316,22 +316,19 @@ impl ToolResult {
         }
     }
 
-    /// The `CallToolResult` object (without `resultType` and `_meta`).
+    /// The `CallToolResult` object (without `resultType` and `_meta`), as a tree: what
+    /// [`ToolResult::write_fields`] writes, read back.
     pub fn to_json(&self) -> Value {
-        let text = self.text(&self.structured.to_string()).into_owned();
-        let mut content = vec![json!({"type": "text", "text": text})];
-        content.extend(self.extra_content.iter().cloned());
-        json!({
-            "content": content,
-            "structuredContent": self.structured,
-            "isError": self.is_error(),
-        })
+        let mut text = String::from("{");
+        self.write_fields(&mut text);
+        text.push('}');
+        serde_json::from_str(&text).unwrap_or(Value::Null)
     }
 
-    /// The fields of [`ToolResult::to_json`] as JSON text, the same bytes, written in one
-    /// pass: the structured content is serialized once and that text is both the content's
-    /// text and the `structuredContent`, instead of building a tree holding a copy of it and
-    /// serializing it twice.
+    /// The fields of the `CallToolResult` object (without `resultType` and `_meta`) as JSON
+    /// text, written in one pass: the structured content is serialized once, and that text is
+    /// both the text block (after an error's headline) and the `structuredContent`. The one
+    /// place a result's text is made from its structured content.
     pub fn write_fields(&self, out: &mut String) {
         let json_line = self.structured.to_string();
         out.push_str(r#""content":[{"type":"text","text":"#);
@@ -387,6 +384,7 @@ pub fn shape_success<T: Serialize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// Results with text to escape, an error's headline and extra content blocks.
     fn results() -> Vec<ToolResult> {
@@ -409,13 +407,31 @@ mod tests {
         ]
     }
 
+    /// The result object as a tree, built the way responses were built before they were
+    /// written in one pass.
+    fn as_tree(result: &ToolResult) -> Value {
+        let json_line = result.structured.to_string();
+        let text = match &result.error_headline {
+            Some(headline) => format!("{headline}\n{json_line}"),
+            None => json_line,
+        };
+        let mut content = vec![json!({"type": "text", "text": text})];
+        content.extend(result.extra_content.iter().cloned());
+        json!({
+            "content": content,
+            "structuredContent": result.structured,
+            "isError": result.is_error(),
+        })
+    }
+
     #[test]
     fn the_fields_written_in_one_pass_are_the_bytes_of_the_tree() {
         for result in results() {
             let mut fields = String::from("{");
             result.write_fields(&mut fields);
             fields.push('}');
-            assert_eq!(fields, result.to_json().to_string());
+            assert_eq!(fields, as_tree(&result).to_string());
+            assert_eq!(result.to_json(), as_tree(&result));
         }
     }
 }

@@ -14,10 +14,7 @@ use crate::{
 /// An expiry that is not a number is ignored, as DynamoDB's TTL ignores it.
 pub fn is_live(item: &Item, now: i64) -> bool {
     match item.get(TTL_ATTRIBUTE) {
-        Some(Value::N(expiry)) => match expiry.as_small_integer() {
-            Some(expiry) => expiry > now,
-            None => *expiry > Number::from(now),
-        },
+        Some(Value::N(expiry)) => expiry.cmp_integer(now).is_gt(),
         _ => true,
     }
 }

@@ -208,8 +208,17 @@ impl Number {
     }
 
     /// The number as an `i64`, when it is an integer of at most 18 digits.
-    pub fn as_small_integer(&self) -> Option<i64> {
+    fn as_small_integer(&self) -> Option<i64> {
         small_integer(&self.0)
+    }
+
+    /// How the number compares with the integer `other` (an expiry with the time, say),
+    /// without making a `Number` of it when both are small integers.
+    pub fn cmp_integer(&self, other: i64) -> Ordering {
+        match self.as_small_integer() {
+            Some(small) => small.cmp(&other),
+            None => self.cmp(&Number::from(other)),
+        }
     }
 
     /// The canonical decimal text.
@@ -459,6 +468,13 @@ mod tests {
             for b in &numbers {
                 assert_eq!(a.cmp(b), a.cmp_digits(b), "{a:?} vs {b:?}");
                 assert_eq!(a.checked_add(b), a.add_digits(b), "{a:?} + {b:?}");
+                if let Some(integer) = b.as_small_integer() {
+                    assert_eq!(
+                        a.cmp_integer(integer),
+                        a.cmp_digits(b),
+                        "{a:?} vs {integer}"
+                    );
+                }
             }
         }
     }
