@@ -173,12 +173,24 @@ impl Server {
             rest["cacheScope"] = json!("private");
         }
         let rest = self.finish(rest, era);
+        // Room for every descriptor of the widest toolset, so the ~100 KB text is written
+        // into one allocation, never grown and copied part-way.
+        let room = self
+            .tool_list
+            .iter()
+            .map(|[core, other]| core.len().max(other.len()) + 1);
+        let capacity = room.sum::<usize>() + 256;
         Outcome {
             status: 200,
-            // The descriptors go straight into the answer: one copy of ~80 KB, not two.
-            body: Some(Body::Text(list_response_text(id, &rest, |text| {
-                self.push_visible_tools(text, caller);
-            }))),
+            // The descriptors go straight into the answer: one copy, not two.
+            body: Some(Body::Text(list_response_text(
+                id,
+                capacity,
+                &rest,
+                |text| {
+                    self.push_visible_tools(text, caller);
+                },
+            ))),
             notifications: Vec::new(),
         }
     }
@@ -460,11 +472,11 @@ fn push_more_fields(out: &mut String, fields: &Value) {
 /// (`rest`, an object), in a JSON-RPC envelope.
 fn list_response_text(
     id: &mcp_protocol::RequestId,
+    capacity: usize,
     rest: &Value,
     push_tools: impl FnOnce(&mut String),
 ) -> String {
-    // The full toolset's descriptors take about 80 KB: room for them at once.
-    result_response_text(id, 96 * 1024, |out| {
+    result_response_text(id, capacity, |out| {
         out.push_str(r#""tools":"#);
         push_tools(out);
         push_more_fields(out, rest);

@@ -165,10 +165,37 @@ fn tool_name_header(shared: &Shared) -> String {
     }
 }
 
+/// The parts of a JSON response that say whether it failed. Everything else is scanned and
+/// skipped, not built into a tree: a `tools/list` answer is about 100 KB, and the generator
+/// must not be what limits the server it measures.
+#[derive(serde::Deserialize)]
+struct Head {
+    error: Option<serde::de::IgnoredAny>,
+    result: Option<ResultHead>,
+}
+
+#[derive(serde::Deserialize)]
+struct ResultHead {
+    #[serde(rename = "isError", default)]
+    is_error: bool,
+}
+
 /// Why a response counts as an error, or `None`.
 fn judge(status: http::StatusCode, content_type: &str, body: &[u8]) -> Option<String> {
     if status != http::StatusCode::OK {
         return Some(format!("http {}", status.as_u16()));
+    }
+    if !content_type.starts_with("text/event-stream") {
+        match serde_json::from_slice::<Head>(body) {
+            Err(_) => return Some("body is not JSON".into()),
+            // Only a failure is read whole, for its code.
+            Ok(head)
+                if head.error.is_none() && !head.result.as_ref().is_some_and(|r| r.is_error) =>
+            {
+                return None;
+            }
+            Ok(_) => {}
+        }
     }
     let json: Value = if content_type.starts_with("text/event-stream") {
         // The last `data:` line carrying a JSON-RPC response.
