@@ -133,6 +133,50 @@ async fn an_unreadable_gate_file_starts_empty() {
     assert_eq!(store.get(&gate_key).await.unwrap(), Some(item(1)));
 }
 
+/// The sweep deletes expired gate state a step at a time, and only that: 600 expired buckets
+/// (more than two steps) go, a live slot and a live bucket stay, and a second sweep finds
+/// nothing left to delete.
+#[tokio::test]
+async fn the_sweep_deletes_expired_gate_state_in_steps() {
+    use store::{Item, Key, Put, Store, Value};
+    let dir = tempfile::tempdir().unwrap();
+    let clock = std::sync::Arc::new(mcp_pipeline::FixedClock::starting_now());
+    let store = store_sqlite::SqliteStore::open(dir.path().join("gatehouse.db"))
+        .unwrap()
+        .with_clock(clock.clone());
+    let now = mcp_pipeline::Clock::now(&*clock);
+    let until = |at: i64| {
+        Item::from([
+            ("count".to_owned(), Value::n(1)),
+            (store::TTL_ATTRIBUTE.to_owned(), Value::n(at)),
+        ])
+    };
+    for i in 0..600 {
+        let key = Key::new("acme#rate#conn_1", format!("Read#{i}"));
+        store.put(Put::new(key, until(now + 10))).await.unwrap();
+    }
+    let live = [
+        Key::new("acme#slot#conn_1", "0"),
+        Key::new("acme#rate#conn_2", "Read#0"),
+    ];
+    for key in &live {
+        store
+            .put(Put::new(key.clone(), until(now + 3600)))
+            .await
+            .unwrap();
+    }
+    clock.advance(60);
+    assert_eq!(store.sweep_expired().await.unwrap(), 600);
+    for key in &live {
+        assert_eq!(store.get(key).await.unwrap(), Some(until(now + 3600)));
+    }
+    assert_eq!(
+        store.sweep_expired().await.unwrap(),
+        0,
+        "nothing expired is left"
+    );
+}
+
 /// A handle keeps what it read (ADR 28): an unchanged item, or its absence, is read from the
 /// file once; a commit through another handle (another process, in use) is seen by the very
 /// next read; nothing kept is used once it is older than about a second.

@@ -291,21 +291,44 @@ impl GateFile {
 
     /// Deletes items whose expiry passed more than a second ago; how many.
     pub(crate) fn sweep(&self, now: i64) -> Result<usize, StoreError> {
-        self.write(|txn| {
-            let mut expired = Vec::new();
+        let expired = |body: &[u8]| decode(body).is_ok_and(|item| !engine::is_live(&item, now - 1));
+        // Found under a read transaction, which no process waits for...
+        let found: Vec<Vec<u8>> = self.read(|txn| {
+            let mut found = Vec::new();
             for row in self.items.iter(txn).map_err(failed)? {
                 let (key, body) = row.map_err(failed)?;
-                if decode(body).is_ok_and(|item| !engine::is_live(&item, now - 1)) {
-                    expired.push(key.to_vec());
+                if expired(body) {
+                    found.push(key.to_vec());
                 }
             }
-            for key in &expired {
-                self.items.delete(txn, key).map_err(failed)?;
-            }
-            Ok(expired.len())
-        })
+            Ok(found)
+        })?;
+        // ...and deleted a step at a time: every admission of every process on the folder
+        // waits for the write lock, so no step holds it for long. A key taken again since it
+        // was found (a slot, a new window's bucket) is live and stays.
+        let mut deleted = 0;
+        for step in found.chunks(SWEEP_STEP) {
+            deleted += self.write(|txn| {
+                let mut deleted = 0;
+                for key in step {
+                    let still_expired = self
+                        .items
+                        .get(txn, key)
+                        .map_err(failed)?
+                        .is_some_and(expired);
+                    if still_expired && self.items.delete(txn, key).map_err(failed)? {
+                        deleted += 1;
+                    }
+                }
+                Ok(deleted)
+            })?;
+        }
+        Ok(deleted)
     }
 }
+
+/// Expired gate items deleted by one write transaction of the sweep.
+const SWEEP_STEP: usize = 256;
 
 /// `path` with its folder's canonical name (the file itself may not exist yet), so that one
 /// file is one entry in [`OPEN`] however it was named.
