@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Server CPU per `tools/list`: the owner's full toolset (about 120 KB), rights cut on every call,
+# protocol 2026-07-28. The server is pinned to core 0 and `loadgen` to core 1 (when there are
+# two); CPU per call is the server's utime + stime over the measured window divided by its calls.
+#
+#   tests/bench/list.sh [--duration S] [--clients N]
+#
+# With GATEHOUSE_BEFORE_BIN set, runs that binary and this tree's alternately, twice each.
+set -euo pipefail
+# shellcheck source=tests/bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+DURATION=10
+CLIENTS=4
+WARMUP=2
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --duration) DURATION=$2; shift ;;
+        --clients) CLIENTS=$2; shift ;;
+        *) echo "usage: $0 [--duration S] [--clients N]" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+bench_build
+bench_pinning
+echo "machine: $(bench_machine)" >&2
+NOW_BIN=$GATEHOUSE
+RUNS=("this-tree:$NOW_BIN")
+if [[ -n ${GATEHOUSE_BEFORE_BIN:-} ]]; then
+    RUNS=("before:$GATEHOUSE_BEFORE_BIN" "this-tree:$NOW_BIN" "before:$GATEHOUSE_BEFORE_BIN" "this-tree:$NOW_BIN")
+fi
+failed=0
+for run in "${RUNS[@]}"; do
+    label=${run%%:*} GATEHOUSE=${run#*:}
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/gatehouse-list.XXXXXX")
+    bench_seed "$WORK/data"
+    PORT=$(bench_free_port)
+    BENCH_WRAP=("${SERVER_CPU[@]}")
+    bench_serve "$WORK/data" "$PORT"
+    BENCH_WRAP=()
+    : >"$WORK/tokens.txt"
+    for i in $(seq 1 "$CLIENTS"); do
+        "$GATEHOUSE" --data-dir "$WORK/data" token create --tenant acme --member olivia \
+            --toolset full --client "list $i" --json |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])' >>"$WORK/tokens.txt"
+    done
+    bench_step "$label: tools/list, $CLIENTS clients, ${DURATION}s"
+    (sleep "$WARMUP"; bench_cpu_ticks "$SERVE_PID" >"$WORK/cpu-start") &
+    SAMPLER=$!
+    RESULT=$("${LOAD_CPU[@]}" "$LOADGEN" --url "http://127.0.0.1:$PORT/mcp" --token-file "$WORK/tokens.txt" \
+        --clients "$CLIENTS" --duration "$DURATION" --warmup "$WARMUP" --label "$label" \
+        --method tools/list --protocol 2026-07-28 | tail -1) || failed=1
+    CPU_END=$(bench_cpu_ticks "$SERVE_PID")
+    wait "$SAMPLER"
+    python3 -c '
+import json, os, sys
+r = json.loads(sys.argv[1]); ticks = int(sys.argv[2]) - int(sys.argv[3])
+us = ticks / os.sysconf("SC_CLK_TCK") * 1e6 / max(r["calls"], 1)
+rate, errors = r["calls_per_s"], r["errors"]
+print(f"{sys.argv[4]:<10} calls/s {rate:>8.0f}  errors {errors}  server CPU per call {us:.0f} us")
+' "$RESULT" "$CPU_END" "$(cat "$WORK/cpu-start")" "$label"
+    bench_cleanup
+    rm -rf "$WORK"
+done
+exit $failed
