@@ -496,3 +496,42 @@ async fn main() -> anyhow::Result<()> {
     println!("{report}");
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::judge;
+
+    fn json(body: &str) -> Option<String> {
+        judge(http::StatusCode::OK, "application/json", body.as_bytes())
+    }
+
+    /// Only the head of a response is read on success, but every failure is still one.
+    #[test]
+    fn a_response_is_judged_by_its_error_and_is_error_fields() {
+        let ok = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{}"}],"structuredContent":{"isError":true},"isError":false}}"#;
+        assert_eq!(json(ok), None);
+        assert_eq!(
+            json(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#),
+            None
+        );
+        let tool_error = r#"{"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"code":"rate_limited"},"isError":true}}"#;
+        assert_eq!(json(tool_error).as_deref(), Some("isError rate_limited"));
+        let rpc_error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}"#;
+        assert_eq!(json(rpc_error).as_deref(), Some("json-rpc error -32602"));
+        assert_eq!(json("not json").as_deref(), Some("body is not JSON"));
+        assert_eq!(
+            judge(
+                http::StatusCode::TOO_MANY_REQUESTS,
+                "application/json",
+                b"{}"
+            )
+            .as_deref(),
+            Some("http 429")
+        );
+        let sse = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"isError\":true,\"structuredContent\":{\"code\":\"x\"}}}\n\n";
+        assert_eq!(
+            judge(http::StatusCode::OK, "text/event-stream", sse.as_bytes()).as_deref(),
+            Some("isError x")
+        );
+    }
+}
