@@ -79,14 +79,16 @@ bench_seed() {
     bench_cleanup
 }
 
-# bench_tokens DATA_DIR N TENANT FILE: creates N connections (one per load client; the server
-# admits at most two concurrent calls per connection) for TENANT's dispatcher, tokens in FILE.
+# bench_tokens DATA_DIR N TENANT FILE [MEMBER [token create flags...]]: creates N connections
+# (one per load client; the server admits at most two concurrent calls per connection) for
+# TENANT's MEMBER (default dana, a dispatcher), tokens in FILE.
 bench_tokens() {
-    local dir=$1 n=$2 tenant=$3 file=$4 i
+    local dir=$1 n=$2 tenant=$3 file=$4 member=${5:-dana} i
+    shift $(($# < 5 ? $# : 5))
     : >"$file"
     for i in $(seq 1 "$n"); do
-        "$GATEHOUSE" --data-dir "$dir" token create --tenant "$tenant" --member dana \
-            --client "loadgen $i" --json |
+        "$GATEHOUSE" --data-dir "$dir" token create --tenant "$tenant" --member "$member" \
+            --client "loadgen $i" --json "$@" |
             python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])' >>"$file"
     done
 }
@@ -102,6 +104,16 @@ bench_pinning() {
 
 # CPU time (clock ticks, utime + stime) a process has used.
 bench_cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+
+# bench_cpu_us_per_call RESULT START_TICKS END_TICKS: a server's CPU per call in µs over the
+# window of RESULT (a `loadgen` JSON line), from its CPU ticks at the window's start and end.
+bench_cpu_us_per_call() {
+    python3 -c '
+import json, os, sys
+calls = json.loads(sys.argv[1])["calls"]
+ticks = int(sys.argv[3]) - int(sys.argv[2])
+print(round(ticks / os.sysconf("SC_CLK_TCK") * 1e6 / max(calls, 1), 1))' "$@"
+}
 
 # Peak resident memory (VmHWM, kB) of a process.
 bench_hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }

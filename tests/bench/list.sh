@@ -39,12 +39,7 @@ for run in "${RUNS[@]}"; do
     BENCH_WRAP=("${SERVER_CPU[@]}")
     bench_serve "$WORK/data" "$PORT"
     BENCH_WRAP=()
-    : >"$WORK/tokens.txt"
-    for i in $(seq 1 "$CLIENTS"); do
-        "$GATEHOUSE" --data-dir "$WORK/data" token create --tenant acme --member olivia \
-            --toolset full --client "list $i" --json |
-            python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])' >>"$WORK/tokens.txt"
-    done
+    bench_tokens "$WORK/data" "$CLIENTS" acme "$WORK/tokens.txt" olivia --toolset full
     bench_step "$label: tools/list, $CLIENTS clients, ${DURATION}s"
     (sleep "$WARMUP"; bench_cpu_ticks "$SERVE_PID" >"$WORK/cpu-start") &
     SAMPLER=$!
@@ -53,13 +48,13 @@ for run in "${RUNS[@]}"; do
         --method tools/list --protocol 2026-07-28 | tail -1) || failed=1
     CPU_END=$(bench_cpu_ticks "$SERVE_PID")
     wait "$SAMPLER"
+    CPU_US=$(bench_cpu_us_per_call "$RESULT" "$(cat "$WORK/cpu-start")" "$CPU_END")
     python3 -c '
-import json, os, sys
-r = json.loads(sys.argv[1]); ticks = int(sys.argv[2]) - int(sys.argv[3])
-us = ticks / os.sysconf("SC_CLK_TCK") * 1e6 / max(r["calls"], 1)
-rate, errors = r["calls_per_s"], r["errors"]
-print(f"{sys.argv[4]:<10} calls/s {rate:>8.0f}  errors {errors}  server CPU per call {us:.0f} us")
-' "$RESULT" "$CPU_END" "$(cat "$WORK/cpu-start")" "$label"
+import json, sys
+r = json.loads(sys.argv[1])
+rate, errors, us = r["calls_per_s"], r["errors"], float(sys.argv[3])
+print(f"{sys.argv[2]:<10} calls/s {rate:>8.0f}  errors {errors}  server CPU per call {us:.0f} us")
+' "$RESULT" "$label" "$CPU_US"
     bench_cleanup
     rm -rf "$WORK"
 done

@@ -157,13 +157,13 @@ for peer in $ONLY; do
     CPU_END=$(bench_cpu_ticks "$PID")
     wait "$SAMPLER"
     HWM=$(bench_hwm_kb "$PID")
+    CPU_US=$(bench_cpu_us_per_call "$RESULT" "$(cat "$WORK/cpu-start")" "$CPU_END")
     python3 -c '
-import json, os, sys
+import json, sys
 r = json.loads(sys.argv[1])
 r["vm_hwm_kb"] = int(sys.argv[2])
-ticks = int(sys.argv[4]) - int(open(sys.argv[3]).read())
-r["cpu_us_per_call"] = round(ticks / os.sysconf("SC_CLK_TCK") * 1e6 / max(r["calls"], 1), 1)
-print(json.dumps(r))' "$RESULT" "$HWM" "$WORK/cpu-start" "$CPU_END" >>"$OUT"
+r["cpu_us_per_call"] = float(sys.argv[3])
+print(json.dumps(r))' "$RESULT" "$HWM" "$CPU_US" >>"$OUT"
     bench_cleanup
 done
 rm -rf "$WORK"

@@ -173,24 +173,20 @@ impl Server {
             rest["cacheScope"] = json!("private");
         }
         let rest = self.finish(rest, era);
-        // Room for every descriptor of the widest toolset, so the ~100 KB text is written
-        // into one allocation, never grown and copied part-way.
-        let room = self
+        // Room for every descriptor of the widest toolset (with its comma), so the ~120 KB
+        // text is written into one allocation, never grown and copied part-way.
+        let widest: usize = self
             .tool_list
             .iter()
-            .map(|[core, other]| core.len().max(other.len()) + 1);
-        let capacity = room.sum::<usize>() + 256;
+            .map(|[core, other]| core.len().max(other.len()) + 1)
+            .sum();
+        let text = list_response_text(id, widest + 256, &rest, |text| {
+            self.push_visible_tools(text, caller);
+        });
         Outcome {
             status: 200,
             // The descriptors go straight into the answer: one copy, not two.
-            body: Some(Body::Text(list_response_text(
-                id,
-                capacity,
-                &rest,
-                |text| {
-                    self.push_visible_tools(text, caller);
-                },
-            ))),
+            body: Some(Body::Text(text)),
             notifications: Vec::new(),
         }
     }

@@ -309,7 +309,7 @@ impl GateFile {
         let mut deleted = 0;
         for step in found.chunks(SWEEP_STEP) {
             deleted += self.write(|txn| {
-                let mut deleted = 0;
+                let mut in_step = 0;
                 for key in step {
                     let still_expired = self
                         .items
@@ -317,10 +317,10 @@ impl GateFile {
                         .map_err(failed)?
                         .is_some_and(expired);
                     if still_expired && self.items.delete(txn, key).map_err(failed)? {
-                        deleted += 1;
+                        in_step += 1;
                     }
                 }
-                Ok(deleted)
+                Ok(in_step)
             })?;
         }
         Ok(deleted)

@@ -185,7 +185,8 @@ fn judge(status: http::StatusCode, content_type: &str, body: &[u8]) -> Option<St
     if status != http::StatusCode::OK {
         return Some(format!("http {}", status.as_u16()));
     }
-    if !content_type.starts_with("text/event-stream") {
+    let sse = content_type.starts_with("text/event-stream");
+    if !sse {
         match serde_json::from_slice::<Head>(body) {
             Err(_) => return Some("body is not JSON".into()),
             // Only a failure is read whole, for its code.
@@ -197,7 +198,7 @@ fn judge(status: http::StatusCode, content_type: &str, body: &[u8]) -> Option<St
             Ok(_) => {}
         }
     }
-    let json: Value = if content_type.starts_with("text/event-stream") {
+    let json: Value = if sse {
         // The last `data:` line carrying a JSON-RPC response.
         let text = String::from_utf8_lossy(body);
         let found = text
