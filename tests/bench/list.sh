@@ -2,6 +2,8 @@
 # Server CPU per `tools/list`: the owner's full toolset (about 120 KB), rights cut on every call,
 # protocol 2026-07-28. The server is pinned to core 0 and `loadgen` to core 1 (when there are
 # two); CPU per call is the server's utime + stime over the measured window divided by its calls.
+# 16 clients by default, as in the read comparison (peers.sh): with fewer the round trip, not the
+# server, sets the pace, and the server parks between calls and counts each wake-up against them.
 #
 #   tests/bench/list.sh [--duration S] [--clients N]
 #
@@ -11,7 +13,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 DURATION=10
-CLIENTS=4
+CLIENTS=16
 WARMUP=2
 while [[ $# -gt 0 ]]; do
     case $1 in
