@@ -232,6 +232,59 @@ async fn kept_items_are_used_until_any_handle_commits() {
     assert_eq!(reads.file_reads(), before + 2, "too old to be used");
 }
 
+/// Kept items are labelled by partition (ADR 31): a commit through another handle to one
+/// partition leaves what was kept from another in use, and is seen at once in its own. This is
+/// what keeps a write's authentication in memory while other writes commit.
+#[tokio::test]
+async fn a_commit_makes_only_its_own_partitions_read_again() {
+    use store::{Condition, ConditionCheck, Item, Key, Put, Store, TransactOp, Value};
+    let (writes, _dir) = crate::support::store::fresh_sqlite("store.db");
+    let reads = store_sqlite::SqliteStore::open(writes.path()).unwrap();
+    let item = |n: i64| Item::from([("count".to_owned(), Value::n(n))]);
+    let member = Key::new("acme#member", "dana");
+    let customer = Key::new("acme#customer", "c1");
+    writes.put(Put::new(member.clone(), item(1))).await.unwrap();
+    writes
+        .put(Put::new(customer.clone(), item(1)))
+        .await
+        .unwrap();
+    let both = [member.clone(), customer.clone()];
+    assert_eq!(
+        reads.batch_get(&both).await.unwrap(),
+        [Some(item(1)), Some(item(1))]
+    );
+    let once = reads.file_reads();
+
+    // Another customer and an audit row, on the condition that the member exists (as every MCP
+    // write checks the kill switches): the check writes nothing in the member's partition.
+    let member_exists = ConditionCheck::new(member.clone(), Condition::item_exists());
+    writes
+        .transact_write(vec![
+            TransactOp::Put(Put::new(Key::new("acme#customer", "c2"), item(2))),
+            TransactOp::Put(Put::new(Key::new("acme#audit", "a1"), item(3))),
+            TransactOp::Check(member_exists),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(reads.get(&member).await.unwrap(), Some(item(1)));
+    assert_eq!(
+        reads.file_reads(),
+        once,
+        "the member's partition was checked, not written"
+    );
+    assert_eq!(reads.get(&customer).await.unwrap(), Some(item(1)));
+    assert_eq!(reads.file_reads(), once + 1, "the customers' partition was");
+
+    writes.put(Put::new(member.clone(), item(4))).await.unwrap();
+    assert_eq!(
+        reads.get(&member).await.unwrap(),
+        Some(item(4)),
+        "seen at once"
+    );
+    assert_eq!(reads.get(&customer).await.unwrap(), Some(item(1)));
+    assert_eq!(reads.file_reads(), once + 2, "only the member read again");
+}
+
 /// What another process changes acts on the very next call of a running `serve`, although
 /// `serve` keeps the items it authenticated with (ADR 28): the kill switch turned on and off
 /// with the CLI, the creator's role lowered and raised again, then the connection revoked.

@@ -18,7 +18,7 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 use heed::types::Bytes;
 use heed::{Database, Env, EnvFlags, EnvOpenOptions, MdbError, RoTxn, RwTxn, WithoutTls};
 use store::engine::{self, Effect};
-use store::{Invalid, Item, Key, Page, Query, StoreError};
+use store::{Invalid, Item, Key, Page, Query, StoreError, TransactOp};
 
 /// The largest the file may grow (address space reserved, not memory or disk used).
 const MAP_SIZE: usize = 1 << 30;
@@ -37,6 +37,60 @@ pub(crate) struct GateFile {
 const BEGUN: &[u8] = b"begun";
 /// The highest count of a data commit that ended (committed or rolled back).
 const DONE: &[u8] = b"done";
+/// The key under which the number of the last data commit that began writing a group of
+/// partitions is kept (ADR 31): `changed` and the group's number (two bytes, big-endian), or
+/// [`EVERY_GROUP`] for commits that may write any partition. One small value per key, so a
+/// commit copies only the few pages of the groups it writes.
+fn changed_key(group: u16) -> [u8; 9] {
+    let mut key = *b"changed\0\0";
+    key[7..].copy_from_slice(&group.to_be_bytes());
+    key
+}
+
+/// The group number that stands for every partition.
+const EVERY_GROUP: u16 = u16::MAX;
+
+/// Partitions fall into this many groups, by a hash of the partition key (ADR 31).
+const GROUPS: u64 = 1024;
+
+/// The group of the partition `pk`: FNV-1a, the same in every process and build.
+pub(crate) fn group_of(pk: &str) -> u16 {
+    let hash = pk.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    u16::try_from(hash % GROUPS).unwrap_or(EVERY_GROUP)
+}
+
+/// Which partitions a data commit may write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Touched {
+    /// The groups (see [`group_of`]) of the partitions its operations write.
+    Groups(Vec<u16>),
+    /// Any partition (rows found by something other than their key, like the sweep's).
+    Everything,
+}
+
+impl Touched {
+    /// The groups of the data partitions `ops` may write: a condition check writes nothing
+    /// (every MCP write checks both kill switches, which must stay kept), nor does gate state
+    /// go to the data file.
+    pub(crate) fn writes_of(ops: &[TransactOp]) -> Touched {
+        let written = ops
+            .iter()
+            .filter(|op| !matches!(op, TransactOp::Check(_)))
+            .map(TransactOp::key)
+            .filter(|key| !store::is_gate_state(&key.pk));
+        Touched::Groups(written.map(|key| group_of(&key.pk)).collect())
+    }
+
+    /// What this commit and `other` touch together.
+    pub(crate) fn add(&mut self, other: &Touched) {
+        match (&mut *self, other) {
+            (Touched::Groups(mine), Touched::Groups(theirs)) => mine.extend(theirs),
+            _ => *self = Touched::Everything,
+        }
+    }
+}
 
 impl std::fmt::Debug for GateFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -212,18 +266,34 @@ impl GateFile {
         self.commits.put(txn, name, &bytes).map_err(failed)
     }
 
-    /// The data file's commit count when no data commit is under way; `None` while one is
-    /// (or one never ended: its process died), when nothing read may be kept (ADR 28).
-    pub(crate) fn settled_commits(&self, txn: &RoTxn<'_>) -> Result<Option<u64>, StoreError> {
+    /// The commit labels of data partitions in `txn`'s snapshot (ADR 28, ADR 31).
+    pub(crate) fn labels<'t>(&'t self, txn: &'t RoTxn<'_>) -> Result<Labels<'t>, StoreError> {
         let begun = self.count(txn, BEGUN)?;
-        Ok((begun == self.count(txn, DONE)?).then_some(begun))
+        let done = self.count(txn, DONE)?;
+        Ok(Labels {
+            file: self,
+            txn,
+            under_way: (begun != done).then_some(begun),
+            everything: self.count(txn, &changed_key(EVERY_GROUP))?,
+        })
     }
 
-    /// Counts a data commit about to write, called with SQLite's write lock held; its number.
-    pub(crate) fn begin_commit(&self) -> Result<u64, StoreError> {
+    /// Counts a data commit about to write the partitions `touched`, called with SQLite's
+    /// write lock held; its number.
+    pub(crate) fn begin_commit(&self, touched: &Touched) -> Result<u64, StoreError> {
         self.write(|txn| {
             let number = self.count(txn, BEGUN)? + 1;
             self.set_count(txn, BEGUN, number)?;
+            match touched {
+                Touched::Everything => self.set_count(txn, &changed_key(EVERY_GROUP), number)?,
+                Touched::Groups(groups) => {
+                    // A group's many writes share one entry.
+                    let groups: std::collections::BTreeSet<u16> = groups.iter().copied().collect();
+                    for group in groups {
+                        self.set_count(txn, &changed_key(group), number)?;
+                    }
+                }
+            }
             Ok(number)
         })
     }
@@ -324,6 +394,26 @@ impl GateFile {
             })?;
         }
         Ok(deleted)
+    }
+}
+
+/// What a read needs to label data items (ADR 31): the commit under way, if any, the last
+/// commit that may have written every partition, and the file to look up each group in.
+pub(crate) struct Labels<'t> {
+    file: &'t GateFile,
+    txn: &'t RoTxn<'t>,
+    under_way: Option<u64>,
+    everything: u64,
+}
+
+impl Labels<'_> {
+    /// The label of the partition `pk`: the number of the last commit that began writing it
+    /// (or every partition); `None` while that commit is still under way, when nothing read
+    /// from the partition may be kept or answered from what was.
+    pub(crate) fn of(&self, pk: &str) -> Result<Option<u64>, StoreError> {
+        let group = self.file.count(self.txn, &changed_key(group_of(pk)))?;
+        let label = self.everything.max(group);
+        Ok((self.under_way != Some(label)).then_some(label))
     }
 }
 

@@ -16,8 +16,9 @@
 //! file's write lock while it runs. Reads use their own connections, which WAL lets run beside
 //! a writer, and run where they are called: a read from SQLite's page cache takes
 //! microseconds, less than a hand-off to another thread would. Items a point read found are
-//! kept for the next reads of the same handle, and used only while the data file's commit count
-//! (kept in the gate file, shared by every process) has not moved since (ADR 28).
+//! kept for the next reads of the same handle, and used only while no data commit has begun
+//! writing their partition since (counted in the gate file, shared by every process; ADR 28,
+//! ADR 31).
 
 mod gate_file;
 mod layout;
@@ -31,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use gate_file::GateFile;
+use gate_file::{GateFile, Touched};
 use read_cache::ReadCache;
 use rusqlite::{Connection, OptionalExtension, params};
 use store::engine::{self, Effect, Failed};
@@ -349,7 +350,9 @@ impl SqliteStore {
                 deleted += self
                     .inner
                     .durable
-                    .write(move |conn| sweep::delete_expired(conn, &expired, now))
+                    .write(Touched::Everything, move |conn| {
+                        sweep::delete_expired(conn, &expired, now)
+                    })
                     .await?;
             }
         }
@@ -373,25 +376,28 @@ impl SqliteStore {
         result
     }
 
-    /// The live items at `keys`: gate state and the data file's commit count in one read
-    /// transaction of the gate file, then data items from what was kept or from the file.
+    /// The live items at `keys`: gate state and the data partitions' commit labels in one
+    /// read transaction of the gate file, then data items from what was kept or from the file.
     fn read_items(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
         let now = self.inner.clock.now();
         let mut items: Vec<Option<Item>> = vec![None; keys.len()];
         let (gate, data): (Vec<usize>, Vec<usize>) =
             (0..keys.len()).partition(|&i| store::is_gate_state(&keys[i].pk));
         let gates = &self.inner.gates;
-        let count = gates.read(|txn| {
+        let labelled = gates.read(|txn| {
             for &i in &gate {
                 items[i] = gates.stored(txn, &keys[i])?;
             }
-            match data.is_empty() {
-                true => Ok(None),
-                false => gates.settled_commits(txn),
+            if data.is_empty() {
+                return Ok(Vec::new());
             }
+            let labels = gates.labels(txn)?;
+            data.iter()
+                .map(|&i| Ok((i, labels.of(&keys[i].pk)?)))
+                .collect()
         })?;
-        if !data.is_empty() {
-            self.read_data(count, now, keys, data, &mut items)?;
+        if !labelled.is_empty() {
+            self.read_data(now, keys, labelled, &mut items)?;
         }
         for item in &mut items {
             if item.as_ref().is_some_and(|i| !engine::is_live(i, now)) {
@@ -401,35 +407,35 @@ impl SqliteStore {
         Ok(items)
     }
 
-    /// Reads the data items at positions `wanted` of `keys` into `items`: what was kept under
-    /// the commit count `count` (when settled), the rest from the file, kept in turn.
+    /// Reads the data items at positions `wanted` of `keys` into `items` (each with its
+    /// partition's label): what was kept under the same label, the rest from the file, kept
+    /// in turn.
     fn read_data(
         &self,
-        count: Option<u64>,
         now: i64,
         keys: &[Key],
-        wanted: Vec<usize>,
+        wanted: Vec<(usize, Option<u64>)>,
         items: &mut [Option<Item>],
     ) -> Result<(), StoreError> {
         let kept = &self.inner.kept;
-        let missing = match count {
-            Some(count) => kept.fill(count, now, keys, wanted, items),
-            None => wanted,
-        };
+        let missing = kept.fill(now, keys, wanted, items);
         match missing.as_slice() {
             [] => return Ok(()),
-            [one] => items[*one] = self.read(|conn| read_stored(conn, &keys[*one]))?,
+            [(one, _)] => items[*one] = self.read(|conn| read_stored(conn, &keys[*one]))?,
             _ => self.read(|conn| {
                 let tx = conn.transaction().map_err(unavailable)?;
-                for &i in &missing {
+                for &(i, _) in &missing {
                     items[i] = read_stored(&tx, &keys[i])?;
                 }
                 tx.finish().map_err(unavailable)
             })?,
         }
-        if let Some(count) = count {
-            kept.keep(count, now, missing.iter().map(|&i| (&keys[i], &items[i])));
-        }
+        kept.keep(
+            now,
+            missing
+                .iter()
+                .map(|&(i, label)| (&keys[i], label, &items[i])),
+        );
         Ok(())
     }
 
@@ -447,9 +453,10 @@ impl SqliteStore {
                 Ok(())
             }),
             Files::Data => {
+                let touched = Touched::writes_of(&ops);
                 self.inner
                     .durable
-                    .write(move |conn| {
+                    .write(touched, move |conn| {
                         let effects = engine::plan_all(&ops, |key| read_stored(conn, key), now)?;
                         for (op, effect) in ops.iter().zip(&effects) {
                             write_effect(conn, op.key(), effect)?;
@@ -459,9 +466,12 @@ impl SqliteStore {
                     .await
             }
             Files::Both => {
+                let touched = Touched::writes_of(&ops);
                 self.inner
                     .durable
-                    .write(move |conn| gates.write(|txn| apply_both(conn, &gates, txn, &ops, now)))
+                    .write(touched, move |conn| {
+                        gates.write(|txn| apply_both(conn, &gates, txn, &ops, now))
+                    })
                     .await
             }
         }
@@ -481,7 +491,7 @@ impl SqliteStore {
         }
         self.inner
             .durable
-            .write(move |conn| {
+            .write(Touched::writes_of(std::slice::from_ref(&op)), move |conn| {
                 let stored = read_stored(conn, op.key())?;
                 write_planned(&op, stored, now, |effect| {
                     write_effect(conn, op.key(), effect)

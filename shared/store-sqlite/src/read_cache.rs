@@ -1,70 +1,60 @@
 //! Items read from the data file, kept for later reads of the same store handle as long as no
-//! data commit has begun since they were read (ADR 28).
+//! data commit has begun writing their partition since they were read (ADR 28, ADR 31).
 //!
-//! Every process on the data folder counts its data commits in the shared gate file (see
-//! [`crate::gate_file::GateFile::settled_commits`]). What is kept is labelled with the count a
-//! read saw *before* it read the file; a later read uses it only when it sees that same count,
-//! settled. Counts only grow, so a commit by any process, begun after the items were read,
-//! makes them unusable for good. Nothing is kept or used while a commit is under way.
+//! Every process on the data folder records in the shared gate file, for each group of
+//! partitions, the number of the last data commit that began writing it (see
+//! [`crate::gate_file::Labels`]). What is kept is labelled with the number a read saw for the
+//! item's partition *before* it read the file; a later read uses it only when it sees that same
+//! number, settled. Numbers only grow, so a commit by any process, begun after the item was
+//! read, makes it unusable for good. Nothing of a partition is kept or used while a commit
+//! writing it is under way.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use store::{Item, Key};
 
-/// Most items kept per handle; when full, everything is dropped and kept afresh.
-const MAX_ITEMS: usize = 1024;
-/// Oldest kept item used, in seconds: a bound for the one case the count cannot see (a gate
+/// Most items kept per handle; when full, everything is dropped and kept afresh. Enough for
+/// the credentials of dozens of connections (four items each, the switches shared); under
+/// writes the items of the written partitions fill it too, and 1,024 (ADR 28's bound) showed
+/// about 1 MiB more peak memory in paired runs of 64 writing clients (ADR 31).
+const MAX_ITEMS: usize = 256;
+/// Oldest kept item used, in seconds: a bound for the one case the labels cannot see (a gate
 /// file replaced under a running process, ADR 27), not something correctness relies on.
 const MAX_AGE_SECONDS: i64 = 1;
 
-/// What one store handle kept.
+/// What one store handle kept: by key, its partition's label when read, when it was read
+/// (seconds, the store's clock) and what was stored then.
 #[derive(Debug, Default)]
 pub(crate) struct ReadCache {
-    state: Mutex<State>,
+    items: Mutex<HashMap<Key, Kept>>,
 }
 
-#[derive(Debug, Default)]
-struct State {
-    /// The commit count everything in `items` was read under.
-    count: u64,
-    /// By key: when it was read (seconds, the store's clock) and what was stored then.
-    items: HashMap<Key, (i64, Option<Item>)>,
-}
-
-impl State {
-    /// Moves to `count` when it is newer (dropping what was kept); whether `count` is the
-    /// current one (an older count, seen by a slow read, uses and keeps nothing).
-    fn at(&mut self, count: u64) -> bool {
-        if count > self.count {
-            self.items.clear();
-            self.count = count;
-        }
-        count == self.count
-    }
+#[derive(Debug)]
+struct Kept {
+    label: u64,
+    read_at: i64,
+    item: Option<Item>,
 }
 
 impl ReadCache {
-    /// Answers the positions `wanted` of `keys` from what was kept under `count` (writing them
-    /// into `items`); returns the positions still to be read from the file.
+    /// Answers the positions `wanted` of `keys` (each with its partition's label, `None` while
+    /// a commit writing it is under way) from what was kept under the same label, writing them
+    /// into `items`; returns the positions still to be read from the file.
     pub(crate) fn fill(
         &self,
-        count: u64,
         now: i64,
         keys: &[Key],
-        wanted: Vec<usize>,
+        wanted: Vec<(usize, Option<u64>)>,
         items: &mut [Option<Item>],
-    ) -> Vec<usize> {
-        let mut state = crate::lock(&self.state);
-        if !state.at(count) {
-            return wanted;
-        }
+    ) -> Vec<(usize, Option<u64>)> {
+        let kept = crate::lock(&self.items);
         let recent = |read_at: i64| (0..=MAX_AGE_SECONDS).contains(&(now - read_at));
         wanted
             .into_iter()
-            .filter(|&i| match state.items.get(&keys[i]) {
-                Some((read_at, item)) if recent(*read_at) => {
-                    items[i].clone_from(item);
+            .filter(|&(i, label)| match (label, kept.get(&keys[i])) {
+                (Some(label), Some(k)) if k.label == label && recent(k.read_at) => {
+                    items[i].clone_from(&k.item);
                     false
                 }
                 _ => true,
@@ -72,22 +62,28 @@ impl ReadCache {
             .collect()
     }
 
-    /// Keeps what a read found in the file after seeing `count`.
+    /// Keeps what a read found in the file, each item under the label its partition had
+    /// before the read (nothing for a partition whose commit was under way).
     pub(crate) fn keep<'a>(
         &self,
-        count: u64,
         now: i64,
-        read: impl IntoIterator<Item = (&'a Key, &'a Option<Item>)>,
+        read: impl IntoIterator<Item = (&'a Key, Option<u64>, &'a Option<Item>)>,
     ) {
-        let mut state = crate::lock(&self.state);
-        if !state.at(count) {
-            return;
-        }
-        for (key, item) in read {
-            if state.items.len() >= MAX_ITEMS {
-                state.items.clear();
+        let mut kept = crate::lock(&self.items);
+        for (key, label, item) in read {
+            let Some(label) = label else { continue };
+            if kept.len() >= MAX_ITEMS {
+                kept.clear();
             }
-            state.items.insert(key.clone(), (now, item.clone()));
+            let item = item.clone();
+            kept.insert(
+                key.clone(),
+                Kept {
+                    label,
+                    read_at: now,
+                    item,
+                },
+            );
         }
     }
 }

@@ -1,5 +1,5 @@
 //! What only the store's insides can show: a data commit whose process died between counting
-//! its start and its end (ADR 28).
+//! its start and its end (ADR 28, ADR 31).
 
 use store::{Item, Key, Put, Store, Value};
 
@@ -31,7 +31,11 @@ fn a_commit_that_never_ended_keeps_nothing() {
         assert_eq!(store.file_reads(), reads, "kept");
 
         // The writer of another process counts its commit and dies before counting its end.
-        store.inner.gates.begin_commit().unwrap();
+        store
+            .inner
+            .gates
+            .begin_commit(&crate::gate_file::Touched::Everything)
+            .unwrap();
         for n in 1..=3 {
             assert_eq!(store.get(&key).await.unwrap(), Some(item(1)));
             assert_eq!(
@@ -49,6 +53,35 @@ fn a_commit_that_never_ended_keeps_nothing() {
             store.file_reads(),
             reads,
             "kept again after the next commit"
+        );
+    });
+}
+
+/// A commit under way keeps its own partitions' items from being kept or used, and no other's
+/// (ADR 31): the writer of another process counted a commit to the customers and died.
+#[test]
+fn a_commit_under_way_holds_back_only_its_own_partitions() {
+    use crate::gate_file::{Touched, group_of};
+    run(async {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("store.db")).unwrap();
+        let customer = Key::new("acme#customer", "c1");
+        let member = Key::new("acme#member", "dana");
+        assert_ne!(group_of(&customer.pk), group_of(&member.pk));
+        for key in [&customer, &member] {
+            store.put(Put::new(key.clone(), item(1))).await.unwrap();
+        }
+        let touched = Touched::Groups(vec![group_of(&customer.pk)]);
+        store.inner.gates.begin_commit(&touched).unwrap();
+        let reads = store.file_reads();
+        for _ in 0..3 {
+            assert_eq!(store.get(&customer).await.unwrap(), Some(item(1)));
+            assert_eq!(store.get(&member).await.unwrap(), Some(item(1)));
+        }
+        assert_eq!(
+            store.file_reads(),
+            reads + 4,
+            "the customer read every time, the member once"
         );
     });
 }

@@ -3,8 +3,9 @@
 //! and share one commit (one sync of the log). Each is answered only after that commit, so a
 //! write is acknowledged only once it is durable, and a transaction whose condition failed
 //! rolls back to its savepoint without touching the others. Every shared transaction is
-//! counted in the gate file, before it writes and after it ends, so that reads can tell
-//! whether what they kept is still what the file holds (ADR 28).
+//! counted in the gate file, with the partitions it writes, before it writes and after it
+//! ends, so that reads can tell whether what they kept is still what the file holds (ADR 28,
+//! ADR 31).
 
 use std::sync::{Weak, mpsc};
 
@@ -12,7 +13,7 @@ use rusqlite::Connection;
 use store::StoreError;
 use tokio::sync::oneshot;
 
-use crate::gate_file::GateFile;
+use crate::gate_file::{GateFile, Touched};
 
 /// Most transactions that share one commit.
 const MAX_GROUP: usize = 64;
@@ -23,9 +24,12 @@ trait Job: Send {
     fn run(&mut self, conn: &Connection) -> bool;
     /// Answers the caller once the shared transaction ended (`Some`: it did not commit).
     fn answer(self: Box<Self>, commit_failed: Option<StoreError>);
+    /// The partitions it may write (counted before the shared transaction writes, ADR 31).
+    fn touched(&self) -> &Touched;
 }
 
 struct Pending<T, F> {
+    touched: Touched,
     work: Option<F>,
     result: Option<Result<T, StoreError>>,
     reply: oneshot::Sender<Result<T, StoreError>>,
@@ -57,6 +61,10 @@ where
         };
         let _ = self.reply.send(result);
     }
+
+    fn touched(&self) -> &Touched {
+        &self.touched
+    }
 }
 
 /// The handle to a writer thread.
@@ -87,15 +95,16 @@ impl Writer {
         Ok(Writer { jobs })
     }
 
-    /// Runs `work` as one transaction (sharing the commit with others waiting), and answers
-    /// after the commit.
-    pub(crate) async fn write<T, F>(&self, work: F) -> Result<T, StoreError>
+    /// Runs `work`, which writes at most the partitions `touched`, as one transaction (sharing
+    /// the commit with others waiting), and answers after the commit.
+    pub(crate) async fn write<T, F>(&self, touched: Touched, work: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let job = Box::new(Pending {
+            touched,
             work: Some(work),
             result: None,
             reply,
@@ -149,7 +158,11 @@ fn run_group(
     control(conn, "BEGIN IMMEDIATE")?;
     // Counted while the lock is held and before anything is written: a read that then sees
     // the count settled knows every commit it counts is in the file.
-    let number = gates.begin_commit().inspect_err(|_| {
+    let mut touched = Touched::Groups(Vec::new());
+    for job in group.iter() {
+        touched.add(job.touched());
+    }
+    let number = gates.begin_commit(&touched).inspect_err(|_| {
         let _ = control(conn, "ROLLBACK");
     })?;
     let outcome = run_jobs(conn, group);
