@@ -16,8 +16,8 @@ use store::{Item, Key};
 
 /// Most items kept per handle; when full, everything is dropped and kept afresh. Enough for
 /// the credentials of dozens of connections (four items each, the switches shared); under
-/// writes the items of the written partitions fill it too, and 1,024 (ADR 28's bound) showed
-/// about 1 MiB more peak memory in paired runs of 64 writing clients (ADR 31).
+/// writes the items of the written partitions fill it too, and ADR 28's 1,024 peaked about
+/// 1 MiB higher in two paired load runs (ADR 31).
 const MAX_ITEMS: usize = 256;
 /// Oldest kept item used, in seconds: a bound for the one case the labels cannot see (a gate
 /// file replaced under a running process, ADR 27), not something correctness relies on.
