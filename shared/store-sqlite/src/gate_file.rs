@@ -28,7 +28,8 @@ const MAP_SIZE: usize = 1 << 30;
 pub(crate) struct GateFile {
     env: Env<WithoutTls>,
     items: Database<Bytes, Bytes>,
-    /// The data file's commit count (ADR 28): [`BEGUN`] and [`DONE`].
+    /// The data file's commits (ADR 28, ADR 31): [`BEGUN`], [`DONE`], [`LABELLED`] and the
+    /// labels of the groups of partitions (see [`changed_key`]).
     commits: Database<Bytes, Bytes>,
     path: PathBuf,
 }
@@ -37,6 +38,11 @@ pub(crate) struct GateFile {
 const BEGUN: &[u8] = b"begun";
 /// The highest count of a data commit that ended (committed or rolled back).
 const DONE: &[u8] = b"done";
+/// The number of the last data commit counted with the partitions it writes. A gatehouse
+/// older than ADR 31 counts its commits in [`BEGUN`] without labelling them; a read that finds
+/// this behind `begun` keeps and uses nothing, and the next labelled commit labels every
+/// partition.
+const LABELLED: &[u8] = b"labelled";
 /// The key under which the number of the last data commit that began writing a group of
 /// partitions is kept (ADR 31): `changed` and the group's number (two bytes, big-endian), or
 /// [`EVERY_GROUP`] for commits that may write any partition. One small value per key, so a
@@ -274,6 +280,7 @@ impl GateFile {
             file: self,
             txn,
             under_way: (begun != done).then_some(begun),
+            unlabelled: self.count(txn, LABELLED)? != begun,
             everything: self.count(txn, &changed_key(EVERY_GROUP))?,
         })
     }
@@ -282,8 +289,16 @@ impl GateFile {
     /// write lock held; its number.
     pub(crate) fn begin_commit(&self, touched: &Touched) -> Result<u64, StoreError> {
         self.write(|txn| {
-            let number = self.count(txn, BEGUN)? + 1;
+            let begun = self.count(txn, BEGUN)?;
+            let number = begun + 1;
             self.set_count(txn, BEGUN, number)?;
+            // A commit of an older gatehouse since the last labelled one: its partitions are
+            // unknown, so this commit stands for all of them.
+            let touched = match self.count(txn, LABELLED)? == begun {
+                true => touched,
+                false => &Touched::Everything,
+            };
+            self.set_count(txn, LABELLED, number)?;
             match touched {
                 Touched::Everything => self.set_count(txn, &changed_key(EVERY_GROUP), number)?,
                 Touched::Groups(groups) => {
@@ -295,6 +310,17 @@ impl GateFile {
                 }
             }
             Ok(number)
+        })
+    }
+
+    /// Counts a whole data commit as a gatehouse older than ADR 31 does: begun and ended,
+    /// with no partitions named.
+    #[cfg(test)]
+    pub(crate) fn count_unlabelled_commit(&self) -> Result<(), StoreError> {
+        self.write(|txn| {
+            let number = self.count(txn, BEGUN)? + 1;
+            self.set_count(txn, BEGUN, number)?;
+            self.set_count(txn, DONE, number)
         })
     }
 
@@ -403,6 +429,8 @@ pub(crate) struct Labels<'t> {
     file: &'t GateFile,
     txn: &'t RoTxn<'t>,
     under_way: Option<u64>,
+    /// A commit not labelled with its partitions (an older gatehouse's) came last.
+    unlabelled: bool,
     everything: u64,
 }
 
@@ -411,6 +439,9 @@ impl Labels<'_> {
     /// (or every partition); `None` while that commit is still under way, when nothing read
     /// from the partition may be kept or answered from what was.
     pub(crate) fn of(&self, pk: &str) -> Result<Option<u64>, StoreError> {
+        if self.unlabelled {
+            return Ok(None);
+        }
         let group = self.file.count(self.txn, &changed_key(group_of(pk)))?;
         let label = self.everything.max(group);
         Ok((self.under_way != Some(label)).then_some(label))

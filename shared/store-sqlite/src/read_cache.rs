@@ -72,8 +72,12 @@ impl ReadCache {
         let mut kept = crate::lock(&self.items);
         for (key, label, item) in read {
             let Some(label) = label else { continue };
-            if kept.len() >= MAX_ITEMS {
-                kept.clear();
+            if kept.len() >= MAX_ITEMS && !kept.contains_key(key) {
+                // What is too old to be used goes first; when nothing is, everything goes.
+                kept.retain(|_, k| now - k.read_at <= MAX_AGE_SECONDS);
+                if kept.len() >= MAX_ITEMS {
+                    kept.clear();
+                }
             }
             let item = item.clone();
             kept.insert(

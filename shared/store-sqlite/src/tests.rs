@@ -83,5 +83,49 @@ fn a_commit_under_way_holds_back_only_its_own_partitions() {
             reads + 4,
             "the customer read every time, the member once"
         );
+
+        // The next commit, to another partition, begins after the dead one's transaction is
+        // gone: the customer is read once more, then kept again.
+        let other = Key::new("acme#audit", "a1");
+        assert_ne!(group_of(&other.pk), group_of(&customer.pk));
+        store.put(Put::new(other, item(2))).await.unwrap();
+        let reads = store.file_reads();
+        for _ in 0..3 {
+            assert_eq!(store.get(&customer).await.unwrap(), Some(item(1)));
+        }
+        assert_eq!(store.file_reads(), reads + 1, "settled by a later commit");
+    });
+}
+
+/// A commit counted by a gatehouse older than ADR 31 names no partitions: every handle then
+/// reads the file on every read, until a labelled commit stands for every partition.
+#[test]
+fn an_unlabelled_commit_keeps_nothing_until_a_labelled_one() {
+    run(async {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("store.db")).unwrap();
+        let member = Key::new("acme#member", "dana");
+        store.put(Put::new(member.clone(), item(1))).await.unwrap();
+        store.get(&member).await.unwrap();
+        let reads = store.file_reads();
+        store.get(&member).await.unwrap();
+        assert_eq!(store.file_reads(), reads, "kept");
+
+        store.inner.gates.count_unlabelled_commit().unwrap();
+        for n in 1..=2 {
+            assert_eq!(store.get(&member).await.unwrap(), Some(item(1)));
+            assert_eq!(store.file_reads(), reads + n, "nothing kept or used");
+        }
+
+        // A labelled commit to another partition stands for all of them, once.
+        store
+            .put(Put::new(Key::new("acme#customer", "c1"), item(2)))
+            .await
+            .unwrap();
+        let reads = store.file_reads();
+        for _ in 0..3 {
+            assert_eq!(store.get(&member).await.unwrap(), Some(item(1)));
+        }
+        assert_eq!(store.file_reads(), reads + 1, "read once, then kept");
     });
 }

@@ -156,8 +156,9 @@ fn run_group(
     // IMMEDIATE: the write lock is taken before anything is read, so read-check-write is
     // atomic against other processes on the same file too.
     control(conn, "BEGIN IMMEDIATE")?;
-    // Counted while the lock is held and before anything is written: a read that then sees
-    // the count settled knows every commit it counts is in the file.
+    // Counted, with the partitions it writes, while the lock is held and before anything is
+    // written: a read that then sees a partition's label settled knows that every commit that
+    // wrote the partition up to that label is in the file.
     let mut touched = Touched::Groups(Vec::new());
     for job in group.iter() {
         touched.add(job.touched());
@@ -167,7 +168,8 @@ fn run_group(
     })?;
     let outcome = run_jobs(conn, group);
     if let Err(e) = gates.end_commit(number) {
-        // Reads then keep nothing until the next commit ends: slower, never stale.
+        // Reads then keep nothing of its partitions until the next commit begins: slower,
+        // never stale.
         tracing::warn!(error = %e, "could not count the end of a data commit");
     }
     outcome
