@@ -183,11 +183,7 @@ async fn the_sweep_deletes_expired_gate_state_in_steps() {
 #[tokio::test]
 async fn kept_items_are_used_until_a_commit_writes_them() {
     use store::{Delete, Item, Key, Put, Store, Value};
-    let (writes, _dir) = crate::support::store::fresh_sqlite("store.db");
-    let clock = std::sync::Arc::new(mcp_pipeline::FixedClock::starting_now());
-    let reads = store_sqlite::SqliteStore::open(writes.path())
-        .unwrap()
-        .with_clock(clock.clone());
+    let (writes, reads, clock, _dir) = crate::support::store::write_and_read_handles();
     let (kept, absent) = (
         Key::new("acme#customer", "c1"),
         Key::new("acme#customer", "c2"),
@@ -238,13 +234,7 @@ async fn kept_items_are_used_until_a_commit_writes_them() {
 #[tokio::test]
 async fn a_commit_makes_only_its_own_partitions_read_again() {
     use store::{Condition, ConditionCheck, Item, Key, Put, Store, TransactOp, Value};
-    let (writes, _dir) = crate::support::store::fresh_sqlite("store.db");
-    // A fixed clock: kept items are used for about a second, and two synced commits on a busy
-    // machine may take longer than that.
-    let clock = std::sync::Arc::new(mcp_pipeline::FixedClock::starting_now());
-    let reads = store_sqlite::SqliteStore::open(writes.path())
-        .unwrap()
-        .with_clock(clock);
+    let (writes, reads, _clock, _dir) = crate::support::store::write_and_read_handles();
     let item = |n: i64| Item::from([("count".to_owned(), Value::n(n))]);
     let member = Key::new("acme#member", "dana");
     let customer = Key::new("acme#customer", "c1");

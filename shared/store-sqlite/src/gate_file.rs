@@ -12,6 +12,7 @@
 //! Items are kept as their JSON text under the key `<pk> NUL <sk>`, so a partition is one
 //! ordered key range, in the byte order SQLite and DynamoDB sort keys in.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
@@ -71,7 +72,7 @@ pub(crate) fn group_of(pk: &str) -> u16 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Touched {
     /// The groups (see [`group_of`]) of the partitions its operations write.
-    Groups(Vec<u16>),
+    Groups(BTreeSet<u16>),
     /// Any partition (rows found by something other than their key, like the sweep's).
     Everything,
 }
@@ -302,9 +303,7 @@ impl GateFile {
             match touched {
                 Touched::Everything => self.set_count(txn, &changed_key(EVERY_GROUP), number)?,
                 Touched::Groups(groups) => {
-                    // A group's many writes share one entry.
-                    let groups: std::collections::BTreeSet<u16> = groups.iter().copied().collect();
-                    for group in groups {
+                    for &group in groups {
                         self.set_count(txn, &changed_key(group), number)?;
                     }
                 }

@@ -37,6 +37,13 @@ struct Kept {
     item: Option<Item>,
 }
 
+impl Kept {
+    /// Whether it is recent enough to be used at `now`.
+    fn recent(&self, now: i64) -> bool {
+        (0..=MAX_AGE_SECONDS).contains(&(now - self.read_at))
+    }
+}
+
 impl ReadCache {
     /// Answers the positions `wanted` of `keys` (each with its partition's label, `None` while
     /// a commit writing it is under way) from what was kept under the same label, writing them
@@ -49,11 +56,10 @@ impl ReadCache {
         items: &mut [Option<Item>],
     ) -> Vec<(usize, Option<u64>)> {
         let kept = crate::lock(&self.items);
-        let recent = |read_at: i64| (0..=MAX_AGE_SECONDS).contains(&(now - read_at));
         wanted
             .into_iter()
             .filter(|&(i, label)| match (label, kept.get(&keys[i])) {
-                (Some(label), Some(k)) if k.label == label && recent(k.read_at) => {
+                (Some(label), Some(k)) if k.label == label && k.recent(now) => {
                     items[i].clone_from(&k.item);
                     false
                 }
@@ -74,17 +80,18 @@ impl ReadCache {
             let Some(label) = label else { continue };
             if kept.len() >= MAX_ITEMS && !kept.contains_key(key) {
                 // What is too old to be used goes first; when nothing is, everything goes.
-                kept.retain(|_, k| now - k.read_at <= MAX_AGE_SECONDS);
+                kept.retain(|_, k| k.recent(now));
                 if kept.len() >= MAX_ITEMS {
                     kept.clear();
                 }
             }
             let item = item.clone();
+            let read_at = now;
             kept.insert(
                 key.clone(),
                 Kept {
                     label,
-                    read_at: now,
+                    read_at,
                     item,
                 },
             );

@@ -159,7 +159,7 @@ fn run_group(
     // Counted, with the partitions it writes, while the lock is held and before anything is
     // written: a read that then sees a partition's label settled knows that every commit that
     // wrote the partition up to that label is in the file.
-    let mut touched = Touched::Groups(Vec::new());
+    let mut touched = Touched::Groups(Default::default());
     for job in group.iter() {
         touched.add(job.touched());
     }

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use mcp_pipeline::FixedClock;
 use store::Store;
 use store_dynamodb::DynamoStore;
 use store_sqlite::SqliteStore;
@@ -64,6 +65,18 @@ pub(crate) fn fresh_sqlite(file: &str) -> (SqliteStore, TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path().join(file)).unwrap();
     (store, dir)
+}
+
+/// Two handles on one fresh SQLite file, as two processes would hold it: one to write through,
+/// one to read through on a fixed clock (what a handle keeps is used for about a second, and a
+/// few synced commits on a busy machine may take longer), and the folder.
+pub(crate) fn write_and_read_handles() -> (SqliteStore, SqliteStore, Arc<FixedClock>, TempDir) {
+    let (writes, dir) = fresh_sqlite("store.db");
+    let clock = Arc::new(FixedClock::starting_now());
+    let reads = SqliteStore::open(writes.path())
+        .unwrap()
+        .with_clock(clock.clone());
+    (writes, reads, clock, dir)
 }
 
 /// A new, empty table on the DynamoDB server at `endpoint`, named `<prefix>-<unique>`, and its
