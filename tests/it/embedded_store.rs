@@ -280,6 +280,75 @@ async fn a_commit_makes_only_its_own_partitions_read_again() {
     assert_eq!(reads.file_reads(), once + 2, "only the member read again");
 }
 
+/// A value derived from items (ADR 32) is made once and used while its items' partitions see no
+/// commit, even when another handle writes elsewhere; a write by another handle to one of its
+/// items, or an item's expiry, makes it again at once.
+#[tokio::test]
+async fn a_derived_value_is_made_again_only_when_its_items_change() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use store::{Derivation, Derived, Item, Key, Put, Store, Value};
+    let (writes, reads, clock, _dir) = crate::support::store::write_and_read_handles();
+    let item = |n: i64| Item::from([("count".to_owned(), Value::n(n))]);
+    let member = Key::new("acme#member", "dana");
+    let switch = Key::new("acme#switch", "agents");
+    writes.put(Put::new(member.clone(), item(1))).await.unwrap();
+    let made = AtomicUsize::new(0);
+    let copy = |items: &[Option<Item>]| -> Derived {
+        made.fetch_add(1, Ordering::SeqCst);
+        Arc::new(items.to_vec())
+    };
+    let derivation = Derivation {
+        name: "test::copy",
+        derive: &copy,
+    };
+    let keys = [member.clone(), switch.clone()];
+    let derived = || async {
+        let (value, _) = reads
+            .batch_get_derived(&keys, &[], derivation)
+            .await
+            .unwrap();
+        value.downcast_ref::<Vec<Option<Item>>>().unwrap().clone()
+    };
+    assert_eq!(derived().await, [Some(item(1)), None]);
+    assert_eq!(derived().await, [Some(item(1)), None]);
+    assert_eq!(made.load(Ordering::SeqCst), 1, "made once");
+
+    writes
+        .put(Put::new(Key::new("acme#customer", "c1"), item(2)))
+        .await
+        .unwrap();
+    assert_eq!(derived().await, [Some(item(1)), None]);
+    assert_eq!(made.load(Ordering::SeqCst), 1, "another partition's commit");
+
+    writes.put(Put::new(switch.clone(), item(3))).await.unwrap();
+    assert_eq!(
+        derived().await,
+        [Some(item(1)), Some(item(3))],
+        "seen at once"
+    );
+    assert_eq!(derived().await, [Some(item(1)), Some(item(3))]);
+    assert_eq!(made.load(Ordering::SeqCst), 2, "made again once");
+
+    // An item that expires a second from now: absent to the derivation when that second comes,
+    // although the value is young enough to be used.
+    let expiring = |n: i64| {
+        let mut i = item(n);
+        i.insert(
+            store::TTL_ATTRIBUTE.into(),
+            Value::n(mcp_pipeline::Clock::now(clock.as_ref()) + 1),
+        );
+        i
+    };
+    writes
+        .put(Put::new(member.clone(), expiring(4)))
+        .await
+        .unwrap();
+    assert_eq!(derived().await, [Some(expiring(4)), Some(item(3))]);
+    clock.advance(1);
+    assert_eq!(derived().await, [None, Some(item(3))], "expired");
+}
+
 /// What another process changes acts on the very next call of a running `serve`, although
 /// `serve` keeps the items it authenticated with (ADR 28): the kill switch turned on and off
 /// with the CLI, the creator's role lowered and raised again, then the connection revoked.

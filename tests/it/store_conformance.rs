@@ -99,6 +99,7 @@ cases![
     round_trip_every_type,
     get_missing_is_none,
     reads_follow_every_write,
+    derived_values_follow_every_write,
     put_replaces_whole_item,
     put_if_absent,
     return_old_only_when_asked,
@@ -383,6 +384,65 @@ async fn reads_follow_every_write(ctx: Ctx) -> anyhow::Result<()> {
         ctx.store.delete(Delete::new(k.clone())).await?;
         ensure!(reads().await?.is_none(), "after delete");
     }
+    Ok(())
+}
+
+/// A value derived from items is what the derivation makes of them as they are now, after
+/// every kind of write to any of them, with the items read beside it (a backend that keeps
+/// derived values must notice, ADR 32); the keys together obey a batch read's limits.
+async fn derived_values_follow_every_write(ctx: Ctx) -> anyhow::Result<()> {
+    let keys = [ctx.key("x"), Key::new(ctx.pk("q"), "y")];
+    let more = [Key::new(ctx.pk("q"), "z")];
+    let all = [keys[0].clone(), keys[1].clone(), more[0].clone()];
+    let copy = |items: &[Option<Item>]| -> store::Derived { Arc::new(items.to_vec()) };
+    let derivation = store::Derivation {
+        name: "conformance::copy",
+        derive: &copy,
+    };
+    let (store, keys, more, all) = (&ctx.store, &keys, &more, &all);
+    let check = |when: &'static str| async move {
+        let (value, rest) = store.batch_get_derived(keys, more, derivation).await?;
+        let made = value
+            .downcast_ref::<Vec<Option<Item>>>()
+            .context("the derivation's own value")?;
+        let now = store.batch_get(all).await?;
+        ensure!(
+            made[..] == now[..2] && rest[..] == now[2..],
+            "{when}: derived {made:?} and {rest:?}, but the items are {now:?}"
+        );
+        anyhow::Ok(())
+    };
+    check("absent").await?;
+    check("absent, again").await?;
+    for k in all {
+        ctx.store
+            .put(Put::new(k.clone(), item(&[("v", Value::n(1))])))
+            .await?;
+        check("after put").await?;
+        let add = UpdateAction::Add("v".into(), Number::parse("1")?);
+        ctx.store.update(Update::new(k.clone(), vec![add])).await?;
+        check("after update").await?;
+        let put = Put::new(k.clone(), item(&[("v", Value::n(3))]));
+        ctx.store.transact_write(vec![TransactOp::Put(put)]).await?;
+        check("after transaction").await?;
+    }
+    ctx.store.delete(Delete::new(keys[1].clone())).await?;
+    check("after delete").await?;
+    let expired = item(&[("v", Value::n(4)), (store::TTL_ATTRIBUTE, expired())]);
+    ctx.store.put(Put::new(keys[0].clone(), expired)).await?;
+    check("after an expired put").await?;
+
+    let twice = ctx
+        .store
+        .batch_get_derived(keys, &keys[..1], derivation)
+        .await;
+    ensure!(matches!(invalid(twice)?, Invalid::DuplicateKey(_)));
+    let many: Vec<Key> = (0..100).map(|i| ctx.key(&format!("k{i}"))).collect();
+    let too_many = ctx.store.batch_get_derived(keys, &many, derivation).await;
+    ensure!(matches!(
+        invalid(too_many)?,
+        Invalid::TooManyOperations { count: 102, .. }
+    ));
     Ok(())
 }
 
@@ -862,6 +922,13 @@ async fn batch_get_limits(ctx: Ctx) -> anyhow::Result<()> {
         invalid(ctx.store.batch_get(&dup).await)?,
         Invalid::DuplicateKey(_)
     ));
+    // A long batch whose last key repeats its first.
+    let mut long: Vec<Key> = (0..40).map(|i| ctx.key(&format!("k{i}"))).collect();
+    long.push(ctx.key("k0"));
+    ensure!(matches!(
+        invalid(ctx.store.batch_get(&long).await)?,
+        Invalid::DuplicateKey(_)
+    ));
     Ok(())
 }
 
@@ -1171,6 +1238,19 @@ async fn transaction_limits(ctx: Ctx) -> anyhow::Result<()> {
         invalid(ctx.store.transact_write(same).await)?,
         Invalid::DuplicateKey(_)
     ));
+    // Forty puts, the last to the first one's key.
+    let mut long: Vec<TransactOp> = (0..40)
+        .map(|i| Put::new(ctx.key(&format!("t{i}")), Item::new()).into())
+        .collect();
+    long.push(Put::new(ctx.key("t0"), Item::new()).into());
+    ensure!(matches!(
+        invalid(ctx.store.transact_write(long).await)?,
+        Invalid::DuplicateKey(_)
+    ));
+    ensure!(
+        ctx.store.get(&ctx.key("t1")).await?.is_none(),
+        "nothing written"
+    );
     ensure!(invalid(ctx.store.transact_write(vec![]).await)? == Invalid::Empty);
     // Eleven items of 390 KB: each fits, together they pass DynamoDB's 4 MB.
     let big: Vec<TransactOp> = (0..11)

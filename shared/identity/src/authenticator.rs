@@ -123,7 +123,7 @@ impl McpAuthenticator {
             .await
             .map_err(|e| unavailable(&e))?;
         let connection = active_connection(got[0].as_ref(), from_oauth)?;
-        check_global(got[1].as_ref())?;
+        check_global(switch::global_is_on(got[1].as_ref()))?;
         check_path(&connection, path_tenant)?;
         // The tenant's switch and the creator's current rights are independent: ask both at once.
         let switch_key = keys::tenant_switch(&connection.tenant);
@@ -133,19 +133,20 @@ impl McpAuthenticator {
             .member(&connection.tenant, &connection.creator);
         let (tenant_switch, member) = futures_util::future::join(tenant_switch, member).await;
         let tenant_switch = tenant_switch.map_err(|e| unavailable(&e))?;
-        check_tenant(tenant_switch.as_ref())?;
+        check_tenant(switch::tenant_allows(tenant_switch.as_ref()))?;
         let modes = switch::approval_modes(tenant_switch.as_ref());
         let member = member.map_err(|e| unavailable(&e))?;
         self.admit(
             index_key,
-            (connection, modes),
-            member,
+            (&connection, modes),
+            member.as_ref(),
             Prefetched::default(),
         )
         .await
     }
 
-    /// The one-batch path of a token whose locator names its tenant, creator and connection.
+    /// The one-batch path of a token whose locator names its tenant, creator and connection:
+    /// its items decoded once while they do not change (ADR 32), checked on every request.
     async fn with_locator(
         &self,
         index_key: store::Key,
@@ -159,8 +160,7 @@ impl McpAuthenticator {
             keys::global_switch(),
             keys::tenant_switch(&locator.tenant),
         ];
-        batch.extend(member_key.clone());
-        let fixed = batch.len();
+        batch.extend(member_key);
         // What a call's arguments name must never fail authentication: a key asked twice would
         // be refused by DynamoDB's BatchGetItem, and a batch has room for 100 keys.
         let mut prefetch: Vec<store::Key> = prefetch
@@ -170,43 +170,46 @@ impl McpAuthenticator {
         let mut seen = std::collections::HashSet::new();
         prefetch.retain(|k| seen.insert(k.clone()));
         prefetch.truncate(MAX_PREFETCH);
-        batch.extend(prefetch.iter().cloned());
-        let mut got = self
+        let directory = &self.directory;
+        let decode = |items: &[Option<store::Item>]| -> store::Derived {
+            Arc::new(Decoded::from_items(
+                directory.as_ref(),
+                &locator.creator,
+                items,
+            ))
+        };
+        let derivation = store::Derivation {
+            name: "identity::credential",
+            derive: &decode,
+        };
+        let (decoded, read_ahead) = self
             .store
-            .batch_get(&batch)
+            .batch_get_derived(&batch, &prefetch, derivation)
             .await
             .map_err(|e| unavailable(&e))?;
-        let connection = active_connection(got[0].as_ref(), false)?;
-        // The hash covers the locator, so a token found by its hash carries the locator it was
-        // made with; a mismatch means the stored connection was changed underneath it.
-        if connection.tenant != locator.tenant
-            || connection.creator != locator.creator
-            || connection.id != locator.connection
-        {
-            tracing::error!(connection = %connection.id, "an MCP token's locator does not match its connection");
-            return Err(Rejection::invalid_token(
-                "the MCP token is unknown or revoked",
+        let Some(decoded) = decoded.downcast_ref::<Decoded>() else {
+            tracing::error!("the store answered a credential with another derivation's value");
+            return Err(Rejection::switched_off(
+                "the server cannot check credentials right now",
+                5,
             ));
-        }
-        check_global(got[1].as_ref())?;
-        check_path(&connection, path_tenant)?;
-        check_tenant(got[2].as_ref())?;
-        let modes = switch::approval_modes(got[2].as_ref());
-        let member = match member_key {
-            Some(_) => self
-                .directory
-                .member_from_item(&connection.creator, got[3].as_ref()),
+        };
+        let connection = decoded.connection(locator)?;
+        check_global(decoded.global_on)?;
+        check_path(connection, path_tenant)?;
+        check_tenant(decoded.tenant_allows)?;
+        let member = match &decoded.member {
+            Some(member) => member.clone(),
             None => self
                 .directory
                 .member(&connection.tenant, &connection.creator)
                 .await
                 .map_err(|e| unavailable(&e))?,
         };
-        let read_ahead = got.split_off(fixed);
         self.admit(
             index_key,
-            (connection, modes),
-            member,
+            (connection, decoded.modes),
+            member.as_ref(),
             Prefetched::new(prefetch, read_ahead),
         )
         .await
@@ -217,8 +220,8 @@ impl McpAuthenticator {
     async fn admit(
         &self,
         index_key: store::Key,
-        (connection, tenant_modes): (Connection, mcp_pipeline::ProductApproval),
-        member: Option<crate::Member>,
+        (connection, tenant_modes): (&Connection, mcp_pipeline::ProductApproval),
+        member: Option<&crate::Member>,
         prefetched: Prefetched,
     ) -> Result<Authenticated, Rejection> {
         // The member id must still be held by the person who created the connection: a member
@@ -260,16 +263,67 @@ impl McpAuthenticator {
         };
         Ok(Authenticated {
             caller: Caller {
-                tenant: connection.tenant,
-                connection: connection.id,
-                creator: connection.creator,
-                client_name: connection.client_name,
+                tenant: connection.tenant.clone(),
+                connection: connection.id.clone(),
+                creator: connection.creator.clone(),
+                client_name: connection.client_name.clone(),
                 rights,
                 toolset: connection.toolset,
                 product_approval,
             },
             prefetched,
         })
+    }
+}
+
+/// What the items of a locator token's batch hold, decoded: the index item's connection, both
+/// switches and the creator's member item (when the directory keeps one). A function of the
+/// items alone, so the store may keep it while they do not change (ADR 32); every check on it
+/// runs per request, in the order of the path without a locator.
+#[derive(Debug)]
+struct Decoded {
+    connection: Option<Connection>,
+    global_on: bool,
+    tenant_allows: bool,
+    modes: mcp_pipeline::ProductApproval,
+    /// `None`: the directory keeps no member item, so the member is asked for per request.
+    member: Option<Option<crate::Member>>,
+}
+
+impl Decoded {
+    fn from_items(directory: &dyn Directory, creator: &str, items: &[Option<store::Item>]) -> Self {
+        let item = |i: usize| items.get(i).and_then(Option::as_ref);
+        Decoded {
+            connection: item(0).and_then(Connection::from_item),
+            global_on: switch::global_is_on(item(1)),
+            tenant_allows: switch::tenant_allows(item(2)),
+            modes: switch::approval_modes(item(2)),
+            member: (items.len() > 3).then(|| directory.member_from_item(creator, item(3))),
+        }
+    }
+
+    /// The active connection, when it is the one the token's locator names.
+    fn connection(&self, locator: &token::Locator) -> Result<&Connection, Rejection> {
+        let connection = match &self.connection {
+            Some(connection) if !connection.revoked => connection,
+            _ => {
+                return Err(Rejection::invalid_token(
+                    "the MCP token is unknown or revoked",
+                ));
+            }
+        };
+        // The hash covers the locator, so a token found by its hash carries the locator it was
+        // made with; a mismatch means the stored connection was changed underneath it.
+        if connection.tenant != locator.tenant
+            || connection.creator != locator.creator
+            || connection.id != locator.connection
+        {
+            tracing::error!(connection = %connection.id, "an MCP token's locator does not match its connection");
+            return Err(Rejection::invalid_token(
+                "the MCP token is unknown or revoked",
+            ));
+        }
+        Ok(connection)
     }
 }
 
@@ -288,8 +342,8 @@ fn active_connection(
     }
 }
 
-fn check_global(item: Option<&store::Item>) -> Result<(), Rejection> {
-    if switch::global_is_on(item) {
+fn check_global(on: bool) -> Result<(), Rejection> {
+    if on {
         // The alarm on the kill switch counts this line (infra/template.json).
         tracing::warn!("kill switch is on: agent call refused with 503");
         return Err(Rejection::switched_off(
@@ -309,8 +363,8 @@ fn check_path(connection: &Connection, path_tenant: Option<&str>) -> Result<(), 
     Ok(())
 }
 
-fn check_tenant(item: Option<&store::Item>) -> Result<(), Rejection> {
-    if !switch::tenant_allows(item) {
+fn check_tenant(allows: bool) -> Result<(), Rejection> {
+    if !allows {
         return Err(Rejection::switched_off(
             "agent access is switched off for this workspace",
             switch::RETRY_AFTER_SECONDS,

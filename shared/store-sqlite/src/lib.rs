@@ -33,12 +33,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use gate_file::{GateFile, Touched};
-use read_cache::ReadCache;
+use read_cache::{DerivedCache, ReadCache};
 use rusqlite::{Connection, OptionalExtension, params};
 use store::engine::{self, Effect, Failed};
 use store::{
-    Delete, Item, Key, Page, Put, Query, SortCondition, Store, StoreError, TransactOp, Update,
-    Value,
+    Delete, Derivation, Derived, Item, Key, Page, Put, Query, SortCondition, Store, StoreError,
+    TransactOp, Update, Value,
 };
 use writer::Writer;
 
@@ -98,6 +98,8 @@ struct Inner {
     readers: Mutex<Vec<Connection>>,
     /// Items point reads found, for the next ones (ADR 28).
     kept: ReadCache,
+    /// Values derived from items read, for the next derivations of the same (ADR 32).
+    derived: DerivedCache,
     /// Reads that went to the data file.
     file_reads: AtomicU64,
     /// Decides which items have expired.
@@ -307,6 +309,7 @@ impl SqliteStore {
                 gates,
                 readers: Mutex::new(Vec::new()),
                 kept: ReadCache::default(),
+                derived: DerivedCache::default(),
                 file_reads: AtomicU64::new(0),
                 clock: Arc::new(outside::SystemClock),
             }),
@@ -379,22 +382,35 @@ impl SqliteStore {
     /// The live items at `keys`: gate state and the data partitions' commit labels in one
     /// read transaction of the gate file, then data items from what was kept or from the file.
     fn read_items(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        self.read_and_label(keys, &[]).map(|(items, _)| items)
+    }
+
+    /// The live items at `keys`, and the labels of the partitions of `to_label` (as
+    /// [`SqliteStore::labels_of`]) looked up in the same gate-file transaction, before any data
+    /// item is read.
+    fn read_and_label(
+        &self,
+        keys: &[Key],
+        to_label: &[Key],
+    ) -> Result<(Vec<Option<Item>>, Labelled), StoreError> {
         let now = self.inner.clock.now();
         let mut items: Vec<Option<Item>> = vec![None; keys.len()];
         let (gate, data): (Vec<usize>, Vec<usize>) =
             (0..keys.len()).partition(|&i| store::is_gate_state(&keys[i].pk));
         let gates = &self.inner.gates;
-        let labelled = gates.read(|txn| {
+        let (labelled, labels) = gates.read(|txn| {
             for &i in &gate {
                 items[i] = gates.stored(txn, &keys[i])?;
             }
-            if data.is_empty() {
-                return Ok(Vec::new());
+            if data.is_empty() && to_label.is_empty() {
+                return Ok((Vec::new(), Vec::new()));
             }
             let labels = gates.labels(txn)?;
-            data.iter()
+            let labelled = data
+                .iter()
                 .map(|&i| Ok((i, labels.of(&keys[i].pk)?)))
-                .collect()
+                .collect::<Result<_, StoreError>>()?;
+            Ok((labelled, label_each(&labels, to_label)?))
         })?;
         if !labelled.is_empty() {
             self.read_data(now, keys, labelled, &mut items)?;
@@ -404,7 +420,7 @@ impl SqliteStore {
                 *item = None;
             }
         }
-        Ok(items)
+        Ok((items, labels))
     }
 
     /// Reads the data items at positions `wanted` of `keys` into `items` (each with its
@@ -594,6 +610,46 @@ impl Store for SqliteStore {
         engine::validate_transaction(&ops)?;
         self.apply(ops, now).await
     }
+
+    /// The value derived before from the same items, while their partitions' labels have not
+    /// moved (ADR 32); else derived from the items read now, and kept.
+    async fn batch_get_derived(
+        &self,
+        keys: &[Key],
+        more: &[Key],
+        derivation: Derivation<'_>,
+    ) -> Result<(Derived, Vec<Option<Item>>), StoreError> {
+        engine::validate_split_batch(keys, more)?;
+        let now = self.inner.clock.now();
+        // The labels before the items are read: a commit begun after that makes what is kept
+        // unusable.
+        let (rest, labels) = self.read_and_label(more, keys)?;
+        let derived = &self.inner.derived;
+        if let Some(value) = derived.find(now, derivation.name, keys, &labels) {
+            return Ok((value, rest));
+        }
+        let items = self.read_items(keys)?;
+        let value = (derivation.derive)(&items);
+        derived.keep(now, (derivation.name, keys), &labels, &items, &value);
+        Ok((value, rest))
+    }
+}
+
+/// Commit labels of partitions, in the order of the keys asked (`None`: not to be kept).
+type Labelled = Vec<Option<u64>>;
+
+/// The commit label of each key's partition (`None` for gate state, which is never kept, and
+/// while a commit writing the partition is under way).
+fn label_each(
+    labels: &gate_file::Labels<'_>,
+    keys: &[Key],
+) -> Result<Vec<Option<u64>>, StoreError> {
+    keys.iter()
+        .map(|key| match store::is_gate_state(&key.pk) {
+            true => Ok(None),
+            false => labels.of(&key.pk),
+        })
+        .collect()
 }
 
 /// A query on the data file: the partition's rows within the sort condition's bounds, past

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use store::{Item, Key};
+use store::{Derived, Item, Key};
 
 /// Most items kept per handle; when full, everything is dropped and kept afresh. Enough for
 /// the credentials of dozens of connections (four items each, the switches shared); under
@@ -40,8 +40,13 @@ struct Kept {
 impl Kept {
     /// Whether it is recent enough to be used at `now`.
     fn recent(&self, now: i64) -> bool {
-        (0..=MAX_AGE_SECONDS).contains(&(now - self.read_at))
+        recent(self.read_at, now)
     }
+}
+
+/// Whether what was read at `read_at` is recent enough to be used at `now`.
+fn recent(read_at: i64, now: i64) -> bool {
+    (0..=MAX_AGE_SECONDS).contains(&(now - read_at))
 }
 
 impl ReadCache {
@@ -96,5 +101,107 @@ impl ReadCache {
                 },
             );
         }
+    }
+}
+
+/// Values derived from items (ADR 32), each kept under the labels the items' partitions had
+/// before the items were read, by the same rules as a kept item.
+#[derive(Default)]
+pub(crate) struct DerivedCache {
+    values: Mutex<HashMap<u64, KeptValue>>,
+}
+
+struct KeptValue {
+    name: &'static str,
+    keys: Vec<Key>,
+    labels: Vec<u64>,
+    read_at: i64,
+    /// The expiry of every item that had one: the value holds only while all are ahead.
+    expiries: Vec<store::Number>,
+    value: Derived,
+}
+
+impl KeptValue {
+    fn usable(&self, now: i64, labels: &[Option<u64>]) -> bool {
+        recent(self.read_at, now)
+            && self.labels.len() == labels.len()
+            && self.labels.iter().zip(labels).all(|(k, l)| Some(*k) == *l)
+            && self.expiries.iter().all(|e| e.cmp_integer(now).is_gt())
+    }
+}
+
+impl std::fmt::Debug for DerivedCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let values = crate::lock(&self.values).len();
+        f.debug_struct("DerivedCache")
+            .field("values", &values)
+            .finish()
+    }
+}
+
+fn slot(name: &str, keys: &[Key]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    name.hash(&mut hasher);
+    keys.hash(&mut hasher);
+    hasher.finish()
+}
+
+impl DerivedCache {
+    /// What `name` made of the items at `keys` when their partitions had `labels`, if that is
+    /// still what they have (every label settled and the same), recent and unexpired.
+    pub(crate) fn find(
+        &self,
+        now: i64,
+        name: &str,
+        keys: &[Key],
+        labels: &[Option<u64>],
+    ) -> Option<Derived> {
+        let values = crate::lock(&self.values);
+        let kept = values.get(&slot(name, keys))?;
+        (kept.name == name && kept.keys == keys && kept.usable(now, labels))
+            .then(|| Derived::clone(&kept.value))
+    }
+
+    /// Keeps `value`, made by `name` from `items` read after their partitions had `labels`
+    /// (nothing when any label was unsettled).
+    pub(crate) fn keep(
+        &self,
+        now: i64,
+        (name, keys): (&'static str, &[Key]),
+        labels: &[Option<u64>],
+        items: &[Option<Item>],
+        value: &Derived,
+    ) {
+        let Some(labels) = labels.iter().copied().collect::<Option<Vec<u64>>>() else {
+            return;
+        };
+        let expiries = items
+            .iter()
+            .flatten()
+            .filter_map(|item| match item.get(store::TTL_ATTRIBUTE) {
+                Some(store::Value::N(expiry)) => Some(expiry.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut values = crate::lock(&self.values);
+        let slot = slot(name, keys);
+        if values.len() >= MAX_ITEMS && !values.contains_key(&slot) {
+            values.retain(|_, k| recent(k.read_at, now));
+            if values.len() >= MAX_ITEMS {
+                values.clear();
+            }
+        }
+        values.insert(
+            slot,
+            KeptValue {
+                name,
+                keys: keys.to_vec(),
+                labels,
+                read_at: now,
+                expiries,
+                value: Derived::clone(value),
+            },
+        );
     }
 }

@@ -87,4 +87,14 @@ impl Store for BoundedStore {
     async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
         self.within(self.inner.transact_write(ops)).await
     }
+
+    async fn batch_get_derived(
+        &self,
+        keys: &[Key],
+        more: &[Key],
+        derivation: crate::Derivation<'_>,
+    ) -> Result<(crate::Derived, Vec<Option<Item>>), StoreError> {
+        self.within(self.inner.batch_get_derived(keys, more, derivation))
+            .await
+    }
 }

@@ -209,6 +209,17 @@ impl<S: Store> Store for CountingStore<S> {
         let _in_flight = self.begin(6).await;
         self.inner.transact_write(ops).await
     }
+
+    async fn batch_get_derived(
+        &self,
+        keys: &[Key],
+        more: &[Key],
+        derivation: crate::Derivation<'_>,
+    ) -> Result<(crate::Derived, Vec<Option<Item>>), StoreError> {
+        // A batch read, whatever the backend keeps.
+        let _in_flight = self.begin(1).await;
+        self.inner.batch_get_derived(keys, more, derivation).await
+    }
 }
 
 #[async_trait::async_trait]
@@ -233,5 +244,13 @@ impl<S: Store + ?Sized> Store for std::sync::Arc<S> {
     }
     async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
         (**self).transact_write(ops).await
+    }
+    async fn batch_get_derived(
+        &self,
+        keys: &[Key],
+        more: &[Key],
+        derivation: crate::Derivation<'_>,
+    ) -> Result<(crate::Derived, Vec<Option<Item>>), StoreError> {
+        (**self).batch_get_derived(keys, more, derivation).await
     }
 }

@@ -240,12 +240,11 @@ pub fn validate_transaction(ops: &[TransactOp]) -> Result<(), Invalid> {
             limit: MAX_TRANSACT_OPS,
         });
     }
-    let mut keys = HashSet::new();
     for op in ops {
         validate_op(op)?;
-        if !keys.insert(op.key()) {
-            return Err(Invalid::DuplicateKey(op.key().clone()));
-        }
+    }
+    if let Some(key) = repeated(ops.iter().map(TransactOp::key), ops.len()) {
+        return Err(Invalid::DuplicateKey(key.clone()));
     }
     let size: usize = ops.iter().map(op_size).sum();
     if size > crate::MAX_TRANSACT_BYTES {
@@ -280,18 +279,40 @@ fn op_size(op: &TransactOp) -> usize {
 
 /// Checks the keys of a batch read.
 pub fn validate_batch(keys: &[Key]) -> Result<(), Invalid> {
-    if keys.len() > MAX_BATCH_GET {
+    validate_split_batch(keys, &[])
+}
+
+/// Up to this many keys are checked for duplicates without a set.
+const SMALL_BATCH: usize = 16;
+
+/// The first of `count` keys that repeats one before it. A call's batch or transaction is a
+/// handful of keys: comparing each with those before it costs less than building a set.
+fn repeated<'a>(keys: impl Iterator<Item = &'a Key> + Clone, count: usize) -> Option<&'a Key> {
+    if count <= SMALL_BATCH {
+        return keys
+            .clone()
+            .enumerate()
+            .find(|&(i, key)| keys.clone().take(i).any(|before| before == key))
+            .map(|(_, key)| key);
+    }
+    let mut seen = HashSet::new();
+    keys.into_iter().find(|key| !seen.insert(*key))
+}
+
+/// Checks a batch read of `keys` and `more` together, as one batch (`Store::batch_get_derived`).
+pub fn validate_split_batch(keys: &[Key], more: &[Key]) -> Result<(), Invalid> {
+    let count = keys.len() + more.len();
+    if count > MAX_BATCH_GET {
         return Err(Invalid::TooManyOperations {
-            count: keys.len(),
+            count,
             limit: MAX_BATCH_GET,
         });
     }
-    let mut seen = HashSet::new();
-    for key in keys {
+    for key in keys.iter().chain(more) {
         validate_key(key)?;
-        if !seen.insert(key) {
-            return Err(Invalid::DuplicateKey(key.clone()));
-        }
+    }
+    if let Some(key) = repeated(keys.iter().chain(more), count) {
+        return Err(Invalid::DuplicateKey(key.clone()));
     }
     Ok(())
 }

@@ -7,6 +7,7 @@
 
 mod bounded;
 mod counting;
+mod derived;
 pub mod engine;
 mod error;
 mod expr;
@@ -21,6 +22,7 @@ mod value;
 
 pub use bounded::{BoundedStore, Timer};
 pub use counting::{CountingStore, Latency, RoundTrips};
+pub use derived::{Derivation, Derived, derive_from_batch};
 pub use error::{CancelReason, Invalid, StoreError};
 pub use expr::{CmpOp, Condition, SortCondition, UpdateAction};
 pub use memory::MemoryStore;
@@ -87,4 +89,17 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
 
     /// Up to 100 operations on distinct items, all or nothing.
     async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError>;
+
+    /// What `derivation` makes of the items at `keys`, and the items at `more`, in one round
+    /// trip (up to 100 distinct keys in all). Means exactly [`derive_from_batch`]; a backend
+    /// that knows the items at `keys` did not change may answer with the value it derived from
+    /// them before (the embedded store does, ADR 32).
+    async fn batch_get_derived(
+        &self,
+        keys: &[Key],
+        more: &[Key],
+        derivation: Derivation<'_>,
+    ) -> Result<(Derived, Vec<Option<Item>>), StoreError> {
+        derive_from_batch(self, keys, more, derivation).await
+    }
 }

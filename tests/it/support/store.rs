@@ -177,4 +177,13 @@ impl Store for TwoHandles {
     async fn transact_write(&self, ops: Vec<store::TransactOp>) -> Result<(), store::StoreError> {
         self.writes.transact_write(ops).await
     }
+
+    async fn batch_get_derived(
+        &self,
+        keys: &[store::Key],
+        more: &[store::Key],
+        derivation: store::Derivation<'_>,
+    ) -> Result<(store::Derived, Vec<Option<store::Item>>), store::StoreError> {
+        self.reads.batch_get_derived(keys, more, derivation).await
+    }
 }
