@@ -382,16 +382,18 @@ impl SqliteStore {
     /// The live items at `keys`: gate state and the data partitions' commit labels in one
     /// read transaction of the gate file, then data items from what was kept or from the file.
     fn read_items(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
-        self.read_and_label(keys, &[]).map(|(items, _)| items)
+        self.read_and_label(keys, &[], Keep::Items)
+            .map(|(items, _)| items)
     }
 
     /// The live items at `keys`, and the labels of the partitions of `to_label` (as
-    /// [`SqliteStore::labels_of`]) looked up in the same gate-file transaction, before any data
-    /// item is read.
+    /// [`label_each`]) looked up in the same gate-file transaction, before any data item is
+    /// read; data items read from the file are kept as `keep` says.
     fn read_and_label(
         &self,
         keys: &[Key],
         to_label: &[Key],
+        keep: Keep,
     ) -> Result<(Vec<Option<Item>>, Labelled), StoreError> {
         let now = self.inner.clock.now();
         let mut items: Vec<Option<Item>> = vec![None; keys.len()];
@@ -413,7 +415,7 @@ impl SqliteStore {
             Ok((labelled, label_each(&labels, to_label)?))
         })?;
         if !labelled.is_empty() {
-            self.read_data(now, keys, labelled, &mut items)?;
+            self.read_data(now, keys, labelled, &mut items, keep)?;
         }
         for item in &mut items {
             if item.as_ref().is_some_and(|i| !engine::is_live(i, now)) {
@@ -425,13 +427,14 @@ impl SqliteStore {
 
     /// Reads the data items at positions `wanted` of `keys` into `items` (each with its
     /// partition's label): what was kept under the same label, the rest from the file, kept
-    /// in turn.
+    /// in turn when `keep` says so.
     fn read_data(
         &self,
         now: i64,
         keys: &[Key],
         wanted: Vec<(usize, Option<u64>)>,
         items: &mut [Option<Item>],
+        keep: Keep,
     ) -> Result<(), StoreError> {
         let kept = &self.inner.kept;
         let missing = kept.fill(now, keys, wanted, items);
@@ -445,6 +448,9 @@ impl SqliteStore {
                 }
                 tx.finish().map_err(unavailable)
             })?,
+        }
+        if keep == Keep::Nothing {
+            return Ok(());
         }
         kept.keep(
             now,
@@ -623,16 +629,24 @@ impl Store for SqliteStore {
         let now = self.inner.clock.now();
         // The labels before the items are read: a commit begun after that makes what is kept
         // unusable.
-        let (rest, labels) = self.read_and_label(more, keys)?;
+        let (rest, labels) = self.read_and_label(more, keys, Keep::Items)?;
         let derived = &self.inner.derived;
         if let Some(value) = derived.find(now, derivation.name, keys, &labels) {
             return Ok((value, rest));
         }
-        let items = self.read_items(keys)?;
+        // The value stands for its items: keeping both would hold them twice.
+        let (items, _) = self.read_and_label(keys, &[], Keep::Nothing)?;
         let value = (derivation.derive)(&items);
         derived.keep(now, (derivation.name, keys), &labels, &items, &value);
         Ok((value, rest))
     }
+}
+
+/// Whether a read keeps the data items it read from the file for later reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    Items,
+    Nothing,
 }
 
 /// Commit labels of partitions, in the order of the keys asked (`None`: not to be kept).
