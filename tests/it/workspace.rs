@@ -400,8 +400,11 @@ fn unsafe_code_only_where_allowed() {
     }
     assert_eq!(
         allowed,
-        vec![("shared/store-sqlite/src/gate_file.rs".to_owned(), 1)],
-        "unsafe code allowed only where ADR 27 says"
+        vec![
+            ("shared/store-sqlite/src/gate_file.rs".to_owned(), 1),
+            ("functions/gatehouse/src/allocator.rs".to_owned(), 1)
+        ],
+        "unsafe code allowed only where ADR 27 and ADR 33 say"
     );
 }
 
@@ -822,4 +825,47 @@ fn the_catalogue_names_tests_that_exist() {
     assert_eq!(seen, catalogue_ids(), "every case once, and no other");
     let counted = format!("Counts: {proven} proven");
     assert!(text.contains(&counted), "the counts line says: {counted}");
+}
+
+/// The option number `gatehouse` sets as it loads (ADR 33) is `mi_option_arena_eager_commit` in
+/// the mimalloc that `libmimalloc-sys`, as locked, compiles: its bindings name no constant for
+/// it, so an upgrade that renumbered the options would silently set another one.
+#[test]
+fn the_allocator_option_set_at_load_is_arena_eager_commit() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cargo metadata");
+    assert!(out.status.success(), "cargo metadata failed");
+    let meta: Value = serde_json::from_slice(&out.stdout).expect("metadata json");
+    let sys = meta["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .find(|p| p["name"] == "libmimalloc-sys")
+        .expect("libmimalloc-sys is locked");
+    let manifest = std::path::Path::new(sys["manifest_path"].as_str().expect("manifest path"));
+    // mimalloc 3, the crate's default (its `v2` feature is not enabled).
+    let header = manifest.with_file_name("c_src/mimalloc/v3/include/mimalloc.h");
+    let header = std::fs::read_to_string(&header).expect("mimalloc.h beside the crate");
+    let options = &header[header
+        .find("typedef enum mi_option_e {")
+        .expect("the options")..];
+    let options = &options[..options.find('}').expect("the options' end")];
+    let position = options
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with("mi_option_"))
+        .position(|line| line.starts_with("mi_option_arena_eager_commit,"))
+        .expect("arena_eager_commit among the options");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let allocator = std::fs::read_to_string(root.join("functions/gatehouse/src/allocator.rs"))
+        .expect("allocator.rs");
+    let set = format!("ARENA_EAGER_COMMIT: std::ffi::c_int = {position};");
+    assert!(
+        allocator.contains(&set),
+        "allocator.rs must set option {position}"
+    );
 }
