@@ -8,8 +8,9 @@
 //!
 //! The option is set as the executable is loaded, before Rust's runtime starts: the first
 //! allocation reserves the first arena with the option as it is then, and nothing of Rust's
-//! can allocate before an initializer runs. It reads no environment (that would allocate), so it overrides
-//! `MIMALLOC_ARENA_EAGER_COMMIT`. Other systems do not commit eagerly: nothing to change there.
+//! can allocate before an initializer runs. It reads no environment (that would allocate), so
+//! it overrides `MIMALLOC_ARENA_EAGER_COMMIT`. Other systems do not commit eagerly: nothing to
+//! change there.
 
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]

@@ -122,9 +122,10 @@ impl McpAuthenticator {
             .batch_get(&[index_key.clone(), keys::global_switch()])
             .await
             .map_err(|e| unavailable(&e))?;
-        let connection = active_connection(got[0].as_ref(), from_oauth)?;
+        let stored = got[0].as_ref().and_then(Connection::from_item);
+        let connection = active_connection(stored.as_ref(), from_oauth)?;
         check_global(switch::global_is_on(got[1].as_ref()))?;
-        check_path(&connection, path_tenant)?;
+        check_path(connection, path_tenant)?;
         // The tenant's switch and the creator's current rights are independent: ask both at once.
         let switch_key = keys::tenant_switch(&connection.tenant);
         let tenant_switch = self.store.get(&switch_key);
@@ -138,7 +139,7 @@ impl McpAuthenticator {
         let member = member.map_err(|e| unavailable(&e))?;
         self.admit(
             index_key,
-            (&connection, modes),
+            (connection, modes),
             member.as_ref(),
             Prefetched::default(),
         )
@@ -304,14 +305,7 @@ impl Decoded {
 
     /// The active connection, when it is the one the token's locator names.
     fn connection(&self, locator: &token::Locator) -> Result<&Connection, Rejection> {
-        let connection = match &self.connection {
-            Some(connection) if !connection.revoked => connection,
-            _ => {
-                return Err(Rejection::invalid_token(
-                    "the MCP token is unknown or revoked",
-                ));
-            }
-        };
+        let connection = active_connection(self.connection.as_ref(), false)?;
         // The hash covers the locator, so a token found by its hash carries the locator it was
         // made with; a mismatch means the stored connection was changed underneath it.
         if connection.tenant != locator.tenant
@@ -329,10 +323,10 @@ impl Decoded {
 
 /// The connection a credential's index item holds, unless it is missing or revoked.
 fn active_connection(
-    item: Option<&store::Item>,
+    stored: Option<&Connection>,
     from_oauth: bool,
-) -> Result<Connection, Rejection> {
-    match item.and_then(Connection::from_item) {
+) -> Result<&Connection, Rejection> {
+    match stored {
         Some(connection) if !connection.revoked => Ok(connection),
         _ => Err(Rejection::invalid_token(if from_oauth {
             "no active connection for this OAuth subject"

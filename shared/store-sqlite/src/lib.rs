@@ -654,10 +654,7 @@ type Labelled = Vec<Option<u64>>;
 
 /// The commit label of each key's partition (`None` for gate state, which is never kept, and
 /// while a commit writing the partition is under way).
-fn label_each(
-    labels: &gate_file::Labels<'_>,
-    keys: &[Key],
-) -> Result<Vec<Option<u64>>, StoreError> {
+fn label_each(labels: &gate_file::Labels<'_>, keys: &[Key]) -> Result<Labelled, StoreError> {
     keys.iter()
         .map(|key| match store::is_gate_state(&key.pk) {
             true => Ok(None),

@@ -44,6 +44,21 @@ impl Kept {
     }
 }
 
+/// Makes room in a full map for a new `key` (replacing a kept one needs none): what is too old
+/// to be used (`recent` false) goes first; when nothing is, everything goes.
+fn make_room<K: std::hash::Hash + Eq, V>(
+    map: &mut HashMap<K, V>,
+    key: &K,
+    recent: impl Fn(&V) -> bool,
+) {
+    if map.len() >= MAX_ITEMS && !map.contains_key(key) {
+        map.retain(|_, v| recent(v));
+        if map.len() >= MAX_ITEMS {
+            map.clear();
+        }
+    }
+}
+
 /// Whether what was read at `read_at` is recent enough to be used at `now`.
 fn recent(read_at: i64, now: i64) -> bool {
     (0..=MAX_AGE_SECONDS).contains(&(now - read_at))
@@ -83,13 +98,7 @@ impl ReadCache {
         let mut kept = crate::lock(&self.items);
         for (key, label, item) in read {
             let Some(label) = label else { continue };
-            if kept.len() >= MAX_ITEMS && !kept.contains_key(key) {
-                // What is too old to be used goes first; when nothing is, everything goes.
-                kept.retain(|_, k| k.recent(now));
-                if kept.len() >= MAX_ITEMS {
-                    kept.clear();
-                }
-            }
+            make_room(&mut kept, key, |k| k.recent(now));
             let item = item.clone();
             let read_at = now;
             kept.insert(
@@ -186,12 +195,7 @@ impl DerivedCache {
             .collect();
         let mut values = crate::lock(&self.values);
         let slot = slot(name, keys);
-        if values.len() >= MAX_ITEMS && !values.contains_key(&slot) {
-            values.retain(|_, k| recent(k.read_at, now));
-            if values.len() >= MAX_ITEMS {
-                values.clear();
-            }
-        }
+        make_room(&mut values, &slot, |k| recent(k.read_at, now));
         values.insert(
             slot,
             KeptValue {
