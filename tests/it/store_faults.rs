@@ -454,3 +454,41 @@ on_every_backend!(
     |backend| faulty(backend),
     threads = 2
 );
+
+/// The bound costs nothing where the store answers at once: a call answered on its first poll
+/// starts no timer, and one that waits gets its timer and is cut short at the bound.
+#[tokio::test]
+async fn the_bound_starts_a_timer_only_for_calls_that_wait() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use store::Store as _;
+    let store = FaultyStore::new(Arc::new(store::MemoryStore::new()));
+    let timers = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&timers);
+    let timer: store::Timer = Arc::new(move |d| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        Box::pin(tokio::time::sleep(d))
+    });
+    let bounded = store::BoundedStore::new(store.clone(), Duration::from_millis(200), timer);
+    let key = store::Key::new("acme#customers", "cus_1");
+    assert_eq!(bounded.get(&key).await.unwrap(), None);
+    assert_eq!(
+        timers.load(Ordering::SeqCst),
+        0,
+        "an answer at once needs no timer"
+    );
+
+    store.on(|c| c.op == Op::Get, Fault::Delay(STALL), 1);
+    let started = Instant::now();
+    let answer = bounded.get(&key).await;
+    assert!(
+        matches!(answer, Err(store::StoreError::Unavailable(_))),
+        "{answer:?}"
+    );
+    assert!(
+        started.elapsed() < STALL / 3,
+        "waited {:?}",
+        started.elapsed()
+    );
+    assert_eq!(timers.load(Ordering::SeqCst), 1, "a waiting call is timed");
+}

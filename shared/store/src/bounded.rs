@@ -8,9 +8,8 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
-
-use futures_util::future::{Either, select};
 
 use crate::{Delete, Item, Key, Page, Put, Query, Store, StoreError, TransactOp, Update};
 
@@ -47,14 +46,26 @@ impl BoundedStore {
         &self,
         call: impl Future<Output = Result<T, StoreError>> + Send,
     ) -> Result<T, StoreError> {
-        let call = std::pin::pin!(call);
-        match select(call, (self.timer)(self.bound)).await {
-            Either::Left((answer, _)) => answer,
-            Either::Right(((), _)) => Err(StoreError::Unavailable(format!(
-                "the store did not answer within {} ms",
-                self.bound.as_millis()
-            ))),
-        }
+        let mut call = std::pin::pin!(call);
+        // The timer is made when the call first waits: a backend that answers on its first
+        // poll (the embedded store's gate state and kept items) needs none, and making one
+        // costs an allocation and a timer entry per call. Polled as `select` polls: the call
+        // first, then the timer.
+        let mut timer = None;
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(answer) = call.as_mut().poll(cx) {
+                return Poll::Ready(answer);
+            }
+            let timer = timer.get_or_insert_with(|| (self.timer)(self.bound));
+            match timer.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Err(StoreError::Unavailable(format!(
+                    "the store did not answer within {} ms",
+                    self.bound.as_millis()
+                )))),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await
     }
 }
 
