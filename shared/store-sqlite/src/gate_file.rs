@@ -32,6 +32,8 @@ pub(crate) struct GateFile {
     /// The data file's commits (ADR 28, ADR 31): [`BEGUN`], [`DONE`], [`LABELLED`] and the
     /// labels of the groups of partitions (see [`changed_key`]).
     commits: Database<Bytes, Bytes>,
+    /// LMDB's longest key, asked once: every gate operation checks its key against it.
+    max_key: usize,
     path: PathBuf,
 }
 
@@ -208,10 +210,12 @@ impl GateFile {
         let items = env.create_database(&mut txn, Some("items"))?;
         let commits = env.create_database(&mut txn, Some("commits"))?;
         txn.commit()?;
+        let max_key = env.max_key_size();
         Ok(GateFile {
             env,
             items,
             commits,
+            max_key,
             path: path.to_path_buf(),
         })
     }
@@ -223,7 +227,7 @@ impl GateFile {
 
     fn check_key(&self, key: &Key) -> Result<Vec<u8>, StoreError> {
         let bytes = key_bytes(key);
-        let limit = self.env.max_key_size();
+        let limit = self.max_key;
         if bytes.len() > limit {
             return Err(StoreError::Invalid(Invalid::KeyTooLong {
                 size: bytes.len(),

@@ -531,14 +531,14 @@ fn write_planned(
     now: i64,
     write: impl FnOnce(&Effect) -> Result<(), StoreError>,
 ) -> Result<Option<Item>, StoreError> {
-    let old = stored.as_ref().filter(|i| engine::is_live(i, now)).cloned();
     match engine::plan(op, stored.as_ref(), now)? {
         Err(Failed { old }) => Err(StoreError::ConditionFailed { old }),
         Ok(effect) => {
             write(&effect)?;
             Ok(match effect {
                 Effect::Store(item) => Some(item),
-                Effect::Remove | Effect::Keep => old,
+                // The item as it was, moved out rather than copied before planning.
+                Effect::Remove | Effect::Keep => stored.filter(|i| engine::is_live(i, now)),
             })
         }
     }
