@@ -199,18 +199,24 @@ impl McpAuthenticator {
         check_global(decoded.global_on)?;
         check_path(connection, path_tenant)?;
         check_tenant(decoded.tenant_allows)?;
+        // The decoded member is borrowed, not copied; only a directory without member items
+        // is asked per request.
+        let asked;
         let member = match &decoded.member {
-            Some(member) => member.clone(),
-            None => self
-                .directory
-                .member(&connection.tenant, &connection.creator)
-                .await
-                .map_err(|e| unavailable(&e))?,
+            Some(member) => member.as_ref(),
+            None => {
+                asked = self
+                    .directory
+                    .member(&connection.tenant, &connection.creator)
+                    .await
+                    .map_err(|e| unavailable(&e))?;
+                asked.as_ref()
+            }
         };
         self.admit(
             index_key,
             (connection, decoded.modes),
-            member.as_ref(),
+            member,
             Prefetched::new(prefetch, read_ahead),
         )
         .await

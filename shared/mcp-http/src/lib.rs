@@ -406,7 +406,7 @@ impl McpService {
         };
         let request = Request {
             message,
-            headers: Some(headers),
+            headers: Some(Arc::new(headers)),
             version_header,
             caller,
             prefetched,

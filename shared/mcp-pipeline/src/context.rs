@@ -19,8 +19,8 @@ pub struct ExecutionContext {
     pub protocol_version: String,
     /// The client's declared capabilities (empty object when none).
     pub client_capabilities: Value,
-    /// HTTP headers, when the transport has them.
-    pub headers: Option<Headers>,
+    /// HTTP headers, when the transport has them (shared with the request, not copied).
+    pub headers: Option<Arc<Headers>>,
     /// The arguments as normalized (after coercions).
     pub arguments: Map<String, Value>,
     /// The bound connection, when the transport authenticated one.
@@ -87,7 +87,7 @@ const LOG_LEVELS: [&str; 8] = [
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     /// The execution context.
-    pub exec: ExecutionContext,
+    pub exec: Arc<ExecutionContext>,
     /// `inputResponses` of a retried request (multi round-trip requests).
     pub input_responses: Option<Value>,
     /// The tool's own state from a retried multi round-trip request (verified by the pipeline).

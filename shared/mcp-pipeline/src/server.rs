@@ -100,7 +100,7 @@ pub struct Request {
     /// The JSON-RPC message.
     pub message: Message,
     /// HTTP headers (lower-case names), absent over stdio.
-    pub headers: Option<Headers>,
+    pub headers: Option<Arc<Headers>>,
     /// The `MCP-Protocol-Version` header, already checked against the body by the transport.
     pub version_header: Option<String>,
     /// The connection the transport bound from the credential (`None` when the transport
@@ -171,6 +171,8 @@ pub struct Server {
     registry: Registry,
     /// Each tool's descriptor as the core toolset lists it, and as the others do, serialized.
     pub(crate) tool_list: Vec<[String; 2]>,
+    /// Each tool's metadata over the server-wide defaults, merged once.
+    metadata: std::collections::HashMap<&'static str, Arc<BTreeMap<String, Value>>>,
     /// Slot releases sent after an answer and not yet landed.
     releases: gates::Releases,
 }
@@ -190,12 +192,25 @@ impl Server {
             .iter()
             .map(|t| [Toolset::Core, Toolset::Full].map(|set| t.descriptor(set).to_string()))
             .collect();
+        let metadata = registry
+            .iter()
+            .map(|t| (t.name, Arc::new(merged_metadata(&config, t))))
+            .collect();
         Arc::new(Server {
             config,
             registry,
             tool_list,
+            metadata,
             releases: gates::Releases::default(),
         })
+    }
+
+    /// `spec`'s metadata over the server-wide defaults.
+    pub(crate) fn metadata_of(&self, spec: &ToolSpec) -> Arc<BTreeMap<String, Value>> {
+        match self.metadata.get(spec.name) {
+            Some(merged) => Arc::clone(merged),
+            None => Arc::new(merged_metadata(&self.config, spec)),
+        }
     }
 
     /// The configuration.
@@ -353,4 +368,11 @@ pub(crate) enum Interrupt {
     InputRequired(Value),
     /// The request itself is refused (a JSON-RPC error).
     Refused(RpcError),
+}
+
+/// `spec`'s metadata over the server-wide defaults (the tool's own value wins).
+fn merged_metadata(config: &ServerConfig, spec: &ToolSpec) -> BTreeMap<String, Value> {
+    let mut metadata = config.default_metadata.clone();
+    metadata.extend(spec.metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+    metadata
 }

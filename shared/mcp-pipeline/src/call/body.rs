@@ -122,7 +122,7 @@ impl<'a> Call<'a> {
     ) -> impl Future<Output = Ran> + 'a {
         let ctx = self.tool_context(state);
         let writes = ctx.writes.clone();
-        let exec = self.exec.clone();
+        let exec = Arc::clone(&self.exec);
         let spec = Arc::clone(&self.plan.spec);
         let warnings = self.plan.warnings.clone();
         let ahead = self.read_ahead();
@@ -195,7 +195,7 @@ impl<'a> Call<'a> {
     fn tool_context(&self, state: Option<String>) -> ToolContext {
         let msg = &self.req.message;
         ToolContext {
-            exec: self.exec.clone(),
+            exec: Arc::clone(&self.exec),
             input_responses: msg.params.get("inputResponses").cloned(),
             request_state: state,
             writes: crate::Writes::default(),

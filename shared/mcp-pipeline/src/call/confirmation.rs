@@ -116,7 +116,9 @@ impl Call<'_> {
             plan,
             Phase::Confirm(Box::new(pending), approver),
         );
-        inner.exec.request_id.clone_from(&self.exec.request_id);
+        Arc::make_mut(&mut inner.exec)
+            .request_id
+            .clone_from(&self.exec.request_id);
         inner.notifications = self.notifications.clone();
         let (ended, _) = Box::pin(inner.run()).await;
         ended.map_err(Exit::Interrupt)

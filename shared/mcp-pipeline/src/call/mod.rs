@@ -49,7 +49,8 @@ pub(crate) struct Call<'a> {
     pub(crate) req: &'a Request,
     pub(crate) plan: Arc<CallPlan>,
     pub(crate) phase: Phase,
-    pub(crate) exec: ExecutionContext,
+    /// Shared with the body and the tool's context, not copied for them.
+    pub(crate) exec: Arc<ExecutionContext>,
     pub(crate) notifications: Notifications,
     /// The time the call started, in Unix seconds, from the server's clock.
     pub(crate) now: i64,
@@ -73,7 +74,7 @@ impl<'a> Call<'a> {
     ) -> Self {
         let now_micros = server.config().clock.now_micros();
         let now = now_micros.div_euclid(1_000_000);
-        let exec = execution_context(server, req, &plan, now);
+        let exec = Arc::new(execution_context(server, req, &plan, now));
         Call {
             now,
             now_micros,
@@ -152,7 +153,8 @@ impl<'a> Call<'a> {
     ///    coerced), then typed.
     fn parse_arguments(&mut self) -> Stage<Parsed> {
         let args = self.plan.args.clone()?;
-        self.exec.arguments = args.clone();
+        // Not shared yet: the body has not started, so this changes it in place.
+        Arc::make_mut(&mut self.exec).arguments = args.clone();
         Ok(self.plan.spec.runner.parse(Value::Object(args))?)
     }
 
@@ -300,13 +302,6 @@ fn execution_context(
     now: i64,
 ) -> ExecutionContext {
     let msg = &req.message;
-    let mut metadata = server.config().default_metadata.clone();
-    metadata.extend(
-        plan.spec
-            .metadata
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone())),
-    );
     ExecutionContext {
         tool_name: plan.spec.name.to_owned(),
         request_id: req
@@ -326,7 +321,7 @@ fn execution_context(
         arguments: Map::new(),
         caller: req.caller.clone(),
         now,
-        metadata: Arc::new(metadata),
+        metadata: server.metadata_of(&plan.spec),
     }
 }
 
