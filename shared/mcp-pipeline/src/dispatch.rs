@@ -455,7 +455,7 @@ fn result_response_text(
 
 /// Appends the fields of the object `fields` as `,"name":value` (nothing when it has none).
 fn push_more_fields(out: &mut String, fields: &Value) {
-    let text = fields.to_string();
+    let text = crate::json_text::to_text(fields);
     if let Some(inner) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}'))
         && !inner.is_empty()
     {

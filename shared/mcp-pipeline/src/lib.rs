@@ -28,6 +28,7 @@ mod dispatch;
 mod effect;
 mod gates;
 mod handle;
+mod json_text;
 pub mod keys;
 mod lengths;
 mod names;

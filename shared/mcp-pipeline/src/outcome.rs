@@ -330,14 +330,13 @@ impl ToolResult {
     /// both the text block (after an error's headline) and the `structuredContent`. The one
     /// place a result's text is made from its structured content.
     pub fn write_fields(&self, out: &mut String) {
-        let json_line = self.structured.to_string();
+        let json_line = crate::json_text::to_text(&self.structured);
         out.push_str(r#""content":[{"type":"text","text":"#);
-        // Serializing a `str` cannot fail: it only escapes.
-        out.push_str(&serde_json::to_string(&self.text(&json_line)).unwrap_or_default());
+        crate::json_text::write_str(out, &self.text(&json_line));
         out.push('}');
         for block in &self.extra_content {
             out.push(',');
-            out.push_str(&block.to_string());
+            crate::json_text::write_value(out, block);
         }
         out.push_str(r#"],"structuredContent":"#);
         out.push_str(&json_line);
