@@ -834,11 +834,17 @@ fn the_catalogue_names_tests_that_exist() {
 fn the_allocator_option_set_at_load_is_arena_eager_commit() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--offline"])
+        // Not `--offline`: the full graph names crates of other targets (the edge's wasm32),
+        // which a machine that has only built this one has not downloaded.
+        .args(["metadata", "--format-version", "1", "--locked"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("run cargo metadata");
-    assert!(out.status.success(), "cargo metadata failed");
+    assert!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let meta: Value = serde_json::from_slice(&out.stdout).expect("metadata json");
     let sys = meta["packages"]
         .as_array()
