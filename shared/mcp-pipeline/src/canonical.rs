@@ -28,7 +28,7 @@ fn write(value: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push_str(&Value::String(key.clone()).to_string());
+                crate::json_text::write_str(out, key);
                 out.push(':');
                 write(&map[key], out);
             }
@@ -55,7 +55,8 @@ fn write(value: &Value, out: &mut String) {
             }
             _ => out.push_str(&n.to_string()),
         },
-        other => out.push_str(&other.to_string()),
+        // Strings, booleans and null: as `serde_json` writes them.
+        other => crate::json_text::write_value(out, other),
     }
 }
 
