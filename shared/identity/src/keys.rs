@@ -4,7 +4,7 @@
 //! index (found by the token's hash, before the tenant is known), the global switch and its
 //! audit trail.
 
-use store::Key;
+use store::{Key, concat};
 
 /// The second segment of this crate's tenant partitions (`<tenant>#<kind>`).
 pub const TENANT_KINDS: &[&str] = &["connection", "oauth", "member", "settings", "audit"];
@@ -14,27 +14,27 @@ pub const GLOBAL: &[&str] = &["mcptoken", "system"];
 
 /// The item found by an MCP token's hash; holds a copy of the connection.
 pub fn mcp_token(hash_hex: &str) -> Key {
-    Key::new(format!("mcptoken#{hash_hex}"), "token")
+    Key::new(concat(&["mcptoken#", hash_hex]), "token")
 }
 
 /// A connection of a tenant.
 pub fn connection(tenant: &str, connection_id: &str) -> Key {
-    Key::new(format!("{tenant}#connection"), connection_id)
+    Key::new(concat(&[tenant, "#connection"]), connection_id)
 }
 
 /// The partition of a tenant's connections.
 pub fn connections(tenant: &str) -> String {
-    format!("{tenant}#connection")
+    concat(&[tenant, "#connection"])
 }
 
 /// The item mapping an OAuth subject to its connection in a tenant.
 pub fn oauth_subject(tenant: &str, subject: &str) -> Key {
-    Key::new(format!("{tenant}#oauth"), subject)
+    Key::new(concat(&[tenant, "#oauth"]), subject)
 }
 
 /// A member of a tenant (used by [`crate::StoreDirectory`]).
 pub fn member(tenant: &str, member_id: &str) -> Key {
-    Key::new(format!("{tenant}#member"), member_id)
+    Key::new(concat(&[tenant, "#member"]), member_id)
 }
 
 /// The global kill switch.
@@ -44,10 +44,10 @@ pub fn global_switch() -> Key {
 
 /// A tenant's agent-access switch.
 pub fn tenant_switch(tenant: &str) -> Key {
-    Key::new(format!("{tenant}#settings"), "agent_access")
+    Key::new(concat(&[tenant, "#settings"]), "agent_access")
 }
 
 /// The partition of a tenant's audit rows (`system` for global events).
 pub fn audit_partition(tenant: &str) -> String {
-    format!("{tenant}#audit")
+    concat(&[tenant, "#audit"])
 }

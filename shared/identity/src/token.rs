@@ -11,7 +11,6 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use sha2::{Digest as _, Sha256};
 
 /// Prefix of MCP tokens. Distinct from [`API_TOKEN_PREFIX`] so each side can refuse the other's.
 pub const MCP_TOKEN_PREFIX: &str = "ghm_";
@@ -103,7 +102,7 @@ pub fn locator(token: &str) -> Option<Locator> {
 
 /// Hex SHA-256 of a token.
 pub fn hash(secret: &str) -> String {
-    hex::encode(Sha256::digest(secret.as_bytes()))
+    mcp_pipeline::sha256_hex(secret.as_bytes())
 }
 
 /// What kind of credential a bearer value is.

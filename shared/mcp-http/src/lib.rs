@@ -338,7 +338,8 @@ impl McpService {
         }
         let rest = path.strip_prefix("/t/")?;
         let (tenant, tail) = rest.split_once('/')?;
-        let matches = format!("/{tail}") == self.config.endpoint_path && !tenant.is_empty();
+        let matches =
+            self.config.endpoint_path.strip_prefix('/') == Some(tail) && !tenant.is_empty();
         matches.then_some(Some(tenant))
     }
 

@@ -62,8 +62,16 @@ fn write(value: &Value, out: &mut String) {
 
 /// Hex SHA-256 of the canonical text.
 pub fn digest(value: &Value) -> String {
-    let hash = Sha256::digest(canonical_json(value).as_bytes());
-    hex::encode(hash)
+    sha256_hex(canonical_json(value).as_bytes())
+}
+
+/// Lower-case hex SHA-256 of `bytes`, written in one step (`hex::encode` pushes a character
+/// at a time, which costs more than the hash on every call that digests a token or arguments).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let mut text = [0u8; 64];
+    // Cannot fail: 32 bytes fill 64 digits exactly.
+    let _ = hex::encode_to_slice(Sha256::digest(bytes), &mut text);
+    String::from_utf8(text.to_vec()).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -343,7 +343,7 @@ impl Ask<'_> {
         let (start, window) = self.window(gates);
         // One partition per connection and per tenant shard: no partition takes the calls
         // of a whole tenant unless its limit is low enough for one item (see `tenant_shard`).
-        let key = crate::keys::rate(tenant, who, &bucket_name(self.class, self.expensive), start);
+        let key = crate::keys::rate(tenant, who, bucket_name(self.class, self.expensive), start);
         let under = Condition::NotExists("count".into()).or(Condition::Cmp(
             "count".into(),
             store::CmpOp::Lt,
@@ -544,15 +544,28 @@ pub(crate) fn tenant_shard(limit: u32, window_seconds: i64, request_id: &str) ->
     let hash = request_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     });
-    let shard = hash % u64::from(shards);
-    (format!("tenant~{shard}"), limit.div_ceil(shards))
+    (
+        store::concat_int(&["tenant~"], i64::from(shard_number(hash, shards))),
+        limit.div_ceil(shards),
+    )
 }
 
-fn bucket_name(class: EffectClass, expensive: bool) -> String {
-    if expensive && class == EffectClass::Read {
-        "ExpensiveRead".into()
-    } else {
-        format!("{class:?}")
+/// The shard `hash` falls in, of `shards` (at most [`MAX_SHARDS`]).
+fn shard_number(hash: u64, shards: u32) -> u32 {
+    u32::try_from(hash % u64::from(shards)).unwrap_or(0)
+}
+
+/// The bucket's name in its key: the class's name as `Debug` writes it (what earlier versions
+/// stored), spelled out so that building a key formats nothing.
+fn bucket_name(class: EffectClass, expensive: bool) -> &'static str {
+    match class {
+        EffectClass::Read if expensive => "ExpensiveRead",
+        EffectClass::Read => "Read",
+        EffectClass::SilentWrite => "SilentWrite",
+        EffectClass::Notify => "Notify",
+        EffectClass::Wake => "Wake",
+        EffectClass::Alerting => "Alerting",
+        EffectClass::Delete => "Delete",
     }
 }
 
@@ -576,7 +589,7 @@ pub(crate) async fn release(store: Arc<dyn Store>, slot: Slot) {
 pub(crate) struct Releases(Arc<std::sync::Mutex<ReleaseMap>>);
 
 type SharedRelease = futures_util::future::Shared<futures_util::future::BoxFuture<'static, ()>>;
-type ReleaseMap = std::collections::HashMap<Key, SharedRelease>;
+type ReleaseMap = std::collections::HashMap<Key, SharedRelease, foldhash::fast::RandomState>;
 
 impl Releases {
     fn map(&self) -> std::sync::MutexGuard<'_, ReleaseMap> {
@@ -908,5 +921,15 @@ mod tests {
         let (who, _) = tenant_shard(u32::MAX, 1, "req_x");
         let shard: u32 = who.trim_start_matches("tenant~").parse().unwrap();
         assert!(shard < MAX_SHARDS);
+    }
+
+    #[test]
+    fn bucket_names_are_the_names_earlier_versions_stored() {
+        use EffectClass::*;
+        for class in [Read, SilentWrite, Notify, Wake, Alerting, Delete] {
+            assert_eq!(bucket_name(class, false), format!("{class:?}"));
+        }
+        assert_eq!(bucket_name(Read, true), "ExpensiveRead");
+        assert_eq!(bucket_name(SilentWrite, true), "SilentWrite");
     }
 }

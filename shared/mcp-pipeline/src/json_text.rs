@@ -64,6 +64,14 @@ pub(crate) fn write_str(out: &mut String, text: &str) {
     let mut clean_from = 0;
     let mut at = 0;
     while at < bytes.len() {
+        if let Some(block) = bytes.get(at..at + BLOCK)
+            && !block
+                .iter()
+                .fold(false, |found, &byte| found | to_escape(byte))
+        {
+            at += BLOCK;
+            continue;
+        }
         let end = (at + 8).min(bytes.len());
         let word = &bytes[at..end];
         if let Ok(word) = <[u8; 8]>::try_from(word)
@@ -84,6 +92,16 @@ pub(crate) fn write_str(out: &mut String, text: &str) {
     }
     out.push_str(&text[clean_from..]);
     out.push('"');
+}
+
+/// Bytes checked at once before falling back to words: a fold over a fixed block, without
+/// early exit, which the compiler turns into vector compares (SSE2 on x86-64), several times
+/// fewer instructions per byte than the word test on long clean text.
+const BLOCK: usize = 32;
+
+/// Whether `serde_json` escapes `byte` (as [`any_to_escape`] asks of eight at once).
+fn to_escape(byte: u8) -> bool {
+    (byte < 0x20) | (byte == b'"') | (byte == b'\\')
 }
 
 /// Whether any of the eight bytes of `word` is `"`, `\` or a control character below 0x20.
@@ -142,8 +160,9 @@ mod tests {
             "\u{7f}\u{80}\u{ff}".into(),
         ];
         for c in (0u8..0x80).map(char::from) {
-            for position in 0..17 {
-                let mut text = "ab".repeat(position / 2 + 5);
+            // Past two blocks, and on each side of every block and word boundary.
+            for position in 0..70 {
+                let mut text = "ab".repeat(position / 2 + 20);
                 text.insert(position, c);
                 texts.push(text);
             }

@@ -2,7 +2,7 @@
 //! caller's tenant id comes first (validated when the workspace is made, see
 //! `store::tenant_id`), then the kind, so no gate's item can land in another owner's partition.
 
-use store::Key;
+use store::{Key, concat, concat_int};
 
 /// The second segment of the pipeline's tenant partitions (`<tenant>#<kind>`).
 pub const TENANT_KINDS: &[&str] = &["replay", "brake", "rate", "slot", "pending"];
@@ -11,30 +11,36 @@ pub const TENANT_KINDS: &[&str] = &["replay", "brake", "rate", "slot", "pending"
 /// that it can be named from a credential's claim before authentication, see `prefetch`).
 pub fn replay(tenant: &str, connection: &str, tool: &str, fingerprint: &str) -> Key {
     Key::new(
-        format!("{tenant}#replay#{connection}"),
-        format!("{tool}#{fingerprint}"),
+        concat(&[tenant, "#replay#", connection]),
+        concat(&[tool, "#", fingerprint]),
     )
 }
 
 /// The loop-brake item of a connection: the last call that failed and how often in a row.
 pub fn brake(tenant: &str, connection: &str) -> Key {
-    Key::new(format!("{tenant}#brake#{connection}"), "last")
+    Key::new(concat(&[tenant, "#brake#", connection]), "last")
 }
 
 /// A rate bucket of `who` (a connection, or a tenant shard) for `bucket` in the window that
 /// starts at `start`: one partition per connection and per shard.
 pub fn rate(tenant: &str, who: &str, bucket: &str, start: i64) -> Key {
-    Key::new(format!("{tenant}#rate#{who}"), format!("{bucket}#{start}"))
+    Key::new(
+        concat(&[tenant, "#rate#", who]),
+        concat_int(&[bucket, "#"], start),
+    )
 }
 
 /// The per-object notify bucket of the record `id` in the window that starts at `start`.
 pub fn object_rate(tenant: &str, id: &str, start: i64) -> Key {
-    Key::new(format!("{tenant}#rate"), format!("object#{id}#{start}"))
+    Key::new(
+        concat(&[tenant, "#rate"]),
+        concat_int(&["object#", id, "#"], start),
+    )
 }
 
 /// The partition of a connection's concurrency slots.
 pub fn slots(tenant: &str, connection: &str) -> String {
-    format!("{tenant}#slot#{connection}")
+    concat(&[tenant, "#slot#", connection])
 }
 
 /// One concurrency slot of a connection (`0` for reads and writes, `1` kept for writes).
@@ -51,13 +57,12 @@ pub fn pending(tenant: &str, token_or_id: &str) -> Key {
     } else {
         token_or_id.to_owned()
     };
-    Key::new(format!("{tenant}#pending"), id)
+    Key::new(concat(&[tenant, "#pending"]), id)
 }
 
 /// A confirmation token's id: its SHA-256 in hex, the pending action's sort key.
 pub fn token_id(token: &str) -> String {
-    use sha2::{Digest as _, Sha256};
-    hex::encode(Sha256::digest(token.as_bytes()))
+    crate::sha256_hex(token.as_bytes())
 }
 
 #[cfg(test)]

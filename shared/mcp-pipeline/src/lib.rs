@@ -50,7 +50,7 @@ pub use args::{Normalized, Synonym, normalize};
 pub use authenticate::{Admitted, Authenticated, Authenticator, Rejection};
 pub use call::{Approvals, PendingView};
 pub use caller::{Caller, Hidden, Toolset};
-pub use canonical::{canonical_json, digest};
+pub use canonical::{canonical_json, digest, sha256_hex};
 pub use clock::{Clock, FixedClock, Randomness, SystemClock, SystemRandomness};
 pub use confirm::{CONFIRM_ACTION, REJECT_ACTION};
 pub use context::{ExecutionContext, Headers, Notifications, ToolContext};

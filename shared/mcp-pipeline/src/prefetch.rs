@@ -27,7 +27,7 @@ pub struct Claim {
 
 /// Items read ahead for one request, by key (`None`: read, and absent).
 #[derive(Debug, Clone, Default)]
-pub struct Prefetched(HashMap<Key, Option<Item>>);
+pub struct Prefetched(HashMap<Key, Option<Item>, foldhash::fast::RandomState>);
 
 impl Prefetched {
     /// Items read for `keys`, in the same order (as `batch_get` returns them).

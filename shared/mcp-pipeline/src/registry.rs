@@ -476,7 +476,7 @@ fn valid_name(name: &str, max_len: usize) -> bool {
 #[derive(Debug)]
 pub struct Registry {
     pub(crate) tools: Vec<Arc<ToolSpec>>,
-    by_name: HashMap<&'static str, usize>,
+    by_name: HashMap<&'static str, usize, foldhash::fast::RandomState>,
     max_name_len: usize,
 }
 
@@ -484,7 +484,7 @@ impl Default for Registry {
     fn default() -> Self {
         Registry {
             tools: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: HashMap::default(),
             max_name_len: MAX_NAME_LEN,
         }
     }

@@ -127,7 +127,9 @@ fn partition_prefix(pk: &str) -> Vec<u8> {
 
 /// The item key `<pk> NUL <sk>`.
 fn key_bytes(key: &Key) -> Vec<u8> {
-    let mut bytes = partition_prefix(&key.pk);
+    let mut bytes = Vec::with_capacity(key.pk.len() + 1 + key.sk.len());
+    bytes.extend_from_slice(key.pk.as_bytes());
+    bytes.push(0);
     bytes.extend_from_slice(key.sk.as_bytes());
     bytes
 }

@@ -9,7 +9,11 @@
 //! read, makes it unusable for good. Nothing of a partition is kept or used while a commit
 //! writing it is under way.
 
-use std::collections::HashMap;
+use std::hash::BuildHasher as _;
+
+/// Maps of this cache hash with foldhash: their keys are the server's own (store keys and
+/// slots), and SipHash cost more than the lookups it guards on every call.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 use std::sync::Mutex;
 
 use store::{Derived, Item, Key};
@@ -149,11 +153,7 @@ impl std::fmt::Debug for DerivedCache {
 }
 
 fn slot(name: &str, keys: &[Key]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::hash::DefaultHasher::new();
-    name.hash(&mut hasher);
-    keys.hash(&mut hasher);
-    hasher.finish()
+    foldhash::fast::FixedState::with_seed(0).hash_one((name, keys))
 }
 
 impl DerivedCache {

@@ -58,9 +58,16 @@ pub fn validate_actions(actions: &[UpdateAction]) -> Result<(), Invalid> {
         return Err(Invalid::Empty);
     }
     let mut seen = HashSet::new();
-    for action in actions {
+    for (i, action) in actions.iter().enumerate() {
         let name = action.attribute();
-        if name == PK || name == SK || name.is_empty() || !seen.insert(name) {
+        // An update names a handful of attributes: comparing each with those before it costs
+        // less than building a set.
+        let repeated = if actions.len() <= SMALL_BATCH {
+            actions[..i].iter().any(|before| before.attribute() == name)
+        } else {
+            !seen.insert(name)
+        };
+        if name == PK || name == SK || name.is_empty() || repeated {
             return Err(Invalid::BadAttribute(name.to_owned()));
         }
         if let UpdateAction::Set(name, value) = action {

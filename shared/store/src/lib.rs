@@ -11,6 +11,7 @@ mod derived;
 pub mod engine;
 mod error;
 mod expr;
+mod item_json;
 mod memory;
 mod number;
 pub mod read_ahead;
@@ -25,10 +26,11 @@ pub use counting::{CountingStore, Latency, RoundTrips};
 pub use derived::{Derivation, Derived, derive_from_batch};
 pub use error::{CancelReason, Invalid, StoreError};
 pub use expr::{CmpOp, Condition, SortCondition, UpdateAction};
+pub use item_json::{item_from_json, item_to_json};
 pub use memory::MemoryStore;
 pub use number::{Number, NumberError};
 pub use request::{ConditionCheck, Cursor, Delete, Page, Put, Query, TransactOp, Update};
-pub use value::{Item, Key, Value, item_from_json, item_size, item_to_json};
+pub use value::{Item, Key, Value, concat, concat_int, item_size};
 
 /// Name of the partition-key attribute. The tenant id is its first segment for every
 /// tenant-owned item.
@@ -57,9 +59,15 @@ pub const GATE_STATE_KINDS: &[&str] = &["rate", "slot", "brake"];
 
 /// Whether `pk` is a partition of gate state ([`GATE_STATE_KINDS`]).
 pub fn is_gate_state(pk: &str) -> bool {
-    pk.split('#')
-        .nth(1)
-        .is_some_and(|kind| GATE_STATE_KINDS.contains(&kind))
+    // Asked several times for every key of every call: bytes compared in place, no searcher.
+    let bytes = pk.as_bytes();
+    let Some(owner_end) = bytes.iter().position(|&b| b == b'#') else {
+        return false;
+    };
+    let rest = &bytes[owner_end + 1..];
+    GATE_STATE_KINDS.iter().any(|kind| {
+        rest.starts_with(kind.as_bytes()) && rest.get(kind.len()).is_none_or(|&next| next == b'#')
+    })
 }
 
 /// A key-value store with conditional writes.
@@ -101,5 +109,39 @@ pub trait Store: Send + Sync + std::fmt::Debug + 'static {
         derivation: Derivation<'_>,
     ) -> Result<(Derived, Vec<Option<Item>>), StoreError> {
         derive_from_batch(self, keys, more, derivation).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn gate_state_is_the_kind_after_the_owner() {
+        let by_split = |pk: &str| {
+            pk.split('#')
+                .nth(1)
+                .is_some_and(|kind| super::GATE_STATE_KINDS.contains(&kind))
+        };
+        let keys = [
+            "acme#rate#con_1",
+            "acme#rate",
+            "acme#slot#c",
+            "acme#brake#c#x",
+            "#rate#x",
+            "acme#rates#x",
+            "acme#rat",
+            "acme#ratex",
+            "rate#x",
+            "acme",
+            "acme#",
+            "",
+            "acme#replay#c",
+            "acme#member",
+            "mcptoken#abc",
+            "a#b#rate",
+        ];
+        for pk in keys {
+            assert_eq!(super::is_gate_state(pk), by_split(pk), "{pk:?}");
+        }
+        assert!(super::is_gate_state("acme#slot#c") && !super::is_gate_state("acme#rates#x"));
     }
 }

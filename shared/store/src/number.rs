@@ -362,13 +362,13 @@ impl fmt::Debug for Number {
 
 impl From<i64> for Number {
     fn from(v: i64) -> Self {
-        Number(v.to_string())
+        Number(itoa::Buffer::new().format(v).to_owned())
     }
 }
 
 impl From<u64> for Number {
     fn from(v: u64) -> Self {
-        Number(v.to_string())
+        Number(itoa::Buffer::new().format(v).to_owned())
     }
 }
 
