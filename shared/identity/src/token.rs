@@ -55,6 +55,8 @@ pub struct Locator {
 const FIELD_SEPARATOR: char = '\u{1f}';
 /// Longest tenant, member or connection id a locator may name.
 const MAX_LOCATOR_FIELD: usize = 128;
+/// Room for a decoded locator: three fields, two separators, and the decoder's margin.
+const LOCATOR_ROOM: usize = 3 * MAX_LOCATOR_FIELD + 2 + 4;
 
 /// Makes a new MCP token for the connection `locator` names.
 pub fn generate(locator: &Locator) -> NewToken {
@@ -81,7 +83,11 @@ pub fn locator(token: &str) -> Option<Locator> {
     if secret.len() != SECRET_LEN {
         return None;
     }
-    let fields = String::from_utf8(URL_SAFE_NO_PAD.decode(encoded).ok()?).ok()?;
+    // Decoded on the stack (every request reads its locator): what does not fit has a field
+    // longer than any a locator may name, and is refused below anyway.
+    let mut room = [0u8; LOCATOR_ROOM];
+    let len = URL_SAFE_NO_PAD.decode_slice(encoded, &mut room).ok()?;
+    let fields = std::str::from_utf8(room.get(..len)?).ok()?;
     let mut parts = fields.split(FIELD_SEPARATOR);
     let (tenant, creator, connection) = (parts.next()?, parts.next()?, parts.next()?);
     // A field that could not be part of a real key (empty, long, a key separator or a control
@@ -167,5 +173,21 @@ mod tests {
         assert_eq!(classify("gha_abc"), BearerKind::ProductApi);
         assert_eq!(classify("a.b.c"), BearerKind::Jwt);
         assert_eq!(classify("opaque"), BearerKind::Unknown);
+    }
+
+    #[test]
+    fn a_locator_is_read_up_to_its_longest_fields_and_not_past_them() {
+        let longest = Locator {
+            tenant: "t".repeat(MAX_LOCATOR_FIELD),
+            creator: "c".repeat(MAX_LOCATOR_FIELD),
+            connection: "n".repeat(MAX_LOCATOR_FIELD),
+        };
+        assert_eq!(locator(&generate(&longest).secret), Some(longest.clone()));
+        for field in 0..3 {
+            let mut long = longest.clone();
+            let grown = [&mut long.tenant, &mut long.creator, &mut long.connection];
+            grown.into_iter().nth(field).unwrap().push('x');
+            assert_eq!(locator(&generate(&long).secret), None, "field {field}");
+        }
     }
 }

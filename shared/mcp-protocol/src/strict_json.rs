@@ -119,13 +119,18 @@ impl<'de> Visitor<'de> for StrictValue {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if object.contains_key(&key) {
-                return Err(de::Error::custom(format_args!(
-                    "the key {key:?} appears twice in one object"
-                )));
+            // One lookup per key: the entry found is the one filled.
+            match object.entry(key) {
+                serde_json::map::Entry::Occupied(taken) => {
+                    return Err(de::Error::custom(format_args!(
+                        "the key {:?} appears twice in one object",
+                        taken.key()
+                    )));
+                }
+                serde_json::map::Entry::Vacant(free) => {
+                    free.insert(map.next_value_seed(StrictValue)?);
+                }
             }
-            let value = map.next_value_seed(StrictValue)?;
-            object.insert(key, value);
         }
         Ok(Value::Object(object))
     }

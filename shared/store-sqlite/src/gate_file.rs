@@ -125,13 +125,19 @@ fn partition_prefix(pk: &str) -> Vec<u8> {
     bytes
 }
 
-/// The item key `<pk> NUL <sk>`.
-fn key_bytes(key: &Key) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(key.pk.len() + 1 + key.sk.len());
-    bytes.extend_from_slice(key.pk.as_bytes());
-    bytes.push(0);
-    bytes.extend_from_slice(key.sk.as_bytes());
-    bytes
+/// Room for the longest key LMDB takes (511 bytes in its default build; checked at open).
+const KEY_ROOM: usize = 512;
+
+/// The item key `<pk> NUL <sk>`, written into `room` (every gate operation makes one, so on
+/// the stack); `None` when it does not fit.
+fn key_bytes<'r>(key: &Key, room: &'r mut [u8; KEY_ROOM]) -> Option<&'r [u8]> {
+    let (pk, sk) = (key.pk.as_bytes(), key.sk.as_bytes());
+    let len = pk.len() + 1 + sk.len();
+    let bytes = room.get_mut(..len)?;
+    bytes[..pk.len()].copy_from_slice(pk);
+    bytes[pk.len()] = 0;
+    bytes[pk.len() + 1..].copy_from_slice(sk);
+    Some(bytes)
 }
 
 fn decode(body: &[u8]) -> Result<Item, StoreError> {
@@ -227,23 +233,27 @@ impl GateFile {
         &self.path
     }
 
-    fn check_key(&self, key: &Key) -> Result<Vec<u8>, StoreError> {
-        let bytes = key_bytes(key);
-        let limit = self.max_key;
-        if bytes.len() > limit {
-            return Err(StoreError::Invalid(Invalid::KeyTooLong {
-                size: bytes.len(),
+    fn check_key<'r>(
+        &self,
+        key: &Key,
+        room: &'r mut [u8; KEY_ROOM],
+    ) -> Result<&'r [u8], StoreError> {
+        let limit = self.max_key.min(KEY_ROOM);
+        match key_bytes(key, room) {
+            Some(bytes) if bytes.len() <= limit => Ok(bytes),
+            _ => Err(StoreError::Invalid(Invalid::KeyTooLong {
+                size: key.pk.len() + 1 + key.sk.len(),
                 limit,
-            }));
+            })),
         }
-        Ok(bytes)
     }
 
     /// The stored item at `key` in `txn`, expired or not (the caller decides).
     pub(crate) fn stored(&self, txn: &RoTxn<'_>, key: &Key) -> Result<Option<Item>, StoreError> {
-        let bytes = self.check_key(key)?;
+        let mut room = [0; KEY_ROOM];
+        let bytes = self.check_key(key, &mut room)?;
         self.items
-            .get(txn, &bytes)
+            .get(txn, bytes)
             .map_err(failed)?
             .map(decode)
             .transpose()
@@ -256,7 +266,8 @@ impl GateFile {
         key: &Key,
         effect: &Effect,
     ) -> Result<(), StoreError> {
-        let bytes = self.check_key(key)?;
+        let mut room = [0; KEY_ROOM];
+        let bytes = self.check_key(key, &mut room)?;
         match effect {
             Effect::Store(item) => {
                 let body = store::item_to_json(item);

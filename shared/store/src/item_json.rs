@@ -107,9 +107,12 @@ fn flat_item(text: &str) -> Option<Item> {
 /// The plain text between the quotes `text` starts with, and what follows the closing quote.
 fn quoted(text: &str) -> Option<(&str, &str)> {
     let body = text.strip_prefix('"')?;
-    let end = body.find(['"', '\\'])?;
-    let inner = &body[..end];
-    (body.as_bytes()[end] == b'"' && plain(inner)).then(|| (inner, &body[end + 1..]))
+    // One pass: the first byte that ends plain text must be the closing quote.
+    let end = body
+        .bytes()
+        .position(|b| b == b'"' || b == b'\\' || b < 0x20)?;
+    // The quote is ASCII, so `end` and `end + 1` are char boundaries.
+    (body.as_bytes()[end] == b'"').then(|| (&body[..end], &body[end + 1..]))
 }
 
 #[cfg(test)]
