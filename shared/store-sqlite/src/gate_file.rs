@@ -271,9 +271,9 @@ impl GateFile {
         match effect {
             Effect::Store(item) => {
                 let body = store::item_to_json(item);
-                self.items.put(txn, &bytes, body.as_bytes()).map_err(failed)
+                self.items.put(txn, bytes, body.as_bytes()).map_err(failed)
             }
-            Effect::Remove => self.items.delete(txn, &bytes).map(|_| ()).map_err(failed),
+            Effect::Remove => self.items.delete(txn, bytes).map(|_| ()).map_err(failed),
             Effect::Keep => Ok(()),
         }
     }
