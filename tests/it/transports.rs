@@ -4,7 +4,9 @@
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
-use crate::support::processes::{ACME, cli_token, gatehouse_binary, start_serve, succeed};
+use crate::support::processes::{
+    ACME, Place, cli_token, gatehouse_binary, start_serve, start_serve_with_open_files, succeed,
+};
 
 use http_body_util::BodyExt as _;
 use mcp_test_client::TestClient;
@@ -112,6 +114,44 @@ async fn gatehouse_serve_over_real_http_on_the_embedded_store() {
         .send(http::Method::GET, "/mcp", &[], bytes::Bytes::new())
         .await;
     assert_eq!(r.status, 405);
+}
+
+/// Running out of file descriptors fails the connections that arrive meanwhile, not the server:
+/// once they close, `serve` accepts and answers again.
+#[tokio::test]
+async fn serve_keeps_accepting_after_running_out_of_file_descriptors() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let token = cli_token(&data);
+    let place = Place::Folder(data.clone());
+    let (mut server, addr) = start_serve_with_open_files(&place, 64);
+    // More connections than the process may hold open: the kernel completes them, and the
+    // server's accepts fail with "too many open files" until they close.
+    let flood: Vec<std::net::TcpStream> = (0..96)
+        .filter_map(|_| std::net::TcpStream::connect(addr).ok())
+        .collect();
+    assert!(
+        flood.len() > 64,
+        "the flood opened {} connections",
+        flood.len()
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        server.0.try_wait().unwrap().is_none(),
+        "serve exited when it could not accept"
+    );
+    drop(flood);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        server.0.try_wait().unwrap().is_none(),
+        "serve is still running"
+    );
+    let client = TestClient::http(addr).with_header("authorization", &format!("Bearer {token}"));
+    let list = client.request("tools/list", json!({})).await;
+    assert_eq!(
+        list.status, 200,
+        "serve answers again once the connections closed"
+    );
 }
 
 #[test]

@@ -639,6 +639,22 @@ fn as_flags(message: &str) -> String {
     })
 }
 
+/// A failed `accept` costs the connection it was for, never the server. A connection that
+/// went away before it was taken is simply skipped; anything else (above all, no file
+/// descriptor left) is logged and retried after a pause, since retrying at once would spin
+/// until connections close.
+async fn wait_after_failed_accept(error: &std::io::Error) {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(
+        error.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::warn!(%error, "could not accept a connection; retrying shortly");
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+}
+
 async fn serve(
     store: Arc<dyn store::Store>,
     backend: &str,
@@ -714,12 +730,20 @@ async fn serve(
     }
     loop {
         let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => accepted?,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    wait_after_failed_accept(&e).await;
+                    continue;
+                }
+            },
             _ = tokio::signal::ctrl_c() => {
                 eprintln!("gatehouse: stopping");
                 return Ok(());
             }
         };
+        // Answers are written whole; nothing is gained by holding a small one back.
+        let _ = stream.set_nodelay(true);
         let http = app.http.clone();
         let web = app.web.clone();
         tokio::spawn(async move {

@@ -159,8 +159,29 @@ pub(crate) fn start_serve_with(
 ) -> (Running, std::net::SocketAddr) {
     let mut command = Command::new(gatehouse_binary());
     command.args(["serve", "--addr", addr]).args(extra);
+    spawn_serve(place, &mut command)
+}
+
+/// Starts `gatehouse serve` on a free port on `place`, allowed at most `limit` open files (as
+/// `ulimit -n` sets it); returns the process and its address.
+pub(crate) fn start_serve_with_open_files(
+    place: &Place,
+    limit: u32,
+) -> (Running, std::net::SocketAddr) {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!("ulimit -n {limit} && exec \"$@\""))
+        .arg("sh")
+        .arg(gatehouse_binary())
+        .args(["serve", "--addr", "127.0.0.1:0"]);
+    spawn_serve(place, &mut command)
+}
+
+/// Spawns `command` (a `serve`) on `place` and waits until it says where it serves.
+fn spawn_serve(place: &Place, command: &mut Command) -> (Running, std::net::SocketAddr) {
     let mut child = place
-        .apply(&mut command)
+        .apply(command)
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
