@@ -589,7 +589,7 @@ pub(crate) async fn release(store: Arc<dyn Store>, slot: Slot) {
 pub(crate) struct Releases(Arc<std::sync::Mutex<ReleaseMap>>);
 
 type SharedRelease = futures_util::future::Shared<futures_util::future::BoxFuture<'static, ()>>;
-type ReleaseMap = std::collections::HashMap<Key, SharedRelease, foldhash::fast::RandomState>;
+type ReleaseMap = crate::FastMap<Key, SharedRelease>;
 
 impl Releases {
     fn map(&self) -> std::sync::MutexGuard<'_, ReleaseMap> {

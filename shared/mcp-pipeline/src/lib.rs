@@ -74,3 +74,8 @@ pub use tool::{InputRequired, Policy, Tool};
 pub use writes::Writes;
 
 pub use futures_util::future::BoxFuture;
+
+/// The pipeline's maps on the call path (read-ahead items, slot releases, tool names and
+/// metadata) hash with foldhash: their keys are the server's own and the maps are bounded, so
+/// SipHash's protection against chosen keys buys nothing and costs on every call (ADR 35).
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;

@@ -10,7 +10,6 @@
 //! the key it computes from the *authenticated* caller, so an item read for another
 //! connection is never used: it is simply not found, and read again.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -27,7 +26,7 @@ pub struct Claim {
 
 /// Items read ahead for one request, by key (`None`: read, and absent).
 #[derive(Debug, Clone, Default)]
-pub struct Prefetched(HashMap<Key, Option<Item>, foldhash::fast::RandomState>);
+pub struct Prefetched(crate::FastMap<Key, Option<Item>>);
 
 impl Prefetched {
     /// Items read for `keys`, in the same order (as `batch_get` returns them).

@@ -1,7 +1,7 @@
 //! Registration: a tool and all its decorators in one value, listed in a fixed order.
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -476,7 +476,7 @@ fn valid_name(name: &str, max_len: usize) -> bool {
 #[derive(Debug)]
 pub struct Registry {
     pub(crate) tools: Vec<Arc<ToolSpec>>,
-    by_name: HashMap<&'static str, usize, foldhash::fast::RandomState>,
+    by_name: crate::FastMap<&'static str, usize>,
     max_name_len: usize,
 }
 
@@ -484,7 +484,7 @@ impl Default for Registry {
     fn default() -> Self {
         Registry {
             tools: Vec::new(),
-            by_name: HashMap::default(),
+            by_name: crate::FastMap::default(),
             max_name_len: MAX_NAME_LEN,
         }
     }

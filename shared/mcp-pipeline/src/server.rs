@@ -172,11 +172,7 @@ pub struct Server {
     /// Each tool's descriptor as the core toolset lists it, and as the others do, serialized.
     pub(crate) tool_list: Vec<[String; 2]>,
     /// Each tool's metadata over the server-wide defaults, merged once.
-    metadata: std::collections::HashMap<
-        &'static str,
-        Arc<BTreeMap<String, Value>>,
-        foldhash::fast::RandomState,
-    >,
+    metadata: crate::FastMap<&'static str, Arc<BTreeMap<String, Value>>>,
     /// Slot releases sent after an answer and not yet landed.
     releases: gates::Releases,
 }

@@ -125,7 +125,8 @@ fn partition_prefix(pk: &str) -> Vec<u8> {
     bytes
 }
 
-/// Room for the longest key LMDB takes (511 bytes in its default build; checked at open).
+/// Room for the longest key LMDB takes in its default build (511 bytes); keys are held to the
+/// smaller of this and the `max_key` the file reports.
 const KEY_ROOM: usize = 512;
 
 /// The item key `<pk> NUL <sk>`, written into `room` (every gate operation makes one, so on
