@@ -52,32 +52,44 @@ pub fn untrusted(text: &str, max_chars: usize) -> UntrustedText {
 /// A short hash of a value's public content: the version callers send back with changes.
 pub fn version_of(value: &serde_json::Value) -> String {
     use sha2::Digest as _;
-    let digest = sha2::Sha256::digest(canonical(value).as_bytes());
+    let mut text = String::with_capacity(128);
+    write_canonical(&mut text, value);
+    let digest = sha2::Sha256::digest(text.as_bytes());
     hex::encode(&digest[..6])
 }
 
-fn canonical(value: &serde_json::Value) -> String {
+/// Appends the text a version hashes: objects with their keys sorted, everything else as
+/// `serde_json` writes it compactly. Versions already handed out must stay the same, so the
+/// text does too (a test holds it to the `format!` spelling it replaced, which cost a string
+/// per field on every write).
+fn write_canonical(out: &mut String, value: &serde_json::Value) {
     match value {
         serde_json::Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
             keys.sort();
-            let parts: Vec<String> = keys
-                .iter()
-                .map(|k| {
-                    format!(
-                        "{}:{}",
-                        serde_json::Value::String((*k).clone()),
-                        canonical(&map[*k])
-                    )
-                })
-                .collect();
-            format!("{{{}}}", parts.join(","))
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                store::write_json_str(out, key);
+                out.push(':');
+                write_canonical(out, &map[key]);
+            }
+            out.push('}');
         }
-        serde_json::Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(canonical).collect::<Vec<_>>().join(",")
-        ),
-        other => other.to_string(),
+        serde_json::Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(out, item);
+            }
+            out.push(']');
+        }
+        serde_json::Value::String(text) => store::write_json_str(out, text),
+        other => out.push_str(&other.to_string()),
     }
 }
 
@@ -100,5 +112,45 @@ mod tests {
         let b: serde_json::Value = serde_json::from_str(r#"{"b":[1,2],"a":1}"#).unwrap();
         assert_eq!(version_of(&a), version_of(&b));
         assert_eq!(version_of(&a).len(), 12);
+    }
+
+    /// The text versions were hashed from before it was written into one buffer.
+    fn canonical_as_before(value: &serde_json::Value) -> String {
+        match value {
+            serde_json::Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                let parts: Vec<String> = keys
+                    .iter()
+                    .map(|k| {
+                        let key = serde_json::Value::String((*k).clone());
+                        format!("{key}:{}", canonical_as_before(&map[*k]))
+                    })
+                    .collect();
+                format!("{{{}}}", parts.join(","))
+            }
+            serde_json::Value::Array(items) => {
+                let parts: Vec<String> = items.iter().map(canonical_as_before).collect();
+                format!("[{}]", parts.join(","))
+            }
+            other => other.to_string(),
+        }
+    }
+
+    #[test]
+    fn versions_handed_out_before_stay_the_same() {
+        let values = [
+            serde_json::json!({"name": "Ann \"A\" O'Neil", "email": "a@b.c", "phone": null,
+                "address": "1 Main St\nFlat 2", "notes": "tab\there \u{1} é ✓"}),
+            serde_json::json!({"customer": "c1", "lines": [{"qty": 2, "price": "10.50"},
+                {"qty": 1.5, "price": "-0"}], "z": [], "a": {}, "b": [true, false, null]}),
+            serde_json::json!("just text"),
+            serde_json::json!([1, -2, 1e300, 0.1, u64::MAX]),
+        ];
+        for value in values {
+            let mut ours = String::new();
+            write_canonical(&mut ours, &value);
+            assert_eq!(ours, canonical_as_before(&value));
+        }
     }
 }

@@ -185,12 +185,12 @@ pub(crate) fn pending_item(p: &Pending, now: i64) -> Item {
     let mut item = Item::new();
     item.insert("connection".into(), SV::s(&p.connection));
     item.insert("tool".into(), SV::s(&p.tool));
-    item.insert(
-        "args".into(),
-        SV::s(Value::Object(p.args.clone()).to_string()),
-    );
+    item.insert("args".into(), SV::s(crate::json_text::object_text(&p.args)));
     item.insert("content_hash".into(), SV::s(&p.content_hash));
-    item.insert("content".into(), SV::s(p.content.to_string()));
+    item.insert(
+        "content".into(),
+        SV::s(crate::json_text::to_text(&p.content)),
+    );
     item.insert("summary".into(), SV::s(&p.summary));
     item.insert("status".into(), SV::s(&p.status));
     if p.in_product {

@@ -755,11 +755,14 @@ pub(crate) struct ReplayRecord<'a> {
 impl ReplayRecord<'_> {
     fn put(&self, expires: i64) -> TransactOp {
         let mut item = Item::new();
-        item.insert("result".into(), SV::s(self.result.to_string()));
+        item.insert(
+            "result".into(),
+            SV::s(crate::json_text::to_text(self.result)),
+        );
         item.insert("digest".into(), SV::s(self.digest));
         item.insert(
             "args".into(),
-            SV::s(Value::Object(self.args.clone()).to_string()),
+            SV::s(crate::json_text::object_text(self.args)),
         );
         item.insert(store::TTL_ATTRIBUTE.into(), SV::n(expires));
         Put::new(self.key.clone(), item)

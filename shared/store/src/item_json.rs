@@ -2,17 +2,20 @@
 //! data and gate files): `{"name":{"S":"text"},"count":{"N":"3"}}`, exactly as `serde_json`
 //! writes [`Item`].
 //!
-//! Every admission reads and writes gate items (a rate bucket, a slot) in this form, so it is
-//! written and read here without `serde_json` when an item is flat: every value a string, a
-//! number or a boolean, and no text that needs escaping. Anything else (nested values, bytes,
-//! escapes, whitespace) takes `serde_json`'s path, so the text and its meaning never depend on
-//! which path ran: the tests hold both to the same bytes and the same items.
+//! Every admission reads and writes gate items (a rate bucket, a slot) in this form, and every
+//! write stores items whose strings hold JSON (a replay record's result) or lists (an audit
+//! row's ids), so an item is written here without `serde_json` unless it holds bytes, its
+//! strings escaped by [`crate::write_json_str`]; it is read here when it is flat (every value a
+//! string, a number or a boolean) and its text needs no escape. Anything else (bytes when
+//! written; nested values, escapes or whitespace when read) takes `serde_json`'s path, so the
+//! text and its meaning never depend on which path ran: the tests hold both to the same bytes
+//! and the same items.
 
 use crate::{Item, Number, Value};
 
 /// Serializes an item to its JSON form.
 pub fn item_to_json(item: &Item) -> String {
-    flat_text(item).unwrap_or_else(|| {
+    written_text(item).unwrap_or_else(|| {
         // Serializing a map of plain data cannot fail.
         serde_json::to_string(item).unwrap_or_default()
     })
@@ -26,48 +29,78 @@ pub fn item_from_json(text: &str) -> Result<Item, serde_json::Error> {
     }
 }
 
-/// Whether `text` is written by `serde_json` as it is, between quotes: no quote, backslash or
-/// control character.
-fn plain(text: &str) -> bool {
-    !text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)
-}
-
-/// The text of a flat item, `None` when it is not flat.
-fn flat_text(item: &Item) -> Option<String> {
+/// The text of an item as `serde_json` writes it; `None` when it holds bytes (base64, left to
+/// `serde_json`).
+fn written_text(item: &Item) -> Option<String> {
     let mut out = String::with_capacity(64);
-    out.push('{');
-    for (i, (name, value)) in item.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let (tag, text) = match value {
-            Value::S(s) => ("S", s.as_str()),
-            Value::N(n) => ("N", n.as_str()),
-            Value::Bool(true) => ("BOOL", "true"),
-            Value::Bool(false) => ("BOOL", "false"),
-            _ => return None,
-        };
-        if !plain(name) || !plain(text) {
-            return None;
-        }
-        for part in ["\"", name, "\":{\"", tag, "\":"] {
-            out.push_str(part);
-        }
-        match value {
-            Value::Bool(_) => out.push_str(text),
-            _ => {
-                out.push('"');
-                out.push_str(text);
-                out.push('"');
-            }
-        }
-        out.push('}');
-    }
-    out.push('}');
+    write_map(&mut out, item)?;
     Some(out)
 }
 
-/// The item `text` holds when it is flat text as [`flat_text`] writes it; `None` for anything
+fn write_map(out: &mut String, map: &Item) -> Option<()> {
+    out.push('{');
+    for (i, (name, value)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        crate::write_json_str(out, name);
+        out.push(':');
+        write_value(out, value)?;
+    }
+    out.push('}');
+    Some(())
+}
+
+/// A value as `serde_json` writes the enum: `{"TAG":...}`, and the unit variant `"NULL"`.
+fn write_value(out: &mut String, value: &Value) -> Option<()> {
+    match value {
+        Value::S(s) => {
+            out.push_str("{\"S\":");
+            crate::write_json_str(out, s);
+        }
+        // A number's text is digits, a sign, a point and an exponent: nothing to escape.
+        Value::N(n) => {
+            out.push_str("{\"N\":\"");
+            out.push_str(n.as_str());
+            out.push('"');
+        }
+        Value::Bool(true) => out.push_str("{\"BOOL\":true"),
+        Value::Bool(false) => out.push_str("{\"BOOL\":false"),
+        Value::Null => {
+            out.push_str("\"NULL\"");
+            return Some(());
+        }
+        Value::L(items) => {
+            out.push_str("{\"L\":[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, item)?;
+            }
+            out.push(']');
+        }
+        Value::M(map) => {
+            out.push_str("{\"M\":");
+            write_map(out, map)?;
+        }
+        Value::Ss(set) => {
+            out.push_str("{\"SS\":[");
+            for (i, text) in set.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                crate::write_json_str(out, text);
+            }
+            out.push(']');
+        }
+        Value::B(_) => return None,
+    }
+    out.push('}');
+    Some(())
+}
+
+/// The item `text` holds when it is flat text as [`written_text`] writes it; `None` for anything
 /// else, which `serde_json` then reads (or refuses).
 fn flat_item(text: &str) -> Option<Item> {
     let mut rest = text.strip_prefix('{')?.strip_suffix('}')?;
@@ -152,6 +185,17 @@ mod tests {
             Value::L(vec![n("1"), Value::s("x")]),
             Value::M(Item::from([("inner".to_owned(), n("2"))])),
             Value::Ss(["a".to_owned(), "b".to_owned()].into()),
+            Value::Ss(["q\"".to_owned(), "é\n".to_owned()].into()),
+            Value::L(vec![]),
+            Value::M(Item::new()),
+            Value::L(vec![
+                Value::Null,
+                Value::M(Item::from([(
+                    "q\"".to_owned(),
+                    Value::L(vec![Value::s("x\n"), Value::Bool(false)]),
+                )])),
+            ]),
+            Value::L(vec![Value::s("x"), Value::B(vec![7])]),
         ];
         for name in names {
             for value in &values {
@@ -168,14 +212,20 @@ mod tests {
 
     #[test]
     fn an_item_is_written_as_serde_json_writes_it_and_read_back_the_same() {
-        let mut flat = 0;
+        let (mut written_flat, mut read_flat) = (0, 0);
         for item in items() {
             let text = item_to_json(&item);
             assert_eq!(text, serde_text(&item), "{item:?}");
             assert_eq!(item_from_json(&text).unwrap(), item, "{text}");
-            flat += usize::from(flat_item(&text).is_some());
+            written_flat += usize::from(written_text(&item).is_some());
+            read_flat += usize::from(flat_item(&text).is_some());
         }
-        assert!(flat > 20, "the flat path ran ({flat} items)");
+        assert!(read_flat > 20, "the flat reader ran ({read_flat} items)");
+        // Escapes, lists, maps, sets and nulls are written here too, and read by `serde_json`.
+        assert!(
+            written_flat > read_flat + 100,
+            "the writer took more than flat items ({written_flat} items)"
+        );
     }
 
     #[test]
