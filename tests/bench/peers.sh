@@ -9,6 +9,12 @@
 #               json_response=True, on uvicorn (one worker)
 #   typescript  the official TypeScript SDK (@modelcontextprotocol/sdk), stateless (a server and
 #               transport per request, no session id), enableJsonResponse, on node:http
+#   gatehouse-writes  the same gatehouse serving silent writes instead (`create_customer` with
+#               unique arguments, each synced with its replay record and audit row before the
+#               answer): issue 17 asks for half of rmcp's read rate
+#   floor       no server: the store's SQL alone (examples/write_floor.rs in store-sqlite), the
+#               four rows of one silent write, as many writes per synced commit as there are
+#               clients, from one thread on the server's core: what SQLite itself costs
 # each loaded by the same `loadgen` run (protocol 2025-06-18 without a handshake, as stateless
 # servers allow), one after another, the server pinned to core 0 and the load generator to core
 # 1 (when there are two). Prints calls/s, served calls/s (successful tool results), p50, p99,
@@ -16,6 +22,9 @@
 # peak RSS (VmHWM) and gatehouse's ratio to each; JSON lines in target/bench/peers.jsonl.
 #
 #   tests/bench/peers.sh [--quick] [--duration S] [--clients N] [--only "gatehouse rmcp ..."]
+#
+# The default runs gatehouse, rmcp, python and typescript; gatehouse-writes and floor run when
+# named in --only.
 #
 # `--only "gatehouse-before gatehouse rmcp"` with GATEHOUSE_BEFORE_BIN=<an older gatehouse
 # binary> also runs that binary the same way, for a before/after in the same run.
@@ -101,7 +110,8 @@ for peer in $ONLY; do
         rmcp) install_rmcp ;;
         python) install_python ;;
         typescript) install_typescript ;;
-        gatehouse) ;;
+        gatehouse | gatehouse-writes) ;;
+        floor) (cd "$BENCH_ROOT" && cargo build --release --locked -p store-sqlite --example write_floor >&2) ;;
         gatehouse-before) [[ -x ${GATEHOUSE_BEFORE_BIN:-} ]] || { echo "gatehouse-before needs GATEHOUSE_BEFORE_BIN" >&2; exit 2; } ;;
         *) echo "unknown peer $peer" >&2; exit 2 ;;
     esac
@@ -117,8 +127,19 @@ WARMUP=3
 for peer in $ONLY; do
     PORT=$(bench_free_port)
     TOKENS=()
+    TOOL=(--tool bench_fixed_1kb --expect "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")
+    if [[ $peer == floor ]]; then
+        bench_step "floor: $CLIENTS writes per synced commit"
+        "${SERVER_CPU[@]}" "$TARGET/release/examples/write_floor" --only sqlite --group "$CLIENTS" \
+            --writes $((DURATION * 3000)) --json >>"$OUT" || failed=1
+        continue
+    fi
     case $peer in
-        gatehouse | gatehouse-before)
+        gatehouse-writes)
+            TOOL=(--tool create_customer --args '{"name":"Load {n}","email":"load.{n}@example.com"}'
+                --expect "Created customer")
+            ;;&
+        gatehouse | gatehouse-before | gatehouse-writes)
             NOW_BIN=$GATEHOUSE
             if [[ $peer == gatehouse-before ]]; then GATEHOUSE=$GATEHOUSE_BEFORE_BIN; fi
             rm -rf "$WORK/data"
@@ -152,8 +173,7 @@ for peer in $ONLY; do
     (sleep "$WARMUP"; bench_cpu_ticks "$PID" >"$WORK/cpu-start") &
     SAMPLER=$!
     if RESULT=$("${LOAD_CPU[@]}" "$LOADGEN" --url "http://127.0.0.1:$PORT/mcp" "${TOKENS[@]}" --clients "$CLIENTS" \
-        --duration "$DURATION" --warmup "$WARMUP" --label "$peer" --tool bench_fixed_1kb \
-        --expect "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"); then :; else failed=1; fi
+        --duration "$DURATION" --warmup "$WARMUP" --label "$peer" "${TOOL[@]}"); then :; else failed=1; fi
     CPU_END=$(bench_cpu_ticks "$PID")
     wait "$SAMPLER"
     HWM=$(bench_hwm_kb "$PID")
@@ -172,18 +192,29 @@ python3 - "$OUT" "$RMCP_VERSION" "$PY_MCP_VERSION" "$TS_SDK_VERSION" <<'PY'
 import json, sys
 rows = {r["label"]: r for r in (json.loads(l) for l in open(sys.argv[1]) if l.strip())}
 versions = {"rmcp": sys.argv[2], "python": "mcp " + sys.argv[3], "typescript": sys.argv[4], "gatehouse": "this tree",
-            "gatehouse-before": "before"}
+            "gatehouse-before": "before", "gatehouse-writes": "this tree"}
 g = rows.get("gatehouse")
-print(f"{'server':<11} {'version':<10} {'calls/s':>8} {'served/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} {'CPU/call':>9} {'peak RSS':>9}  gatehouse vs it")
+print(f"{'server':<16} {'version':<10} {'calls/s':>8} {'served/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} {'CPU/call':>9} {'peak RSS':>9}  gatehouse vs it")
 for name, r in rows.items():
+    if name.startswith("sqlite"):
+        print(f"{'floor':<16} {'SQLite':<10} {r['calls_per_s']:>8.0f} {r['calls_per_s']:>8.0f} {'':>7} {'':>7} {0:>6} "
+              f"{r['cpu_us_per_call']:>6.0f} us {'':>9}  ({name})")
+        continue
     l = r["latency_ms"]
     ratio = ""
-    if g and name != "gatehouse":
+    if g and name not in ("gatehouse", "gatehouse-writes"):
         ratio = (f"{g['ok_per_s'] / max(r['ok_per_s'], 0.1):.2f}x served/s, "
                  f"{g['cpu_us_per_call'] / max(r['cpu_us_per_call'], 0.1):.2f}x CPU/call, "
                  f"{g['latency_ms']['p99'] / l['p99']:.2f}x p99, "
                  f"{g['vm_hwm_kb'] / r['vm_hwm_kb']:.2f}x RSS")
-    print(f"{name:<11} {versions[name]:<10} {r['calls_per_s']:>8.0f} {r['ok_per_s']:>8.0f} {l['p50']:>7.2f} {l['p99']:>7.2f} "
+    print(f"{name:<16} {versions[name]:<10} {r['calls_per_s']:>8.0f} {r['ok_per_s']:>8.0f} {l['p50']:>7.2f} {l['p99']:>7.2f} "
           f"{r['errors']:>6} {r['cpu_us_per_call']:>6.0f} us {r['vm_hwm_kb'] / 1024:>7.1f} MiB  {ratio}")
+rmcp = rows.get("rmcp")
+if rmcp:
+    for name, r in rows.items():
+        if name == "gatehouse-writes" or name.startswith("sqlite"):
+            served = r.get("ok_per_s", r["calls_per_s"])
+            print(f"{name}: {served / max(rmcp['ok_per_s'], 0.1):.2f}x rmcp's served reads "
+                  f"(issue 17 asks gatehouse-writes for 0.50x)")
 PY
 exit $failed
