@@ -125,6 +125,7 @@ cases![
     transaction_commits_every_operation,
     transaction_is_all_or_nothing,
     transaction_reasons_carry_old_item,
+    transaction_of_creates_over_live_and_expired_rows,
     transaction_of_one_hundred,
     transaction_limits,
     ttl_expired_item_is_absent_to_reads,
@@ -1202,6 +1203,83 @@ async fn transaction_reasons_carry_old_item(ctx: Ctx) -> anyhow::Result<()> {
         "reasons: {reasons:?}"
     );
     ensure!(ctx.store.get(&b).await?.is_none());
+    Ok(())
+}
+
+/// Puts that create or overwrite, beside condition checks (the shape of a silent write, which
+/// the embedded store writes without reading its items first): a live row in the way of a
+/// create, or a failed check, cancels all of them with one reason each, after creates and an
+/// overwrite that would have succeeded; an expired row is not in the way.
+async fn transaction_of_creates_over_live_and_expired_rows(ctx: Ctx) -> anyhow::Result<()> {
+    let (fresh, live, stale, over) = (
+        ctx.key("fresh"),
+        ctx.key("live"),
+        ctx.key("stale"),
+        ctx.key("over"),
+    );
+    let kept = item(&[("v", Value::s("kept"))]);
+    ctx.store.put(Put::new(live.clone(), kept.clone())).await?;
+    ctx.store.put(Put::new(over.clone(), kept.clone())).await?;
+    let stale_item = item(&[("v", Value::s("stale")), (store::TTL_ATTRIBUTE, expired())]);
+    ctx.store.put(Put::new(stale.clone(), stale_item)).await?;
+    let create = |key: &Key, v: &str| -> TransactOp {
+        Put::new(key.clone(), item(&[("v", Value::s(v))]))
+            .when(Condition::item_not_exists())
+            .return_old_on_failure()
+            .into()
+    };
+    let overwrite = Put::new(over.clone(), item(&[("v", Value::s("new"))])).into();
+    let absent = || ConditionCheck::new(ctx.key("nothing"), Condition::item_not_exists()).into();
+    let reasons = cancelled(
+        ctx.store
+            .transact_write(vec![
+                absent(),
+                create(&fresh, "new"),
+                overwrite,
+                create(&stale, "new"),
+                create(&live, "new"),
+            ])
+            .await,
+    )?;
+    ensure!(
+        reasons
+            == [
+                CancelReason::None,
+                CancelReason::None,
+                CancelReason::None,
+                CancelReason::None,
+                CancelReason::ConditionFailed {
+                    old: Some(kept.clone())
+                }
+            ],
+        "reasons: {reasons:?}"
+    );
+    ensure!(
+        ctx.store.get(&fresh).await?.is_none(),
+        "a cancelled create stayed"
+    );
+    ensure!(
+        ctx.store.get(&over).await? == Some(kept.clone()),
+        "a cancelled overwrite stayed"
+    );
+    ensure!(
+        ctx.store.get(&stale).await?.is_none(),
+        "an expired row came back"
+    );
+    ensure!(
+        ctx.store.get(&live).await? == Some(kept),
+        "the live row changed"
+    );
+    // Without the live row in the way, the same creates go through, the expired one included.
+    ctx.store
+        .transact_write(vec![create(&fresh, "new"), create(&stale, "new")])
+        .await?;
+    let new = Some(item(&[("v", Value::s("new"))]));
+    ensure!(ctx.store.get(&fresh).await? == new, "create");
+    ensure!(
+        ctx.store.get(&stale).await? == new,
+        "create over an expired row"
+    );
     Ok(())
 }
 

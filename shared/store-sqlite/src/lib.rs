@@ -219,30 +219,111 @@ fn read_stored(conn: &Connection, key: &Key) -> Result<Option<Item>, StoreError>
 
 fn write_effect(conn: &Connection, key: &Key, effect: &Effect) -> Result<(), StoreError> {
     match effect {
-        Effect::Store(item) => {
-            let mut stmt = conn
-                .prepare_cached(
-                    "INSERT INTO items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4) \
-                     ON CONFLICT (pk, sk) DO UPDATE SET expires_at = excluded.expires_at, body = excluded.body",
-                )
-                .map_err(unavailable)?;
-            stmt.execute(params![
-                key.pk,
-                key.sk,
-                expiry_column(item),
-                store::item_to_json(item)
-            ])
-            .map_err(unavailable)?;
-        }
+        Effect::Store(item) => store_item(conn, key, item),
         Effect::Remove => {
             let mut stmt = conn
                 .prepare_cached("DELETE FROM items WHERE pk = ?1 AND sk = ?2")
                 .map_err(unavailable)?;
             stmt.execute(params![key.pk, key.sk]).map_err(unavailable)?;
+            Ok(())
         }
-        Effect::Keep => {}
+        Effect::Keep => Ok(()),
     }
+}
+
+/// Writes `item` at `key`, over whatever row holds the key.
+fn store_item(conn: &Connection, key: &Key, item: &Item) -> Result<(), StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "INSERT INTO items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (pk, sk) DO UPDATE SET expires_at = excluded.expires_at, body = excluded.body",
+        )
+        .map_err(unavailable)?;
+    stmt.execute(params![
+        key.pk,
+        key.sk,
+        expiry_column(item),
+        store::item_to_json(item)
+    ])
+    .map_err(unavailable)?;
     Ok(())
+}
+
+/// Writes `ops` without reading their items first, when each is a put that overwrites whatever
+/// is stored or writes only where no row is (the creates of a silent write), or a condition
+/// check (read, as it must be): each insert then looks its key up in the index once, not twice,
+/// and no item is copied to be planned. `false`, with nothing written, when a check failed, a
+/// row was in the way (live or expired: the planned path then decides, and names every failed
+/// condition), or an operation is of another kind.
+fn write_unread(conn: &Connection, ops: &[TransactOp], now: i64) -> Result<bool, StoreError> {
+    let Some(unread) = ops.iter().map(unread_op).collect::<Option<Vec<_>>>() else {
+        return Ok(false);
+    };
+    for op in ops.iter().filter(|op| matches!(op, TransactOp::Check(_))) {
+        let stored = read_stored(conn, op.key())?;
+        if !matches!(engine::plan(op, stored.as_ref(), now), Ok(Ok(Effect::Keep))) {
+            return Ok(false);
+        }
+    }
+    writer::control(conn, "SAVEPOINT unread")?;
+    for op in unread {
+        let written = match op {
+            Unread::Check => true,
+            Unread::Overwrite(put) => store_item(conn, &put.key, &put.item).map(|()| true)?,
+            Unread::Create(put) => insert_where_absent(conn, put)?,
+        };
+        if !written {
+            writer::control(conn, "ROLLBACK TO unread")?;
+            writer::control(conn, "RELEASE unread")?;
+            return Ok(false);
+        }
+    }
+    writer::control(conn, "RELEASE unread")?;
+    Ok(true)
+}
+
+/// How [`write_unread`] writes one operation.
+enum Unread<'o> {
+    /// A condition check: read, and written nothing.
+    Check,
+    /// A put without a condition.
+    Overwrite(&'o Put),
+    /// A put on condition that no item is there.
+    Create(&'o Put),
+}
+
+/// How `op` is written without reading it first, if it can be.
+fn unread_op(op: &TransactOp) -> Option<Unread<'_>> {
+    match op {
+        TransactOp::Check(_) => Some(Unread::Check),
+        TransactOp::Put(put) => match &put.condition {
+            None => Some(Unread::Overwrite(put)),
+            Some(condition) if *condition == store::Condition::item_not_exists() => {
+                Some(Unread::Create(put))
+            }
+            Some(_) => None,
+        },
+        TransactOp::Update(_) | TransactOp::Delete(_) => None,
+    }
+}
+
+/// Inserts `put`'s item unless a row (live or expired) holds its key; whether it did.
+fn insert_where_absent(conn: &Connection, put: &Put) -> Result<bool, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "INSERT INTO items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (pk, sk) DO NOTHING",
+        )
+        .map_err(unavailable)?;
+    let inserted = stmt
+        .execute(params![
+            put.key.pk,
+            put.key.sk,
+            expiry_column(&put.item),
+            store::item_to_json(&put.item)
+        ])
+        .map_err(unavailable)?;
+    Ok(inserted == 1)
 }
 
 /// A page of `query` from its partition's rows in order (already past its cursor, and a
@@ -497,6 +578,9 @@ impl SqliteStore {
                 self.inner
                     .durable
                     .write(touched, move |conn| {
+                        if write_unread(conn, &ops, now)? {
+                            return Ok(());
+                        }
                         let effects = engine::plan_all(&ops, |key| read_stored(conn, key), now)?;
                         for (op, effect) in ops.iter().zip(&effects) {
                             write_effect(conn, op.key(), effect)?;

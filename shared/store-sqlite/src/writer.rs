@@ -141,7 +141,7 @@ fn serve(conn: &Connection, gates: &Weak<GateFile>, queue: &mpsc::Receiver<Box<d
 
 /// Runs one statement of transaction control, prepared once per connection (parsing them
 /// on every transaction showed in the profile).
-fn control(conn: &Connection, sql: &str) -> Result<(), StoreError> {
+pub(crate) fn control(conn: &Connection, sql: &str) -> Result<(), StoreError> {
     conn.prepare_cached(sql)
         .and_then(|mut stmt| stmt.execute([]))
         .map(|_| ())
