@@ -146,10 +146,10 @@ fn open_connection(path: &Path) -> Result<Connection, rusqlite::Error> {
 
 /// Pages the log holds before a commit copies it back into the file (SQLite's default is
 /// 1,000, about 4 MiB). A checkpoint writes every page the log changed and syncs the file;
-/// under silent writes the default ran one every few dozen commits and took a tenth of the
-/// server's samples, and the pages written again and again (index leaves, the table's last
-/// page) are written once per checkpoint, however often they changed (ADR 36). The log grows
-/// to about 40 MiB on disk; a write is as durable as before (the log is synced per commit).
+/// under silent writes the default's checkpoints took a tenth of the server's samples, and the
+/// pages written again and again (index leaves, the table's last page) are written once per
+/// checkpoint, however often they changed (ADR 36). The log grows to about 40 MiB on disk; a
+/// write is as durable as before (the log is synced per commit).
 const CHECKPOINT_PAGES: i64 = 10_000;
 
 /// The writer's page cache, in KiB. Its own commits never drop it (only another connection's
