@@ -1270,9 +1270,26 @@ async fn transaction_of_creates_over_live_and_expired_rows(ctx: Ctx) -> anyhow::
         ctx.store.get(&live).await? == Some(kept),
         "the live row changed"
     );
+    // A failed check cancels a create that had nothing in its way.
+    let present = ConditionCheck::new(live.clone(), Condition::item_not_exists()).into();
+    let reasons = cancelled(
+        ctx.store
+            .transact_write(vec![create(&fresh, "new"), present])
+            .await,
+    )?;
+    ensure!(
+        reasons.len() == 2
+            && reasons[0] == CancelReason::None
+            && matches!(reasons[1], CancelReason::ConditionFailed { .. }),
+        "reasons: {reasons:?}"
+    );
+    ensure!(
+        ctx.store.get(&fresh).await?.is_none(),
+        "a create beside a failed check stayed"
+    );
     // Without the live row in the way, the same creates go through, the expired one included.
     ctx.store
-        .transact_write(vec![create(&fresh, "new"), create(&stale, "new")])
+        .transact_write(vec![absent(), create(&fresh, "new"), create(&stale, "new")])
         .await?;
     let new = Some(item(&[("v", Value::s("new"))]));
     ensure!(ctx.store.get(&fresh).await? == new, "create");

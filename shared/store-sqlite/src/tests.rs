@@ -1,5 +1,6 @@
 //! What only the store's insides can show: a data commit whose process died between counting
-//! its start and its end (ADR 28, ADR 31).
+//! its start and its end (ADR 28, ADR 31), and the expiry column a write without a read fills
+//! (ADR 37).
 
 use store::{Item, Key, Put, Store, Value};
 
@@ -130,5 +131,33 @@ fn an_unlabelled_commit_keeps_nothing_until_a_labelled_one() {
             assert_eq!(store.get(&member).await.unwrap(), Some(item(1)));
         }
         assert_eq!(store.file_reads(), reads + 1, "read once, then kept");
+    });
+}
+
+/// A create written without reading first (ADR 37) keeps its expiry in the column the sweep
+/// deletes by, as a planned write does: without it the row would never be given back.
+#[test]
+fn a_create_written_unread_keeps_its_expiry_for_the_sweep() {
+    run(async {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("store.db")).unwrap();
+        let key = Key::new("acme#replay#con_1", "create_customer#abc");
+        let replay = Item::from([
+            (store::TTL_ATTRIBUTE.to_owned(), Value::n(1_900_000_000)),
+            ("result".to_owned(), Value::s("{}")),
+        ]);
+        let create = Put::new(key.clone(), replay).when(store::Condition::item_not_exists());
+        store.transact_write(vec![create.into()]).await.unwrap();
+        let column: Option<i64> = store
+            .read(|conn| {
+                conn.query_row(
+                    "SELECT expires_at FROM items WHERE pk = ?1 AND sk = ?2",
+                    rusqlite::params![key.pk, key.sk],
+                    |row| row.get(0),
+                )
+                .map_err(crate::unavailable)
+            })
+            .unwrap();
+        assert_eq!(column, Some(1_900_000_000));
     });
 }
