@@ -1241,17 +1241,15 @@ async fn transaction_of_creates_over_live_and_expired_rows(ctx: Ctx) -> anyhow::
             ])
             .await,
     )?;
+    // Only the last operation, the create over the live row, failed.
+    let (last, before) = reasons.split_last().context("no reasons")?;
     ensure!(
-        reasons
-            == [
-                CancelReason::None,
-                CancelReason::None,
-                CancelReason::None,
-                CancelReason::None,
-                CancelReason::ConditionFailed {
+        before.iter().all(|r| *r == CancelReason::None)
+            && before.len() == 4
+            && *last
+                == CancelReason::ConditionFailed {
                     old: Some(kept.clone())
-                }
-            ],
+                },
         "reasons: {reasons:?}"
     );
     ensure!(

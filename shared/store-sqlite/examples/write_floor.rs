@@ -102,25 +102,35 @@ impl Options {
     }
 }
 
+/// Prints one part's figures: a line of text, or with `--json` one JSON object.
 fn report(options: &Options, what: &str, cpu: f64, wall: f64) {
+    let line = match options.json {
+        true => json_line(options, what, cpu, wall),
+        false => text_line(options, what, cpu, wall),
+    };
+    println!("{line}");
+}
+
+/// The shape of `loadgen`'s result lines, which tests/bench/peers.sh reads.
+fn json_line(options: &Options, what: &str, cpu: f64, wall: f64) -> String {
     let (group, writes) = (options.group, options.writes);
-    let per = |s: f64| s / writes as f64 * 1e6;
-    if options.json {
-        // The shape of `loadgen`'s result lines, for tests/bench/peers.sh.
-        println!(
-            "{{\"label\":\"{what}, group {group}\",\"calls\":{writes},\"calls_per_s\":{:.1},\
-             \"cpu_us_per_call\":{:.1}}}",
-            writes as f64 / wall,
-            per(cpu)
-        );
-        return;
-    }
-    println!(
+    let rate = writes as f64 / wall;
+    let cpu_us = cpu / writes as f64 * 1e6;
+    let label = format!("{what}, group {group}");
+    format!(
+        r#"{{"label":"{label}","calls":{writes},"calls_per_s":{rate:.1},"cpu_us_per_call":{cpu_us:.1}}}"#
+    )
+}
+
+fn text_line(options: &Options, what: &str, cpu: f64, wall: f64) -> String {
+    let (group, writes) = (options.group, options.writes);
+    let per_write = |seconds: f64| seconds / writes as f64 * 1e6;
+    format!(
         "{what:<28} group {group:>2}: {writes} writes, CPU {:.1} us/write, wall {:.1} us/write ({:.0}/s)",
-        per(cpu),
-        per(wall),
+        per_write(cpu),
+        per_write(wall),
         writes as f64 / wall
-    );
+    )
 }
 
 /// CPU seconds (user + system, every thread) and wall seconds that `work` took.
@@ -175,14 +185,12 @@ fn write_rows(
     group: usize,
     writes: usize,
 ) -> rusqlite::Result<()> {
+    // The store makes the file (its table, key index and log) as it makes its own; the writes
+    // then run on a connection of their own with the writer's settings.
+    drop(SqliteStore::open(path).expect("the store made its file"));
     let conn = Connection::open(path)?;
     conn.pragma_update(None, "synchronous", synchronous)?;
-    conn.execute_batch(
-        "PRAGMA journal_mode = WAL; PRAGMA cache_size = -4096; PRAGMA wal_autocheckpoint = 10000;
-         CREATE TABLE items (pk TEXT NOT NULL, sk TEXT NOT NULL, expires_at INTEGER,
-                             body TEXT NOT NULL);
-         CREATE UNIQUE INDEX items_key ON items (pk, sk);",
-    )?;
+    conn.execute_batch("PRAGMA cache_size = -4096; PRAGMA wal_autocheckpoint = 10000;")?;
     let control = |sql: &str| conn.prepare_cached(sql)?.execute([]).map(|_| ());
     let mut random = Random(0x9e37_79b9_7f4a_7c15);
     let mut n = 0;

@@ -233,21 +233,31 @@ fn write_effect(conn: &Connection, key: &Key, effect: &Effect) -> Result<(), Sto
 
 /// Writes `item` at `key`, over whatever row holds the key.
 fn store_item(conn: &Connection, key: &Key, item: &Item) -> Result<(), StoreError> {
-    let mut stmt = conn
-        .prepare_cached(
-            "INSERT INTO items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4) \
-             ON CONFLICT (pk, sk) DO UPDATE SET expires_at = excluded.expires_at, body = excluded.body",
-        )
-        .map_err(unavailable)?;
-    stmt.execute(params![
-        key.pk,
-        key.sk,
-        expiry_column(item),
-        store::item_to_json(item)
-    ])
-    .map_err(unavailable)?;
-    Ok(())
+    insert_row(conn, key, item, OVERWRITE).map(|_| ())
 }
+
+/// Inserts the row of `item` at `key` with `sql` ([`OVERWRITE`] or [`ONLY_WHERE_ABSENT`]);
+/// whether a row was written.
+fn insert_row(conn: &Connection, key: &Key, item: &Item, sql: &str) -> Result<bool, StoreError> {
+    let mut stmt = conn.prepare_cached(sql).map_err(unavailable)?;
+    let written = stmt
+        .execute(params![
+            key.pk,
+            key.sk,
+            expiry_column(item),
+            store::item_to_json(item)
+        ])
+        .map_err(unavailable)?;
+    Ok(written == 1)
+}
+
+/// A row's insert that replaces the row already at its key.
+const OVERWRITE: &str = "INSERT INTO items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4) \
+     ON CONFLICT (pk, sk) DO UPDATE SET expires_at = excluded.expires_at, body = excluded.body";
+
+/// A row's insert that writes nothing when a row (live or expired) is at its key.
+const ONLY_WHERE_ABSENT: &str = "INSERT INTO items (pk, sk, expires_at, body) \
+     VALUES (?1, ?2, ?3, ?4) ON CONFLICT (pk, sk) DO NOTHING";
 
 /// Writes `ops` without reading their items first, when each is a put that overwrites whatever
 /// is stored or writes only where no row is (the creates of a silent write), or a condition
@@ -270,7 +280,7 @@ fn write_unread(conn: &Connection, ops: &[TransactOp], now: i64) -> Result<bool,
         let written = match op {
             Unread::Check => true,
             Unread::Overwrite(put) => store_item(conn, &put.key, &put.item).map(|()| true)?,
-            Unread::Create(put) => insert_where_absent(conn, put)?,
+            Unread::Create(put) => insert_row(conn, &put.key, &put.item, ONLY_WHERE_ABSENT)?,
         };
         if !written {
             writer::control(conn, "ROLLBACK TO unread")?;
@@ -305,25 +315,6 @@ fn unread_op(op: &TransactOp) -> Option<Unread<'_>> {
         },
         TransactOp::Update(_) | TransactOp::Delete(_) => None,
     }
-}
-
-/// Inserts `put`'s item unless a row (live or expired) holds its key; whether it did.
-fn insert_where_absent(conn: &Connection, put: &Put) -> Result<bool, StoreError> {
-    let mut stmt = conn
-        .prepare_cached(
-            "INSERT INTO items (pk, sk, expires_at, body) VALUES (?1, ?2, ?3, ?4) \
-             ON CONFLICT (pk, sk) DO NOTHING",
-        )
-        .map_err(unavailable)?;
-    let inserted = stmt
-        .execute(params![
-            put.key.pk,
-            put.key.sk,
-            expiry_column(&put.item),
-            store::item_to_json(&put.item)
-        ])
-        .map_err(unavailable)?;
-    Ok(inserted == 1)
 }
 
 /// A page of `query` from its partition's rows in order (already past its cursor, and a
