@@ -14,24 +14,20 @@ use mcp_pipeline::{ClassLimits, FixedClock, Limits, SystemClock};
 use serde_json::json;
 
 use crate::support::faults::{Fault, Op};
-use crate::support::load::{Dice, Ended, Tenant, sort};
+use crate::support::load::{Dice, Ended, Tenant, roomy_limits, sort};
 use crate::support::on_every_backend;
 use crate::support::store::Backend;
 
 /// Far more writes than the tenant may make: each connection's write bucket is small, the
 /// tenant's is large enough to be sharded (ADR 6).
 fn hot_limits() -> Limits {
-    let roomy = ClassLimits {
-        read: 60_000,
-        expensive_read: 60_000,
-        write: 60_000,
-        notify: 60_000,
-        wake: 60_000,
-    };
+    let roomy = roomy_limits();
     Limits {
-        per_connection: ClassLimits { write: 10, ..roomy },
-        per_tenant: roomy,
-        ..Limits::default()
+        per_connection: ClassLimits {
+            write: 10,
+            ..roomy.per_connection
+        },
+        ..roomy
     }
 }
 
@@ -329,13 +325,6 @@ on_every_backend!(
     |backend| Tenant::on(backend, roomy_limits(), 4, Arc::new(SystemClock)),
     threads = 2
 );
-
-/// Limits no soak reaches: the soak is about what is stored, not about refusals.
-fn roomy_limits() -> Limits {
-    let mut limits = hot_limits();
-    limits.per_connection = limits.per_tenant;
-    limits
-}
 
 async fn reconcile(t: &Tenant, seen: &Seen) {
     let text = |item: &store::Item, k: &str| {

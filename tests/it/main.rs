@@ -35,6 +35,7 @@ mod outbox;
 mod processes;
 mod rollout;
 mod round_trips;
+mod slot_releases;
 mod store_conformance;
 mod store_faults;
 mod store_model;

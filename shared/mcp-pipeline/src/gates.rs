@@ -571,66 +571,22 @@ fn bucket_name(class: EffectClass, expensive: bool) -> &'static str {
 
 /// Gives a slot back (only if this call still holds it).
 pub(crate) async fn release(store: Arc<dyn Store>, slot: Slot) {
-    let Some(key) = slot.key else { return };
-    let op = store::Delete::new(key).when(Condition::eq("request", SV::s(slot.request_id)));
+    let Some(op) = slot.release_op() else { return };
     if let Err(e) = store.delete(op).await {
         tracing::debug!(error = %e, "concurrency slot already gone");
     }
 }
 
-/// Slot releases sent after an answer and not yet finished, in this process.
-///
-/// A read gives its slot back after its answer. A client that sends its next call at once
-/// could reach admission before that release lands and be told its other calls are still
-/// running; so admission first waits for this process's unfinished releases of the same
-/// connection (almost always done already). Calls of one connection on two instances at the
-/// same moment are concurrent calls, which the slots are there to limit.
-#[derive(Debug, Default)]
-pub(crate) struct Releases(Arc<std::sync::Mutex<ReleaseMap>>);
-
-type SharedRelease = futures_util::future::Shared<futures_util::future::BoxFuture<'static, ()>>;
-type ReleaseMap = crate::FastMap<Key, SharedRelease>;
-
-impl Releases {
-    fn map(&self) -> std::sync::MutexGuard<'_, ReleaseMap> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+impl Slot {
+    /// The slot's item (`None` when concurrency is not limited).
+    pub(crate) fn key(&self) -> Option<&Key> {
+        self.key.as_ref()
     }
 
-    /// Gives `slot` back through `defer` (after the answer), remembering it until it lands.
-    pub(crate) fn release_later(&self, gates: &Gates, slot: Slot, defer: &crate::Defer) {
-        use futures_util::FutureExt as _;
-        let key = slot.key.clone();
-        let release = release(Arc::clone(&gates.store), slot).boxed().shared();
-        let Some(key) = key else {
-            (defer.0)(Box::pin(release));
-            return;
-        };
-        self.map().insert(key.clone(), release.clone());
-        let map = Arc::clone(&self.0);
-        (defer.0)(Box::pin(async move {
-            release.clone().await;
-            let mut map = map
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            // Only this release's entry: a later call may have taken and left the slot since.
-            if map.get(&key).is_some_and(|r| r.ptr_eq(&release)) {
-                map.remove(&key);
-            }
-        }));
-    }
-
-    /// Waits for this process's unfinished releases of `caller`'s slots.
-    pub(crate) async fn settle(&self, caller: &Caller) {
-        let partition = crate::keys::slots(&caller.tenant, &caller.connection);
-        let pending: Vec<SharedRelease> = self
-            .map()
-            .iter()
-            .filter(|(k, _)| k.pk == partition)
-            .map(|(_, r)| r.clone())
-            .collect();
-        futures_util::future::join_all(pending).await;
+    /// The delete that gives the slot back, only while it still names this call.
+    pub(crate) fn release_op(&self) -> Option<store::Delete> {
+        let key = self.key.clone()?;
+        Some(store::Delete::new(key).when(Condition::eq("request", SV::s(&self.request_id))))
     }
 }
 

@@ -36,6 +36,7 @@ mod outcome;
 mod plan;
 mod prefetch;
 mod registry;
+mod releases;
 mod schema;
 mod server;
 mod state;

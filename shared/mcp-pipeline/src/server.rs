@@ -174,7 +174,7 @@ pub struct Server {
     /// Each tool's metadata over the server-wide defaults, merged once.
     metadata: crate::FastMap<&'static str, Arc<BTreeMap<String, Value>>>,
     /// Slot releases sent after an answer and not yet landed.
-    releases: gates::Releases,
+    releases: crate::releases::Releases,
 }
 
 impl Server {
@@ -201,7 +201,7 @@ impl Server {
             registry,
             tool_list,
             metadata,
-            releases: gates::Releases::default(),
+            releases: crate::releases::Releases::default(),
         })
     }
 
@@ -250,7 +250,7 @@ impl Server {
     }
 
     /// Releases sent after an answer and not yet landed.
-    pub(crate) fn releases(&self) -> &gates::Releases {
+    pub(crate) fn releases(&self) -> &crate::releases::Releases {
         &self.releases
     }
 

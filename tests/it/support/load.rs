@@ -5,13 +5,30 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_pipeline::{Clock, Limits, Toolset};
+use mcp_pipeline::{ClassLimits, Clock, Limits, Toolset};
 use mcp_test_client::{RawResponse, ToolCall};
 use store::{Item, Key, Query, Store as _};
 
 use super::faults::FaultyStore;
 use super::store::{Backend, fresh};
 use crate::world::World;
+
+/// Limits no test of load reaches (60,000 calls of every class a window, per connection and
+/// per tenant): what it checks is what is stored and served, not refusals.
+pub(crate) fn roomy_limits() -> Limits {
+    let roomy = ClassLimits {
+        read: 60_000,
+        expensive_read: 60_000,
+        write: 60_000,
+        notify: 60_000,
+        wake: 60_000,
+    };
+    Limits {
+        per_connection: roomy,
+        per_tenant: roomy,
+        ..Limits::default()
+    }
+}
 
 /// `acme`'s owner `ana` with `connections` full connections, on a fresh store behind a
 /// fault-injecting wrapper, the server reading the time from `clock`.

@@ -1,0 +1,161 @@
+//! Slot releases sent after an answer, gathered into batches (ADR 14, ADR 38).
+//!
+//! A read gives its concurrency slot back after its answer. Releases of answers written close
+//! together go to the store as one transaction: the first opens a batch and sends it once the
+//! runtime has run whatever else was ready; the others join it on the way. Under load one
+//! store transaction gives back the slots of several calls; a lone call's batch holds one
+//! slot and goes as the plain conditional delete it always was.
+//!
+//! A client that sends its next call at once could reach admission before its release lands
+//! and be told its other calls are still running; so admission first waits for this process's
+//! unfinished releases of the same connection ([`Releases::settle`]), and its waiting sends a
+//! batch nobody has sent yet. Calls of one connection on two instances at the same moment are
+//! concurrent calls, which the slots are there to limit.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll};
+
+use futures_util::FutureExt as _;
+use futures_util::future::{BoxFuture, Shared};
+use store::{Key, Store, TransactOp};
+
+use crate::gates::{Gates, Slot, release};
+use crate::{Caller, Defer};
+
+/// Most slots one batch gives back: far under a transaction's limit of operations.
+const MOST_PER_BATCH: usize = 25;
+
+/// A batch's arrival in the store, awaited by the deferred work and by admissions.
+type Landed = Shared<BoxFuture<'static, ()>>;
+
+/// Slot releases sent after an answer and not yet landed, in this process.
+#[derive(Debug, Default)]
+pub(crate) struct Releases(Arc<Mutex<Pending>>);
+
+/// What is on its way to the store.
+#[derive(Default)]
+struct Pending {
+    /// Each unfinished release's slot, with the number of the batch it travels in and that
+    /// batch's landing.
+    by_slot: crate::FastMap<Key, (u64, Landed)>,
+    /// The slots of the batches not sent yet, by number; the newest takes more while it has
+    /// room.
+    unsent: BTreeMap<u64, (Vec<Slot>, Landed)>,
+    /// The next batch's number.
+    next: u64,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("landing", &self.by_slot.len())
+            .field("unsent", &self.unsent.len())
+            .finish()
+    }
+}
+
+fn lock(pending: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
+    pending.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Releases {
+    /// Gives `slot` back after the answer, in the newest unsent batch when it has room, else
+    /// in a new batch sent through `defer`; remembered until it lands.
+    pub(crate) fn release_later(&self, gates: &Gates, slot: Slot, defer: &Defer) {
+        let Some(key) = slot.key().cloned() else {
+            return;
+        };
+        let mut guard = lock(&self.0);
+        let pending = &mut *guard;
+        let newest = pending.next.wrapping_sub(1);
+        if let Some((slots, landed)) = pending.unsent.get_mut(&newest)
+            && slots.len() < MOST_PER_BATCH
+        {
+            slots.push(slot);
+            pending.by_slot.insert(key, (newest, landed.clone()));
+            return;
+        }
+        let number = pending.next;
+        pending.next += 1;
+        let store = Arc::clone(&gates.store);
+        let landed = send(Arc::clone(&self.0), number, store).boxed().shared();
+        pending.unsent.insert(number, (vec![slot], landed.clone()));
+        pending.by_slot.insert(key, (number, landed.clone()));
+        // `defer` may run the work at once: not under the lock.
+        drop(guard);
+        (defer.0)(Box::pin(landed));
+    }
+
+    /// Waits for this process's unfinished releases of `caller`'s slots.
+    pub(crate) async fn settle(&self, caller: &Caller) {
+        let partition = crate::keys::slots(&caller.tenant, &caller.connection);
+        let landing: Vec<Landed> = lock(&self.0)
+            .by_slot
+            .iter()
+            .filter(|(k, _)| k.pk == partition)
+            .map(|(_, (_, landed))| landed.clone())
+            .collect();
+        futures_util::future::join_all(landing).await;
+    }
+}
+
+/// Sends batch `number` once the runtime has run what else was ready (the answers written
+/// meanwhile add their releases to it), then forgets its slots.
+async fn send(pending: Arc<Mutex<Pending>>, number: u64, store: Arc<dyn Store>) {
+    YieldOnce(false).await;
+    let slots = lock(&pending)
+        .unsent
+        .remove(&number)
+        .map(|(slots, _)| slots)
+        .unwrap_or_default();
+    give_back(&store, &slots).await;
+    let mut pending = lock(&pending);
+    for key in slots.iter().filter_map(Slot::key) {
+        if pending.by_slot.get(key).is_some_and(|(n, _)| *n == number) {
+            pending.by_slot.remove(key);
+        }
+    }
+}
+
+/// Gives `slots` back: one conditional delete for one slot, one transaction for several.
+async fn give_back(store: &Arc<dyn Store>, slots: &[Slot]) {
+    if let [slot] = slots {
+        return release(Arc::clone(store), slot.clone()).await;
+    }
+    let ops: Vec<TransactOp> = slots
+        .iter()
+        .filter_map(Slot::release_op)
+        .map(TransactOp::from)
+        .collect();
+    if ops.is_empty() {
+        return;
+    }
+    if let Err(e) = store.transact_write(ops).await {
+        // Cancelled (a slot already gone, or taken again after its lease ran out) or not
+        // known to be done: each slot goes alone, as a lone release does; its condition makes
+        // a second delete harmless.
+        tracing::debug!(error = %e, slots = slots.len(), "slot releases sent one by one");
+        let alone = slots.iter().map(|s| release(Arc::clone(store), s.clone()));
+        futures_util::future::join_all(alone).await;
+    }
+}
+
+/// Lets the runtime run whatever else is ready before this task goes on (tokio puts a task
+/// that wakes itself at the back of its queue).
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}

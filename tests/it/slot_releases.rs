@@ -1,0 +1,157 @@
+//! Concurrency slots given back after the answer, in batches (ADR 14, ADR 38), through the real
+//! handler on SQLite and on the local DynamoDB server: releases of answers written together go
+//! to the store as one transaction, every slot comes back, no client waiting for its answers
+//! is ever told its other calls are still running, and a batch the store refuses still gives
+//! every slot back, one at a time.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp_pipeline::SystemClock;
+use serde_json::json;
+
+use crate::support::faults::{Call, Fault, Op};
+use crate::support::load::{Ended, Tenant, roomy_limits, sort};
+use crate::support::on_every_backend;
+use crate::support::store::Backend;
+
+const CONNECTIONS: usize = 12;
+const ROUNDS: usize = 4;
+
+/// A store call that only gives slots back: a delete of a slot, or a transaction of slots
+/// alone (an admission also counts the call in its rate buckets).
+fn is_release(call: &Call) -> bool {
+    let slots_only = !call.keys.is_empty()
+        && call
+            .keys
+            .iter()
+            .all(|k| k.pk.split('#').any(|segment| segment == "slot"));
+    matches!(call.op, Op::Delete | Op::Transact) && slots_only
+}
+
+/// Records the slots of every release the store is sent, one list per store call; meets no
+/// call with a fault.
+fn watch_releases(t: &Tenant) -> Arc<Mutex<Vec<usize>>> {
+    let seen: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let log = Arc::clone(&seen);
+    t.store.on(
+        move |call| {
+            if is_release(call) {
+                log.lock().unwrap().push(call.keys.len());
+            }
+            false
+        },
+        Fault::Fail,
+        usize::MAX,
+    );
+    seen
+}
+
+/// `ROUNDS` rounds of one read on every connection at once, each connection's next read sent
+/// as soon as its answer is in: how each call ended.
+async fn read_in_rounds(t: &Arc<Tenant>) -> Vec<Ended> {
+    let clients: Vec<_> = (0..CONNECTIONS)
+        .map(|c| {
+            let t = Arc::clone(t);
+            tokio::spawn(async move {
+                let client = t.world.client(&t.connections[c].1);
+                let mut ended = Vec::new();
+                for _ in 0..ROUNDS {
+                    let params = json!({"name": "find_customers", "arguments": {"query": ""}});
+                    ended.push(sort(&client.request("tools/call", params).await));
+                }
+                ended
+            })
+        })
+        .collect();
+    let mut ended = Vec::new();
+    for client in clients {
+        ended.extend(client.await.unwrap());
+    }
+    ended
+}
+
+/// Waits until no connection of `t` holds a slot: every release has landed.
+async fn all_slots_given_back(t: &Tenant) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut held = 0;
+        for (connection, _) in &t.connections {
+            held += t.partition(&format!("acme#slot#{connection}")).await.len();
+        }
+        if held == 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{held} slots were never given back"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Many reads at once: every one served (none refused as still running), every slot given back
+/// once. On SQLite, whose answers come within one pass of the scheduler, fewer store calls give
+/// them back than there were calls, at least one carrying the slots of several calls; on
+/// DynamoDB answers come milliseconds apart and releases seldom meet.
+async fn releases_of_answers_written_together_share_a_transaction(t: Tenant) {
+    let seen = watch_releases(&t);
+    let t = Arc::new(t);
+    let ended = read_in_rounds(&t).await;
+    assert!(ended.iter().all(|e| *e == Ended::Done), "{ended:?}");
+    all_slots_given_back(&t).await;
+    let releases = seen.lock().unwrap().clone();
+    let given_back: usize = releases.iter().sum();
+    assert_eq!(
+        given_back,
+        CONNECTIONS * ROUNDS,
+        "one slot per call: {releases:?}"
+    );
+    if t.world.backend != Backend::Sqlite {
+        return;
+    }
+    assert!(
+        releases.len() < CONNECTIONS * ROUNDS && releases.iter().any(|&n| n > 1),
+        "releases were not gathered: {releases:?}"
+    );
+}
+
+on_every_backend!(
+    batched,
+    releases_of_answers_written_together_share_a_transaction,
+    |backend| Tenant::on(backend, roomy_limits(), CONNECTIONS, Arc::new(SystemClock)),
+    threads = 2
+);
+
+/// The store refuses every transaction of releases: each slot still goes back on its own, and
+/// the next reads of every connection are served. On SQLite, where batches form (see above).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_batch_gives_each_slot_back_alone() {
+    let t = Tenant::on(
+        Backend::Sqlite,
+        roomy_limits(),
+        CONNECTIONS,
+        Arc::new(SystemClock),
+    );
+    let t = t.await.expect("SQLite is always available");
+    let seen = watch_releases(&t);
+    t.store.on(
+        |call| is_release(call) && call.op == Op::Transact,
+        Fault::Conflict,
+        usize::MAX,
+    );
+    let t = Arc::new(t);
+    let ended = read_in_rounds(&t).await;
+    assert!(ended.iter().all(|e| *e == Ended::Done), "{ended:?}");
+    all_slots_given_back(&t).await;
+    let releases = seen.lock().unwrap().clone();
+    let refused = releases.iter().filter(|&&n| n > 1).count();
+    assert!(refused > 0, "no batch was sent: {releases:?}");
+    let alone = releases.iter().filter(|&&n| n == 1).count();
+    assert_eq!(
+        alone,
+        CONNECTIONS * ROUNDS,
+        "each slot alone once: {releases:?}"
+    );
+    assert!(t.store.faults_met() >= refused);
+}
