@@ -47,7 +47,8 @@ impl Prefetched {
 
 /// Runs work after the answer has been handed to the transport (giving a concurrency slot
 /// back), so the caller does not wait for it. Without one, the pipeline waits for that work
-/// before answering.
+/// before answering. It must run every piece of work it is given: one piece may carry the slot
+/// releases of several calls (ADR 38).
 #[derive(Clone)]
 pub struct Defer(pub Arc<dyn Fn(BoxFuture<'static, ()>) + Send + Sync>);
 

@@ -63,7 +63,10 @@ fn lock(pending: &Mutex<Pending>) -> MutexGuard<'_, Pending> {
 
 impl Releases {
     /// Gives `slot` back after the answer, in the newest unsent batch when it has room, else
-    /// in a new batch sent through `defer`; remembered until it lands.
+    /// in a new batch sent through `defer`; remembered until it lands. The batch rides on the
+    /// first release's `defer`, so a `Defer` must run (or queue) every piece of work it gets:
+    /// work it drops leaves the batch to be sent by the next admission of one of its
+    /// connections, or to the slots' leases.
     pub(crate) fn release_later(&self, gates: &Gates, slot: Slot, defer: &Defer) {
         let Some(key) = slot.key().cloned() else {
             return;
@@ -111,11 +114,34 @@ async fn send(pending: Arc<Mutex<Pending>>, number: u64, store: Arc<dyn Store>) 
         .remove(&number)
         .map(|(slots, _)| slots)
         .unwrap_or_default();
+    let _forget = Forget {
+        pending,
+        number,
+        slots: &slots,
+    };
     give_back(&store, &slots).await;
-    let mut pending = lock(&pending);
-    for key in slots.iter().filter_map(Slot::key) {
-        if pending.by_slot.get(key).is_some_and(|(n, _)| *n == number) {
-            pending.by_slot.remove(key);
+}
+
+/// Forgets a batch's slots when its sending ends, however it ends: landed, or stopped half-way
+/// (the runtime shutting down, a panic in the store), so that no admission waits for it.
+struct Forget<'s> {
+    pending: Arc<Mutex<Pending>>,
+    number: u64,
+    slots: &'s [Slot],
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        let mut pending = lock(&self.pending);
+        for key in self.slots.iter().filter_map(Slot::key) {
+            // Only this batch's entry: a later call may have taken the slot and left it since.
+            if pending
+                .by_slot
+                .get(key)
+                .is_some_and(|(n, _)| *n == self.number)
+            {
+                pending.by_slot.remove(key);
+            }
         }
     }
 }
