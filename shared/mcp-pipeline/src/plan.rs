@@ -70,7 +70,7 @@ impl CallPlan {
 
     /// The loop brake's name for this exact call.
     pub(crate) fn brake_call(&self) -> String {
-        format!("{}#{}", self.spec.name, self.digest)
+        store::concat(&[self.spec.name, "#", &self.digest])
     }
 
     /// The replay record of this call for `tenant`'s `connection` (silent writes only).
