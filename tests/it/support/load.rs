@@ -55,12 +55,19 @@ impl Tenant {
             store_wait: Duration::from_millis(1500),
             ..app::Settings::default()
         };
-        let world = World::on_store(backend, store.clone(), dir, &settings);
-        world.member("acme", "ana", "owner").await;
+        // The set-up runs under the default bound on store calls: the local DynamoDB server,
+        // which every test shares, can take longer than the short bound the test runs under.
+        let patient = app::Settings {
+            store_wait: app::STORE_WAIT,
+            ..settings.clone()
+        };
+        let setup = World::on_store(backend, store.clone(), None, &patient);
+        setup.member("acme", "ana", "owner").await;
         let mut made = Vec::new();
         for _ in 0..connections {
-            made.push(world.connect("acme", "ana", Toolset::Full).await);
+            made.push(setup.connect("acme", "ana", Toolset::Full).await);
         }
+        let world = World::on_store(backend, store.clone(), dir, &settings);
         Some(Tenant {
             world,
             store,
