@@ -583,6 +583,15 @@ impl Slot {
         self.key.as_ref()
     }
 
+    /// A slot `request_id` holds at `key`.
+    #[cfg(test)]
+    pub(crate) fn held(key: Key, request_id: &str) -> Slot {
+        Slot {
+            key: Some(key),
+            request_id: request_id.to_owned(),
+        }
+    }
+
     /// The delete that gives the slot back, only while it still names this call.
     pub(crate) fn release_op(&self) -> Option<store::Delete> {
         let key = self.key.clone()?;

@@ -185,3 +185,54 @@ impl Future for YieldOnce {
         Poll::Pending
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use store::{Item, MemoryStore, Put, Value};
+
+    /// Runs `work` to its end on this thread: the memory store never waits, and a batch yields
+    /// once before it is sent.
+    fn run<T>(work: impl Future<Output = T>) -> T {
+        let mut work = std::pin::pin!(work);
+        let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
+        for _ in 0..8 {
+            if let Poll::Ready(out) = work.as_mut().poll(&mut cx) {
+                return out;
+            }
+        }
+        panic!("the work did not end");
+    }
+
+    /// The slot of connection `n`, held by its call `req_n`.
+    fn slot_key(n: usize) -> Key {
+        Key::new(format!("acme#slot#con_{n}"), "0")
+    }
+
+    #[test]
+    fn releases_past_a_full_batch_open_the_next_and_every_slot_comes_back() {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let gates = Gates::new(Arc::clone(&store));
+        let held: Arc<Mutex<Vec<BoxFuture<'static, ()>>>> = Arc::default();
+        let keep = Arc::clone(&held);
+        let defer = Defer(Arc::new(move |work| keep.lock().unwrap().push(work)));
+        let releases = Releases::default();
+        let slots = 2 * MOST_PER_BATCH + 3;
+        for n in 0..slots {
+            let request = format!("req_{n}");
+            let item = Item::from([("request".to_owned(), Value::s(&request))]);
+            run(store.put(Put::new(slot_key(n), item))).unwrap();
+            releases.release_later(&gates, Slot::held(slot_key(n), &request), &defer);
+        }
+        let batches = std::mem::take(&mut *held.lock().unwrap());
+        assert_eq!(batches.len(), 3, "batches of 25, 25 and 3 slots");
+        for batch in batches {
+            run(batch);
+        }
+        for n in 0..slots {
+            assert_eq!(run(store.get(&slot_key(n))).unwrap(), None, "slot {n}");
+        }
+        let pending = lock(&releases.0);
+        assert!(pending.by_slot.is_empty() && pending.unsent.is_empty());
+    }
+}
