@@ -78,7 +78,10 @@ impl Releases {
             && slots.len() < MOST_PER_BATCH
         {
             slots.push(slot);
-            pending.by_slot.insert(key, (newest, landed.clone()));
+            let replaced = pending.by_slot.insert(key, (newest, landed.clone()));
+            // A batch's last handle ends its sending, which takes the lock: not under it.
+            drop(guard);
+            drop(replaced);
             return;
         }
         let number = pending.next;
@@ -86,9 +89,11 @@ impl Releases {
         let store = Arc::clone(&gates.store);
         let landed = send(Arc::clone(&self.0), number, store).boxed().shared();
         pending.unsent.insert(number, (vec![slot], landed.clone()));
-        pending.by_slot.insert(key, (number, landed.clone()));
-        // `defer` may run the work at once: not under the lock.
+        let replaced = pending.by_slot.insert(key, (number, landed.clone()));
+        // `defer` may run the work at once, and a batch's last handle ends its sending, which
+        // takes the lock: neither under it.
         drop(guard);
+        drop(replaced);
         (defer.0)(Box::pin(landed));
     }
 
@@ -109,11 +114,8 @@ impl Releases {
 /// meanwhile add their releases to it), then forgets its slots.
 async fn send(pending: Arc<Mutex<Pending>>, number: u64, store: Arc<dyn Store>) {
     YieldOnce(false).await;
-    let slots = lock(&pending)
-        .unsent
-        .remove(&number)
-        .map(|(slots, _)| slots)
-        .unwrap_or_default();
+    let unsent = lock(&pending).unsent.remove(&number);
+    let slots = unsent.map(|(slots, _)| slots).unwrap_or_default();
     let _forget = Forget {
         pending,
         number,
@@ -133,6 +135,7 @@ struct Forget<'s> {
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
         let mut pending = lock(&self.pending);
+        let mut forgotten = Vec::with_capacity(self.slots.len());
         for key in self.slots.iter().filter_map(Slot::key) {
             // Only this batch's entry: a later call may have taken the slot and left it since.
             if pending
@@ -140,9 +143,13 @@ impl Drop for Forget<'_> {
                 .get(key)
                 .is_some_and(|(n, _)| *n == self.number)
             {
-                pending.by_slot.remove(key);
+                forgotten.extend(pending.by_slot.remove(key));
             }
         }
+        // Handles of this batch only, and its sending is what runs this; still, no handle is
+        // dropped under the lock.
+        drop(pending);
+        drop(forgotten);
     }
 }
 
