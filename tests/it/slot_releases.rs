@@ -28,29 +28,18 @@ fn connections(backend: Backend) -> usize {
 /// A store call that only gives slots back: a delete of a slot, or a transaction of slots
 /// alone (an admission also counts the call in its rate buckets).
 fn is_release(call: &Call) -> bool {
-    let slots_only = !call.keys.is_empty()
-        && call
-            .keys
-            .iter()
-            .all(|k| k.pk.split('#').any(|segment| segment == "slot"));
-    matches!(call.op, Op::Delete | Op::Transact) && slots_only
+    matches!(call.op, Op::Delete | Op::Transact) && call.touches_only("slot")
 }
 
-/// Records the slots of every release the store is sent, one list per store call; meets no
-/// call with a fault.
+/// Records the slots of every release the store is sent, one number per store call.
 fn watch_releases(t: &Tenant) -> Arc<Mutex<Vec<usize>>> {
     let seen: Arc<Mutex<Vec<usize>>> = Arc::default();
     let log = Arc::clone(&seen);
-    t.store.on(
-        move |call| {
-            if is_release(call) {
-                log.lock().unwrap().push(call.keys.len());
-            }
-            false
-        },
-        Fault::Fail,
-        usize::MAX,
-    );
+    t.store.watch(move |call| {
+        if is_release(call) {
+            log.lock().unwrap().push(call.keys.len());
+        }
+    });
     seen
 }
 

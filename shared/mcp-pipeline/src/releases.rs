@@ -38,21 +38,27 @@ pub(crate) struct Releases(Arc<Mutex<Pending>>);
 /// What is on its way to the store.
 #[derive(Default)]
 struct Pending {
-    /// Each unfinished release's slot, with the number of the batch it travels in and that
-    /// batch's landing.
-    by_slot: crate::FastMap<Key, (u64, Landed)>,
-    /// The slots of the batches not sent yet, by number; the newest takes more while it has
-    /// room.
-    unsent: BTreeMap<u64, (Vec<Slot>, Landed)>,
+    /// Each unfinished release's slot, with the number of the batch it travels in.
+    by_slot: crate::FastMap<Key, u64>,
+    /// Every batch that has not landed, by number.
+    batches: BTreeMap<u64, Batch>,
     /// The next batch's number.
     next: u64,
+}
+
+/// Releases that go to the store together.
+struct Batch {
+    /// Its arrival in the store: the only handle kept here, dropped when it lands.
+    landed: Landed,
+    /// Its slots until it is sent; the newest unsent batch takes more while it has room.
+    unsent: Option<Vec<Slot>>,
 }
 
 impl std::fmt::Debug for Pending {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pending")
             .field("landing", &self.by_slot.len())
-            .field("unsent", &self.unsent.len())
+            .field("batches", &self.batches.len())
             .finish()
     }
 }
@@ -74,82 +80,76 @@ impl Releases {
         let mut guard = lock(&self.0);
         let pending = &mut *guard;
         let newest = pending.next.wrapping_sub(1);
-        if let Some((slots, landed)) = pending.unsent.get_mut(&newest)
-            && slots.len() < MOST_PER_BATCH
-        {
+        let open = pending
+            .batches
+            .get_mut(&newest)
+            .and_then(|b| b.unsent.as_mut());
+        if let Some(slots) = open.filter(|slots| slots.len() < MOST_PER_BATCH) {
             slots.push(slot);
-            let replaced = pending.by_slot.insert(key, (newest, landed.clone()));
-            // A batch's last handle ends its sending, which takes the lock: not under it.
-            drop(guard);
-            drop(replaced);
+            pending.by_slot.insert(key, newest);
             return;
         }
         let number = pending.next;
         pending.next += 1;
         let store = Arc::clone(&gates.store);
         let landed = send(Arc::clone(&self.0), number, store).boxed().shared();
-        pending.unsent.insert(number, (vec![slot], landed.clone()));
-        let replaced = pending.by_slot.insert(key, (number, landed.clone()));
-        // `defer` may run the work at once, and a batch's last handle ends its sending, which
-        // takes the lock: neither under it.
+        let batch = Batch {
+            landed: landed.clone(),
+            unsent: Some(vec![slot]),
+        };
+        pending.batches.insert(number, batch);
+        pending.by_slot.insert(key, number);
+        // `defer` may run the work at once: not under the lock.
         drop(guard);
-        drop(replaced);
         (defer.0)(Box::pin(landed));
     }
 
     /// Waits for this process's unfinished releases of `caller`'s slots.
     pub(crate) async fn settle(&self, caller: &Caller) {
         let partition = crate::keys::slots(&caller.tenant, &caller.connection);
-        let landing: Vec<Landed> = lock(&self.0)
-            .by_slot
-            .iter()
-            .filter(|(k, _)| k.pk == partition)
-            .map(|(_, (_, landed))| landed.clone())
-            .collect();
+        let landing: Vec<Landed> = {
+            let pending = lock(&self.0);
+            pending
+                .by_slot
+                .iter()
+                .filter(|(k, _)| k.pk == partition)
+                .filter_map(|(_, n)| pending.batches.get(n))
+                .map(|batch| batch.landed.clone())
+                .collect()
+        };
         futures_util::future::join_all(landing).await;
     }
 }
 
 /// Sends batch `number` once the runtime has run what else was ready (the answers written
-/// meanwhile add their releases to it), then forgets its slots.
+/// meanwhile add their releases to it), then forgets it.
 async fn send(pending: Arc<Mutex<Pending>>, number: u64, store: Arc<dyn Store>) {
     YieldOnce(false).await;
-    let unsent = lock(&pending).unsent.remove(&number);
-    let slots = unsent.map(|(slots, _)| slots).unwrap_or_default();
-    let _forget = Forget {
-        pending,
-        number,
-        slots: &slots,
-    };
+    let slots = lock(&pending)
+        .batches
+        .get_mut(&number)
+        .and_then(|batch| batch.unsent.take())
+        .unwrap_or_default();
+    let _forget = Forget { pending, number };
     give_back(&store, &slots).await;
 }
 
-/// Forgets a batch's slots when its sending ends, however it ends: landed, or stopped half-way
-/// (the runtime shutting down, a panic in the store), so that no admission waits for it.
-struct Forget<'s> {
+/// Forgets a batch when its sending ends, however it ends: landed, or stopped half-way (the
+/// runtime shutting down, a panic in the store), so that no admission waits for it.
+struct Forget {
     pending: Arc<Mutex<Pending>>,
     number: u64,
-    slots: &'s [Slot],
 }
 
-impl Drop for Forget<'_> {
+impl Drop for Forget {
     fn drop(&mut self) {
         let mut pending = lock(&self.pending);
-        let mut forgotten = Vec::with_capacity(self.slots.len());
-        for key in self.slots.iter().filter_map(Slot::key) {
-            // Only this batch's entry: a later call may have taken the slot and left it since.
-            if pending
-                .by_slot
-                .get(key)
-                .is_some_and(|(n, _)| *n == self.number)
-            {
-                forgotten.extend(pending.by_slot.remove(key));
-            }
-        }
-        // Handles of this batch only, and its sending is what runs this; still, no handle is
-        // dropped under the lock.
+        // Only this batch's entries: a later call may have taken a slot and left it since.
+        pending.by_slot.retain(|_, n| *n != self.number);
+        let batch = pending.batches.remove(&self.number);
+        // Dropping a batch's handle may end a sending, which takes the lock: not under it.
         drop(pending);
-        drop(forgotten);
+        drop(batch);
     }
 }
 
@@ -240,6 +240,6 @@ mod tests {
             assert_eq!(run(store.get(&slot_key(n))).unwrap(), None, "slot {n}");
         }
         let pending = lock(&releases.0);
-        assert!(pending.by_slot.is_empty() && pending.unsent.is_empty());
+        assert!(pending.by_slot.is_empty() && pending.batches.is_empty());
     }
 }

@@ -56,13 +56,22 @@ impl Call {
     /// Whether any item it addresses is in a partition with `kind` among the segments of its
     /// name (`acme#replay#con_1` is a `replay` partition, `mcptoken#ab12` an `mcptoken` one).
     pub(crate) fn touches(&self, kind: &str) -> bool {
-        self.keys
-            .iter()
-            .any(|k| k.pk.split('#').any(|segment| segment == kind))
+        self.keys.iter().any(|k| is_kind(k, kind))
+    }
+
+    /// Whether it addresses items and every one is in a partition of `kind`.
+    pub(crate) fn touches_only(&self, kind: &str) -> bool {
+        !self.keys.is_empty() && self.keys.iter().all(|k| is_kind(k, kind))
     }
 }
 
+/// Whether `key`'s partition has `kind` among the segments of its name.
+fn is_kind(key: &Key, kind: &str) -> bool {
+    key.pk.split('#').any(|segment| segment == kind)
+}
+
 type Picks = Box<dyn Fn(&Call) -> bool + Send + Sync>;
+type Sees = Box<dyn Fn(&Call) + Send + Sync>;
 
 struct Rule {
     picks: Picks,
@@ -75,6 +84,8 @@ struct Rule {
 pub(crate) struct FaultyStore {
     inner: Arc<dyn Store>,
     rules: Mutex<Vec<Rule>>,
+    /// Shown every call, which they leave unchanged.
+    watchers: Mutex<Vec<Sees>>,
     /// Every call that met a fault, in order.
     hit: Mutex<Vec<(Op, Vec<Key>)>>,
 }
@@ -90,6 +101,7 @@ impl FaultyStore {
         Arc::new(FaultyStore {
             inner,
             rules: Mutex::new(Vec::new()),
+            watchers: Mutex::new(Vec::new()),
             hit: Mutex::new(Vec::new()),
         })
     }
@@ -106,6 +118,11 @@ impl FaultyStore {
             fault,
             left: times,
         });
+    }
+
+    /// From now on `sees` is shown every call, which goes on unchanged.
+    pub(crate) fn watch(&self, sees: impl Fn(&Call) + Send + Sync + 'static) {
+        self.watchers.lock().unwrap().push(Box::new(sees));
     }
 
     /// No more faults.
@@ -125,6 +142,9 @@ impl FaultyStore {
 
     /// The fault for `call`, if a rule picks it (using up one of the rule's times).
     fn fault_for(&self, call: Call) -> Option<Fault> {
+        for sees in self.watchers.lock().unwrap().iter() {
+            sees(&call);
+        }
         let mut rules = self.rules.lock().unwrap();
         let rule = rules.iter_mut().find(|r| r.left > 0 && (r.picks)(&call))?;
         rule.left -= 1;
