@@ -203,6 +203,39 @@ pub(crate) fn memory_config() -> mcp_pipeline::ServerConfig {
     mcp_pipeline::ServerConfig::new(mcp_pipeline::Gates::new(store), mcp_http::tokio_runtime())
 }
 
+/// The process's global subscriber in tests: records nothing, but keeps every call site
+/// asking. Without it a call site first reached on a thread with no capture is marked as never
+/// logged, and a capture installed on another thread at that moment can miss its lines
+/// (`tracing` caches each call site's interest across all subscribers).
+struct Listening;
+
+impl tracing::Subscriber for Listening {
+    fn register_callsite(
+        &self,
+        _: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        tracing::subscriber::Interest::sometimes()
+    }
+
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        false
+    }
+
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+
+    fn event(&self, _: &tracing::Event<'_>) {}
+
+    fn enter(&self, _: &tracing::span::Id) {}
+
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
 /// Log lines written while installed (this thread's `tracing` default), as text.
 #[derive(Clone, Default)]
 pub(crate) struct LogCapture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
@@ -221,6 +254,10 @@ impl std::io::Write for LogCapture {
 impl LogCapture {
     /// Captures this thread's log lines until the guard is dropped.
     pub(crate) fn install(&self) -> tracing::subscriber::DefaultGuard {
+        static LISTENING: std::sync::Once = std::sync::Once::new();
+        LISTENING.call_once(|| {
+            let _ = tracing::subscriber::set_global_default(Listening);
+        });
         let writer = self.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_max_level(tracing::Level::TRACE)
