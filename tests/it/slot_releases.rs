@@ -153,3 +153,42 @@ async fn a_refused_batch_gives_each_slot_back_alone() {
     assert_eq!(alone, calls, "each slot alone once: {releases:?}");
     assert!(t.store.faults_met() >= refused);
 }
+
+/// The store panics while it gives a slot back (a bug in a driver), with the connection's next
+/// call waiting for that release: the call is answered (told its other call still runs, until
+/// that slot's lease ends) instead of tripping over the sending that ended half-way, and the
+/// other connection is not touched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_that_panics_leaves_no_admission_waiting() {
+    let t = Tenant::on(Backend::Sqlite, roomy_limits(), 2, Arc::new(SystemClock));
+    let t = t.await.expect("SQLite is always available");
+    let first = t.connections[0].1.clone();
+    let panics = Fault::PanicAfter(Duration::from_millis(300));
+    t.store.on(is_release, panics, 1);
+    let read = |token: &str| {
+        let client = t.world.client(token);
+        async move {
+            let params = json!({"name": "find_customers", "arguments": {"query": ""}});
+            let answer = tokio::time::timeout(
+                Duration::from_secs(10),
+                client.request("tools/call", params),
+            );
+            sort(&answer.await.expect("the call was answered in time"))
+        }
+    };
+    assert_eq!(read(&first).await, Ended::Done);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while t.store.faults_met() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the release never reached the store"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let next = read(&first).await;
+    assert_eq!(next, Ended::Wait("rate_limited".into()));
+    let other = t.connections[1].1.clone();
+    for _ in 0..3 {
+        assert_eq!(read(&other).await, Ended::Done);
+    }
+}

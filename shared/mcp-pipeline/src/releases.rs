@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
@@ -92,7 +93,7 @@ impl Releases {
         let number = pending.next;
         pending.next += 1;
         let store = Arc::clone(&gates.store);
-        let landed = send(Arc::clone(&self.0), number, store).boxed().shared();
+        let landed = landing(send(Arc::clone(&self.0), number, store));
         let batch = Batch {
             landed: landed.clone(),
             unsent: Some(vec![slot]),
@@ -119,6 +120,25 @@ impl Releases {
         };
         futures_util::future::join_all(landing).await;
     }
+}
+
+/// A batch's sending as its arrival, shared by the deferred work and the admissions waiting
+/// for it. A panic in the store ends the sending, not them: a shared future that panicked
+/// panics again in every other poll, which would take down a call of the same connection
+/// waiting in admission. Unwind safety holds: the sending's drop guard has forgotten the batch
+/// by then, and the lock it takes ignores poisoning; its slots wait for their leases.
+fn landing(sending: impl Future<Output = ()> + Send + 'static) -> Landed {
+    AssertUnwindSafe(sending)
+        .catch_unwind()
+        .map(|sent| {
+            if sent.is_err() {
+                tracing::error!(
+                    "a batch of slot releases panicked; its slots wait for their leases"
+                );
+            }
+        })
+        .boxed()
+        .shared()
 }
 
 /// Sends batch `number` once the runtime has run what else was ready (the answers written
@@ -241,5 +261,27 @@ mod tests {
         }
         let pending = lock(&releases.0);
         assert!(pending.by_slot.is_empty() && pending.batches.is_empty());
+    }
+
+    /// One slot twice in a batch (given back by a call whose lease ran out, and by the call
+    /// that took it next): the store refuses a transaction naming one item twice, so each
+    /// release goes alone, and the one that still holds the slot gives it back.
+    #[test]
+    fn a_slot_twice_in_a_batch_is_given_back_by_its_holder() {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let gates = Gates::new(Arc::clone(&store));
+        let held: Arc<Mutex<Vec<BoxFuture<'static, ()>>>> = Arc::default();
+        let keep = Arc::clone(&held);
+        let defer = Defer(Arc::new(move |work| keep.lock().unwrap().push(work)));
+        let releases = Releases::default();
+        let item = Item::from([("request".to_owned(), Value::s("req_new"))]);
+        run(store.put(Put::new(slot_key(0), item))).unwrap();
+        releases.release_later(&gates, Slot::held(slot_key(0), "req_old"), &defer);
+        releases.release_later(&gates, Slot::held(slot_key(0), "req_new"), &defer);
+        let batches = std::mem::take(&mut *held.lock().unwrap());
+        assert_eq!(batches.len(), 1, "one batch of two releases");
+        batches.into_iter().for_each(run);
+        assert_eq!(run(store.get(&slot_key(0))).unwrap(), None);
+        assert!(lock(&releases.0).batches.is_empty());
     }
 }

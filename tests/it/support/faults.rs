@@ -42,6 +42,8 @@ pub(crate) enum Fault {
     /// A transaction done, its answer lost, and sent again as an SDK would: the answer is that
     /// second attempt's (its conditions now fail on the first attempt's items).
     DoneThenRetried,
+    /// The store's code panics in the call after this long (a bug in a driver), nothing done.
+    PanicAfter(Duration),
 }
 
 /// One call as the rules see it: its operation and the items it addresses (a query: its
@@ -174,6 +176,10 @@ impl FaultyStore {
             Some(Fault::TooLarge) => Err(StoreError::Invalid(store::Invalid::ItemTooLarge {
                 size: 500_000,
             })),
+            Some(Fault::PanicAfter(d)) => {
+                tokio::time::sleep(d).await;
+                panic!("injected: the store panicked")
+            }
             Some(Fault::Delay(d)) => {
                 tokio::time::sleep(d).await;
                 forward.await
