@@ -171,14 +171,17 @@ fn check_headers(
     }
     match header_text(headers, "mcp-method")? {
         None => {
-            return Err(RpcError::header_mismatch(
-                "the Mcp-Method header is required",
-            ));
+            return Err(RpcError::header_mismatch(format!(
+                "the Mcp-Method header is required: it repeats the body's method \
+                 (Mcp-Method: {})",
+                echoable(&msg.method).unwrap_or("<the body's method>")
+            )));
         }
         Some(m) if m != msg.method => {
             return Err(RpcError::header_mismatch(format!(
-                "Mcp-Method header {m} differs from the body's method {}",
-                msg.method
+                "Mcp-Method header {} differs from the body's method {}",
+                shown(&m),
+                shown(&msg.method)
             )));
         }
         Some(_) => {}
@@ -189,21 +192,37 @@ fn check_headers(
     ) {
         let body_name = msg.target_name();
         match (header_text(headers, "mcp-name")?, body_name) {
-            (None, _) => {
-                return Err(RpcError::header_mismatch(
-                    "the Mcp-Name header is required for this method",
-                ));
+            (None, name) => {
+                return Err(RpcError::header_mismatch(format!(
+                    "the Mcp-Name header is required for {}: it repeats the body's name \
+                     (Mcp-Name: {})",
+                    echoable(&msg.method).unwrap_or("this method"),
+                    name.and_then(echoable).unwrap_or("<the body's name>")
+                )));
             }
             (Some(h), Some(b)) if h == b => {}
             (Some(h), b) => {
                 return Err(RpcError::header_mismatch(format!(
-                    "Mcp-Name header {h} differs from the body's name {}",
-                    b.unwrap_or("(none)")
+                    "Mcp-Name header {} differs from the body's name {}",
+                    shown(&h),
+                    b.map_or("(none)", shown)
                 )));
             }
         }
     }
     Ok(Some(version))
+}
+
+/// `text` when it can be shown in an error as it is: a short name of letters, digits and
+/// `/_.-`, as method and tool names are (nothing long or odd a client sent is echoed).
+fn echoable(text: &str) -> Option<&str> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/_.-".contains(c);
+    (!text.is_empty() && text.len() <= 128 && text.chars().all(plain)).then_some(text)
+}
+
+/// `text` as an error shows it: as it is when [`echoable`], else not at all.
+fn shown(text: &str) -> &str {
+    echoable(text).unwrap_or("(not shown: long or not a plain name)")
 }
 
 /// The headers as the pipeline sees them: lower-case names, repeated headers joined (cookies

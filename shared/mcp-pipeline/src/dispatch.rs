@@ -400,14 +400,22 @@ fn missing_capabilities(result: &Value, declared: Option<&Value>) -> Option<Valu
     (!missing.is_empty()).then_some(Value::Object(missing))
 }
 
-/// Checks the `_meta` fields every 2026-07-28 request must carry.
+/// Checks the `_meta` fields every 2026-07-28 request must carry. A request missing some is
+/// told all of them at once, with the `_meta` that would be accepted.
 fn check_meta(msg: &Message) -> Result<(), RpcError> {
-    let Some(version) = msg.meta_field(META_PROTOCOL_VERSION) else {
-        return Err(RpcError::malformed_params(format!(
-            "params._meta[\"{META_PROTOCOL_VERSION}\"] is required"
-        )));
-    };
-    let Some(version) = version.as_str() else {
+    let version = msg.meta_field(META_PROTOCOL_VERSION);
+    let capabilities = msg.meta_field(META_CLIENT_CAPABILITIES);
+    let missing: Vec<&str> = [
+        (version.is_none(), META_PROTOCOL_VERSION),
+        (capabilities.is_none(), META_CLIENT_CAPABILITIES),
+    ]
+    .into_iter()
+    .filter_map(|(absent, name)| absent.then_some(name))
+    .collect();
+    if !missing.is_empty() {
+        return Err(missing_meta(&missing));
+    }
+    let Some(version) = version.and_then(Value::as_str) else {
         return Err(RpcError::malformed_params(format!(
             "params._meta[\"{META_PROTOCOL_VERSION}\"] must be a string"
         )));
@@ -415,15 +423,30 @@ fn check_meta(msg: &Message) -> Result<(), RpcError> {
     if version != LATEST_VERSION {
         return Err(RpcError::unsupported_version(version));
     }
-    match msg.meta_field(META_CLIENT_CAPABILITIES) {
+    match capabilities {
         Some(Value::Object(_)) => Ok(()),
-        Some(_) => Err(RpcError::malformed_params(format!(
-            "params._meta[\"{META_CLIENT_CAPABILITIES}\"] must be an object"
-        ))),
-        None => Err(RpcError::malformed_params(format!(
-            "params._meta[\"{META_CLIENT_CAPABILITIES}\"] is required"
+        _ => Err(RpcError::malformed_params(format!(
+            "params._meta[\"{META_CLIENT_CAPABILITIES}\"] must be an object ({{}} declares none)"
         ))),
     }
+}
+
+/// The error for a request whose `_meta` lacks the fields named in `missing`.
+fn missing_meta(missing: &[&str]) -> RpcError {
+    let named: Vec<String> = missing
+        .iter()
+        .map(|m| format!("params._meta[\"{m}\"]"))
+        .collect();
+    let verb = if missing.len() == 1 { "is" } else { "are" };
+    RpcError::malformed_params(format!("{} {verb} required", named.join(" and "))).with_data(
+        json!({
+            "missing": missing,
+            "_meta": {
+                META_PROTOCOL_VERSION: LATEST_VERSION,
+                META_CLIENT_CAPABILITIES: {},
+            },
+        }),
+    )
 }
 
 /// The `arguments` of a `tools/call` (empty when absent or not an object).

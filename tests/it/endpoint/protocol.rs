@@ -225,7 +225,32 @@ async fn mcp_headers_must_be_present_and_match_the_body() {
             "{what}: {:?}",
             r.json()
         );
+        // A missing header is named with the line that would be accepted.
+        let message = r.json()["error"]["message"].as_str().unwrap().to_owned();
+        let wanted = match what {
+            "no method header" => "(Mcp-Method: tools/call)",
+            "no name header" => "(Mcp-Name: open_action)",
+            _ => "",
+        };
+        assert!(message.contains(wanted), "{what}: {message}");
     }
+    // A header that differs from a body holding something long is refused without echoing it.
+    let long = "x".repeat(5_000);
+    let mut odd = body.clone();
+    odd["params"]["name"] = json!(long);
+    let hs = [
+        JSON,
+        V,
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "open_action"),
+    ];
+    let r = post(&f, &hs, &odd).await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32020)));
+    assert!(
+        !String::from_utf8_lossy(&r.body).contains(&long[..200]),
+        "echoed: {}",
+        String::from_utf8_lossy(&r.body).len()
+    );
     // The body's _meta version must equal the header.
     let mut other = body.clone();
     other["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
@@ -332,6 +357,36 @@ async fn missing_meta_fields_get_400_and_32602() {
                 .contains(missing)
         );
     }
+}
+
+/// A request with no `_meta` at all is told every field it lacks at once, and the `_meta` that
+/// would be accepted (which, sent back as given, is).
+#[tokio::test]
+async fn a_request_without_meta_is_told_every_missing_field_and_what_works() {
+    let f = fixture();
+    let mut body = modern_body("tools/list", json!({}));
+    body["params"].as_object_mut().unwrap().remove("_meta");
+    let hs = [JSON, V, ("mcp-method", "tools/list")];
+    let r = post(&f, &hs, &body).await;
+    assert_eq!((r.status, r.error_code()), (400, Some(-32602)));
+    let error = &r.json()["error"];
+    let message = error["message"].as_str().unwrap();
+    for field in [
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/clientCapabilities",
+    ] {
+        assert!(message.contains(field), "{message}");
+        assert!(
+            error["data"]["missing"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(field))
+        );
+    }
+    body["params"]["_meta"] = error["data"]["_meta"].clone();
+    let r = post(&f, &hs, &body).await;
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    assert!(r.json()["result"]["tools"].is_array(), "{:?}", r.json());
 }
 
 #[tokio::test]
