@@ -204,3 +204,30 @@ async fn a_key_fetch_carries_nothing_of_the_callers_credential() {
         }
     }
 }
+
+/// A caller that goes away while its unknown key id is being fetched for (a client that
+/// disconnects, or one that does so on purpose every cool-down) does not hold the refresh back:
+/// the fetch it started is finished by the next caller that needs it, and the issuer is not
+/// asked twice.
+#[tokio::test]
+async fn a_caller_gone_mid_fetch_does_not_hold_back_the_refresh() {
+    let server = KeyServer::start(&rsa_only(), Duration::from_millis(400)).await;
+    let clock = Arc::new(FixedClock::starting_now());
+    let world = world(&server, &clock).await;
+    assert_eq!(
+        status(&world, &token(&clock, Algorithm::RS256, RSA)).await,
+        200
+    );
+    server.serve(&key_set(&[EC]));
+    clock.advance(identity::oauth::REFRESH_COOL_DOWN.as_secs() as i64 + 1);
+    let ec = token(&clock, Algorithm::ES256, EC);
+    let gone = tokio::time::timeout(Duration::from_millis(100), status(&world, &ec)).await;
+    assert!(gone.is_err(), "the first caller left before the keys came");
+    assert_eq!(server.requests(), 2, "its fetch reached the issuer");
+    assert_eq!(
+        status(&world, &ec).await,
+        200,
+        "the next caller got the new key"
+    );
+    assert_eq!(server.requests(), 2, "the issuer was asked once");
+}

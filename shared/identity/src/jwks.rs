@@ -6,10 +6,17 @@
 //! most once per [`REFRESH_COOL_DOWN`] however many unknown key ids arrive, so forged key ids
 //! cannot make gatehouse hammer the authorization server. When a fetch fails the old keys stay
 //! in use (an outage of the key endpoint must not lock every user out); a key the server has
-//! removed is refused from the first successful refresh on.
+//! removed is refused from the first successful refresh on. A fetch is not its caller's: one
+//! whose caller goes away is finished by the next caller that needs keys, so a client that
+//! sends a forged key id and disconnects cannot hold a refresh back (see
+//! [`FETCH_OUTLIVES_CALLER`] for the edge).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
+
+use futures_util::FutureExt as _;
+use futures_util::future::{BoxFuture, Shared};
 
 use jsonwebtoken::DecodingKey;
 use jsonwebtoken::jwk::JwkSet;
@@ -39,7 +46,17 @@ impl JwksSource for StaticJwks {
     }
 }
 
-#[derive(Debug, Default)]
+/// A fetch under way, shared by every caller waiting for it.
+type Fetch = Shared<BoxFuture<'static, ()>>;
+
+/// Whether a fetch one caller started may be finished by another. Natively, yes: a caller that
+/// goes away (a client disconnecting drops its call) leaves its fetch to the next caller that
+/// needs keys, so no caller can hold a refresh back by leaving. Not at the edge: a Worker's I/O
+/// belongs to the request that started it and ends with it, so there each fetch is its
+/// caller's own, one at a time (a caller that leaves mid-fetch uses up the cool-down).
+const FETCH_OUTLIVES_CALLER: bool = !cfg!(target_arch = "wasm32");
+
+#[derive(Default)]
 struct Held {
     keys: Option<Arc<JwkSet>>,
     /// When `keys` were fetched (Unix seconds, the caller's clock).
@@ -49,13 +66,31 @@ struct Held {
     /// Counts fetches: a caller that saw generation `g` before waiting skips its own fetch
     /// when another caller's fetch finished meanwhile.
     generation: u64,
+    /// The fetch under way, when [`FETCH_OUTLIVES_CALLER`].
+    in_flight: Option<Fetch>,
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held")
+            .field("fetched_at", &self.fetched_at)
+            .field("last_attempt", &self.last_attempt)
+            .field("generation", &self.generation)
+            .field("fetching", &self.in_flight.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock(held: &Mutex<Held>) -> MutexGuard<'_, Held> {
+    held.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The keys of one authorization server, fetched from `source` and cached.
 #[derive(Debug)]
 pub struct KeyCache {
     source: Arc<dyn JwksSource>,
-    held: Mutex<Held>,
+    held: Arc<Mutex<Held>>,
+    /// One fetch at a time where a fetch cannot outlive its caller.
     fetching: futures_util::lock::Mutex<()>,
 }
 
@@ -64,7 +99,7 @@ impl KeyCache {
     pub fn new(source: Arc<dyn JwksSource>) -> Self {
         KeyCache {
             source,
-            held: Mutex::new(Held::default()),
+            held: Arc::default(),
             fetching: futures_util::lock::Mutex::new(()),
         }
     }
@@ -84,50 +119,80 @@ impl KeyCache {
     /// Whether any key set was ever fetched: without one, no token can be checked at all (an
     /// outage of the issuer's key endpoint, not a bad token).
     pub fn has_keys(&self) -> bool {
-        self.held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .keys
-            .is_some()
+        lock(&self.held).keys.is_some()
     }
 
     /// The keys held, the fetch generation, and whether they are younger than the maximum age.
     fn snapshot(&self, now: i64) -> (Option<Arc<JwkSet>>, u64, bool) {
-        let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = lock(&self.held);
         let fresh =
             held.keys.is_some() && now.saturating_sub(held.fetched_at) < seconds(KEYS_MAX_AGE);
         (held.keys.clone(), held.generation, fresh)
     }
 
     /// Fetches once for every caller waiting now, unless another fetch finished since the
-    /// caller looked (`seen`) or the last one started within the cool-down.
+    /// caller looked (`seen`) or the last one started within the cool-down: joins the fetch
+    /// under way, or starts one.
     async fn refresh(&self, seen: u64, now: i64) {
-        let _one_flight = self.fetching.lock().await;
-        {
-            let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-            let cool_down = if held.keys.is_some() {
-                REFRESH_COOL_DOWN
-            } else {
-                FIRST_FETCH_RETRY
-            };
-            let cooling = held
-                .last_attempt
-                .is_some_and(|t| now.saturating_sub(t) < seconds(cool_down));
-            if held.generation != seen || cooling {
+        if FETCH_OUTLIVES_CALLER {
+            let Some(fetch) = self.join_or_start(seen, now) else {
                 return;
-            }
-            held.last_attempt = Some(now);
+            };
+            return fetch.await;
         }
-        let fetched = self.source.fetch().await;
-        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        held.generation += 1;
-        match fetched {
-            Ok(set) => {
-                held.keys = Some(Arc::new(set));
-                held.fetched_at = now;
-            }
-            Err(e) => tracing::warn!(error = %e, "could not fetch the authorization server's keys"),
+        let _one_flight = self.fetching.lock().await;
+        let Some(fetch) = self.join_or_start(seen, now) else {
+            return;
+        };
+        fetch.await;
+    }
+
+    /// The fetch to wait for: the one under way, or a new one when none finished since `seen`
+    /// and the cool-down allows; `None` when there is nothing to wait for.
+    fn join_or_start(&self, seen: u64, now: i64) -> Option<Fetch> {
+        let mut held = lock(&self.held);
+        if let Some(fetch) = &held.in_flight {
+            return Some(fetch.clone());
         }
+        let cool_down = if held.keys.is_some() {
+            REFRESH_COOL_DOWN
+        } else {
+            FIRST_FETCH_RETRY
+        };
+        let cooling = held
+            .last_attempt
+            .is_some_and(|t| now.saturating_sub(t) < seconds(cool_down));
+        if held.generation != seen || cooling {
+            return None;
+        }
+        held.last_attempt = Some(now);
+        let fetching = fetch_into(Arc::clone(&self.source), Arc::downgrade(&self.held), now);
+        let fetch = fetching.boxed().shared();
+        if FETCH_OUTLIVES_CALLER {
+            held.in_flight = Some(fetch.clone());
+        }
+        Some(fetch)
+    }
+}
+
+/// Fetches the key set from `source` and keeps it in `held` as fetched at `now`. A panic in
+/// the source is this fetch's failure, not its waiters' (a shared future that panicked panics
+/// again in every poll).
+async fn fetch_into(source: Arc<dyn JwksSource>, held: Weak<Mutex<Held>>, now: i64) {
+    let fetched = AssertUnwindSafe(source.fetch()).catch_unwind().await;
+    let Some(held) = held.upgrade() else {
+        return;
+    };
+    let mut held = lock(&held);
+    held.in_flight = None;
+    held.generation += 1;
+    match fetched {
+        Ok(Ok(set)) => {
+            held.keys = Some(Arc::new(set));
+            held.fetched_at = now;
+        }
+        Ok(Err(e)) => tracing::warn!(error = %e, "could not fetch the authorization server's keys"),
+        Err(_) => tracing::error!("fetching the authorization server's keys panicked"),
     }
 }
 
@@ -143,4 +208,42 @@ fn find(set: &JwkSet, kid: Option<&str>) -> Option<DecodingKey> {
 
 fn seconds(d: Duration) -> i64 {
     i64::try_from(d.as_secs()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::task::{Context, Poll};
+
+    /// Runs `work` to its end on this thread (nothing here waits on the outside).
+    fn run<T>(work: impl Future<Output = T>) -> T {
+        let mut work = std::pin::pin!(work);
+        let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
+        match work.as_mut().poll(&mut cx) {
+            Poll::Ready(out) => out,
+            Poll::Pending => panic!("the work waited"),
+        }
+    }
+
+    #[derive(Debug)]
+    struct Panics;
+
+    #[async_trait::async_trait]
+    impl JwksSource for Panics {
+        async fn fetch(&self) -> Result<JwkSet, String> {
+            panic!("injected: the key source panicked")
+        }
+    }
+
+    /// A source that panics fails its fetch, as an unreachable one does: the caller finds no
+    /// key, nothing is left under way, and the next fetch waits for the retry pause.
+    #[test]
+    fn a_source_that_panics_fails_its_fetch_and_nothing_else() {
+        let cache = KeyCache::new(Arc::new(Panics));
+        assert!(run(cache.key(Some("k"), 0)).is_none());
+        let held = lock(&cache.held);
+        assert!(held.in_flight.is_none() && held.keys.is_none());
+        assert_eq!((held.generation, held.last_attempt), (1, Some(0)));
+    }
 }
