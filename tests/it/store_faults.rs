@@ -376,6 +376,42 @@ on_every_backend!(
     threads = 2
 );
 
+/// A write its client abandons while its commit and the slot's release beside it are on their
+/// way (ADR 26: a slot outlives neither its call): the slot is given back at once, not after
+/// its lease, and the connection's next write is served and runs once.
+async fn abandoned_mid_commit(f: Faulty) {
+    let slots = format!("acme#slot#{}", f.connection);
+    f.store.on(commit_of_customer, Fault::Delay(STALL), 1);
+    let release = |c: &Call| c.op == Op::Delete && c.touches_only("slot");
+    f.store.on(release, Fault::Delay(STALL), 1);
+    let both_on_their_way = async {
+        while f.store.faults_met() < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::select! {
+        answer = create(&f) => panic!("the call ended: {answer:?}"),
+        () = both_on_their_way => {}
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while count(&f, &slots).await > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the abandoned write's slot is still taken"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (_, body, _) = create(&f).await;
+    assert_eq!(error_code(&body), None, "{body}");
+    assert_eq!(holdings(&f).await, (1, 1, 1));
+}
+on_every_backend!(
+    abandoned_commit,
+    abandoned_mid_commit,
+    |backend| faulty(backend),
+    threads = 2
+);
+
 /// A concurrent transaction on the same items cancels the commit: a retryable answer, nothing
 /// written, and the retry runs once.
 async fn commit_conflicts(f: Faulty) {

@@ -376,6 +376,11 @@ impl HeldSlot {
         *self.lock() = Some(slot);
     }
 
+    /// The slot held, left held.
+    pub(crate) fn held(&self) -> Option<gates::Slot> {
+        self.lock().clone()
+    }
+
     pub(crate) fn take(&self) -> Option<gates::Slot> {
         self.lock().take()
     }
