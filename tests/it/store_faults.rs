@@ -3,6 +3,7 @@
 //! what the store holds afterwards.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_pipeline::Toolset;
@@ -239,15 +240,55 @@ on_every_backend!(
     threads = 2
 );
 
+/// The admission's transaction: the rate buckets and a slot.
+fn admission(c: &Call) -> bool {
+    matches!(c.op, Op::Transact | Op::Update) && (c.touches("rate") || c.touches("slot"))
+}
+
 async fn admission_fails(f: Faulty) {
-    let admission = |c: &Call| {
-        matches!(c.op, Op::Transact | Op::Update) && (c.touches("rate") || c.touches("slot"))
-    };
     fails_once_then_runs_once(&f, admission, Fault::Fail).await;
 }
 on_every_backend!(
     at_admission,
     admission_fails,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+/// An admission the store refused outright (throttled) took nothing, so nothing is given back
+/// after it (on Lambda, where the invocation awaits such work, that held the answer for ten
+/// seconds); one whose outcome is unknown (the store unreachable) may have landed, and the
+/// slots it could have taken are given back.
+async fn admission_refused_gives_nothing_back(f: Faulty) {
+    let deletes = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&deletes);
+    f.store.watch(move |c| {
+        if c.op == Op::Delete && c.touches_only("slot") {
+            seen.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    f.store.on(admission, Fault::Throttle, 1);
+    assert_retryable(&create(&f).await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        deletes.load(Ordering::SeqCst),
+        0,
+        "a throttled admission gave slots back"
+    );
+    f.store.on(admission, Fault::Fail, 1);
+    assert_retryable(&create(&f).await);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while deletes.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "an unknown admission gave nothing back"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+on_every_backend!(
+    admission_refused,
+    admission_refused_gives_nothing_back,
     |backend| faulty(backend),
     threads = 2
 );

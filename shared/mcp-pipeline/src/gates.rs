@@ -418,7 +418,7 @@ async fn attempt(
     gates: &Gates,
     ops: Vec<TransactOp>,
     buckets: usize,
-) -> Result<Attempt, ToolError> {
+) -> Result<Attempt, Unsettled> {
     match gates.store.transact_write(ops).await {
         Ok(()) => Ok(Attempt::Admitted),
         Err(StoreError::TransactionCancelled { reasons }) => {
@@ -429,10 +429,29 @@ async fn attempt(
             } else if failed(buckets) {
                 Ok(Attempt::SlotTaken)
             } else {
-                Err(unavailable(&StoreError::TransactionCancelled { reasons }))
+                Err(Unsettled::from(&StoreError::TransactionCancelled {
+                    reasons,
+                }))
             }
         }
-        Err(e) => Err(unavailable(&e)),
+        Err(e) => Err(Unsettled::from(&e)),
+    }
+}
+
+/// An admission the store gave no verdict on: the answer for the caller, and whether its
+/// transaction may still land (and so hold a slot this call must give back).
+#[derive(Debug)]
+pub(crate) struct Unsettled {
+    pub(crate) error: ToolError,
+    pub(crate) may_land: bool,
+}
+
+impl From<&StoreError> for Unsettled {
+    fn from(e: &StoreError) -> Self {
+        Unsettled {
+            error: unavailable(e),
+            may_land: !e.changed_nothing(),
+        }
     }
 }
 
@@ -458,7 +477,7 @@ impl Gates {
         };
         let buckets = ask.buckets_of(self, tenant, credential);
         let count = buckets.len();
-        match attempt(self, buckets, count).await? {
+        match attempt(self, buckets, count).await.map_err(|u| u.error)? {
             Attempt::Admitted => Ok(()),
             _ => Err(ask.rate_limited(self)),
         }
@@ -472,7 +491,7 @@ pub(crate) async fn admit(
     gates: &Gates,
     caller: &Caller,
     ask: Ask<'_>,
-) -> Result<Result<Slot, ToolError>, ToolError> {
+) -> Result<Result<Slot, ToolError>, Unsettled> {
     let no_slot = Slot {
         key: None,
         request_id: ask.request_id.to_owned(),

@@ -90,8 +90,11 @@ impl<'a> Call<'a> {
                 ask,
                 answered: false,
             };
-            let answered = gates::admit(g, caller, ask).await?;
-            pending.answered = true;
+            let answered = gates::admit(g, caller, ask).await;
+            // A verdict, or a failure after which the transaction cannot land: nothing taken
+            // that this call would have to give back.
+            pending.answered = answered.as_ref().map_or_else(|u| !u.may_land, |_| true);
+            let answered = answered.map_err(|u| u.error)?;
             match answered {
                 Ok(slot) => {
                     self.slot.put(slot);
