@@ -7,8 +7,10 @@
 //! release.
 
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use futures_util::FutureExt as _;
 use futures_util::future::{BoxFuture, join_all};
 
 tokio::task_local! {
@@ -45,7 +47,13 @@ pub(crate) async fn invocation<T>(handler: impl Future<Output = T>) -> T {
                 if work.is_empty() {
                     return out;
                 }
-                join_all(work).await;
+                // Work that panics is its own failure: the answer is built and goes out.
+                let caught = work.into_iter().map(|w| AssertUnwindSafe(w).catch_unwind());
+                let panics = join_all(caught).await.into_iter().filter(Result::is_err);
+                let panics = panics.count();
+                if panics > 0 {
+                    tracing::error!(panics, "work deferred past the answer panicked");
+                }
             }
         })
         .await
@@ -84,5 +92,25 @@ mod tests {
         .await;
         assert_eq!(out, "answer");
         assert_eq!(done.load(Ordering::SeqCst), 2);
+    }
+
+    /// Deferred work that panics does not take the built answer with it, nor the other work.
+    #[tokio::test]
+    async fn deferred_work_that_panics_leaves_the_answer_and_the_rest() {
+        let done = Arc::new(AtomicUsize::new(0));
+        let defer = defer();
+        let seen = Arc::clone(&done);
+        let out = invocation(async {
+            (defer.0)(Box::pin(async {
+                panic!("injected: deferred work panicked")
+            }));
+            (defer.0)(Box::pin(async move {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }));
+            "answer"
+        })
+        .await;
+        assert_eq!(out, "answer");
+        assert_eq!(done.load(Ordering::SeqCst), 1);
     }
 }
