@@ -154,6 +154,36 @@ async fn serve_keeps_accepting_after_running_out_of_file_descriptors() {
     );
 }
 
+/// A message whose handling panics over stdio (outside a tool's body, where nothing else
+/// catches it) is answered with an internal error under its id, and the session goes on: the
+/// next message is answered as usual.
+#[tokio::test]
+async fn a_panic_over_stdio_answers_that_message_and_the_session_goes_on() {
+    let registry = mcp_pipeline::Registry::new();
+    let server = mcp_pipeline::Server::new(crate::support::memory_config(), registry);
+    let authenticator = crate::support::PanicsOnce::default();
+    let headers = mcp_pipeline::Headers::new();
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let line = |id: u32| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {"_meta": meta}})
+            .to_string()
+    };
+    let first = mcp_http::stdio::reply(&server, &authenticator, &headers, &line(7)).await;
+    let first: Value = serde_json::from_str(&first[0]).unwrap();
+    assert_eq!(
+        (&first["id"], &first["error"]["code"]),
+        (&json!(7), &json!(-32603)),
+        "{first}"
+    );
+    let next = mcp_http::stdio::reply(&server, &authenticator, &headers, &line(8)).await;
+    let next: Value = serde_json::from_str(&next[0]).unwrap();
+    assert_eq!(
+        (&next["id"], &next["error"]["code"]),
+        (&json!(8), &json!(-32001)),
+        "{next}"
+    );
+}
+
 #[test]
 fn gatehouse_stdio_speaks_newline_delimited_json_rpc() {
     let dir = tempfile::tempdir().unwrap();

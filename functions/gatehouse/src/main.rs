@@ -925,7 +925,10 @@ async fn stdio(store: Arc<dyn store::Store>, backend: &str, described: &str) -> 
         .context("set GATEHOUSE_TOKEN to an MCP token (gatehouse token create ...)")?;
     let headers =
         mcp_pipeline::Headers::from([("authorization".to_owned(), format!("Bearer {token}"))]);
-    let authenticator = identity::McpAuthenticator::new(store, app.directory.clone());
+    // On the app's store, whose calls are bounded in time (ADR 22), as every other entry
+    // point's authenticator is: one stalled read must not hang the session.
+    let authenticator =
+        identity::McpAuthenticator::new(Arc::clone(&app.store), app.directory.clone());
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = tokio::io::stdout();
     while let Some(line) = lines.next_line().await? {

@@ -3,6 +3,9 @@
 //! token or a switched-off tenant stops the next call here too. No I/O: the binary reads the
 //! lines and writes the replies.
 
+use std::panic::AssertUnwindSafe;
+
+use futures_util::FutureExt as _;
 use mcp_pipeline::{Authenticator, Headers, Request, Server};
 use mcp_protocol::{Incoming, parse_message};
 use serde_json::{Value, json};
@@ -21,6 +24,29 @@ pub async fn reply(
         Ok(Incoming::Response(_)) => return Vec::new(),
         Err(e) => return vec![mcp_protocol::error_response(e.id.as_ref(), &e.error).to_string()],
     };
+    // One session answers every message in turn: a message whose handling panics gets an
+    // internal error, and the next is read as usual.
+    let id = message.id.clone();
+    let answered = AssertUnwindSafe(answer(server, authenticator, headers, message))
+        .catch_unwind()
+        .await;
+    answered.unwrap_or_else(|_| {
+        let request_id = server.new_request_id();
+        tracing::error!(%request_id, "a message over stdio panicked; answered with an internal error");
+        let error = mcp_protocol::RpcError::internal(&request_id);
+        id.map(|id| mcp_protocol::error_response(Some(&id), &error).to_string())
+            .into_iter()
+            .collect()
+    })
+}
+
+/// The replies to one parsed message.
+async fn answer(
+    server: &Server,
+    authenticator: &dyn Authenticator,
+    headers: &Headers,
+    message: mcp_protocol::Message,
+) -> Vec<String> {
     let admitted = match server
         .authenticate(authenticator, headers, None, Some(&message))
         .await

@@ -276,3 +276,26 @@ impl LogCapture {
             .collect()
     }
 }
+
+/// An authenticator that panics on its first call and refuses every later one: a message
+/// whose handling panics outside a tool's body, and the message after it.
+#[derive(Debug, Default)]
+pub(crate) struct PanicsOnce(std::sync::atomic::AtomicBool);
+
+impl mcp_pipeline::Authenticator for PanicsOnce {
+    fn authenticate<'a>(
+        &'a self,
+        _headers: &'a mcp_pipeline::Headers,
+        _tenant: Option<&'a str>,
+        _prefetch: Vec<::store::Key>,
+    ) -> futures_util::future::BoxFuture<
+        'a,
+        Result<mcp_pipeline::Authenticated, mcp_pipeline::Rejection>,
+    > {
+        let first = !self.0.swap(true, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async move {
+            assert!(!first, "injected: the authenticator panicked");
+            Err(mcp_pipeline::Rejection::unauthorized("no credential here"))
+        })
+    }
+}
