@@ -286,6 +286,51 @@ async fn admission_refused_gives_nothing_back(f: Faulty) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+/// The waits a call asked the timer for when its admission's outcome was unknown (the store
+/// unreachable), on a deployment whose answer waits for deferred work or not.
+async fn waits_after_an_unknown_admission(answer_waits_for_deferred: bool) -> Vec<Duration> {
+    let (inner, dir) = fresh(Backend::Sqlite)
+        .await
+        .expect("SQLite is always there");
+    let store = FaultyStore::new(inner);
+    let asked: Arc<std::sync::Mutex<Vec<Duration>>> = Arc::default();
+    let log = Arc::clone(&asked);
+    let sleep = mcp_pipeline::Sleep(Arc::new(move |d| {
+        log.lock().unwrap().push(d);
+        Box::pin(tokio::time::sleep(d))
+    }));
+    let settings = app::Settings {
+        backend: "sqlite".into(),
+        sleep: Some(sleep),
+        answer_waits_for_deferred,
+        ..app::Settings::default()
+    };
+    let setup = World::on_store(Backend::Sqlite, store.clone(), None, &settings);
+    setup.member("acme", "ana", "owner").await;
+    let (_, token) = setup.connect("acme", "ana", Toolset::Full).await;
+    let world = World::on_store(Backend::Sqlite, store.clone(), dir, &settings);
+    store.on(admission, Fault::Fail, 1);
+    let params = json!({"name": "create_customer", "arguments": grace()});
+    let answer = world.client(&token).request("tools/call", params).await;
+    assert_eq!(error_code(&answer.json()), Some("unavailable"));
+    asked.lock().unwrap().clone()
+}
+
+/// Where the answer waits for deferred work (Lambda, ADR 25), an admission whose outcome is
+/// unknown gives its possible slots back once, at once: the second pass, ten seconds later
+/// (`ADMISSION_IN_FLIGHT`), would hold the answer that long, and the slot's lease covers it.
+/// Elsewhere the second pass is still scheduled.
+#[tokio::test]
+async fn where_the_answer_waits_no_late_give_back_holds_it() {
+    let late = Duration::from_secs(10);
+    assert!(!waits_after_an_unknown_admission(true).await.contains(&late));
+    assert!(
+        waits_after_an_unknown_admission(false)
+            .await
+            .contains(&late)
+    );
+}
+
 on_every_backend!(
     admission_refused,
     admission_refused_gives_nothing_back,

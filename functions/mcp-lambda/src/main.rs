@@ -280,6 +280,7 @@ impl Config {
                 .clone()
                 .unwrap_or_else(|| app::Settings::default().console_base),
             defer: Some(settle::defer()),
+            answer_waits_for_deferred: true,
             ..app::Settings::default()
         }
     }

@@ -52,6 +52,8 @@ pub struct Settings {
     pub defer: Option<mcp_pipeline::Defer>,
     /// The timer for deadlines; `None`: tokio's. The edge passes its own (no tokio there).
     pub sleep: Option<mcp_pipeline::Sleep>,
+    /// Whether `defer`'s work is awaited before the answer goes out (Lambda, ADR 25).
+    pub answer_waits_for_deferred: bool,
     /// The longest wait for one store call (ADR 22): past it the call is answered as an
     /// outage (503 at authentication, a retryable tool error after), never left queuing.
     pub store_wait: std::time::Duration,
@@ -106,6 +108,7 @@ impl Default for Settings {
             mcp_url: None,
             state_key: None,
             defer: None,
+            answer_waits_for_deferred: false,
             sleep: None,
             clock: Arc::new(mcp_pipeline::SystemClock),
             randomness: Arc::new(mcp_pipeline::SystemRandomness),
@@ -254,6 +257,7 @@ fn runtime(settings: &Settings) -> mcp_pipeline::Runtime {
     mcp_pipeline::Runtime {
         sleep: sleep.expect("built without tokio: Settings.sleep must be set"),
         defer: defer.expect("built without tokio: Settings.defer must be set"),
+        answer_waits_for_deferred: settings.answer_waits_for_deferred,
     }
 }
 

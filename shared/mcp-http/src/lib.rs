@@ -20,6 +20,7 @@ pub fn tokio_runtime() -> mcp_pipeline::Runtime {
                 runtime.spawn(work);
             }
         })),
+        answer_waits_for_deferred: false,
     }
 }
 

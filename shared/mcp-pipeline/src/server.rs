@@ -82,6 +82,10 @@ pub struct Runtime {
     pub sleep: Sleep,
     /// Runs work after the answer (a read's slot release).
     pub defer: crate::Defer,
+    /// Whether deferred work is awaited before the answer goes out (Lambda, ADR 25): then
+    /// nothing is deferred that only tidies up long after (the second give-back of an
+    /// admission whose outcome is unknown, which the slot's lease covers).
+    pub answer_waits_for_deferred: bool,
 }
 
 /// A runtime's timer: a future that completes after the duration.

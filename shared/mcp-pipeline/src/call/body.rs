@@ -323,15 +323,21 @@ impl Drop for Unanswered<'_> {
             return;
         }
         let store = std::sync::Arc::clone(&gates.store);
-        let later = self.server.sleep(ADMISSION_IN_FLIGHT);
+        // Where the answer waits for deferred work (Lambda), the second pass would hold it
+        // for ten seconds: there the slot's lease frees what lands after the first.
+        let runtime = &self.server.config().runtime;
+        let later =
+            (!runtime.answer_waits_for_deferred).then(|| self.server.sleep(ADMISSION_IN_FLIGHT));
         let give_back = async move {
-            for pass in [None, Some(later)] {
-                if let Some(wait) = pass {
-                    wait.await;
-                }
+            let release_all = || async {
                 for slot in &slots {
                     gates::release(std::sync::Arc::clone(&store), slot.clone()).await;
                 }
+            };
+            release_all().await;
+            if let Some(wait) = later {
+                wait.await;
+                release_all().await;
             }
         };
         (self.server.config().runtime.defer.0)(Box::pin(give_back));
