@@ -3,7 +3,6 @@
 //! what the store holds afterwards.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_pipeline::Toolset;
@@ -255,37 +254,41 @@ on_every_backend!(
     threads = 2
 );
 
-/// An admission the store refused outright (throttled) took nothing, so nothing is given back
-/// after it (on Lambda, where the invocation awaits such work, that held the answer for ten
-/// seconds); one whose outcome is unknown (the store unreachable) may have landed, and the
-/// slots it could have taken are given back.
-async fn admission_refused_gives_nothing_back(f: Faulty) {
-    let deletes = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&deletes);
+/// A write its client abandons after the release beside its commit has answered, with the
+/// commit still on its way: the slot is given back once, not a second time on the drop (a
+/// second conditional delete would fail, and under load cancel a whole batch of releases).
+async fn abandoned_after_its_release(f: Faulty) {
+    let releases = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = Arc::clone(&releases);
     f.store.watch(move |c| {
         if c.op == Op::Delete && c.touches_only("slot") {
-            seen.fetch_add(1, Ordering::SeqCst);
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
     });
-    f.store.on(admission, Fault::Throttle, 1);
-    assert_retryable(&create(&f).await);
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(
-        deletes.load(Ordering::SeqCst),
-        0,
-        "a throttled admission gave slots back"
-    );
-    f.store.on(admission, Fault::Fail, 1);
-    assert_retryable(&create(&f).await);
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while deletes.load(Ordering::SeqCst) == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "an unknown admission gave nothing back"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    let released = || releases.load(std::sync::atomic::Ordering::SeqCst);
+    f.store.on(commit_of_customer, Fault::Delay(STALL), 1);
+    let released_with_commit_pending = async {
+        while f.store.faults_met() < 1 || released() < 1 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // The watcher sees the delete as it is sent: let its answer come back.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    tokio::select! {
+        answer = create(&f) => panic!("the call ended: {answer:?}"),
+        () = released_with_commit_pending => {}
     }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(released(), 1, "the slot was given back twice");
+    assert_eq!(count(&f, &format!("acme#slot#{}", f.connection)).await, 0);
 }
+on_every_backend!(
+    abandoned_after_release,
+    abandoned_after_its_release,
+    |backend| faulty(backend),
+    threads = 2
+);
+
 /// The waits a call asked the timer for when its admission's outcome was unknown (the store
 /// unreachable), on a deployment whose answer waits for deferred work or not.
 async fn waits_after_an_unknown_admission(answer_waits_for_deferred: bool) -> Vec<Duration> {
@@ -330,13 +333,6 @@ async fn where_the_answer_waits_no_late_give_back_holds_it() {
             .contains(&late)
     );
 }
-
-on_every_backend!(
-    admission_refused,
-    admission_refused_gives_nothing_back,
-    |backend| faulty(backend),
-    threads = 2
-);
 
 /// A read tool's own read fails: a retryable answer; healed, the same call reads.
 async fn body_read_fails(f: Faulty) {

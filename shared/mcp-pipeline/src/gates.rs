@@ -418,7 +418,7 @@ async fn attempt(
     gates: &Gates,
     ops: Vec<TransactOp>,
     buckets: usize,
-) -> Result<Attempt, Unsettled> {
+) -> Result<Attempt, ToolError> {
     match gates.store.transact_write(ops).await {
         Ok(()) => Ok(Attempt::Admitted),
         Err(StoreError::TransactionCancelled { reasons }) => {
@@ -429,29 +429,10 @@ async fn attempt(
             } else if failed(buckets) {
                 Ok(Attempt::SlotTaken)
             } else {
-                Err(Unsettled::from(&StoreError::TransactionCancelled {
-                    reasons,
-                }))
+                Err(unavailable(&StoreError::TransactionCancelled { reasons }))
             }
         }
-        Err(e) => Err(Unsettled::from(&e)),
-    }
-}
-
-/// An admission the store gave no verdict on: the answer for the caller, and whether its
-/// transaction may still land (and so hold a slot this call must give back).
-#[derive(Debug)]
-pub(crate) struct Unsettled {
-    pub(crate) error: ToolError,
-    pub(crate) may_land: bool,
-}
-
-impl From<&StoreError> for Unsettled {
-    fn from(e: &StoreError) -> Self {
-        Unsettled {
-            error: unavailable(e),
-            may_land: !e.changed_nothing(),
-        }
+        Err(e) => Err(unavailable(&e)),
     }
 }
 
@@ -477,7 +458,7 @@ impl Gates {
         };
         let buckets = ask.buckets_of(self, tenant, credential);
         let count = buckets.len();
-        match attempt(self, buckets, count).await.map_err(|u| u.error)? {
+        match attempt(self, buckets, count).await? {
             Attempt::Admitted => Ok(()),
             _ => Err(ask.rate_limited(self)),
         }
@@ -491,7 +472,7 @@ pub(crate) async fn admit(
     gates: &Gates,
     caller: &Caller,
     ask: Ask<'_>,
-) -> Result<Result<Slot, ToolError>, Unsettled> {
+) -> Result<Result<Slot, ToolError>, ToolError> {
     let no_slot = Slot {
         key: None,
         request_id: ask.request_id.to_owned(),
@@ -618,21 +599,46 @@ impl Slot {
     }
 }
 
-/// Runs `work` and gives `slot` back at the same time: the release does not depend on the
-/// work, so the caller waits for one round trip, not two.
+/// The concurrency slot a call holds: admission puts it here the moment it is granted, while
+/// the body may still be running beside it, and it stays until its release has answered, so
+/// that a call dropped half-way (even with its release on the way) gives it back (ADR 26).
+#[derive(Default)]
+pub(crate) struct HeldSlot(std::sync::Mutex<Option<Slot>>);
+
+impl HeldSlot {
+    pub(crate) fn put(&self, slot: Slot) {
+        *self.lock() = Some(slot);
+    }
+
+    pub(crate) fn take(&self) -> Option<Slot> {
+        self.lock().take()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Slot>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Runs `work` and gives the slot `held` holds back at the same time: the release does not
+/// depend on the work, so the caller waits for one round trip, not two. The slot leaves
+/// `held` once its release has answered: dropped before that, the call gives it back again
+/// (a conditional delete, harmless); after, not at all.
 pub(crate) async fn beside_release<T>(
     gates: &Gates,
-    slot: Option<Slot>,
+    held: &HeldSlot,
     work: impl std::future::Future<Output = T>,
 ) -> T {
-    match slot {
-        None => work.await,
-        Some(slot) => {
-            let (out, ()) =
-                futures_util::future::join(work, release(Arc::clone(&gates.store), slot)).await;
-            out
-        }
-    }
+    let Some(slot) = held.lock().clone() else {
+        return work.await;
+    };
+    let releasing = async {
+        release(Arc::clone(&gates.store), slot).await;
+        held.take();
+    };
+    let (out, ()) = futures_util::future::join(work, releasing).await;
+    out
 }
 
 /// Bucket operations for a notification's target objects, to commit with the notification:
@@ -778,14 +784,14 @@ impl ReplayRecord<'_> {
 
 /// Commits the planned writes with the replay record and the hooks' operations.
 ///
-/// `slot`, when given, is released beside the commit.
+/// The slot `held` holds, if any, is released beside the commit.
 pub(crate) async fn commit(
     gates: &Gates,
     call: &CommitContext<'_>,
     writes: crate::writes::WriteSet,
     replay: Option<ReplayRecord<'_>>,
     now: i64,
-    slot: Option<Slot>,
+    held: &HeldSlot,
 ) -> Committed {
     let hooks: Vec<(TransactOp, ToolError)> = gates
         .hooks
@@ -809,10 +815,10 @@ pub(crate) async fn commit(
         ops.push(replay.put(now + gates.replay_window_seconds));
     }
     if ops.is_empty() {
-        beside_release(gates, slot, async {}).await;
+        beside_release(gates, held, async {}).await;
         return Committed::Done;
     }
-    match beside_release(gates, slot, gates.store.transact_write(ops)).await {
+    match beside_release(gates, held, gates.store.transact_write(ops)).await {
         Ok(()) => Committed::Done,
         Err(StoreError::TransactionCancelled { reasons }) => {
             let failed =

@@ -35,13 +35,6 @@ impl StoreError {
     pub fn is_retryable(&self) -> bool {
         matches!(self, StoreError::Throttled | StoreError::Unavailable(_))
     }
-
-    /// Whether the call surely changed nothing: refused by a condition, a cancelled
-    /// transaction, throttled, or invalid. After `Unavailable` (the store not reached, or its
-    /// answer lost or late) a write may still land.
-    pub fn changed_nothing(&self) -> bool {
-        !matches!(self, StoreError::Unavailable(_))
-    }
 }
 
 /// Why one operation of a cancelled transaction failed.

@@ -90,11 +90,11 @@ impl<'a> Call<'a> {
                 ask,
                 answered: false,
             };
-            let answered = gates::admit(g, caller, ask).await;
-            // A verdict, or a failure after which the transaction cannot land: nothing taken
-            // that this call would have to give back.
-            pending.answered = answered.as_ref().map_or_else(|u| !u.may_land, |_| true);
-            let answered = answered.map_err(|u| u.error)?;
+            // An error leaves `pending` unanswered: the store's last answer may follow an
+            // attempt of the same transaction that landed (clients resend on a lost answer,
+            // throttling or a conflict), so the slots it could have taken are given back.
+            let answered = gates::admit(g, caller, ask).await?;
+            pending.answered = true;
             match answered {
                 Ok(slot) => {
                     self.slot.put(slot);
@@ -329,10 +329,11 @@ impl Drop for Unanswered<'_> {
         let later =
             (!runtime.answer_waits_for_deferred).then(|| self.server.sleep(ADMISSION_IN_FLIGHT));
         let give_back = async move {
-            let release_all = || async {
-                for slot in &slots {
-                    gates::release(std::sync::Arc::clone(&store), slot.clone()).await;
-                }
+            let release_all = || {
+                let each = slots
+                    .iter()
+                    .map(|slot| gates::release(std::sync::Arc::clone(&store), slot.clone()));
+                futures_util::future::join_all(each)
             };
             release_all().await;
             if let Some(wait) = later {

@@ -75,11 +75,7 @@ impl Call<'_> {
             approval: approval.as_deref(),
             now_micros: self.now_micros,
         };
-        // The slot stays held until the commit (and the release beside it) has answered: a
-        // call dropped on the way still gives it back (ADR 26); a second release is harmless.
-        let committed = gates::commit(g, &call, writes, replay, self.now, self.slot.held()).await;
-        self.slot.take();
-        committed
+        gates::commit(g, &call, writes, replay, self.now, &self.slot).await
     }
 
     /// A silent write: its writes, its replay record and its audit row, at once.

@@ -57,7 +57,7 @@ pub(crate) struct Call<'a> {
     /// The same, in microseconds (the audit row's time).
     pub(crate) now_micros: i64,
     /// The concurrency slot it holds, until given back.
-    pub(crate) slot: HeldSlot,
+    pub(crate) slot: gates::HeldSlot,
     /// The connection's loop brake as this call read it.
     pub(crate) brake: Option<gates::Brake>,
     /// The tool's own part of a verified `requestState`.
@@ -84,7 +84,7 @@ impl<'a> Call<'a> {
             phase,
             exec,
             notifications: Notifications::default(),
-            slot: HeldSlot::default(),
+            slot: gates::HeldSlot::default(),
             brake: None,
             request_state: None,
         }
@@ -364,32 +364,6 @@ fn told_to_wait(structured: &serde_json::Value) -> bool {
     let code = structured.get("code").and_then(serde_json::Value::as_str);
     matches!(code, Some("unavailable" | "rate_limited"))
         || structured.get("retryable") == Some(&json!(true))
-}
-
-/// The concurrency slot a call holds: admission puts it here the moment it is granted, while
-/// the body may still be running beside it, so that a call dropped half-way gives it back.
-#[derive(Default)]
-pub(crate) struct HeldSlot(std::sync::Mutex<Option<gates::Slot>>);
-
-impl HeldSlot {
-    pub(crate) fn put(&self, slot: gates::Slot) {
-        *self.lock() = Some(slot);
-    }
-
-    /// The slot held, left held.
-    pub(crate) fn held(&self) -> Option<gates::Slot> {
-        self.lock().clone()
-    }
-
-    pub(crate) fn take(&self) -> Option<gates::Slot> {
-        self.lock().take()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<gates::Slot>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
 }
 
 impl Drop for Call<'_> {
