@@ -28,18 +28,30 @@ pub fn fetcher(url: String) -> Arc<dyn JwksSource> {
 
 #[async_trait::async_trait]
 impl JwksSource for KeySetUrl {
+    /// The request runs as a task of its own, so that it goes on (and its deadline runs) while
+    /// no caller is waiting: the key cache keeps a fetch whose caller left for the next one.
     async fn fetch(&self) -> Result<JwkSet, String> {
-        let answer = self
-            .client
-            .get(&self.url, &[("accept", "application/json")])
-            .await
-            .map_err(|e| format!("{}: {e}", self.url))?;
-        if answer.status != 200 {
-            return Err(format!("{}: HTTP {}", self.url, answer.status));
+        let request = fetch_key_set(self.client.clone(), self.url.clone());
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime
+                .spawn(request)
+                .await
+                .unwrap_or_else(|e| Err(format!("{}: the fetch stopped: {e}", self.url))),
+            Err(_) => request.await,
         }
-        serde_json::from_slice(&answer.body)
-            .map_err(|e| format!("{}: not a JSON Web Key Set: {e}", self.url))
     }
+}
+
+/// The key set at `url`.
+async fn fetch_key_set(client: http_client::HttpClient, url: String) -> Result<JwkSet, String> {
+    let answer = client
+        .get(&url, &[("accept", "application/json")])
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    if answer.status != 200 {
+        return Err(format!("{url}: HTTP {}", answer.status));
+    }
+    serde_json::from_slice(&answer.body).map_err(|e| format!("{url}: not a JSON Web Key Set: {e}"))
 }
 
 #[derive(Debug)]

@@ -67,7 +67,16 @@ struct Held {
     /// when another caller's fetch finished meanwhile.
     generation: u64,
     /// The fetch under way, when [`FETCH_OUTLIVES_CALLER`].
-    in_flight: Option<Fetch>,
+    in_flight: Option<InFlight>,
+    /// Counts fetches started, to tell the one under way from one that replaced it.
+    started: u64,
+}
+
+/// A fetch under way: its number, when it started, and its arrival.
+struct InFlight {
+    number: u64,
+    started_at: i64,
+    fetch: Fetch,
 }
 
 impl std::fmt::Debug for Held {
@@ -151,14 +160,20 @@ impl KeyCache {
     /// and the cool-down allows; `None` when there is nothing to wait for.
     fn join_or_start(&self, seen: u64, now: i64) -> Option<Fetch> {
         let mut held = lock(&self.held);
-        if let Some(fetch) = &held.in_flight {
-            return Some(fetch.clone());
-        }
         let cool_down = if held.keys.is_some() {
             REFRESH_COOL_DOWN
         } else {
             FIRST_FETCH_RETRY
         };
+        // A fetch under way is joined while it is younger than the cool-down; an older one
+        // is stuck or long over (nobody came back for its answer), and a new one replaces it.
+        // (Dropping its handle here takes no lock: a fetch takes this one only once it ends.)
+        if let Some(flight) = &held.in_flight
+            && now.saturating_sub(flight.started_at) < seconds(cool_down)
+        {
+            return Some(flight.fetch.clone());
+        }
+        held.in_flight = None;
         let cooling = held
             .last_attempt
             .is_some_and(|t| now.saturating_sub(t) < seconds(cool_down));
@@ -166,25 +181,42 @@ impl KeyCache {
             return None;
         }
         held.last_attempt = Some(now);
-        let fetching = fetch_into(Arc::clone(&self.source), Arc::downgrade(&self.held), now);
+        held.started += 1;
+        let number = held.started;
+        let held_here = Arc::downgrade(&self.held);
+        let fetching = fetch_into(Arc::clone(&self.source), held_here, (number, now));
         let fetch = fetching.boxed().shared();
         if FETCH_OUTLIVES_CALLER {
-            held.in_flight = Some(fetch.clone());
+            held.in_flight = Some(InFlight {
+                number,
+                started_at: now,
+                fetch: fetch.clone(),
+            });
         }
         Some(fetch)
     }
 }
 
-/// Fetches the key set from `source` and keeps it in `held` as fetched at `now`. A panic in
-/// the source is this fetch's failure, not its waiters' (a shared future that panicked panics
-/// again in every poll).
-async fn fetch_into(source: Arc<dyn JwksSource>, held: Weak<Mutex<Held>>, now: i64) {
-    let fetched = AssertUnwindSafe(source.fetch()).catch_unwind().await;
+/// Fetches the key set from `source` (fetch `number`, started at `now`) and keeps it in
+/// `held` as fetched then. A panic in the source is this fetch's failure, not its waiters'
+/// (a shared future that panicked panics again in every poll).
+async fn fetch_into(
+    source: Arc<dyn JwksSource>,
+    held: Weak<Mutex<Held>>,
+    (number, now): (u64, i64),
+) {
+    // The source's call inside the catch too: a source may panic before its future exists.
+    let fetched = AssertUnwindSafe(async move { source.fetch().await })
+        .catch_unwind()
+        .await;
     let Some(held) = held.upgrade() else {
         return;
     };
     let mut held = lock(&held);
-    held.in_flight = None;
+    // Done with, unless a fetch that replaced this one is under way.
+    if held.in_flight.as_ref().is_some_and(|f| f.number == number) {
+        held.in_flight = None;
+    }
     held.generation += 1;
     match fetched {
         Ok(Ok(set)) => {
@@ -234,6 +266,53 @@ mod tests {
         async fn fetch(&self) -> Result<JwkSet, String> {
             panic!("injected: the key source panicked")
         }
+    }
+
+    /// A source whose first fetch never ends and whose later ones answer an empty key set.
+    #[derive(Debug, Default)]
+    struct StuckOnce(std::sync::atomic::AtomicBool);
+
+    #[async_trait::async_trait]
+    impl JwksSource for StuckOnce {
+        async fn fetch(&self) -> Result<JwkSet, String> {
+            if !self.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                futures_util::future::pending::<()>().await;
+            }
+            Ok(JwkSet { keys: Vec::new() })
+        }
+    }
+
+    /// Polls `work` once: whether it ended.
+    fn ends_at_once(work: impl Future) -> bool {
+        let mut work = std::pin::pin!(work);
+        let mut cx = Context::from_waker(futures_util::task::noop_waker_ref());
+        work.as_mut().poll(&mut cx).is_ready()
+    }
+
+    /// A fetch whose caller left is joined by the callers that come while it is young (one
+    /// fetch, however many wait), and replaced by a new one once it is older than the
+    /// cool-down (stuck, or its answer never collected), so that it holds no refresh back.
+    #[test]
+    fn a_fetch_left_under_way_is_joined_while_young_and_replaced_when_old() {
+        let cache = KeyCache::new(Arc::new(StuckOnce::default()));
+        let retry = seconds(FIRST_FETCH_RETRY);
+        assert!(
+            !ends_at_once(cache.key(Some("k"), 0)),
+            "the first fetch hangs"
+        );
+        assert!(
+            !ends_at_once(cache.key(Some("k"), retry - 1)),
+            "joined, still hanging"
+        );
+        assert_eq!(lock(&cache.held).started, 1, "one fetch for both");
+        assert!(
+            ends_at_once(cache.key(Some("k"), retry)),
+            "replaced, and answered"
+        );
+        assert!(cache.has_keys());
+        let held = lock(&cache.held);
+        assert_eq!((held.started, held.fetched_at), (2, retry));
+        assert!(held.in_flight.is_none());
     }
 
     /// A source that panics fails its fetch, as an unreachable one does: the caller finds no
