@@ -404,6 +404,18 @@ fn missing_capabilities(result: &Value, declared: Option<&Value>) -> Option<Valu
 /// told all of them at once, with the `_meta` that would be accepted.
 fn check_meta(msg: &Message) -> Result<(), RpcError> {
     let version = msg.meta_field(META_PROTOCOL_VERSION);
+    // A version named is checked first: a client of another version is told which are
+    // supported, whatever else it left out.
+    if let Some(version) = version {
+        let Some(version) = version.as_str() else {
+            return Err(RpcError::malformed_params(format!(
+                "params._meta[\"{META_PROTOCOL_VERSION}\"] must be a string"
+            )));
+        };
+        if version != LATEST_VERSION {
+            return Err(RpcError::unsupported_version(version));
+        }
+    }
     let capabilities = msg.meta_field(META_CLIENT_CAPABILITIES);
     let missing: Vec<&str> = [
         (version.is_none(), META_PROTOCOL_VERSION),
@@ -414,14 +426,6 @@ fn check_meta(msg: &Message) -> Result<(), RpcError> {
     .collect();
     if !missing.is_empty() {
         return Err(missing_meta(&missing));
-    }
-    let Some(version) = version.and_then(Value::as_str) else {
-        return Err(RpcError::malformed_params(format!(
-            "params._meta[\"{META_PROTOCOL_VERSION}\"] must be a string"
-        )));
-    };
-    if version != LATEST_VERSION {
-        return Err(RpcError::unsupported_version(version));
     }
     match capabilities {
         Some(Value::Object(_)) => Ok(()),
@@ -500,4 +504,32 @@ fn list_response_text(
         push_tools(out);
         push_more_fields(out, rest);
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_protocol::{Incoming, parse_message};
+
+    fn checked(meta: Value) -> Result<(), RpcError> {
+        let line =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}});
+        let Ok(Incoming::Message(message)) = parse_message(line.to_string().as_bytes()) else {
+            panic!("a request");
+        };
+        check_meta(&message)
+    }
+
+    /// A client naming another version is told which are supported before anything else it
+    /// left out; one naming none is told every missing field at once.
+    #[test]
+    fn a_version_named_is_checked_before_missing_fields() {
+        let other = checked(json!({META_PROTOCOL_VERSION: "1900-01-01"})).unwrap_err();
+        assert_eq!(other.code.code(), -32022, "{other:?}");
+        let none = checked(json!({})).unwrap_err();
+        assert_eq!(none.code.code(), -32602, "{none:?}");
+        assert_eq!(none.data.unwrap()["missing"].as_array().unwrap().len(), 2);
+        let fine = json!({META_PROTOCOL_VERSION: LATEST_VERSION, META_CLIENT_CAPABILITIES: {}});
+        assert!(checked(fine).is_ok());
+    }
 }
