@@ -60,9 +60,9 @@ pub(crate) fn dispatcher(store: Arc<dyn store::Store>) -> anyhow::Result<outbox:
 
 /// Sweeps the outbox every few seconds for as long as the server runs.
 pub(crate) fn spawn_sweeps(dispatcher: outbox::Dispatcher) {
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(SWEEP_EVERY).await;
+    crate::background::repeat("outbox sweep", SWEEP_EVERY, SWEEP_EVERY, move || {
+        let dispatcher = dispatcher.clone();
+        async move {
             match dispatcher.sweep().await {
                 Ok(s) if s.delivered + s.retrying + s.dead > 0 => tracing::info!(
                     delivered = s.delivered,

@@ -13,8 +13,9 @@ const SWEEP_EVERY: Duration = Duration::from_secs(3600);
 /// Sweeps `embedded` in the background, when the store is the embedded one.
 pub(crate) fn spawn_sweeps(embedded: Option<store_sqlite::SqliteStore>) {
     let Some(store) = embedded else { return };
-    tokio::spawn(async move {
-        loop {
+    crate::background::repeat("expiry sweep", Duration::ZERO, SWEEP_EVERY, move || {
+        let store = store.clone();
+        async move {
             match store.sweep_expired().await {
                 Ok(0) => {}
                 Ok(deleted) => tracing::info!(deleted, "expired items deleted"),
@@ -22,7 +23,6 @@ pub(crate) fn spawn_sweeps(embedded: Option<store_sqlite::SqliteStore>) {
                     tracing::warn!(error = %e, "could not delete expired items; trying again in an hour")
                 }
             }
-            tokio::time::sleep(SWEEP_EVERY).await;
         }
     });
 }

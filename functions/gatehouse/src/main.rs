@@ -7,6 +7,7 @@
 #![allow(clippy::print_stdout)]
 
 mod allocator;
+mod background;
 mod deliveries;
 mod dynamo;
 mod expiry;
