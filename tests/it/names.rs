@@ -116,3 +116,42 @@ async fn an_ambiguous_or_partial_name_changes_nothing(world: World) {
     assert_eq!(audit_after, audit_before, "nothing was written");
 }
 on_every_backend!(ambiguous, an_ambiguous_or_partial_name_changes_nothing);
+
+/// Two customers of one name, kept first and last among sixty whose names merely contain it
+/// (their ids sort in the order they were made): the name is still ambiguous, since every
+/// namesake is looked for, not the first fifty matches of a search, and nothing is booked.
+async fn namesakes_far_apart_among_near_matches_stay_ambiguous(world: World) {
+    let (c, _) = setup(&world).await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let ids = std::sync::Arc::new(crate::support::CountingRandomness::default());
+    let customers = booking::Customers::new(world.app.store.clone()).with_randomness(ids);
+    let names = std::iter::once("Ann".to_owned())
+        .chain((0..60).map(|n| format!("Joanna {n}")))
+        .chain(std::iter::once("Ann".to_owned()));
+    for (n, name) in names.enumerate() {
+        let new = booking::NewCustomer {
+            name,
+            email: format!("c{n}@example.com"),
+            phone: None,
+            address: None,
+            notes: None,
+        };
+        let change = customers.create(&crate::booking_tools::owner("acme"), new, None);
+        change
+            .unwrap()
+            .commit(world.app.store.as_ref(), vec![])
+            .await
+            .unwrap();
+    }
+    let ambiguous = c
+        .call_tool("create_booking", draft("Ann", &tom, "2027-06-07 09:00"))
+        .await;
+    let s = ambiguous.structured();
+    assert_eq!(s["code"], "validation", "{}", ambiguous.text());
+    assert_eq!(s["candidates"].as_array().unwrap().len(), 2, "{s}");
+    assert_eq!(bookings(&world).await, 0, "nothing was booked");
+}
+on_every_backend!(
+    namesakes_far_apart,
+    namesakes_far_apart_among_near_matches_stay_ambiguous
+);

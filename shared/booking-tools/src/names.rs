@@ -30,18 +30,20 @@ impl NameLookup {
             member: caller.creator.clone(),
             rights: caller.rights.clone(),
         };
-        let same = |other: &str| other.trim().eq_ignore_ascii_case(name.trim());
+        let wanted = name.trim().to_lowercase();
+        let same = |other: &str| other.trim().to_lowercase() == wanted;
         let found = match noun {
             "customer" => {
-                let candidates = self
+                // Every customer of that exact name, not the first few matches of a search: a
+                // cut-off list could hold one of two namesakes and pick it.
+                let named = self
                     .services
                     .customers
-                    .find(&actor, name, 50)
+                    .named(&actor, name)
                     .await
                     .map_err(tool_error)?;
-                candidates
+                named
                     .iter()
-                    .filter(|c| same(&c.name))
                     .map(|c| Named {
                         handle: c.handle(),
                         label: c.email.clone(),

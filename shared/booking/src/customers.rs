@@ -236,8 +236,32 @@ impl Customers {
         text: &str,
         limit: usize,
     ) -> Result<Vec<Customer>, BookingError> {
-        actor.require(rights::BOOKINGS_READ)?;
         let needle = text.trim().to_lowercase();
+        let matches = |c: &Customer| {
+            needle.is_empty()
+                || c.name.to_lowercase().contains(&needle)
+                || c.email.contains(&needle)
+        };
+        self.scan(actor, matches, limit).await
+    }
+
+    /// Every customer named exactly `name` (trimmed, case-insensitive): all of them, however
+    /// many others the tenant has, so that a name that is not unique is never taken for one
+    /// that is.
+    pub async fn named(&self, actor: &Actor, name: &str) -> Result<Vec<Customer>, BookingError> {
+        let name = name.trim().to_lowercase();
+        let same = |c: &Customer| c.name.trim().to_lowercase() == name;
+        self.scan(actor, same, usize::MAX).await
+    }
+
+    /// The tenant's customers that `keep` keeps, at most `limit`, in the store's order.
+    async fn scan(
+        &self,
+        actor: &Actor,
+        keep: impl Fn(&Customer) -> bool,
+        limit: usize,
+    ) -> Result<Vec<Customer>, BookingError> {
+        actor.require(rights::BOOKINGS_READ)?;
         let mut out = Vec::new();
         let mut cursor = None;
         loop {
@@ -251,10 +275,7 @@ impl Customers {
                 .await?;
             for (key, item) in &page.items {
                 let c = Customer::from_item(&key.sk, item);
-                if needle.is_empty()
-                    || c.name.to_lowercase().contains(&needle)
-                    || c.email.contains(&needle)
-                {
+                if keep(&c) {
                     out.push(c);
                     if out.len() == limit {
                         return Ok(out);

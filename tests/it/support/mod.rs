@@ -299,3 +299,17 @@ impl mcp_pipeline::Authenticator for PanicsOnce {
         })
     }
 }
+
+/// Random bytes that count: each fill is the next number (from 0, at most 61) followed by
+/// zeros, so the ids made from them sort in the order they were made (`0000…`, `1000…`, …).
+#[derive(Debug, Default)]
+pub(crate) struct CountingRandomness(std::sync::atomic::AtomicU8);
+
+impl mcp_pipeline::Randomness for CountingRandomness {
+    fn fill(&self, bytes: &mut [u8]) {
+        bytes.fill(0);
+        if let Some(first) = bytes.first_mut() {
+            *first = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
