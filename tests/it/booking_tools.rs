@@ -1402,3 +1402,69 @@ async fn an_oversized_argument_is_not_echoed(world: World) {
     );
 }
 on_every_backend!(oversized_arguments, an_oversized_argument_is_not_echoed);
+
+/// A technician with more than a hundred bookings before the open one (all cancelled): the
+/// batch cancellation still sees the open one. The matches were cut to the first hundred by
+/// start before the open ones were picked out, so a long history hid every later booking.
+async fn a_long_history_hides_no_open_booking(world: World) {
+    let (c, _) = setup(&world).await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let bookings = booking::Bookings::new(world.app.store.clone());
+    let part = |handle: &str| handle.split_once('_').unwrap().1.to_owned();
+    let store = world.app.store.as_ref();
+    for (month, day) in (1..=4).flat_map(|m| (1..=28).map(move |d| (m, d))) {
+        let new = booking::NewBooking {
+            customer: part(&ada),
+            technician: part(&tom),
+            service: "boiler service".into(),
+            start: booking::When::from_input(
+                &format!("2027-{month:02}-{day:02} 08:00"),
+                "Europe/Berlin",
+            ),
+            duration_minutes: 30,
+        };
+        let draft = bookings
+            .create_draft(&owner("acme"), new, None, chrono::Utc::now())
+            .await;
+        let draft = draft.unwrap().commit(store, vec![]).await.unwrap();
+        let cancel = bookings.cancel_read(&owner("acme"), draft, "ada@example.com", "-");
+        cancel.unwrap().commit(store, vec![]).await.unwrap();
+    }
+    let open = c
+        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .await;
+    assert!(!open.is_error(), "{}", open.text());
+    let batch = c
+        .call_tool(
+            "cancel_bookings",
+            json!({"technician": tom, "expected_count": 1}),
+        )
+        .await;
+    assert!(
+        !batch.is_error(),
+        "the open booking was not seen: {}",
+        batch.text()
+    );
+    let done = confirm(&c, &batch).await;
+    assert_eq!(
+        done.structured()["bookings"].as_array().unwrap().len(),
+        1,
+        "{}",
+        done.text()
+    );
+    // Nothing open is left: the refusal says so, and offers no batch of none.
+    let none = c
+        .call_tool(
+            "cancel_bookings",
+            json!({"technician": tom, "expected_count": 1}),
+        )
+        .await;
+    assert_eq!(none.structured()["code"], "rejected", "{}", none.text());
+    assert!(
+        none.structured().get("options").is_none(),
+        "{}",
+        none.text()
+    );
+}
+on_every_backend!(long_history, a_long_history_hides_no_open_booking);

@@ -147,17 +147,7 @@ pub(crate) fn error(e: BookingError) -> CallError {
                 .detail("field", field)
                 .detail("money_error", details)
         }
-        BookingError::CountMismatch { kind, expected, found, matches } => ToolError::new(
-            ErrorKind::Rejected,
-            match expected {
-                Some(expected) => format!("The filter matches {found} open {kind}s, not {expected}; nothing was done"),
-                None => format!("`expected_count` is required: the filter matches {found} open {kind}s; nothing was done"),
-            },
-            "Check the matches listed below with the user, then send the right expected_count or a narrower filter",
-        )
-        .handover(format!("Show the user the {found} matches; if they mean all of them, the option sends expected_count {found}"))
-        .option(Choice::set(format!("all {found} matches"), "expected_count", found))
-        .detail("matches", matches),
+        BookingError::CountMismatch { kind, expected, found, matches } => count_mismatch(kind, expected, found, matches),
         BookingError::Past { field, start, next_year } => crate::time_errors::past(field, &start, next_year),
         BookingError::Rejected(reason) => ToolError::new(ErrorKind::Rejected, reason.clone(), "Read the current state and decide with the user")
             .handover(format!("{reason}: tell the user and decide together")),
@@ -166,6 +156,39 @@ pub(crate) fn error(e: BookingError) -> CallError {
         BookingError::Store(e) => return CallError::Other(Box::new(e)),
     };
     CallError::Tool(tool_error)
+}
+
+/// A batch whose expected count is not what its filter matches. The option to take them all
+/// is offered only when one batch can: none matching leaves nothing to cancel, and more than
+/// a batch takes must be split by a narrower filter.
+fn count_mismatch(
+    kind: &str,
+    expected: Option<u32>,
+    found: usize,
+    matches: Vec<String>,
+) -> ToolError {
+    let message = match expected {
+        Some(expected) => {
+            format!("The filter matches {found} open {kind}s, not {expected}; nothing was done")
+        }
+        None => format!(
+            "`expected_count` is required: the filter matches {found} open {kind}s; nothing was done"
+        ),
+    };
+    let most = booking::bookings::MOST_CANCELLED_AT_ONCE as usize;
+    let error = ToolError::new(
+        ErrorKind::Rejected,
+        message,
+        "Check the matches listed below with the user, then send the right expected_count or a narrower filter",
+    );
+    let error = match found {
+        0 => error.handover(format!("Tell the user that no open {kind} matches; nothing is left to cancel")),
+        n if n > most => error.handover(format!("Show the user the {n} matches: at most {most} are cancelled at once, so ask which to cancel first (a narrower filter)")),
+        n => error
+            .handover(format!("Show the user the {n} matches; if they mean all of them, the option sends expected_count {n}"))
+            .option(Choice::set(format!("all {n} matches"), "expected_count", n)),
+    };
+    error.detail("matches", matches)
 }
 
 /// The record changed since the caller read it: the re-read, with the current state.

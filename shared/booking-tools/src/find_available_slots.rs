@@ -93,7 +93,9 @@ impl Tool for FindAvailableSlots {
         let busy: Vec<TimeRange> = self
             .services
             .bookings
-            .find(&actor, &filter, 500)
+            // Every booking of the technician: one cut to the first by start would leave the
+            // day's bookings out once the history is long, and offer booked times as free.
+            .find(&actor, &filter, usize::MAX)
             .await
             .map_err(error)?
             .into_iter()

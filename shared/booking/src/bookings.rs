@@ -238,6 +238,9 @@ pub struct NewBooking {
     pub duration_minutes: i64,
 }
 
+/// The most bookings one batch cancellation acts on.
+pub const MOST_CANCELLED_AT_ONCE: u32 = 25;
+
 /// Filters for [`Bookings::find`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BookingFilter {
@@ -425,10 +428,12 @@ impl Bookings {
                 "name a `customer` or a `technician`; cancelling every booking of the workspace is not offered",
             ));
         }
-        if expected_count.is_some_and(|n| !(1..=25).contains(&n)) {
+        if expected_count.is_some_and(|n| !(1..=MOST_CANCELLED_AT_ONCE).contains(&n)) {
             return Err(BookingError::invalid(
                 "expected_count",
-                "must be 1 to 25; cancel larger sets one filter at a time",
+                format!(
+                    "must be 1 to {MOST_CANCELLED_AT_ONCE}; cancel larger sets one filter at a time"
+                ),
             ));
         }
         let filter = BookingFilter {
@@ -436,8 +441,10 @@ impl Bookings {
             technician,
             status: None,
         };
+        // Every match, not the first by start: a long history of closed bookings would hide
+        // the open ones behind it.
         let open: Vec<Booking> = self
-            .find(actor, &filter, 100)
+            .find(actor, &filter, usize::MAX)
             .await?
             .into_iter()
             .filter(|b| matches!(b.status, Status::Draft | Status::Confirmed))
