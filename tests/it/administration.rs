@@ -68,6 +68,14 @@ async fn the_cli_administers_through_audited_services_and_refuses_mistakes() {
     let mut coins = ACME;
     coins[8] = "XYZ";
     assert!(!run(&coins, data, "").0);
+    // A tax rate quotes could not use (more than four decimals, or past 100%) is refused at
+    // once, not stored to break every later quote.
+    for rate in ["7.12345", "101"] {
+        let mut taxed = ACME;
+        taxed[10] = rate;
+        let (ok, _, err) = run(&taxed, data, "");
+        assert!(!ok && err.contains("tax"), "{rate}: {err}");
+    }
     assert_eq!(gatehouse(&["tenant", "list"], data), "");
     gatehouse(&ACME, data);
     assert_eq!(gatehouse(&["tenant", "list"], data), "acme\tAcme\n");

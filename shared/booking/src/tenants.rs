@@ -83,12 +83,14 @@ impl Tenants {
                 format!("{:?} is not an IANA time zone", tenant.zone),
             ));
         }
-        if tenant.tax_rate < Decimal::ZERO || tenant.tax_rate > Decimal::from(100) {
-            return Err(BookingError::invalid(
-                "tax_rate",
-                "must be between 0 and 100 percent",
-            ));
-        }
+        // The rule quotes read it by (0 to 100 percent, at most four decimals): a rate they
+        // could not read would be stored only to refuse every later quote.
+        crate::money::TaxRate::parse(&tenant.tax_rate.to_string()).map_err(|e| {
+            BookingError::Money {
+                field: "tax_rate",
+                error: e,
+            }
+        })?;
         let mut item = Item::new();
         item.insert("name".into(), Value::s(&tenant.name));
         item.insert("zone".into(), Value::s(&tenant.zone));
