@@ -600,7 +600,8 @@ async fn the_api_acts_with_the_members_live_rights(world: World) {
     assert_eq!(body["error"], "approval_required");
     assert_eq!(product_state(&world).await, before, "no quote was sent");
 
-    // Deleting a customer runs at once for a member with records:delete.
+    // Deleting a customer runs at once for a member with records:delete, unless the customer
+    // has open bookings (nothing is deleted, and the bookings are named).
     let (status, body) = call(
         "DELETE",
         format!("/api/customers/{}", f.customer.handle()),
@@ -612,13 +613,30 @@ async fn the_api_acts_with_the_members_live_rights(world: World) {
     let (status, body) = call(
         "DELETE",
         format!("/api/customers/{}", f.customer.handle()),
-        ana,
+        ana.clone(),
         json!({}),
     )
     .await;
-    assert_eq!(status, 200, "{body}");
-    let gone = booking::Customers::new(world.app.store.clone())
+    assert_eq!(status, 422, "{body}");
+    assert!(body["reason"].as_str().unwrap().contains(&draft), "{body}");
+    let kept = booking::Customers::new(world.app.store.clone())
         .get(&seed_actor(), &f.customer.id)
+        .await;
+    assert!(kept.is_ok(), "the customer is kept");
+    let (status, body) = call(
+        "POST",
+        "/api/customers".into(),
+        ana.clone(),
+        json!({"name": "Brief Visit", "email": "brief@example.com"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let brief = body["customer"].as_str().unwrap().to_owned();
+    let (status, body) = call("DELETE", format!("/api/customers/{brief}"), ana, json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    let id = brief.split_once('_').unwrap().1;
+    let gone = booking::Customers::new(world.app.store.clone())
+        .get(&seed_actor(), id)
         .await;
     assert!(matches!(gone, Err(booking::BookingError::NotFound { .. })));
 }

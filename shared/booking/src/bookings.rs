@@ -238,6 +238,45 @@ pub struct NewBooking {
     pub duration_minutes: i64,
 }
 
+/// Every booking of `tenant` that `filter` matches, earliest start first (no rights checked:
+/// the caller has).
+pub(crate) async fn matching(
+    store: &dyn Store,
+    tenant: &str,
+    filter: &BookingFilter,
+) -> Result<Vec<Booking>, BookingError> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store
+            .query(
+                Query::partition(keys::partition(tenant, Kind::Booking))
+                    .limit(100)
+                    .after(cursor),
+            )
+            .await?;
+        out.extend(
+            page.items
+                .iter()
+                .filter_map(|(k, i)| Booking::from_item(&k.sk, i))
+                .filter(|b| {
+                    filter.customer.as_ref().is_none_or(|c| *c == b.customer)
+                        && filter
+                            .technician
+                            .as_ref()
+                            .is_none_or(|t| *t == b.technician)
+                        && filter.status.is_none_or(|s| s == b.status)
+                }),
+        );
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    out.sort_by_key(|b| b.start);
+    Ok(out)
+}
+
 /// The most bookings one batch cancellation acts on.
 pub const MOST_CANCELLED_AT_ONCE: u32 = 25;
 
@@ -377,36 +416,7 @@ impl Bookings {
         if let Some(technician) = &filter.technician {
             self.exists(actor, Kind::Technician, technician).await?;
         }
-        let mut out = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = self
-                .store
-                .query(
-                    Query::partition(keys::partition(&actor.tenant, Kind::Booking))
-                        .limit(100)
-                        .after(cursor),
-                )
-                .await?;
-            out.extend(
-                page.items
-                    .iter()
-                    .filter_map(|(k, i)| Booking::from_item(&k.sk, i))
-                    .filter(|b| {
-                        filter.customer.as_ref().is_none_or(|c| *c == b.customer)
-                            && filter
-                                .technician
-                                .as_ref()
-                                .is_none_or(|t| *t == b.technician)
-                            && filter.status.is_none_or(|s| s == b.status)
-                    }),
-            );
-            match page.next {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
-        out.sort_by_key(|b| b.start);
+        let mut out = matching(self.store.as_ref(), &actor.tenant, filter).await?;
         out.truncate(limit);
         Ok(out)
     }

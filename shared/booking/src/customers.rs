@@ -423,10 +423,31 @@ impl Customers {
         Ok(change)
     }
 
-    /// Plans deleting a customer (and the claim on their email).
+    /// Plans deleting a customer (and the claim on their email). Refused while the customer
+    /// has open bookings (drafts or confirmed): cancelling one needs its customer, so they would
+    /// be left confirmed, holding the technician's time, with nobody to tell.
     pub async fn delete(&self, actor: &Actor, id: &str) -> Result<Change<Customer>, BookingError> {
         actor.require(rights::RECORDS_DELETE)?;
         let (current, _) = self.load(actor, id).await?;
+        let theirs = crate::BookingFilter {
+            customer: Some(id.to_owned()),
+            ..crate::BookingFilter::default()
+        };
+        let open: Vec<String> =
+            crate::bookings::matching(self.store.as_ref(), &actor.tenant, &theirs)
+                .await?
+                .iter()
+                .filter(|b| matches!(b.status, crate::Status::Draft | crate::Status::Confirmed))
+                .map(crate::Booking::handle)
+                .collect();
+        if !open.is_empty() {
+            return Err(BookingError::Rejected(format!(
+                "{} has {} open booking(s) ({}): cancel them first (cancel_bookings with this customer), then delete",
+                current.handle(),
+                open.len(),
+                open.join(", ")
+            )));
+        }
         let handle = current.handle();
         let version = current.version.clone();
         let email = current.email.clone();
