@@ -1522,3 +1522,98 @@ on_every_backend!(
     customer_with_bookings,
     a_customer_with_open_bookings_is_not_deleted
 );
+
+/// The largest batch cancellation fits in one store transaction once approved: nineteen
+/// confirmed bookings (each cancel writes the booking, its claim, a message and its due entry;
+/// the confirmation adds a bucket per booking, the switch checks, the audit row and the
+/// token's use: 5 x 19 + 4 of the 100 a transaction takes). Twenty are refused when prepared,
+/// not after the user approved. On SQLite (the seed is 38 writes; the limit is the store's
+/// rule on every backend).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_largest_batch_cancellation_commits_once_approved() {
+    let world = World::on(crate::support::store::Backend::Sqlite).await;
+    let world = world.expect("SQLite is always there");
+    let (c, _) = setup(&world).await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let bookings = booking::Bookings::new(world.app.store.clone());
+    let part = |handle: &str| handle.split_once('_').unwrap().1.to_owned();
+    let store = world.app.store.as_ref();
+    for day in 1..=20 {
+        let new = booking::NewBooking {
+            customer: part(&ada),
+            technician: part(&tom),
+            service: "boiler service".into(),
+            start: booking::When::from_input(&format!("2027-03-{day:02} 09:00"), "Europe/Berlin"),
+            duration_minutes: 30,
+        };
+        let draft = bookings
+            .create_draft(&owner("acme"), new, None, chrono::Utc::now())
+            .await;
+        let draft = draft.unwrap().commit(store, vec![]).await.unwrap();
+        let confirm = bookings
+            .confirm(
+                &owner("acme"),
+                &draft.id,
+                &draft.version,
+                "ada@example.com",
+                "-",
+            )
+            .await;
+        confirm.unwrap().commit(store, vec![]).await.unwrap();
+    }
+    let twenty = c
+        .call_tool(
+            "cancel_bookings",
+            json!({"technician": tom, "expected_count": 20}),
+        )
+        .await;
+    assert_eq!(
+        twenty.structured()["code"],
+        "validation",
+        "{}",
+        twenty.text()
+    );
+    assert!(twenty.structured().get("confirm_token").is_none());
+    let first = c
+        .call_tool(
+            "cancel_bookings",
+            json!({"customer": ada, "expected_count": 20}),
+        )
+        .await;
+    assert!(
+        first.structured().get("confirm_token").is_none(),
+        "{}",
+        first.text()
+    );
+    // Nineteen: one booking moved to another technician's day is left out by the filter.
+    let last = c
+        .call_tool("find_bookings", json!({"technician": tom, "limit": 50}))
+        .await;
+    let last = last.structured()["bookings"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let cancel_one = c
+        .call_tool(
+            "cancel_booking",
+            json!({"booking": last["booking"], "version": last["version"]}),
+        )
+        .await;
+    confirm(&c, &cancel_one).await;
+    let batch = c
+        .call_tool(
+            "cancel_bookings",
+            json!({"technician": tom, "expected_count": 19}),
+        )
+        .await;
+    let done = confirm(&c, &batch).await;
+    assert_eq!(
+        done.structured()["bookings"].as_array().unwrap().len(),
+        19,
+        "{}",
+        done.text()
+    );
+}

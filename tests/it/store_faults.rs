@@ -458,6 +458,35 @@ on_every_backend!(
     threads = 2
 );
 
+/// The JSON API answers a write the store can never take (an item too large) with 422, not
+/// the 503 of an outage, which invites the same request again; an outage stays 503; neither
+/// writes anything.
+async fn api_commit_refused_or_failed(f: Faulty) {
+    let token = crate::support::api_token(&f.world.app, "acme", "ana").await;
+    let auth = format!("Bearer {}", token.unwrap());
+    let headers = [
+        ("content-type", "application/json"),
+        ("authorization", auth.as_str()),
+    ];
+    let body = grace().to_string();
+    for (fault, status) in [(Fault::TooLarge, 422), (Fault::Fail, 503)] {
+        f.store.on(commit_of_customer, fault, 1);
+        let r = crate::web::send(&f.world, "POST", "/api/customers", &headers, &body).await;
+        assert_eq!(r.status, status, "{fault:?}: {}", r.body);
+        assert_eq!(
+            count(&f, "acme#customer").await,
+            0,
+            "{fault:?}: nothing written"
+        );
+    }
+}
+on_every_backend!(
+    api_commit,
+    api_commit_refused_or_failed,
+    |backend| faulty(backend),
+    threads = 2
+);
+
 /// A write its client abandons while its commit and the slot's release beside it are on their
 /// way (ADR 26: a slot outlives neither its call): the slot is given back at once, not after
 /// its lease, and the connection's next write is served and runs once.

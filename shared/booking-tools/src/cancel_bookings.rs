@@ -19,7 +19,7 @@ pub(crate) struct Input {
     customer: Option<Handle<CustomerKind>>,
     /// Only this technician's bookings.
     technician: Option<Handle<TechnicianKind>>,
-    /// How many open bookings you expect the filter to match (1 to 25).
+    /// How many open bookings you expect the filter to match (1 to 19).
     // Optional to serde but required in the schema: when it is left out, the answer lists
     // the matches and offers the call with their count, instead of a bare "missing field".
     #[serde(default)]

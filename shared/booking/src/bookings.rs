@@ -277,8 +277,11 @@ pub(crate) async fn matching(
     Ok(out)
 }
 
-/// The most bookings one batch cancellation acts on.
-pub const MOST_CANCELLED_AT_ONCE: u32 = 25;
+/// The most bookings one batch cancellation acts on: what one store transaction (100 writes)
+/// takes once approved. Cancelling a confirmed booking writes four items (the booking, its claim,
+/// the message and its due entry), the confirmation one bucket per booking and four more (the
+/// switch checks, the audit row, the token's use): 5 x 19 + 4.
+pub const MOST_CANCELLED_AT_ONCE: u32 = 19;
 
 /// Filters for [`Bookings::find`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -423,8 +426,9 @@ impl Bookings {
 
     /// The open bookings (drafts and confirmed) a batch cancellation acts on. The filter must
     /// name a customer or a technician (cancelling a whole workspace is not offered), the caller
-    /// says how many it expects (1 to 25), and a different count refuses the batch with the
-    /// matches, so that it never cancels what the caller has not seen.
+    /// says how many it expects (1 to [`MOST_CANCELLED_AT_ONCE`]), and a different count
+    /// refuses the batch with the matches, so that it never cancels what the caller has not
+    /// seen.
     pub async fn open_matching(
         &self,
         actor: &Actor,

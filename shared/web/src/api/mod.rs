@@ -69,6 +69,13 @@ pub(crate) fn error(e: booking::BookingError) -> WebResponse {
             StatusCode::UNPROCESSABLE_ENTITY,
             json!({"error": "rejected", "reason": reason}),
         ),
+        // A request the store can never take (too many writes at once, an item too large):
+        // a retry would only repeat it. Anything else (an outage, a concurrent write) may pass
+        // when tried again.
+        E::Store(store::StoreError::Invalid(_)) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({"error": "rejected", "reason": "the change is too large to make at once; make it smaller"}),
+        ),
         E::Store(_) => (
             StatusCode::SERVICE_UNAVAILABLE,
             json!({"error": "unavailable"}),
