@@ -423,3 +423,30 @@ async fn the_api_is_rate_limited_with_mcp(world: World) {
     );
 }
 on_every_backend!(api_limits, the_api_is_rate_limited_with_mcp);
+
+/// Every flip of the kill switch keeps its reason in the audit trail, not only on the switch
+/// (which the next flip overwrites); a reason too long to keep is refused and flips nothing.
+#[tokio::test]
+async fn the_kill_switch_reasons_stay_in_the_audit_trail() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    gatehouse(&["kill-switch", "on", "--reason", "incident 42"], data);
+    gatehouse(&["kill-switch", "off", "--reason", "resolved"], data);
+    let long = "x".repeat(501);
+    let (ok, _, err) = run(&["kill-switch", "on", "--reason", &long], data, "");
+    assert!(!ok && err.contains("at most 500"), "{err}");
+    let store = store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap();
+    let trail = identity::audit::recent(&store, "system", None, 100)
+        .await
+        .unwrap();
+    let mut flips: Vec<(String, Option<String>)> =
+        trail.into_iter().map(|e| (e.action, e.reason)).collect();
+    flips.sort();
+    assert_eq!(
+        flips,
+        [
+            ("kill_switch.off".to_owned(), Some("resolved".to_owned())),
+            ("kill_switch.on".to_owned(), Some("incident 42".to_owned())),
+        ]
+    );
+}

@@ -757,6 +757,7 @@ async fn recent_changes_show_this_connections_work(world: World) {
             outcome: "ok".into(),
             approval: None,
             ids: vec![id.into()],
+            reason: None,
             at: identity::now_rfc3339(),
         };
         world

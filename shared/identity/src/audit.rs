@@ -53,6 +53,8 @@ pub struct AuditEntry {
     pub approval: Option<String>,
     /// Public ids of the objects concerned.
     pub ids: Vec<String>,
+    /// Why, for the actions that ask for a reason (the kill switch).
+    pub reason: Option<String>,
     /// When (RFC 3339).
     pub at: String,
 }
@@ -68,6 +70,7 @@ impl AuditEntry {
             outcome: "ok".into(),
             approval: None,
             ids,
+            reason: None,
             at: crate::now_rfc3339(),
         }
     }
@@ -95,6 +98,9 @@ impl AuditEntry {
         item.insert("outcome".into(), Value::s(&self.outcome));
         if let Some(approval) = &self.approval {
             item.insert("approval".into(), Value::s(approval));
+        }
+        if let Some(reason) = &self.reason {
+            item.insert("reason".into(), Value::s(reason));
         }
         item.insert(
             "ids".into(),
@@ -141,6 +147,7 @@ impl AuditEntry {
                 .and_then(Value::as_s)
                 .map(str::to_owned),
             ids,
+            reason: item.get("reason").and_then(Value::as_s).map(str::to_owned),
             at: s("at"),
         }
     }

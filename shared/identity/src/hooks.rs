@@ -40,6 +40,7 @@ impl CommitHooks for McpCommitHooks {
             outcome: call.outcome.into(),
             approval: call.approval.map(str::to_owned),
             ids: call.ids.to_vec(),
+            reason: None,
             at: crate::rfc3339_at(call.now_micros),
         };
         let retry = ToolError::new(

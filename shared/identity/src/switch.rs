@@ -69,6 +69,9 @@ pub struct SwitchService {
     store: Arc<dyn Store>,
 }
 
+/// The longest reason a flip of the kill switch keeps.
+const MOST_REASON_CHARS: usize = 500;
+
 impl SwitchService {
     /// The service over `store`.
     pub fn new(store: Arc<dyn Store>) -> Self {
@@ -82,15 +85,22 @@ impl SwitchService {
         on: bool,
         reason: &str,
     ) -> Result<(), IdentityError> {
-        if reason.trim().is_empty() {
+        let reason = reason.trim();
+        if reason.is_empty() {
             return Err(IdentityError::Invalid(
                 "a reason is required to flip the kill switch".into(),
             ));
         }
+        if reason.chars().count() > MOST_REASON_CHARS {
+            return Err(IdentityError::Invalid(format!(
+                "the reason has {} characters; at most {MOST_REASON_CHARS} are kept",
+                reason.chars().count()
+            )));
+        }
         let at = crate::now_rfc3339();
         let mut item = Item::new();
         item.insert("on".into(), Value::Bool(on));
-        item.insert("reason".into(), Value::s(reason.trim()));
+        item.insert("reason".into(), Value::s(reason));
         item.insert("actor".into(), Value::s(&actor.member));
         item.insert("at".into(), Value::s(&at));
         let audit = AuditEntry {
@@ -105,6 +115,8 @@ impl SwitchService {
             outcome: "ok".into(),
             approval: None,
             ids: Vec::new(),
+            // In the trail too: the switch's item keeps only the last flip's reason.
+            reason: Some(reason.to_owned()),
             at,
         };
         self.store

@@ -306,6 +306,7 @@ async fn commit<T>(
         outcome: "ok".into(),
         approval: None,
         ids: change.ids.clone(),
+        reason: None,
         at: identity::now_rfc3339(),
     };
     change
