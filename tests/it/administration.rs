@@ -450,3 +450,39 @@ async fn the_kill_switch_reasons_stay_in_the_audit_trail() {
         ]
     );
 }
+
+/// `member set` without `--active` or `--inactive` keeps a member's active flag: changing a
+/// deactivated member's role does not bring them (and their connections) back; `--active`
+/// does.
+#[tokio::test]
+async fn a_role_change_keeps_a_deactivated_member_deactivated() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    gatehouse(&ACME, data);
+    let set = |extra: &[&str]| {
+        let mut args = vec!["member", "set", "--tenant", "acme", "--member", "bob"];
+        args.extend_from_slice(extra);
+        gatehouse(&args, data)
+    };
+    assert!(set(&["--role", "admin"]).contains("is an active admin"));
+    assert!(set(&["--role", "admin", "--inactive"]).contains("is an inactive admin"));
+    assert!(set(&["--role", "viewer"]).contains("is an inactive viewer"));
+    assert!(set(&["--role", "viewer", "--active"]).contains("is an active viewer"));
+    let (ok, _, err) = run(
+        &[
+            "member",
+            "set",
+            "--tenant",
+            "acme",
+            "--member",
+            "bob",
+            "--role",
+            "viewer",
+            "--active",
+            "--inactive",
+        ],
+        data,
+        "",
+    );
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+}

@@ -272,8 +272,12 @@ enum MemberCommand {
         #[arg(long)]
         role: String,
         /// Deactivate the member (their connections stop working).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "active")]
         inactive: bool,
+        /// Activate a deactivated member again. Without either flag, a member keeps what they
+        /// are (a new one is active).
+        #[arg(long)]
+        active: bool,
     },
     /// Sets a member's sign-in password for the product's pages, read from the first line of
     /// stdin so that it stays out of the shell history and the process list (audited).
@@ -1001,12 +1005,14 @@ async fn member(store: Arc<dyn store::Store>, command: MemberCommand) -> anyhow:
             member,
             role,
             inactive,
+            active,
         } => {
-            let set = app
+            let wanted = (active || inactive).then_some(active);
+            let (set, active) = app
                 .members
-                .set(&console(&tenant), &member, (&role, !inactive))
+                .set(&console(&tenant), &member, (&role, wanted))
                 .await?;
-            let state = if inactive { "an inactive" } else { "an active" };
+            let state = if active { "an active" } else { "an inactive" };
             let verb = match set {
                 accounts::members::Set::Added => "added",
                 accounts::members::Set::Changed => "changed",

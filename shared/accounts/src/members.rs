@@ -32,13 +32,15 @@ impl Members {
     }
 
     /// Adds `member` to the actor's workspace with `role`, or changes their role and active
-    /// flag; audited. The workspace must exist and the role be known.
+    /// flag; audited. The workspace must exist and the role be known. `active: None` keeps an
+    /// existing member's flag (a change of role does not bring a deactivated member back) and
+    /// makes a new one active. Returns what it did and whether the member is now active.
     pub async fn set(
         &self,
         actor: &Actor,
         member: &str,
-        (role, active): (&str, bool),
-    ) -> Result<Set, AccountsError> {
+        (role, active): (&str, Option<bool>),
+    ) -> Result<(Set, bool), AccountsError> {
         check_member_id(member)?;
         if (self.catalog)(role).is_empty() {
             return Err(AccountsError::Invalid(format!(
@@ -48,6 +50,11 @@ impl Members {
         crate::workspaces::require(self.store.as_ref(), &actor.tenant).await?;
         let key = identity::keys::member(&actor.tenant, member);
         let existing = self.store.get(&key).await?;
+        let active = active.unwrap_or_else(|| {
+            existing
+                .as_ref()
+                .is_none_or(|item| item.get("active") != Some(&store::Value::Bool(false)))
+        });
         let write = identity::directory::member_write(
             &actor.tenant,
             member,
@@ -60,7 +67,7 @@ impl Members {
         };
         let audit = crate::audit(actor, action, vec![format!("{member}:{role}")]);
         self.store.transact_write(vec![write, audit]).await?;
-        Ok(outcome)
+        Ok((outcome, active))
     }
 
     /// Removes `member` from the actor's workspace, audited. Every credential their person

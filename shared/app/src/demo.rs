@@ -173,7 +173,9 @@ async fn seed_workspace(app: &App, t: &DemoTenant) -> Result<(), DemoError> {
     };
     accounts::workspaces::create(&app.store, &seeding, &tenant).await?;
     for (member, role) in ROLES {
-        app.members.set(&seeding, member, (role, true)).await?;
+        app.members
+            .set(&seeding, member, (role, Some(true)))
+            .await?;
         app.members
             .set_password(&seeding, member, DEMO_PASSWORD)
             .await?;
