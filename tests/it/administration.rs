@@ -430,6 +430,7 @@ on_every_backend!(api_limits, the_api_is_rate_limited_with_mcp);
 async fn the_kill_switch_reasons_stay_in_the_audit_trail() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();
+    gatehouse(&ACME, data);
     gatehouse(&["kill-switch", "on", "--reason", "incident 42"], data);
     gatehouse(&["kill-switch", "off", "--reason", "resolved"], data);
     let long = "x".repeat(501);
@@ -485,4 +486,39 @@ async fn a_role_change_keeps_a_deactivated_member_deactivated() {
         "",
     );
     assert!(!ok && err.contains("cannot be used with"), "{err}");
+}
+
+/// A command that changes or reads a store refuses to run where there is none (a mistyped
+/// `--data-dir`, `sudo` with another home): it would make an empty store and report success
+/// while the server saw nothing. Setting one up still works on an empty folder; a DynamoDB
+/// endpoint without a table is refused instead of ignored.
+#[tokio::test]
+async fn commands_on_a_store_refuse_a_folder_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    for args in [
+        &["kill-switch", "on", "--reason", "x"][..],
+        &["token", "list", "--tenant", "acme"][..],
+        &["tenant", "list"][..],
+    ] {
+        let (ok, _, err) = run(args, data, "");
+        assert!(
+            !ok && err.contains("no gatehouse data at"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!data.join("gatehouse.db").exists(), "no store was made");
+    let (ok, _, err) = run(
+        &[
+            "tenant",
+            "list",
+            "--dynamodb-endpoint",
+            "http://127.0.0.1:9",
+        ],
+        data,
+        "",
+    );
+    assert!(!ok && err.contains("--dynamodb-table"), "{err}");
+    gatehouse(&ACME, data);
+    assert_eq!(gatehouse(&["tenant", "list"], data), "acme\tAcme\n");
 }

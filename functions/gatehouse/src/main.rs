@@ -466,7 +466,29 @@ struct OpenedStore {
     embedded: Option<store_sqlite::SqliteStore>,
 }
 
-async fn open_store(args: &StoreArgs) -> anyhow::Result<OpenedStore> {
+/// Whether `command` may start a new embedded store: the server, and the commands that set
+/// one up. Every other command changes or reads a store that exists; run where none is (a
+/// mistyped `--data-dir`, `sudo` with another home), it would make an empty one and report
+/// success while the running server saw nothing.
+fn may_make_a_store(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Serve(_)
+            | Command::Stdio
+            | Command::Tenant {
+                command: TenantCommand::Create { .. }
+            }
+            | Command::Operator {
+                command: OperatorCommand::Create { .. }
+            }
+    )
+}
+
+async fn open_store(args: &StoreArgs, may_make: bool) -> anyhow::Result<OpenedStore> {
+    anyhow::ensure!(
+        args.dynamodb_endpoint.is_none() || args.dynamodb_table.is_some(),
+        "--dynamodb-endpoint names the server of a table: pass --dynamodb-table too"
+    );
     if let Some(url) = &args.edge_url {
         let admin_token = std::env::var("GATEHOUSE_EDGE_ADMIN_TOKEN")
             .ok()
@@ -496,6 +518,13 @@ async fn open_store(args: &StoreArgs) -> anyhow::Result<OpenedStore> {
         });
     }
     let file = args.data_dir().join("gatehouse.db");
+    anyhow::ensure!(
+        may_make || file.exists(),
+        "no gatehouse data at {}: this command works on an existing store. Pass --data-dir (or \
+         GATEHOUSE_DATA_DIR) with the folder your server uses, or set one up with `gatehouse \
+         serve` or `gatehouse tenant create`",
+        file.display()
+    );
     let store = store_sqlite::SqliteStore::open(&file)
         .with_context(|| format!("opening {}", file.display()))?;
     let described = format!(
@@ -547,7 +576,7 @@ async fn main() -> anyhow::Result<()> {
         store,
         described,
         embedded,
-    } = open_store(&cli.store).await?;
+    } = open_store(&cli.store, may_make_a_store(&cli.command)).await?;
     let backend = if cli.store.edge_url.is_some() {
         "durable-object"
     } else if cli.store.dynamodb_table.is_some() {

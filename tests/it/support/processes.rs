@@ -116,8 +116,10 @@ pub(crate) fn cli_token(data_dir: &Path) -> String {
 
 /// Adds an owner and creates a connection with the CLI on `place`; returns the token.
 pub(crate) fn cli_token_on(place: &Place) -> String {
-    // The workspace, unless the demo seeding made it already.
-    if !gatehouse_on(&["tenant", "list"], place).contains("acme\t") {
+    // The workspace, unless the demo seeding made it already (a folder without a store has
+    // none: commands other than set-up ones refuse to run there).
+    let no_store = matches!(place, Place::Folder(dir) if !dir.join("gatehouse.db").exists());
+    if no_store || !gatehouse_on(&["tenant", "list"], place).contains("acme\t") {
         gatehouse_on(&ACME, place);
     }
     let owner = [
