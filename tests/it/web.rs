@@ -284,7 +284,7 @@ async fn the_api_and_the_tools_refuse_the_same_inputs(world: World) {
         .await;
     let grace = tool_made.structured()["customer"]["customer"]
         .as_str()
-        .unwrap()
+        .unwrap_or_else(|| panic!("{}", tool_made.text()))
         .to_owned();
     let r = post(json!({"name": "G", "email": "grace@example.com"})).await;
     assert_eq!(r.status, 409);
