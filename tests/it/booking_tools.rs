@@ -395,6 +395,28 @@ pub(crate) async fn seeded_technician(
         .handle()
 }
 
+/// A draft of `customer` with `technician` (handles) at `start` in Berlin, 30 minutes, made
+/// through the service as if it were `now`.
+pub(crate) async fn seeded_draft(
+    world: &World,
+    (customer, technician): (&str, &str),
+    start: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> booking::Booking {
+    let part = |handle: &str| handle.split_once('_').unwrap().1.to_owned();
+    let new = booking::NewBooking {
+        customer: part(customer),
+        technician: part(technician),
+        service: "boiler service".into(),
+        start: booking::When::from_input(start, "Europe/Berlin"),
+        duration_minutes: 30,
+    };
+    let bookings = booking::Bookings::new(world.app.store.clone());
+    let change = bookings.create_draft(&owner("acme"), new, None, now).await;
+    let store = world.app.store.as_ref();
+    change.unwrap().commit(store, vec![]).await.unwrap()
+}
+
 async fn outbox(world: &World, tenant: &str) -> Vec<store::Item> {
     let page = world
         .app
@@ -640,26 +662,11 @@ async fn bookings_of(c: &mcp_test_client::TestClient) -> Value {
 /// A draft booked while its start was ahead (the service told that `now` was a month
 /// earlier), whose start has passed since: (handle, version).
 async fn past_draft(world: &World, customer: &str, technician: &str) -> (String, String) {
-    let bookings = booking::Bookings::new(world.app.store.clone());
     let then = chrono::Utc::now() - chrono::Duration::days(30);
     let start = (then + chrono::Duration::days(2))
         .format("%Y-%m-%d 10:00")
         .to_string();
-    let new = booking::NewBooking {
-        customer: customer.trim_start_matches("cus_").into(),
-        technician: technician.trim_start_matches("tec_").into(),
-        service: "boiler service".into(),
-        start: booking::When::from_input(&start, "Europe/Berlin"),
-        duration_minutes: 60,
-    };
-    let change = bookings
-        .create_draft(&owner("acme"), new, None, then)
-        .await
-        .unwrap();
-    let b = change
-        .commit(world.app.store.as_ref(), vec![])
-        .await
-        .unwrap();
+    let b = seeded_draft(world, (customer, technician), &start, then).await;
     (b.handle(), b.version.clone())
 }
 
@@ -1411,23 +1418,10 @@ async fn a_long_history_hides_no_open_booking(world: World) {
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
     let bookings = booking::Bookings::new(world.app.store.clone());
-    let part = |handle: &str| handle.split_once('_').unwrap().1.to_owned();
     let store = world.app.store.as_ref();
     for (month, day) in (1..=4).flat_map(|m| (1..=28).map(move |d| (m, d))) {
-        let new = booking::NewBooking {
-            customer: part(&ada),
-            technician: part(&tom),
-            service: "boiler service".into(),
-            start: booking::When::from_input(
-                &format!("2027-{month:02}-{day:02} 08:00"),
-                "Europe/Berlin",
-            ),
-            duration_minutes: 30,
-        };
-        let draft = bookings
-            .create_draft(&owner("acme"), new, None, chrono::Utc::now())
-            .await;
-        let draft = draft.unwrap().commit(store, vec![]).await.unwrap();
+        let start = format!("2027-{month:02}-{day:02} 08:00");
+        let draft = seeded_draft(&world, (&ada, &tom), &start, chrono::Utc::now()).await;
         let cancel = bookings.cancel_read(&owner("acme"), draft, "ada@example.com", "-");
         cancel.unwrap().commit(store, vec![]).await.unwrap();
     }
@@ -1537,20 +1531,10 @@ async fn the_largest_batch_cancellation_commits_once_approved() {
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
     let bookings = booking::Bookings::new(world.app.store.clone());
-    let part = |handle: &str| handle.split_once('_').unwrap().1.to_owned();
     let store = world.app.store.as_ref();
     for day in 1..=20 {
-        let new = booking::NewBooking {
-            customer: part(&ada),
-            technician: part(&tom),
-            service: "boiler service".into(),
-            start: booking::When::from_input(&format!("2027-03-{day:02} 09:00"), "Europe/Berlin"),
-            duration_minutes: 30,
-        };
-        let draft = bookings
-            .create_draft(&owner("acme"), new, None, chrono::Utc::now())
-            .await;
-        let draft = draft.unwrap().commit(store, vec![]).await.unwrap();
+        let start = format!("2027-03-{day:02} 09:00");
+        let draft = seeded_draft(&world, (&ada, &tom), &start, chrono::Utc::now()).await;
         let confirm = bookings
             .confirm(
                 &owner("acme"),

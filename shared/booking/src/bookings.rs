@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde_json::json;
-use store::{Condition, Item, Put, Query, Store, Value};
+use store::{Condition, Item, Put, Store, Value};
 
 use crate::ids::Kind;
 use crate::text::version_of;
@@ -245,34 +245,16 @@ pub(crate) async fn matching(
     tenant: &str,
     filter: &BookingFilter,
 ) -> Result<Vec<Booking>, BookingError> {
-    let mut out = Vec::new();
-    let mut cursor = None;
-    loop {
-        let page = store
-            .query(
-                Query::partition(keys::partition(tenant, Kind::Booking))
-                    .limit(100)
-                    .after(cursor),
-            )
-            .await?;
-        out.extend(
-            page.items
-                .iter()
-                .filter_map(|(k, i)| Booking::from_item(&k.sk, i))
-                .filter(|b| {
-                    filter.customer.as_ref().is_none_or(|c| *c == b.customer)
-                        && filter
-                            .technician
-                            .as_ref()
-                            .is_none_or(|t| *t == b.technician)
-                        && filter.status.is_none_or(|s| s == b.status)
-                }),
-        );
-        match page.next {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
-    }
+    let keep = |b: &Booking| {
+        filter.customer.as_ref().is_none_or(|c| *c == b.customer)
+            && filter
+                .technician
+                .as_ref()
+                .is_none_or(|t| *t == b.technician)
+            && filter.status.is_none_or(|s| s == b.status)
+    };
+    let (kind, all) = ((tenant, Kind::Booking), usize::MAX);
+    let mut out = crate::records::scan(store, kind, Booking::from_item, keep, all).await?;
     out.sort_by_key(|b| b.start);
     Ok(out)
 }

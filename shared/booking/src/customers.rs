@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use store::{Condition, Item, Put, Query, Store, Value};
+use store::{Condition, Item, Put, Store, Value};
 
 use crate::ids::Kind;
 use crate::text::{UntrustedText, untrusted, version_of};
@@ -262,31 +262,9 @@ impl Customers {
         limit: usize,
     ) -> Result<Vec<Customer>, BookingError> {
         actor.require(rights::BOOKINGS_READ)?;
-        let mut out = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = self
-                .store
-                .query(
-                    Query::partition(keys::partition(&actor.tenant, Kind::Customer))
-                        .limit(100)
-                        .after(cursor),
-                )
-                .await?;
-            for (key, item) in &page.items {
-                let c = Customer::from_item(&key.sk, item);
-                if keep(&c) {
-                    out.push(c);
-                    if out.len() == limit {
-                        return Ok(out);
-                    }
-                }
-            }
-            match page.next {
-                Some(next) => cursor = Some(next),
-                None => return Ok(out),
-            }
-        }
+        let decode = |id: &str, item: &Item| Some(Customer::from_item(id, item));
+        let kind = (actor.tenant.as_str(), Kind::Customer);
+        crate::records::scan(self.store.as_ref(), kind, decode, keep, limit).await
     }
 
     /// Plans a new customer. The email is unique per tenant unless `separate_reason` says why

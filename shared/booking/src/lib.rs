@@ -19,6 +19,7 @@ pub mod messages;
 pub mod money;
 pub mod outbox;
 pub mod quotes;
+mod records;
 pub mod rights;
 pub mod technicians;
 pub mod tenants;

@@ -233,33 +233,12 @@ impl Quotes {
                 id: Kind::Customer.handle(customer),
             });
         }
-        let mut out = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = self
-                .store
-                .query(
-                    store::Query::partition(keys::partition(&actor.tenant, Kind::Quote))
-                        .limit(100)
-                        .after(cursor),
-                )
-                .await?;
-            out.extend(
-                page.items
-                    .iter()
-                    .filter_map(|(k, i)| from_item(&k.sk, i).ok())
-                    .filter(|q| customer.is_none_or(|c| q.customer == c))
-                    .filter(|q| status.is_none_or(|s| q.status == s)),
-            );
-            if out.len() >= limit {
-                break;
-            }
-            match page.next {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
-        out.truncate(limit);
+        let keep = |q: &Quote| {
+            customer.is_none_or(|c| q.customer == c) && status.is_none_or(|s| q.status == s)
+        };
+        let decode = |id: &str, item: &Item| from_item(id, item).ok();
+        let kind = (actor.tenant.as_str(), Kind::Quote);
+        let out = crate::records::scan(self.store.as_ref(), kind, decode, keep, limit).await?;
         Ok(out)
     }
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use store::{Condition, Item, Put, Query, Store, Value};
+use store::{Condition, Item, Put, Store, Value};
 
 use crate::ids::Kind;
 use crate::text::version_of;
@@ -111,27 +111,10 @@ impl Technicians {
     /// Every technician of the tenant, by name.
     pub async fn list(&self, actor: &Actor) -> Result<Vec<Technician>, BookingError> {
         actor.require(rights::BOOKINGS_READ)?;
-        let mut out = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = self
-                .store
-                .query(
-                    Query::partition(keys::partition(&actor.tenant, Kind::Technician))
-                        .limit(100)
-                        .after(cursor),
-                )
-                .await?;
-            out.extend(
-                page.items
-                    .iter()
-                    .map(|(k, i)| Technician::from_item(&k.sk, i)),
-            );
-            match page.next {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
+        let decode = |id: &str, item: &Item| Some(Technician::from_item(id, item));
+        let kind = (actor.tenant.as_str(), Kind::Technician);
+        let mut out =
+            crate::records::scan(self.store.as_ref(), kind, decode, |_| true, usize::MAX).await?;
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }

@@ -231,6 +231,28 @@ mod tests {
         panic!("the work did not end");
     }
 
+    /// Releases on the memory store, whose deferred work is held to be run by the test.
+    struct Rig {
+        store: Arc<dyn Store>,
+        gates: Gates,
+        held: Arc<Mutex<Vec<BoxFuture<'static, ()>>>>,
+        defer: Defer,
+        releases: Releases,
+    }
+
+    fn rig() -> Rig {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        let held: Arc<Mutex<Vec<BoxFuture<'static, ()>>>> = Arc::default();
+        let keep = Arc::clone(&held);
+        Rig {
+            gates: Gates::new(Arc::clone(&store)),
+            store,
+            held,
+            defer: Defer(Arc::new(move |work| keep.lock().unwrap().push(work))),
+            releases: Releases::default(),
+        }
+    }
+
     /// The slot of connection `n`, held by its call `req_n`.
     fn slot_key(n: usize) -> Key {
         Key::new(format!("acme#slot#con_{n}"), "0")
@@ -238,12 +260,13 @@ mod tests {
 
     #[test]
     fn releases_past_a_full_batch_open_the_next_and_every_slot_comes_back() {
-        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-        let gates = Gates::new(Arc::clone(&store));
-        let held: Arc<Mutex<Vec<BoxFuture<'static, ()>>>> = Arc::default();
-        let keep = Arc::clone(&held);
-        let defer = Defer(Arc::new(move |work| keep.lock().unwrap().push(work)));
-        let releases = Releases::default();
+        let Rig {
+            store,
+            gates,
+            held,
+            defer,
+            releases,
+        } = rig();
         let slots = 2 * MOST_PER_BATCH + 3;
         for n in 0..slots {
             let request = format!("req_{n}");
@@ -268,12 +291,13 @@ mod tests {
     /// release goes alone, and the one that still holds the slot gives it back.
     #[test]
     fn a_slot_twice_in_a_batch_is_given_back_by_its_holder() {
-        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
-        let gates = Gates::new(Arc::clone(&store));
-        let held: Arc<Mutex<Vec<BoxFuture<'static, ()>>>> = Arc::default();
-        let keep = Arc::clone(&held);
-        let defer = Defer(Arc::new(move |work| keep.lock().unwrap().push(work)));
-        let releases = Releases::default();
+        let Rig {
+            store,
+            gates,
+            held,
+            defer,
+            releases,
+        } = rig();
         let item = Item::from([("request".to_owned(), Value::s("req_new"))]);
         run(store.put(Put::new(slot_key(0), item))).unwrap();
         releases.release_later(&gates, Slot::held(slot_key(0), "req_old"), &defer);
