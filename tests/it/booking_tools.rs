@@ -588,6 +588,48 @@ async fn times_across_daylight_saving(world: World) {
 }
 on_every_backend!(bookings_dst, times_across_daylight_saving);
 
+/// Every offset form `parse_instant` reads (`Z`, `+HH:MM`, `+HHMM`, `+HH`) names the instant it
+/// says, through the tools as well; a `zone` sent without a `start` to reinterpret is refused and
+/// the draft is unchanged, not silently ignored.
+async fn every_offset_form_names_its_instant(world: World) {
+    let (c, _) = setup(&world).await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let forms = [
+        ("2027-06-07T09:00:00+02:00", "2027-06-07T07:00:00Z"),
+        ("2027-06-08T09:00+0200", "2027-06-08T07:00:00Z"),
+        ("2027-06-09 09:00+02", "2027-06-09T07:00:00Z"),
+        ("2027-06-10T09:00:00-0130", "2027-06-10T10:30:00Z"),
+        ("2027-06-11T07:00:00Z", "2027-06-11T07:00:00Z"),
+    ];
+    let mut last = Value::Null;
+    for (start, utc) in forms {
+        let made = c
+            .call_tool("create_booking", draft(&ada, &tom, start))
+            .await;
+        assert!(!made.is_error(), "{start}: {}", made.text());
+        assert_eq!(made.structured()["booking"]["start"]["utc"], utc, "{start}");
+        last = made.structured()["booking"].clone();
+    }
+    let moved = c.call_tool("update_booking", json!({"booking": last["booking"], "version": last["version"], "start": "2027-06-11T10:00+0000", "zone": "Europe/Berlin"})).await;
+    assert!(!moved.is_error(), "{}", moved.text());
+    let moved = moved.structured()["booking"].clone();
+    assert_eq!(moved["start"]["utc"], "2027-06-11T10:00:00Z");
+    let lone = c.call_tool("update_booking", json!({"booking": moved["booking"], "version": moved["version"], "zone": "America/New_York"})).await;
+    assert!(lone.is_error(), "{}", lone.text());
+    assert_eq!(lone.structured()["code"], "validation", "{}", lone.text());
+    assert!(lone.text().contains("`zone`"), "{}", lone.text());
+    let after = c
+        .call_tool("get_booking", json!({"booking": moved["booking"]}))
+        .await;
+    assert_eq!(after.structured()["booking"]["version"], moved["version"]);
+    assert_eq!(
+        after.structured()["booking"]["start"]["zone"],
+        "Europe/Berlin"
+    );
+}
+on_every_backend!(bookings_offsets, every_offset_form_names_its_instant);
+
 /// ADR 17: a start in the past is refused when booking, moving or confirming, and nothing is
 /// written; a local time with a likely mistyped year comes with the same date ahead as the
 /// user's choice.

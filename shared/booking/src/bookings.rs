@@ -192,7 +192,13 @@ impl When {
     ) -> Result<Option<When>, BookingError> {
         match (start, zone) {
             (Some(start), Some(zone)) => Ok(Some(When::from_input(start, zone))),
-            (None, _) => Ok(None),
+            (None, None) => Ok(None),
+            // A zone alone would either be ignored or move the booking to the same wall-clock
+            // time elsewhere; neither is what a caller can be assumed to mean.
+            (None, Some(_)) => Err(BookingError::invalid(
+                "zone",
+                "`zone` is the zone of `start` and changes nothing alone; send `start` with it",
+            )),
             (Some(_), None) => Err(BookingError::invalid(
                 "zone",
                 "`start` needs `zone`, the IANA zone of the start, e.g. Europe/Berlin",
@@ -205,11 +211,7 @@ impl When {
     /// are shown in). Every adapter reads starts through this one function.
     pub fn from_input(start: &str, zone: &str) -> When {
         let t = start.trim();
-        let has_offset = t.ends_with('Z') || t.ends_with('z') || {
-            let tail: Vec<char> = t.chars().rev().take(6).collect();
-            tail.len() == 6 && (tail[5] == '+' || tail[5] == '-') && tail[2] == ':'
-        };
-        if has_offset {
+        if time::carries_offset(t) {
             When::Instant {
                 iso: t.to_owned(),
                 zone: zone.to_owned(),

@@ -594,6 +594,13 @@ fn check_year(naive: NaiveDateTime, text: &str) -> Result<(), TimeError> {
     }
 }
 
+/// Whether `text` ends in an offset (`Z`, `+HH:MM`, `+HHMM`, `+HH`, or with `-`), so that it
+/// names an instant and is read by [`parse_instant`] rather than as a local time. The one test
+/// of that, so that what reads a start and what parses it agree on every form.
+pub fn carries_offset(text: &str) -> bool {
+    split_offset(text.trim()).is_some()
+}
+
 /// Splits `2026-06-01T09:00:00+02:00` into the date-time and the offset (`Z`, `+HH:MM`, ...).
 /// Returns `None` when the text carries no offset.
 fn split_offset(text: &str) -> Option<(&str, &str)> {
