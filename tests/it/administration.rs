@@ -522,3 +522,87 @@ async fn commands_on_a_store_refuse_a_folder_without_one() {
     gatehouse(&ACME, data);
     assert_eq!(gatehouse(&["tenant", "list"], data), "acme\tAcme\n");
 }
+
+/// A command naming a workspace that does not exist (a typo) says so and changes nothing,
+/// instead of listing nothing or showing default approval modes as if they were acme's; a
+/// connection asked for with an empty list of rights is refused rather than made useless.
+#[tokio::test]
+async fn a_mistyped_workspace_or_empty_rights_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    gatehouse(&ACME, data);
+    gatehouse(
+        &[
+            "member", "set", "--tenant", "acme", "--member", "ana", "--role", "owner",
+        ],
+        data,
+    );
+    let before = audit_actions(data, "acme").await;
+    for args in [
+        &["token", "list", "--tenant", "acne"][..],
+        &["member", "api-token", "list", "--tenant", "acne"][..],
+        &["approval-mode", "--tenant", "acne", "--member", "ana"][..],
+        &["agent-access", "on", "--tenant", "acne", "--member", "ana"][..],
+        &["member", "remove", "--tenant", "acne", "--member", "ana"][..],
+        &[
+            "token", "revoke", "--tenant", "acne", "--member", "ana", "con_x",
+        ][..],
+        &["outbox", "retry", "--tenant", "acne", "x"][..],
+    ] {
+        let (ok, out, err) = run(args, data, "");
+        assert!(
+            !ok && err.contains("no workspace \"acne\""),
+            "{args:?}: {out} {err}"
+        );
+    }
+    for rights in [",", " , ", ""] {
+        let (ok, out, err) = run(
+            &[
+                "token", "create", "--tenant", "acme", "--member", "ana", "--client", "laptop",
+                "--rights", rights,
+            ],
+            data,
+            "",
+        );
+        assert!(
+            !ok && err.contains("at least one right"),
+            "{rights:?}: {out} {err}"
+        );
+    }
+    assert_eq!(gatehouse(&["token", "list", "--tenant", "acme"], data), "");
+    assert_eq!(
+        audit_actions(data, "acme").await,
+        before,
+        "nothing was written"
+    );
+}
+
+/// Looking at dead letters and requeueing one deliver nothing, so they work while the webhook's
+/// settings are half made; delivering still refuses them.
+#[tokio::test]
+async fn dead_letters_are_listed_without_the_webhooks_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    gatehouse(&ACME, data);
+    let outbox = |command: &str| {
+        Command::new(gatehouse_binary())
+            .args(["outbox", command, "--data-dir"])
+            .arg(data)
+            .env(
+                "GATEHOUSE_WEBHOOK_URL",
+                "https://hooks.example.com/gatehouse",
+            )
+            .env_remove("GATEHOUSE_WEBHOOK_SECRET")
+            .output()
+            .unwrap()
+    };
+    let dead = outbox("dead");
+    assert!(
+        dead.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dead.stderr)
+    );
+    let dispatch = outbox("dispatch");
+    assert!(!dispatch.status.success());
+    assert!(String::from_utf8_lossy(&dispatch.stderr).contains("GATEHOUSE_WEBHOOK_SECRET"));
+}

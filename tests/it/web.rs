@@ -818,3 +818,51 @@ on_every_backend!(
     malformed_form,
     a_malformed_form_is_a_400_and_changes_nothing
 );
+
+/// A form field with a fixed set of values (a toolset, an approval place, agent access on or
+/// off) sent with another value is refused with 400 and changes nothing; before, an unknown
+/// toolset became "standard" and any state but "on" turned agent access off.
+async fn a_choice_outside_its_options_is_refused(world: World) {
+    crate::booking_tools::setup(&world).await;
+    let (owner, csrf) = sign_in(&world, "acme", "ana").await;
+    let audit = |world: &World| {
+        let store = world.app.store.clone();
+        async move {
+            identity::audit::recent(store.as_ref(), "acme", None, 100)
+                .await
+                .unwrap()
+                .len()
+        }
+    };
+    let before = audit(&world).await;
+    for (path, body) in [
+        ("/app/connections", "client=laptop&toolset=everything"),
+        ("/app/connections", "client=laptop&approval=maybe"),
+        ("/app/agent-access", "state=of"),
+        ("/app/agent-access", ""),
+    ] {
+        let r = send(
+            &world,
+            "POST",
+            path,
+            &[FORM, ("cookie", &owner)],
+            &format!("{body}&csrf={csrf}"),
+        )
+        .await;
+        assert_eq!(r.status, 400, "{path} {body}: {}", r.body);
+    }
+    let listed = world.app.connections.list("acme").await.unwrap();
+    assert_eq!(listed.len(), 1, "only setup's connection: {listed:?}");
+    assert_eq!(audit(&world).await, before, "nothing was changed");
+    // A client name out of bounds is the caller's mistake too, not a refusal of rights.
+    let r = send(
+        &world,
+        "POST",
+        "/app/connections",
+        &[FORM, ("cookie", &owner)],
+        &format!("client=&toolset=core&csrf={csrf}"),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+}
+on_every_backend!(form_choices, a_choice_outside_its_options_is_refused);

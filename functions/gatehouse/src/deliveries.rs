@@ -27,6 +27,16 @@ pub(crate) enum OutboxCommand {
     },
 }
 
+impl OutboxCommand {
+    /// The workspace the command acts in, if it names one.
+    pub(crate) fn tenant(&self) -> Option<&str> {
+        match self {
+            OutboxCommand::Retry { tenant, .. } => Some(tenant),
+            OutboxCommand::Dispatch | OutboxCommand::Dead => None,
+        }
+    }
+}
+
 /// The channel the environment names: a webhook, or the log.
 fn channel() -> anyhow::Result<Arc<dyn outbox::Deliver>> {
     let Ok(url) = std::env::var("GATEHOUSE_WEBHOOK_URL") else {
@@ -81,7 +91,14 @@ pub(crate) async fn run(
     store: Arc<dyn store::Store>,
     command: OutboxCommand,
 ) -> anyhow::Result<()> {
-    let dispatcher = dispatcher(Arc::clone(&store))?;
+    // Listing and requeueing deliver nothing: they neither need nor check the channel's
+    // settings, so a dead letter can be looked at while the webhook is being set up.
+    let dispatcher = match command {
+        OutboxCommand::Dispatch => dispatcher(Arc::clone(&store))?,
+        OutboxCommand::Dead | OutboxCommand::Retry { .. } => {
+            outbox::Dispatcher::new(Arc::clone(&store), Arc::new(outbox::LogDelivery))
+        }
+    };
     match command {
         OutboxCommand::Dispatch => {
             let s = dispatcher.sweep().await?;

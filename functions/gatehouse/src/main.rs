@@ -484,6 +484,34 @@ fn may_make_a_store(command: &Command) -> bool {
     )
 }
 
+/// The workspace `command` acts in, when it names one with `--tenant`. Every such command is
+/// checked against the workspaces before it runs: a mistyped id would otherwise list nothing,
+/// show the default approval modes as if they were that workspace's, or answer "not a
+/// member", none of which says what is wrong.
+fn named_workspace(command: &Command) -> Option<&str> {
+    let tenant = match command {
+        Command::Member { command } => match command {
+            MemberCommand::Set { tenant, .. }
+            | MemberCommand::Password { tenant, .. }
+            | MemberCommand::Remove { tenant, .. } => tenant,
+            MemberCommand::ApiToken { command } => match command {
+                ApiTokenCommand::Create { tenant, .. }
+                | ApiTokenCommand::List { tenant }
+                | ApiTokenCommand::Revoke { tenant, .. } => tenant,
+            },
+        },
+        Command::Token { command } => match command {
+            TokenCommand::Create { tenant, .. }
+            | TokenCommand::List { tenant, .. }
+            | TokenCommand::Revoke { tenant, .. } => tenant,
+        },
+        Command::AgentAccess { tenant, .. } | Command::ApprovalMode { tenant, .. } => tenant,
+        Command::Outbox { command } => command.tenant()?,
+        _ => return None,
+    };
+    Some(tenant)
+}
+
 async fn open_store(args: &StoreArgs, may_make: bool) -> anyhow::Result<OpenedStore> {
     anyhow::ensure!(
         args.dynamodb_endpoint.is_none() || args.dynamodb_table.is_some(),
@@ -577,6 +605,9 @@ async fn main() -> anyhow::Result<()> {
         described,
         embedded,
     } = open_store(&cli.store, may_make_a_store(&cli.command)).await?;
+    if let Some(tenant) = named_workspace(&cli.command) {
+        accounts::workspaces::require(store.as_ref(), tenant).await?;
+    }
     let backend = if cli.store.edge_url.is_some() {
         "durable-object"
     } else if cli.store.dynamodb_table.is_some() {
@@ -1152,6 +1183,10 @@ async fn token(store: Arc<dyn store::Store>, command: TokenCommand) -> anyhow::R
             let Some(toolset) = Toolset::parse(&toolset) else {
                 bail!("unknown toolset {toolset:?}: use core, standard or full")
             };
+            anyhow::ensure!(
+                rights.is_empty() || rights.iter().any(|r| !r.trim().is_empty()),
+                "--rights names no right: give at least one right, comma-separated, or leave --rights out for all of {member}'s"
+            );
             let rights: BTreeSet<String> = if rights.is_empty() {
                 use identity::Directory as _;
                 let m = app

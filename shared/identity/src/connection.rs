@@ -177,6 +177,12 @@ impl ConnectionService {
                 actor.member
             )));
         }
+        if new.rights.iter().all(|r| r.trim().is_empty()) {
+            // A connection without rights can call nothing: a slip, not a wish.
+            return Err(IdentityError::Invalid(
+                "a connection needs at least one right".into(),
+            ));
+        }
         let excess: Vec<&String> = new.rights.difference(&member.rights).collect();
         if !excess.is_empty() {
             return Err(IdentityError::Forbidden(format!(

@@ -143,7 +143,11 @@ pub(crate) async fn set_agent_access(
     if let Some(refused) = needs_agent_access_manage(web, s, "agent access").await {
         return refused;
     }
-    let on = form.get("state").map(String::as_str) == Some("on");
+    let on = match form.get("state").map(String::as_str) {
+        Some("on") => true,
+        Some("off") => false,
+        _ => return message(StatusCode::BAD_REQUEST, "Agent access", "Choose on or off."),
+    };
     match web.switches.set_agent_access(&actor(s), on).await {
         Ok(()) => {
             agent_access_page(

@@ -5,7 +5,8 @@ use http::StatusCode;
 
 use maud::{Markup, PreEscaped};
 
-use crate::html::{csrf_field, html, message, redirect};
+use crate::form::choice;
+use crate::html::{csrf_field, html, message, redirect, refused};
 use crate::session::{actor, rights};
 use crate::{Web, WebResponse};
 
@@ -136,22 +137,28 @@ pub(crate) async fn create_connection(
     s: &Session,
     form: &std::collections::BTreeMap<String, String>,
 ) -> WebResponse {
-    let toolset = form
-        .get("toolset")
-        .and_then(|t| mcp_pipeline::Toolset::parse(t))
-        .unwrap_or(mcp_pipeline::Toolset::Standard);
+    let refuse = |m: &str| message(StatusCode::BAD_REQUEST, "MCP connections", m);
+    let toolset = match choice(form, "toolset", mcp_pipeline::Toolset::parse) {
+        Ok(toolset) => toolset.unwrap_or(mcp_pipeline::Toolset::Standard),
+        Err(sent) => {
+            return refuse(&format!(
+                "Unknown toolset {sent:?}: core, standard or full."
+            ));
+        }
+    };
+    let approval = match choice(form, "approval", mcp_pipeline::ApprovalMode::parse) {
+        Ok(approval) => approval.unwrap_or_default(),
+        Err(sent) => return refuse(&format!("Unknown approval {sent:?}: client or product.")),
+    };
     let new = identity::NewConnection {
         rights: rights(web, s).await,
         toolset,
         client_name: form.get("client").cloned().unwrap_or_default(),
-        approval: form
-            .get("approval")
-            .and_then(|a| mcp_pipeline::ApprovalMode::parse(a))
-            .unwrap_or_default(),
+        approval,
     };
     match web.connections.create_token(&actor(s), new).await {
         Ok((_, token)) => connections(web, s, Some(&token)).await,
-        Err(e) => message(StatusCode::FORBIDDEN, "MCP connections", &e.to_string()),
+        Err(e) => refused("MCP connections", &e),
     }
 }
 
@@ -163,6 +170,6 @@ pub(crate) async fn revoke_connection(
     let id = form.get("connection").cloned().unwrap_or_default();
     match web.connections.revoke(&actor(s), &id).await {
         Ok(_) => redirect("/app/connections"),
-        Err(e) => message(StatusCode::FORBIDDEN, "MCP connections", &e.to_string()),
+        Err(e) => refused("MCP connections", &e),
     }
 }

@@ -51,6 +51,20 @@ fn percent_decoded(part: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The form's `field` read by `parse`: `Ok(None)` when it is absent, `Err` with the value sent
+/// when it is none of the field's options. Our own pages only send options; anything else is a
+/// crafted or stale form, refused rather than read as some default.
+pub(crate) fn choice<T>(
+    form: &BTreeMap<String, String>,
+    field: &str,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> Result<Option<T>, String> {
+    match form.get(field) {
+        None => Ok(None),
+        Some(sent) => parse(sent).map(Some).ok_or_else(|| sent.clone()),
+    }
+}
+
 /// `text` as one value of a query string.
 pub(crate) fn query_value(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()

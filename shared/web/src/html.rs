@@ -47,6 +47,18 @@ pub(crate) fn message(status: StatusCode, title: &str, text: &str) -> WebRespons
     html(status, title, maud::html! { p { (text) } })
 }
 
+/// A page naming why an identity change was refused, with the status that says whose it was:
+/// the form's (400), the member's rights (403), a record gone (404) or the store (503).
+pub(crate) fn refused(title: &str, e: &identity::IdentityError) -> WebResponse {
+    let status = match e {
+        identity::IdentityError::Invalid(_) => StatusCode::BAD_REQUEST,
+        identity::IdentityError::Forbidden(_) => StatusCode::FORBIDDEN,
+        identity::IdentityError::NotFound(_) => StatusCode::NOT_FOUND,
+        identity::IdentityError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    message(status, title, &e.to_string())
+}
+
 pub(crate) fn redirect(to: &str) -> WebResponse {
     let mut r = respond(StatusCode::SEE_OTHER, "text/plain", "");
     if let Ok(v) = HeaderValue::from_str(to) {
