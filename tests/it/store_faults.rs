@@ -639,3 +639,49 @@ async fn the_bound_starts_a_timer_only_for_calls_that_wait() {
     );
     assert_eq!(timers.load(Ordering::SeqCst), 1, "a waiting call is timed");
 }
+
+/// Making a workspace while the store fails reports a store failure (which the caller may
+/// retry), not bad input; bad input and a taken id stay the caller's, and a failed attempt
+/// leaves nothing behind.
+#[tokio::test]
+async fn a_workspace_made_while_the_store_fails_is_a_store_failure() {
+    let store = FaultyStore::new(Arc::new(store::MemoryStore::new()));
+    let shared: Arc<dyn store::Store> = store.clone();
+    let console = identity::Actor {
+        tenant: "acme".into(),
+        member: "cli".into(),
+        channel: identity::Channel::Cli,
+    };
+    let acme = |zone: &str| booking::Tenant {
+        id: "acme".into(),
+        name: "Acme".into(),
+        zone: zone.into(),
+        currency: "EUR".into(),
+        tax_rate: "19".parse().unwrap(),
+    };
+    store.on(|c| c.op == Op::Transact, Fault::Fail, 1);
+    let failed = accounts::workspaces::create(&shared, &console, &acme("Europe/Berlin")).await;
+    assert!(
+        matches!(failed, Err(accounts::AccountsError::Store(_))),
+        "{failed:?}"
+    );
+    assert!(
+        accounts::workspaces::list(&shared)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let bad = accounts::workspaces::create(&shared, &console, &acme("CEST")).await;
+    assert!(
+        matches!(bad, Err(accounts::AccountsError::Invalid(_))),
+        "{bad:?}"
+    );
+    accounts::workspaces::create(&shared, &console, &acme("Europe/Berlin"))
+        .await
+        .unwrap();
+    let again = accounts::workspaces::create(&shared, &console, &acme("Europe/Berlin")).await;
+    assert!(
+        matches!(again, Err(accounts::AccountsError::Invalid(_))),
+        "{again:?}"
+    );
+}

@@ -30,14 +30,9 @@ pub async fn create(
         member: actor.member.clone(),
         rights: [booking::rights::AGENT_ACCESS_MANAGE.to_owned()].into(),
     };
-    let change = booking::Tenants::new(Arc::clone(store))
-        .create(&creator, tenant)
-        .map_err(|e| AccountsError::Invalid(e.to_string()))?;
+    let change = booking::Tenants::new(Arc::clone(store)).create(&creator, tenant)?;
     let audit = crate::audit(actor, "workspace.create", vec![tenant.id.clone()]);
-    change
-        .commit(store.as_ref(), vec![audit])
-        .await
-        .map_err(|e| AccountsError::Invalid(e.to_string()))?;
+    change.commit(store.as_ref(), vec![audit]).await?;
     Ok(())
 }
 
@@ -46,5 +41,5 @@ pub async fn list(store: &Arc<dyn Store>) -> Result<Vec<(String, String)>, Accou
     booking::Tenants::new(Arc::clone(store))
         .list()
         .await
-        .map_err(|e| AccountsError::Invalid(e.to_string()))
+        .map_err(AccountsError::from)
 }
