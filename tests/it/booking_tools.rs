@@ -1553,6 +1553,25 @@ async fn a_customer_with_open_bookings_is_not_deleted(world: World) {
         "{}",
         preview.text()
     );
+    // A booking made while the deletion waits for its approval stops the deletion: the
+    // approval commits nothing, and both the customer and the booking stay.
+    let late = c
+        .call_tool("create_booking", draft(&ada, &tom, "2027-06-08 09:00"))
+        .await;
+    assert!(!late.is_error(), "{}", late.text());
+    let summary = preview.structured()["confirm_summary"].clone();
+    let approved = c
+        .call_tool(
+            "confirm_action",
+            json!({"confirm_token": preview.structured()["confirm_token"], "confirm_summary": summary}),
+        )
+        .await;
+    assert!(approved.is_error(), "{}", approved.text());
+    let read = c.call_tool("get_customer", json!({"customer": ada})).await;
+    assert!(!read.is_error(), "the customer stays: {}", read.text());
+    let late = late.structured()["booking"]["booking"].clone();
+    let kept = c.call_tool("get_booking", json!({"booking": late})).await;
+    assert!(!kept.is_error(), "{}", kept.text());
 }
 on_every_backend!(
     customer_with_bookings,

@@ -685,3 +685,98 @@ async fn a_workspace_made_while_the_store_fails_is_a_store_failure() {
         "{again:?}"
     );
 }
+
+/// How long the first of two racing writes is held on its way to the store: long enough for
+/// the other to land meanwhile, well inside the store's wait.
+const HELD: Duration = Duration::from_millis(1500);
+
+/// Waits until the held write has reached the store's door.
+async fn until_held(f: &Faulty) {
+    let started = Instant::now();
+    while f.store.faults_met() == 0 {
+        assert!(started.elapsed() < HELD, "the write was never held");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A booking of Grace by Tom, made on a connection of its own.
+async fn book_grace(f: &Faulty, customer: &str, technician: &str) -> Value {
+    let (_, token) = f.world.connect("acme", "ana", Toolset::Full).await;
+    let args = crate::booking_tools::draft(customer, technician, "2027-06-07 09:00");
+    let answer = f
+        .world
+        .client(&token)
+        .request(
+            "tools/call",
+            json!({"name": "create_booking", "arguments": args}),
+        )
+        .await;
+    answer.json()
+}
+
+/// ADR 40: a booking made while a customer's approved deletion is on its way to the store
+/// stops the deletion, and a deletion that lands while a booking is on its way stops the
+/// booking: no booking is ever left without its customer.
+async fn a_booking_made_during_a_deletion_stops_it(f: Faulty) {
+    let client = f.world.client(&f.token);
+    let prepared = crate::support::deletion::prepare(&client, "grace@example.com").await;
+    let tom =
+        crate::booking_tools::seeded_technician(&f.world, "acme", "Tom", "Europe/Berlin").await;
+    f.store.on(consumption, Fault::Delay(HELD), 1);
+    let deletion = client.call_tool("confirm_action", prepared.confirm_arguments.clone());
+    let booking = async {
+        until_held(&f).await;
+        book_grace(&f, &prepared.customer, &tom).await
+    };
+    let (deleted, booked) = tokio::join!(deletion, booking);
+    assert_eq!(error_code(&booked), None, "{booked}");
+    assert!(deleted.is_error(), "{}", deleted.text());
+    assert!(
+        deleted.text().contains("was just made"),
+        "{}",
+        deleted.text()
+    );
+    assert_eq!(count(&f, "acme#customer").await, 1, "Grace stays");
+    assert_eq!(count(&f, "acme#booking").await, 1, "with her booking");
+    assert_eq!(audited(&f, "delete_customer").await, 0);
+}
+on_every_backend!(
+    booking_during_deletion,
+    a_booking_made_during_a_deletion_stops_it,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+async fn a_deletion_landing_during_a_booking_stops_it(f: Faulty) {
+    let client = f.world.client(&f.token);
+    let prepared = crate::support::deletion::prepare(&client, "grace@example.com").await;
+    let tom =
+        crate::booking_tools::seeded_technician(&f.world, "acme", "Tom", "Europe/Berlin").await;
+    f.store.on(
+        |c| c.op == Op::Transact && c.touches("booking"),
+        Fault::Delay(HELD),
+        1,
+    );
+    let booking = book_grace(&f, &prepared.customer, &tom);
+    let deletion = async {
+        until_held(&f).await;
+        client
+            .call_tool("confirm_action", prepared.confirm_arguments.clone())
+            .await
+    };
+    let (booked, deleted) = tokio::join!(booking, deletion);
+    assert!(!deleted.is_error(), "{}", deleted.text());
+    assert_eq!(error_code(&booked), Some("not_found"), "{booked}");
+    assert_eq!(count(&f, "acme#customer").await, 0, "Grace is gone");
+    assert_eq!(
+        count(&f, "acme#booking").await,
+        0,
+        "and no booking names her"
+    );
+}
+on_every_backend!(
+    deletion_during_booking,
+    a_deletion_landing_during_a_booking_stops_it,
+    |backend| faulty(backend),
+    threads = 2
+);

@@ -524,6 +524,23 @@ impl Bookings {
             Put::new(key, item).when(Condition::item_not_exists()),
             |_| BookingError::Rejected("a booking with this id exists; try again".into()),
         );
+        // The customer still exists when the booking lands, and a deletion that read them
+        // before sees that they were booked meanwhile (`customers::LATEST_BOOKING`).
+        let customer = new.customer.clone();
+        change.push(
+            store::Update::new(
+                keys::object(&actor.tenant, Kind::Customer, &new.customer),
+                vec![store::UpdateAction::Set(
+                    crate::customers::LATEST_BOOKING.into(),
+                    Value::s(&booking.id),
+                )],
+            )
+            .when(Condition::item_exists()),
+            move |_| BookingError::NotFound {
+                kind: "customer",
+                id: Kind::Customer.handle(&customer),
+            },
+        );
         if separate_reason.is_none() {
             let what = "customer, technician and start";
             let key = booking.slot_claim(&actor.tenant);

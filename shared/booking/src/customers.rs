@@ -57,6 +57,14 @@ impl Customer {
     }
 }
 
+/// The attribute of a customer's item that names their latest booking. Making a booking sets
+/// it in the booking's transaction (on the condition that the customer exists), and deleting a
+/// customer is conditioned on it being what the deletion read before it looked for open
+/// bookings: so a customer is never deleted with a booking made meanwhile, and no booking is
+/// made for a customer deleted meanwhile. It is not part of the customer's version: making a
+/// booking does not make a read customer stale.
+pub(crate) const LATEST_BOOKING: &str = "latest_booking";
+
 /// What a new customer needs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewCustomer {
@@ -406,7 +414,10 @@ impl Customers {
     /// be left confirmed, holding the technician's time, with nobody to tell.
     pub async fn delete(&self, actor: &Actor, id: &str) -> Result<Change<Customer>, BookingError> {
         actor.require(rights::RECORDS_DELETE)?;
-        let (current, _) = self.load(actor, id).await?;
+        let (current, item) = self.load(actor, id).await?;
+        // Read before the bookings: a booking made after this read moves the mark (see
+        // `Bookings::create_draft`), and the deletion's condition below sees that.
+        let latest_booking = item.get(LATEST_BOOKING).cloned();
         let theirs = crate::BookingFilter {
             customer: Some(id.to_owned()),
             ..crate::BookingFilter::default()
@@ -431,13 +442,27 @@ impl Customers {
         let email = current.email.clone();
         let separate = current.separate;
         let mut change = Change::new(current);
+        let unbooked = match latest_booking.clone() {
+            Some(mark) => Condition::eq(LATEST_BOOKING, mark),
+            None => Condition::NotExists(LATEST_BOOKING.into()),
+        };
         change.push(
             store::Delete::new(keys::object(&actor.tenant, Kind::Customer, id))
-                .when(Condition::eq("version", Value::s(&version))),
-            |_| {
-                BookingError::Rejected(
-                    "the customer changed since it was read; read it again".into(),
-                )
+                .when(Condition::eq("version", Value::s(&version)).and(unbooked))
+                .return_old_on_failure(),
+            move |now: Option<&Item>| {
+                let mark = now.and_then(|i| i.get(LATEST_BOOKING));
+                match mark.and_then(Value::as_s) {
+                    Some(booking) if mark != latest_booking.as_ref() => {
+                        BookingError::Rejected(format!(
+                            "a booking ({}) was just made for this customer: cancel it first, then delete",
+                            Kind::Booking.handle(booking)
+                        ))
+                    }
+                    _ => BookingError::Rejected(
+                        "the customer changed since it was read; read it again".into(),
+                    ),
+                }
             },
         );
         if !separate {
