@@ -165,6 +165,14 @@ impl Booking {
     }
 }
 
+/// The attribute of a customer's item that names their latest booking. Making a booking sets
+/// it in the booking's transaction (on the condition that the customer exists), and deleting a
+/// customer is conditioned on it being what the deletion read before it looked for open
+/// bookings: so a customer is never deleted with a booking made meanwhile, and no booking is
+/// made for a customer deleted meanwhile. It is not part of the customer's version: making a
+/// booking does not make a read customer stale.
+pub(crate) const LATEST_BOOKING: &str = "latest_booking";
+
 /// When something starts: local time in an IANA zone, or ISO 8601 with an offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum When {
@@ -525,13 +533,13 @@ impl Bookings {
             |_| BookingError::Rejected("a booking with this id exists; try again".into()),
         );
         // The customer still exists when the booking lands, and a deletion that read them
-        // before sees that they were booked meanwhile (`customers::LATEST_BOOKING`).
+        // before sees that they were booked meanwhile (`LATEST_BOOKING`).
         let customer = new.customer.clone();
         change.push(
             store::Update::new(
                 keys::object(&actor.tenant, Kind::Customer, &new.customer),
                 vec![store::UpdateAction::Set(
-                    crate::customers::LATEST_BOOKING.into(),
+                    LATEST_BOOKING.into(),
                     Value::s(&booking.id),
                 )],
             )

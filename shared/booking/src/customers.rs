@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::json;
 use store::{Condition, Item, Put, Store, Value};
 
+use crate::bookings::LATEST_BOOKING;
 use crate::ids::Kind;
 use crate::text::{UntrustedText, untrusted, version_of};
 use crate::{Actor, BookingError, Change, keys, rights};
@@ -56,14 +57,6 @@ impl Customer {
         keys::unique(tenant, "customer-email", email)
     }
 }
-
-/// The attribute of a customer's item that names their latest booking. Making a booking sets
-/// it in the booking's transaction (on the condition that the customer exists), and deleting a
-/// customer is conditioned on it being what the deletion read before it looked for open
-/// bookings: so a customer is never deleted with a booking made meanwhile, and no booking is
-/// made for a customer deleted meanwhile. It is not part of the customer's version: making a
-/// booking does not make a read customer stale.
-pub(crate) const LATEST_BOOKING: &str = "latest_booking";
 
 /// What a new customer needs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
