@@ -108,8 +108,9 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # its storage on a disk folder, and the test settings.
 ADMIN_TOKEN=edge-test-admin-token-0123456789abcdef0123456789
 
-# worker NAME OBJECT_KEY MODULES BINDINGS: one worker of the configuration: the built modules,
-# the store's Durable Object class with SQLite on the shared disk, and its own settings.
+# worker NAME OBJECT_KEY MODULES BINDINGS [FIELD]: one worker of the configuration: the built
+# modules, the store's Durable Object class with SQLite on the shared disk, its own settings,
+# and any further field of the worker.
 worker() {
     cat <<EOF
 const $1 :Workerd.Worker = (
@@ -124,13 +125,14 @@ $3  ],
   durableObjectNamespaces = [
     (className = "StoreObject", uniqueKey = "$2", enableSql = true),
   ],
-  durableObjectStorage = (localDisk = "do-storage"),
+  durableObjectStorage = (localDisk = "do-storage"),${5:+
+  $5}
 );
 EOF
 }
 
 write_config() {
-    local port=$1 deployed_port=$2
+    local port=$1 deployed_port=$2 stalled_port=$3
     # The test issuer's keys (tests/fixtures/oauth), as a capnp text literal.
     local jwks
     jwks=$(tr -d '\n' <tests/fixtures/oauth/jwks.json | sed 's/\\/\\\\/g; s/"/\\"/g')
@@ -151,12 +153,24 @@ const config :Workerd.Config = (
   services = [
     (name = "main", worker = .gatehouse),
     (name = "deployed", worker = .deployed),
+    (name = "stalled-keys", worker = .stalledKeys),
+    (name = "stalled-issuer", worker = .stalledIssuer),
     (name = "do-storage", disk = (path = "$RUN_DIR/do-storage", writable = true)),
   ],
   sockets = [
     (name = "http", address = "127.0.0.1:$port", http = (), service = "main"),
     (name = "deployed", address = "127.0.0.1:$deployed_port", http = (), service = "deployed"),
+    (name = "stalled-keys", address = "127.0.0.1:$stalled_port", http = (), service = "stalled-keys"),
   ],
+);
+
+# An issuer that takes a minute to answer: every outbound request of the stalled-keys worker
+# goes to it (its globalOutbound), so its key fetches end only at their own deadline.
+const stalledIssuer :Workerd.Worker = (
+  modules = [
+    (name = "issuer.js", esModule = "export default { async fetch() { await new Promise((done) => setTimeout(done, 60000)); return new Response('{}'); } };"),
+  ],
+  compatibilityDate = "2025-09-01",
 );
 
 $(worker gatehouse gatehouse-store "$modules" \
@@ -165,6 +179,14 @@ $(worker gatehouse gatehouse-store "$modules" \
     (name = \"GATEHOUSE_OAUTH_ISSUER\", text = \"https://auth.example.com\"),
     (name = \"GATEHOUSE_OAUTH_RESOURCE\", text = \"https://mcp.example.com/mcp\"),
     (name = \"GATEHOUSE_OAUTH_JWKS\", text = \"$jwks\"),")
+
+# OAuth with keys fetched from the issuer's URL, which stalls (tests/it/edge.rs).
+$(worker stalledKeys gatehouse-store-stalled-keys "$modules" \
+    "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-stalled-state-key-0123456789abcdef01234567\"),
+    (name = \"GATEHOUSE_OAUTH_ISSUER\", text = \"https://auth.example.com\"),
+    (name = \"GATEHOUSE_OAUTH_RESOURCE\", text = \"https://mcp.example.com/mcp\"),
+    (name = \"GATEHOUSE_OAUTH_JWKS_URL\", text = \"https://auth.example.com/jwks.json\")," \
+    'globalOutbound = "stalled-issuer",')
 
 # As a deployment is configured: no test routes, the admin route behind the admin token.
 $(worker deployed gatehouse-store-deployed "$modules" \
@@ -176,10 +198,11 @@ EOF
 start() {
     build
     dry_run
-    local port deployed_port
+    local port deployed_port stalled_port
     port=$(free_port)
     deployed_port=$(free_port)
-    write_config "$port" "$deployed_port"
+    stalled_port=$(free_port)
+    write_config "$port" "$deployed_port" "$stalled_port"
     local started=$SECONDS
     "$NPM_DIR/node_modules/.bin/workerd" serve "$RUN_DIR/config.capnp" \
         >"$RUN_DIR/workerd.log" 2>&1 &
@@ -189,6 +212,7 @@ start() {
             say "workerd $("$NPM_DIR/node_modules/.bin/workerd" --version 2>/dev/null) serving the worker at http://127.0.0.1:$port (ready in $((SECONDS - started)) s; log: $RUN_DIR/workerd.log)"
             echo "export GATEHOUSE_TEST_EDGE_URL=http://127.0.0.1:$port"
             echo "export GATEHOUSE_TEST_EDGE_DEPLOYED_URL=http://127.0.0.1:$deployed_port"
+            echo "export GATEHOUSE_TEST_EDGE_STALLED_KEYS_URL=http://127.0.0.1:$stalled_port"
             echo "export GATEHOUSE_TEST_EDGE_ADMIN_TOKEN=$ADMIN_TOKEN"
             echo "export GATEHOUSE_EDGE_PID=$pid"
             return 0

@@ -203,3 +203,40 @@ async fn the_cli_administers_a_deployed_worker_with_its_admin_token() {
     assert_eq!(status.structured()["store_backend"], "durable-object");
     passed("the_cli_administers_a_deployed_worker_with_its_admin_token");
 }
+
+/// A stalled issuer holds no request at the edge (ADR 39): a key fetch ends at its own deadline
+/// (`functions/mcp-worker/src/keys.rs`, 5 s) and the caller is told the service is unavailable
+/// for now, instead of waiting for as long as the issuer takes (a minute in `tests/edge.sh`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_a_stalled_key_fetch_ends_at_its_deadline() {
+    let Some(_) = crate::support::edge::edge_url("edge key fetch deadline") else {
+        return;
+    };
+    let url = std::env::var("GATEHOUSE_TEST_EDGE_STALLED_KEYS_URL").expect("tests/edge.sh sets it");
+    let now = chrono::Utc::now().timestamp();
+    let claims = json!({"iss": crate::world::ISSUER, "aud": crate::world::RESOURCE,
+        "sub": "user-olga", "tenant": "acme", "iat": now, "exp": now + 600});
+    let token = crate::support::tokens::sign(jsonwebtoken::Algorithm::RS256, "test-rs256", &claims);
+    let client = mcp_test_client::TestClient::http(crate::support::edge::edge_addr(&url))
+        .with_header("authorization", &format!("Bearer {token}"));
+    let started = std::time::Instant::now();
+    let answer = tokio::time::timeout(
+        std::time::Duration::from_secs(40),
+        client.request("tools/list", json!({})),
+    )
+    .await
+    .expect("an answer before the stalled issuer's (60 s)");
+    let waited = started.elapsed();
+    assert_eq!(
+        answer.status,
+        503,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    assert!(answer.header("retry-after").is_some());
+    assert!(
+        waited >= std::time::Duration::from_secs(4),
+        "ended by the deadline, not by a quick failure: {waited:?}"
+    );
+    passed("edge_a_stalled_key_fetch_ends_at_its_deadline");
+}
