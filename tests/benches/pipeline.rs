@@ -76,7 +76,7 @@ fn setup() -> Bench {
             ..app::Settings::default()
         };
         let app = app::build(&settings, store).expect("app");
-        let demo = app::demo::seed_if_empty(&app)
+        let demo = app::demo::seed_if_empty(&app, chrono::Utc::now())
             .await
             .expect("seed")
             .expect("an empty store is seeded");

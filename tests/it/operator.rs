@@ -296,7 +296,10 @@ async fn the_cli_creates_operators_on_every_backend() {
 
 /// The demo seed makes one operator, who signs in with the demo password.
 async fn the_demo_seeds_an_operator(world: World) {
-    app::demo::seed_if_empty(&world.app).await.unwrap().unwrap();
+    app::demo::seed_if_empty(&world.app, chrono::Utc::now())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(
         accounts::operators::check_password(
             world.app.store.as_ref(),
@@ -315,3 +318,42 @@ async fn the_demo_seeds_an_operator(world: World) {
     assert_eq!(r.status, 303, "{}", r.body);
 }
 on_every_backend!(demo_operator, the_demo_seeds_an_operator);
+
+/// The demo seeds whatever the date: its bookings are placed around the workspace zone's next
+/// clock change, so a first start after the dates once written into it (the spring of 2027)
+/// still seeds, with every booking ahead and one on each side of the change. On SQLite (the
+/// seed is the same on every backend).
+#[tokio::test]
+async fn the_demo_seeds_at_any_date() {
+    for now in ["2027-04-01T12:00:00Z", "2031-10-30T23:30:00Z"] {
+        let world = World::on(crate::support::store::Backend::Sqlite).await;
+        let world = world.expect("SQLite is always there");
+        let now: chrono::DateTime<chrono::Utc> = now.parse().unwrap();
+        let seeded = app::demo::seed_if_empty(&world.app, now).await;
+        assert!(matches!(seeded, Ok(Some(_))), "{now}: {seeded:?}");
+        for tenant in ["acme", "globex"] {
+            let owner = crate::booking_tools::owner(tenant);
+            let bookings = booking::Bookings::new(world.app.store.clone())
+                .find(&owner, &booking::BookingFilter::default(), 100)
+                .await
+                .unwrap();
+            assert!(bookings.len() >= 2, "{tenant}: {bookings:?}");
+            assert!(
+                bookings.iter().all(|b| b.start > now),
+                "{tenant}: {bookings:?}"
+            );
+            let offset = |b: &booking::Booking| {
+                use chrono::{Offset as _, TimeZone as _};
+                b.zone
+                    .offset_from_utc_datetime(&b.start.naive_utc())
+                    .fix()
+                    .local_minus_utc()
+            };
+            let offsets: std::collections::BTreeSet<_> = bookings.iter().map(offset).collect();
+            assert!(
+                offsets.len() >= 2,
+                "{tenant}: a booking on each side of the change: {bookings:?}"
+            );
+        }
+    }
+}

@@ -51,7 +51,7 @@ async fn counted_demo() -> Counted {
         ..app::Settings::default()
     };
     let app = app::build(&settings, store.clone()).unwrap();
-    let demo = app::demo::seed_if_empty(&app)
+    let demo = app::demo::seed_if_empty(&app, chrono::Utc::now())
         .await
         .unwrap()
         .expect("an empty store is seeded");

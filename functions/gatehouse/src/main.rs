@@ -777,7 +777,7 @@ async fn serve(
     eprintln!("  product pages (sign-in, approvals, connections): http://{local}/app/");
     let mut seeded = false;
     if !args.no_demo
-        && let Some(demo) = app::demo::seed_if_empty(&app)
+        && let Some(demo) = app::demo::seed_if_empty(&app, chrono::Utc::now())
             .await
             .map_err(|e| anyhow::anyhow!(e))?
     {

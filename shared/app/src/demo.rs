@@ -14,6 +14,8 @@ use rust_decimal::Decimal;
 use serde::Serialize;
 use store::{Condition, Item, Key, Put};
 
+use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+
 use crate::App;
 
 /// One demo connection and its token.
@@ -58,7 +60,10 @@ struct DemoTenant {
     tax_rate: &'static str,
     customers: &'static [(&'static str, &'static str, &'static str)],
     technicians: &'static [(&'static str, &'static [&'static str], &'static str)],
-    bookings: &'static [(&'static str, &'static str)],
+    /// Each booking's start as days after the zone's next clock change (see
+    /// [`next_clock_change`]) and a local time, and its service: the demo keeps a booking on
+    /// the night the clocks change whenever it is seeded, and never one in the past.
+    bookings: &'static [(i64, &'static str, &'static str)],
 }
 
 const TENANTS: [DemoTenant; 2] = [
@@ -85,11 +90,10 @@ const TENANTS: [DemoTenant; 2] = [
             ("Tom Weber", &["boiler", "gas"], "07:00-16:00"),
             ("Lena Koch", &["electrics", "heat pump"], "09:00-18:00"),
         ],
-        // 2027-03-28 is the night Europe/Berlin moves its clocks forward.
         bookings: &[
-            ("2027-03-27 22:00", "night boiler check"),
-            ("2027-03-28 09:00", "boiler service"),
-            ("2027-06-07 09:00", "heat pump install"),
+            (-1, "22:00", "night boiler check"),
+            (0, "09:00", "boiler service"),
+            (71, "09:00", "heat pump install"),
         ],
     },
     DemoTenant {
@@ -103,16 +107,19 @@ const TENANTS: [DemoTenant; 2] = [
             ("Alan Turing", "alan@example.com", "Gate code is 4711."),
         ],
         technicians: &[("Sam Rivera", &["plumbing", "drains"], "08:00-17:00")],
-        // 2027-03-14 is the night America/New_York moves its clocks forward.
         bookings: &[
-            ("2027-03-13 23:00", "emergency drain"),
-            ("2027-03-14 10:00", "pipe repair"),
+            (-1, "23:00", "emergency drain"),
+            (0, "10:00", "pipe repair"),
         ],
     },
 ];
 
-/// Seeds the demo data into an empty store; `None` when it was seeded before.
-pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, DemoError> {
+/// Seeds the demo data into an empty store; `None` when it was seeded before. `now` places
+/// the bookings (the caller's clock: the system's, or a test's).
+pub async fn seed_if_empty(
+    app: &App,
+    now: DateTime<Utc>,
+) -> Result<Option<Vec<DemoConnection>>, DemoError> {
     let mut marker = Item::new();
     marker.insert("seeded_at".into(), store::Value::s(identity::now_rfc3339()));
     match app
@@ -132,7 +139,7 @@ pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, Dem
             continue;
         }
         seed_workspace(app, t).await?;
-        seed_records(app, t).await?;
+        seed_records(app, t, now).await?;
         connections.extend(demo_connections(app, t).await?);
     }
     let seeder = identity::Actor {
@@ -142,6 +149,22 @@ pub async fn seed_if_empty(app: &App) -> Result<Option<Vec<DemoConnection>>, Dem
     };
     accounts::operators::create(app.store.as_ref(), &seeder, DEMO_OPERATOR, DEMO_PASSWORD).await?;
     Ok(Some(connections))
+}
+
+/// The next day, at least two days after `now` (so that the evening before is still ahead),
+/// on which `zone`'s UTC offset changes; a month ahead for a zone that keeps one offset.
+fn next_clock_change(zone: chrono_tz::Tz, now: DateTime<Utc>) -> NaiveDate {
+    use chrono::{Offset as _, TimeZone as _};
+    let offset_at_noon = |day: NaiveDate| {
+        day.and_hms_opt(12, 0, 0)
+            .and_then(|noon| zone.from_local_datetime(&noon).earliest())
+            .map(|t| t.offset().fix())
+    };
+    let today = now.with_timezone(&zone).date_naive();
+    (2..=400)
+        .map(|ahead| today + TimeDelta::days(ahead))
+        .find(|day| offset_at_noon(*day) != offset_at_noon(*day - TimeDelta::days(1)))
+        .unwrap_or(today + TimeDelta::days(30))
 }
 
 /// The seeding's product actor in `t`, with every right.
@@ -185,7 +208,7 @@ async fn seed_workspace(app: &App, t: &DemoTenant) -> Result<(), DemoError> {
 
 /// Customers, technicians, bookings in the workspace's zone (one on the night the clocks
 /// change) and a quote, so that times and money can be tried by hand.
-async fn seed_records(app: &App, t: &DemoTenant) -> Result<(), DemoError> {
+async fn seed_records(app: &App, t: &DemoTenant, now: DateTime<Utc>) -> Result<(), DemoError> {
     let seed = seed_actor(t);
     let customers = Customers::new(app.store.clone());
     for (name, email, notes) in t.customers {
@@ -228,15 +251,16 @@ async fn seed_records(app: &App, t: &DemoTenant) -> Result<(), DemoError> {
     // quote, so that times and money can be tried by hand.
     let found = customers.find(&seed, "", 10).await?;
     let bookings = Bookings::new(app.store.clone());
-    let now = chrono::Utc::now();
-    for (i, (local, service)) in t.bookings.iter().enumerate() {
+    let zone: chrono_tz::Tz = t.zone.parse()?;
+    let change = next_clock_change(zone, now);
+    for (i, (days, time, service)) in t.bookings.iter().enumerate() {
         let customer = &found[i % found.len()];
         let new = NewBooking {
             customer: customer.id.clone(),
             technician: technician_ids[i % technician_ids.len()].clone(),
             service: (*service).into(),
             start: When::Local {
-                local: (*local).into(),
+                local: format!("{} {time}", change + TimeDelta::days(*days)),
                 zone: t.zone.into(),
             },
             duration_minutes: 90,
@@ -300,4 +324,41 @@ async fn demo_connections(app: &App, t: &DemoTenant) -> Result<Vec<DemoConnectio
         }
     }
     Ok(connections)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn the_next_clock_change_is_found_from_any_date() {
+        let berlin = chrono_tz::Europe::Berlin;
+        let day = |text: &str| text.parse::<NaiveDate>().unwrap();
+        assert_eq!(
+            next_clock_change(berlin, at("2026-12-04T00:00:00Z")),
+            day("2027-03-28")
+        );
+        assert_eq!(
+            next_clock_change(berlin, at("2027-04-01T00:00:00Z")),
+            day("2027-10-31")
+        );
+        // The evening before must still be ahead: a change tomorrow is skipped.
+        assert_eq!(
+            next_clock_change(berlin, at("2027-10-30T12:00:00Z")),
+            day("2028-03-26")
+        );
+        let new_york = chrono_tz::America::New_York;
+        assert_eq!(
+            next_clock_change(new_york, at("2026-12-04T00:00:00Z")),
+            day("2027-03-14")
+        );
+        assert_eq!(
+            next_clock_change(chrono_tz::Asia::Tokyo, at("2026-12-04T00:00:00Z")),
+            day("2027-01-03")
+        );
+    }
 }
