@@ -102,7 +102,7 @@ async fn fixture(world: &World) -> Fixture {
         .unwrap();
     let bookings = booking::Bookings::new(store.clone());
     let mut made = Vec::new();
-    for start in ["2027-06-01 09:00", "2027-06-02 09:00"] {
+    for start in ["2055-06-01 09:00", "2055-06-02 09:00"] {
         let new = booking::NewBooking {
             customer: customer.id.clone(),
             technician: technician.id.clone(),
@@ -252,11 +252,11 @@ fn cases(f: &Fixture) -> Vec<Case> {
         ),
         case(
             "create_booking",
-            // 02:30 does not exist in Berlin on 2027-03-28 (the clocks jump from 02:00 to 03:00).
-            json!({"customer": ada, "technician": tom, "service": "boiler service", "start": "2027-03-28 02:30", "zone": "Europe/Berlin", "duration_minutes": 60}),
+            // 02:30 does not exist in Berlin on 2055-03-28 (the clocks jump from 02:00 to 03:00).
+            json!({"customer": ada, "technician": tom, "service": "boiler service", "start": "2055-03-28 02:30", "zone": "Europe/Berlin", "duration_minutes": 60}),
             "POST",
             "/api/bookings".into(),
-            json!({"customer": ada, "technician": tom, "service": "boiler service", "start": "2027-03-28 02:30", "zone": "Europe/Berlin", "duration_minutes": 60}),
+            json!({"customer": ada, "technician": tom, "service": "boiler service", "start": "2055-03-28 02:30", "zone": "Europe/Berlin", "duration_minutes": 60}),
             400,
             First::Tool,
         ),
@@ -271,10 +271,10 @@ fn cases(f: &Fixture) -> Vec<Case> {
         ),
         case(
             "update_booking",
-            json!({"booking": draft, "version": f.draft.version, "start": "2027-06-03 10:00"}),
+            json!({"booking": draft, "version": f.draft.version, "start": "2055-06-03 10:00"}),
             "PATCH",
             format!("/api/bookings/{draft}"),
-            json!({"version": f.draft.version, "start": "2027-06-03 10:00"}),
+            json!({"version": f.draft.version, "start": "2055-06-03 10:00"}),
             400,
             First::Tool,
         ),
@@ -307,10 +307,10 @@ fn cases(f: &Fixture) -> Vec<Case> {
         ),
         case(
             "reschedule_booking",
-            json!({"booking": draft, "version": f.draft.version, "start": "2027-06-05 09:00", "zone": "Europe/Berlin"}),
+            json!({"booking": draft, "version": f.draft.version, "start": "2055-06-05 09:00", "zone": "Europe/Berlin"}),
             "POST",
             format!("/api/bookings/{draft}/reschedule"),
-            json!({"version": f.draft.version, "start": "2027-06-05 09:00", "zone": "Europe/Berlin"}),
+            json!({"version": f.draft.version, "start": "2055-06-05 09:00", "zone": "Europe/Berlin"}),
             422,
             First::Api,
         ),

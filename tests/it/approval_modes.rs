@@ -108,7 +108,7 @@ async fn product_mode_moves_approval_to_the_page(world: World) {
 
     // The preview carries the link; confirm_action is refused and changes nothing.
     let b = agent
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-07 09:00"))
         .await
         .structured()["booking"]
         .clone();
@@ -167,7 +167,7 @@ async fn product_mode_moves_approval_to_the_page(world: World) {
 
     // Other classes keep the client's approval, and say so.
     let c = agent
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-08 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-08 09:00"))
         .await
         .structured()["booking"]
         .clone();
@@ -226,7 +226,7 @@ async fn a_mode_switched_back_does_not_release_prepared_actions(world: World) {
         .await
         .unwrap();
     let b = agent
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-07 09:00"))
         .await
         .structured()["booking"]
         .clone();
@@ -292,7 +292,7 @@ async fn a_pinned_connection_approves_everything_in_the_product(world: World) {
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
     let b = agent
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-07 09:00"))
         .await
         .structured()["booking"]
         .clone();

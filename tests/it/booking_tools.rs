@@ -436,17 +436,17 @@ async fn booking_lifecycle(world: World) {
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
     let created = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-07 09:00"))
         .await;
     assert!(!created.is_error(), "{}", created.text());
     let b = created.structured()["booking"].clone();
     assert_eq!(b["state"], "draft");
     assert_eq!(b["start"]["weekday"], "Monday");
-    assert_eq!(b["start"]["local"], "2027-06-07 09:00");
+    assert_eq!(b["start"]["local"], "2055-06-07 09:00");
     assert_eq!(b["start"]["zone"], "Europe/Berlin");
-    assert_eq!(b["start"]["utc"], "2027-06-07T07:00:00Z");
+    assert_eq!(b["start"]["utc"], "2055-06-07T07:00:00Z");
     assert!(b["start"]["from_now"].as_str().unwrap().starts_with("in "));
-    assert_eq!(b["end"]["local"], "2027-06-07 10:30");
+    assert_eq!(b["end"]["local"], "2055-06-07 10:30");
     assert_eq!(created.structured()["notified"], json!([]));
     assert!(
         outbox(&world, "acme").await.is_empty(),
@@ -457,7 +457,7 @@ async fn booking_lifecycle(world: World) {
     let dup = c
         .call_tool(
             "create_booking",
-            draft(&ada, &tom, "2027-06-07T09:00:00+02:00"),
+            draft(&ada, &tom, "2055-06-07T09:00:00+02:00"),
         )
         .await;
     assert_eq!(dup.structured()["existing"], b["booking"], "{}", dup.text());
@@ -473,7 +473,7 @@ async fn booking_lifecycle(world: World) {
     );
     let summary = preview.structured()["confirm_summary"].as_str().unwrap();
     assert!(
-        summary.contains("ada@example.com") && summary.contains("Monday 2027-06-07 09:00"),
+        summary.contains("ada@example.com") && summary.contains("Monday 2055-06-07 09:00"),
         "{summary}"
     );
     assert!(
@@ -596,11 +596,11 @@ async fn every_offset_form_names_its_instant(world: World) {
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
     let forms = [
-        ("2027-06-07T09:00:00+02:00", "2027-06-07T07:00:00Z"),
-        ("2027-06-08T09:00+0200", "2027-06-08T07:00:00Z"),
-        ("2027-06-09 09:00+02", "2027-06-09T07:00:00Z"),
-        ("2027-06-10T09:00:00-0130", "2027-06-10T10:30:00Z"),
-        ("2027-06-11T07:00:00Z", "2027-06-11T07:00:00Z"),
+        ("2055-06-07T09:00:00+02:00", "2055-06-07T07:00:00Z"),
+        ("2055-06-08T09:00+0200", "2055-06-08T07:00:00Z"),
+        ("2055-06-09 09:00+02", "2055-06-09T07:00:00Z"),
+        ("2055-06-10T09:00:00-0130", "2055-06-10T10:30:00Z"),
+        ("2055-06-11T07:00:00Z", "2055-06-11T07:00:00Z"),
     ];
     let mut last = Value::Null;
     for (start, utc) in forms {
@@ -611,10 +611,10 @@ async fn every_offset_form_names_its_instant(world: World) {
         assert_eq!(made.structured()["booking"]["start"]["utc"], utc, "{start}");
         last = made.structured()["booking"].clone();
     }
-    let moved = c.call_tool("update_booking", json!({"booking": last["booking"], "version": last["version"], "start": "2027-06-11T10:00+0000", "zone": "Europe/Berlin"})).await;
+    let moved = c.call_tool("update_booking", json!({"booking": last["booking"], "version": last["version"], "start": "2055-06-11T10:00+0000", "zone": "Europe/Berlin"})).await;
     assert!(!moved.is_error(), "{}", moved.text());
     let moved = moved.structured()["booking"].clone();
-    assert_eq!(moved["start"]["utc"], "2027-06-11T10:00:00Z");
+    assert_eq!(moved["start"]["utc"], "2055-06-11T10:00:00Z");
     let lone = c.call_tool("update_booking", json!({"booking": moved["booking"], "version": moved["version"], "zone": "America/New_York"})).await;
     assert!(lone.is_error(), "{}", lone.text());
     assert_eq!(lone.structured()["code"], "validation", "{}", lone.text());
@@ -881,26 +881,26 @@ async fn every_effect_class(world: World) {
     let slots = c
         .call_tool(
             "find_available_slots",
-            json!({"technician": tom, "date": "2027-06-07", "duration_minutes": 60}),
+            json!({"technician": tom, "date": "2055-06-07", "duration_minutes": 60}),
         )
         .await;
     let first = slots.structured()["slots"][0]["start"]["local"].clone();
-    assert_eq!(first, "2027-06-07 08:00", "{}", slots.text());
-    let b = confirmed_booking(&c, &ada, &tom, "2027-06-07 08:00").await;
+    assert_eq!(first, "2055-06-07 08:00", "{}", slots.text());
+    let b = confirmed_booking(&c, &ada, &tom, "2055-06-07 08:00").await;
     let slots = c
         .call_tool(
             "find_available_slots",
-            json!({"technician": tom, "date": "2027-06-07", "duration_minutes": 60}),
+            json!({"technician": tom, "date": "2055-06-07", "duration_minutes": 60}),
         )
         .await;
     assert_eq!(
         slots.structured()["slots"][0]["start"]["local"],
-        "2027-06-07 09:30",
+        "2055-06-07 09:30",
         "the booked 08:00-09:30 is skipped"
     );
     let sent_before = outbox(&world, "acme").await.len();
     // Reschedule (notify).
-    let preview = c.call_tool("reschedule_booking", json!({"booking": b["booking"], "version": b["version"], "start": "2027-06-08 10:00", "zone": "Europe/Berlin"})).await;
+    let preview = c.call_tool("reschedule_booking", json!({"booking": b["booking"], "version": b["version"], "start": "2055-06-08 10:00", "zone": "Europe/Berlin"})).await;
     assert_eq!(
         outbox(&world, "acme").await.len(),
         sent_before,
@@ -909,7 +909,7 @@ async fn every_effect_class(world: World) {
     let moved = confirm(&c, &preview).await;
     assert_eq!(
         moved.structured()["booking"]["start"]["local"],
-        "2027-06-08 10:00",
+        "2055-06-08 10:00",
         "{}",
         moved.text()
     );
@@ -958,7 +958,7 @@ async fn every_effect_class(world: World) {
         .await;
     assert_eq!(refuse.structured()["code"], "rejected", "{}", refuse.text());
     let d = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-09 11:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-09 11:00"))
         .await
         .structured()["booking"]
         .clone();
@@ -982,7 +982,7 @@ async fn every_effect_class(world: World) {
         "not_found"
     );
     // Batch: the count must match.
-    c.call_tool("create_booking", draft(&ada, &tom, "2027-06-10 11:00"))
+    c.call_tool("create_booking", draft(&ada, &tom, "2055-06-10 11:00"))
         .await;
     let wrong = c
         .call_tool(
@@ -1065,7 +1065,7 @@ async fn every_handle_of_another_tenant_is_not_found(world: World) {
     };
     tenant_settings(&world, "globex", "USD", "8.875").await;
     let their_booking = gus
-        .call_tool("create_booking", json!({"customer": their_customer, "technician": their_tech, "service": "x", "start": "2027-06-07 09:00", "zone": "America/New_York", "duration_minutes": 60}))
+        .call_tool("create_booking", json!({"customer": their_customer, "technician": their_tech, "service": "x", "start": "2055-06-07 09:00", "zone": "America/New_York", "duration_minutes": 60}))
         .await
         .structured()["booking"]["booking"]
         .as_str()
@@ -1106,7 +1106,7 @@ async fn every_handle_of_another_tenant_is_not_found(world: World) {
         ),
         (
             "reschedule_booking",
-            json!({"booking": their_booking, "version": v, "start": "2027-06-08 09:00", "zone": "Europe/Berlin"}),
+            json!({"booking": their_booking, "version": v, "start": "2055-06-08 09:00", "zone": "Europe/Berlin"}),
         ),
         (
             "cancel_booking",
@@ -1126,11 +1126,11 @@ async fn every_handle_of_another_tenant_is_not_found(world: World) {
         ),
         (
             "find_available_slots",
-            json!({"technician": their_tech, "date": "2027-06-07", "duration_minutes": 60}),
+            json!({"technician": their_tech, "date": "2055-06-07", "duration_minutes": 60}),
         ),
         (
             "create_booking",
-            json!({"customer": their_customer, "technician": their_tech, "service": "x", "start": "2027-06-07 09:00", "zone": "Europe/Berlin", "duration_minutes": 60}),
+            json!({"customer": their_customer, "technician": their_tech, "service": "x", "start": "2055-06-07 09:00", "zone": "Europe/Berlin", "duration_minutes": 60}),
         ),
         ("get_quote", json!({"quote": their_quote})),
         ("find_quotes", json!({"customer": their_customer})),
@@ -1198,7 +1198,7 @@ async fn next_steps_are_exact_calls(world: World) {
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
     let booking = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-07 09:00"))
         .await;
     let handle = booking.structured()["booking"]["booking"]
         .as_str()
@@ -1213,7 +1213,7 @@ async fn next_steps_are_exact_calls(world: World) {
         ),
         ("find_bookings", json!({"customer": ada})),
         ("get_booking", json!({"booking": handle})),
-        ("create_booking", draft(&ada, &tom, "2027-06-08 09:00")),
+        ("create_booking", draft(&ada, &tom, "2055-06-08 09:00")),
         (
             "create_quote",
             json!({"customer": ada, "lines": [{"description": "x", "quantity": "1", "unit_price": "5"}]}),
@@ -1255,7 +1255,7 @@ async fn next_steps_are_exact_calls(world: World) {
     }
     // A preview's reject step, verbatim.
     let fresh = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-09 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-09 09:00"))
         .await
         .structured()["booking"]
         .clone();
@@ -1331,7 +1331,7 @@ async fn silent_tools_send_nothing(world: World) {
         .await;
     let grace = created.structured()["customer"].clone();
     let b = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-07 09:00"))
         .await
         .structured()["booking"]
         .clone();
@@ -1462,13 +1462,13 @@ async fn a_long_history_hides_no_open_booking(world: World) {
     let bookings = booking::Bookings::new(world.app.store.clone());
     let store = world.app.store.as_ref();
     for (month, day) in (1..=4).flat_map(|m| (1..=28).map(move |d| (m, d))) {
-        let start = format!("2027-{month:02}-{day:02} 08:00");
+        let start = format!("2055-{month:02}-{day:02} 08:00");
         let draft = seeded_draft(&world, (&ada, &tom), &start, chrono::Utc::now()).await;
         let cancel = bookings.cancel_read(&owner("acme"), draft, "ada@example.com", "-");
         cancel.unwrap().commit(store, vec![]).await.unwrap();
     }
     let open = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-07 09:00"))
         .await;
     assert!(!open.is_error(), "{}", open.text());
     let batch = c
@@ -1521,7 +1521,7 @@ async fn a_customer_with_open_bookings_is_not_deleted(world: World) {
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
     let booked = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-07 09:00"))
         .await;
     let booking = booked.structured()["booking"]["booking"].clone();
     let refused = c
@@ -1556,7 +1556,7 @@ async fn a_customer_with_open_bookings_is_not_deleted(world: World) {
     // A booking made while the deletion waits for its approval stops the deletion: the
     // approval commits nothing, and both the customer and the booking stay.
     let late = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-08 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-08 09:00"))
         .await;
     assert!(!late.is_error(), "{}", late.text());
     let summary = preview.structured()["confirm_summary"].clone();
@@ -1594,7 +1594,7 @@ async fn the_largest_batch_cancellation_commits_once_approved() {
     let bookings = booking::Bookings::new(world.app.store.clone());
     let store = world.app.store.as_ref();
     for day in 1..=20 {
-        let start = format!("2027-03-{day:02} 09:00");
+        let start = format!("2055-03-{day:02} 09:00");
         let draft = seeded_draft(&world, (&ada, &tom), &start, chrono::Utc::now()).await;
         let confirm = bookings
             .confirm(

@@ -30,16 +30,16 @@ async fn a_moved_booking_takes_its_new_slot_and_frees_the_old(world: World) {
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
     // A draft moved with update_booking.
-    let b = created(&c, draft(&ada, &tom, "2027-06-07 09:00")).await;
+    let b = created(&c, draft(&ada, &tom, "2055-06-07 09:00")).await;
     let moved = c
         .call_tool(
             "update_booking",
-            json!({"booking": b["booking"], "version": b["version"], "start": "2027-06-08 09:00", "zone": "Europe/Berlin"}),
+            json!({"booking": b["booking"], "version": b["version"], "start": "2055-06-08 09:00", "zone": "Europe/Berlin"}),
         )
         .await;
     assert!(!moved.is_error(), "{}", moved.text());
     let at_new = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-08 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-08 09:00"))
         .await;
     assert_eq!(
         code(&at_new),
@@ -49,7 +49,7 @@ async fn a_moved_booking_takes_its_new_slot_and_frees_the_old(world: World) {
     );
     assert_eq!(at_new.structured()["existing"], b["booking"]);
     let at_old = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-07 09:00"))
         .await;
     assert!(
         !at_old.is_error(),
@@ -67,7 +67,7 @@ async fn a_moved_booking_takes_its_new_slot_and_frees_the_old(world: World) {
     let deleted = confirm(&c, &delete).await;
     assert!(!deleted.is_error(), "{}", deleted.text());
     let again = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-08 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-08 09:00"))
         .await;
     assert!(
         !again.is_error(),
@@ -75,21 +75,21 @@ async fn a_moved_booking_takes_its_new_slot_and_frees_the_old(world: World) {
         again.text()
     );
     // A confirmed booking moved with reschedule_booking.
-    let confirmed = confirmed_booking(&c, &ada, &tom, "2027-07-01 09:00").await;
+    let confirmed = confirmed_booking(&c, &ada, &tom, "2055-07-01 09:00").await;
     let preview = c
         .call_tool(
             "reschedule_booking",
-            json!({"booking": confirmed["booking"], "version": confirmed["version"], "start": "2027-07-02 09:00", "zone": "Europe/Berlin"}),
+            json!({"booking": confirmed["booking"], "version": confirmed["version"], "start": "2055-07-02 09:00", "zone": "Europe/Berlin"}),
         )
         .await;
     let rescheduled = confirm(&c, &preview).await;
     assert!(!rescheduled.is_error(), "{}", rescheduled.text());
     let at_new = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-07-02 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-07-02 09:00"))
         .await;
     assert_eq!(code(&at_new), "conflict", "{}", at_new.text());
     let at_old = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-07-01 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-07-01 09:00"))
         .await;
     assert!(!at_old.is_error(), "{}", at_old.text());
 }
@@ -102,7 +102,7 @@ async fn cancelled_and_separate_bookings_block_nothing(world: World) {
     let (c, _) = setup(&world).await;
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
-    let b = created(&c, draft(&ada, &tom, "2027-06-07 09:00")).await;
+    let b = created(&c, draft(&ada, &tom, "2055-06-07 09:00")).await;
     let cancel = c
         .call_tool(
             "cancel_booking",
@@ -117,7 +117,7 @@ async fn cancelled_and_separate_bookings_block_nothing(world: World) {
     };
     assert!(!cancel.is_error(), "{}", cancel.text());
     // Other arguments than the first create's, so that its replay record does not answer.
-    let mut args = draft(&ada, &tom, "2027-06-07 09:00");
+    let mut args = draft(&ada, &tom, "2055-06-07 09:00");
     args["service"] = json!("boiler check");
     let rebooked = c.call_tool("create_booking", args).await;
     assert!(
@@ -127,7 +127,7 @@ async fn cancelled_and_separate_bookings_block_nothing(world: World) {
     );
     // A deliberate duplicate of the rebooked slot: holds no claim, so it can be deleted and
     // deleting it leaves the original's claim in place.
-    let mut args = draft(&ada, &tom, "2027-06-07 09:00");
+    let mut args = draft(&ada, &tom, "2055-06-07 09:00");
     args["separate"] = json!(true);
     args["reason"] = json!("two visits at once: one for the boiler, one for the meter");
     let separate = created(&c, args).await;
@@ -144,7 +144,7 @@ async fn cancelled_and_separate_bookings_block_nothing(world: World) {
         deleted.text()
     );
     // Other arguments than the rebooking's, so that its replay record does not answer.
-    let mut args = draft(&ada, &tom, "2027-06-07 09:00");
+    let mut args = draft(&ada, &tom, "2055-06-07 09:00");
     args["service"] = json!("boiler repair");
     let third = c.call_tool("create_booking", args).await;
     assert_eq!(

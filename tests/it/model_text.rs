@@ -13,7 +13,7 @@ async fn searches_say_whether_more_match(world: World) {
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     seeded_customer(&world, "acme", "Ada Byron", "byron@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
-    for start in ["2027-06-07 09:00", "2027-06-08 09:00", "2027-06-09 09:00"] {
+    for start in ["2055-06-07 09:00", "2055-06-08 09:00", "2055-06-09 09:00"] {
         let created = c
             .call_tool("create_booking", draft(&ada, &tom, start))
             .await;
@@ -47,7 +47,7 @@ async fn a_preview_shows_nothing_as_done(world: World) {
     let (c, _) = setup(&world).await;
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
-    let b = crate::booking_tools::confirmed_booking(&c, &ada, &tom, "2027-06-07 09:00").await;
+    let b = crate::booking_tools::confirmed_booking(&c, &ada, &tom, "2055-06-07 09:00").await;
     let preview = c
         .call_tool(
             "cancel_booking",

@@ -39,12 +39,12 @@ async fn an_exact_unique_name_stands_for_its_handle(world: World) {
     let slots = c
         .call_tool(
             "find_available_slots",
-            json!({"technician": "tom weber", "date": "2027-06-07", "duration_minutes": 60}),
+            json!({"technician": "tom weber", "date": "2055-06-07", "duration_minutes": 60}),
         )
         .await;
     assert!(!slots.is_error(), "{}", slots.text());
     // A write, with both names; its replay is the same call made with the handles.
-    let args = json!({"customer": "Ada Lovelace", "technician": "Tom Weber", "service": "boiler service", "start": "2027-06-07 09:00", "zone": "Europe/Berlin", "duration_minutes": 90});
+    let args = json!({"customer": "Ada Lovelace", "technician": "Tom Weber", "service": "boiler service", "start": "2055-06-07 09:00", "zone": "Europe/Berlin", "duration_minutes": 90});
     let created = c.call_tool("create_booking", args).await;
     assert!(!created.is_error(), "{}", created.text());
     let b = &created.structured()["booking"];
@@ -57,7 +57,7 @@ async fn an_exact_unique_name_stands_for_its_handle(world: World) {
         2
     );
     let again = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-07 09:00"))
         .await;
     assert_eq!(again.structured()["replayed"], true, "{}", again.text());
     assert_eq!(bookings(&world).await, 1);
@@ -82,7 +82,7 @@ async fn an_ambiguous_or_partial_name_changes_nothing(world: World) {
     let ambiguous = c
         .call_tool(
             "create_booking",
-            draft("Grace Hopper", &tom, "2027-06-07 09:00"),
+            draft("Grace Hopper", &tom, "2055-06-07 09:00"),
         )
         .await;
     let s = ambiguous.structured();
@@ -96,7 +96,7 @@ async fn an_ambiguous_or_partial_name_changes_nothing(world: World) {
     );
     // Partial: never resolved, not even for a write; the search to run is named.
     let partial = c
-        .call_tool("create_booking", draft("Grace", &tom, "2027-06-07 09:00"))
+        .call_tool("create_booking", draft("Grace", &tom, "2055-06-07 09:00"))
         .await;
     assert_eq!(
         partial.structured()["code"],
@@ -144,7 +144,7 @@ async fn namesakes_far_apart_among_near_matches_stay_ambiguous(world: World) {
             .unwrap();
     }
     let ambiguous = c
-        .call_tool("create_booking", draft("Ann", &tom, "2027-06-07 09:00"))
+        .call_tool("create_booking", draft("Ann", &tom, "2055-06-07 09:00"))
         .await;
     let s = ambiguous.structured();
     assert_eq!(s["code"], "validation", "{}", ambiguous.text());

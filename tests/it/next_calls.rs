@@ -50,7 +50,7 @@ async fn error_next_calls_work_when_followed(world: World) {
         ("get_quote", json!({"quote": "quo_0000000000000000000X"})),
         (
             "find_available_slots",
-            json!({"technician": "tec_0000000000000000000X", "date": "2027-06-07", "duration_minutes": 60}),
+            json!({"technician": "tec_0000000000000000000X", "date": "2055-06-07", "duration_minutes": 60}),
         ),
     ] {
         let missing = c.call_tool(tool, args).await;
@@ -101,9 +101,9 @@ async fn error_next_calls_work_when_followed(world: World) {
     assert_eq!(extra.structured()["code"], "validation");
     follow(&c, &extra).await;
     // A confirmed booking is moved with the call that tells the customer.
-    let b = confirmed_booking(&c, &ada, &tom, "2027-06-07 09:00").await;
+    let b = confirmed_booking(&c, &ada, &tom, "2055-06-07 09:00").await;
     let silent = c
-        .call_tool("update_booking", json!({"booking": b["booking"], "version": b["version"], "start": "2027-06-08 09:00", "zone": "Europe/Berlin"}))
+        .call_tool("update_booking", json!({"booking": b["booking"], "version": b["version"], "start": "2055-06-08 09:00", "zone": "Europe/Berlin"}))
         .await;
     assert_eq!(silent.structured()["code"], "rejected", "{}", silent.text());
     let preview = follow(&c, &silent).await;
@@ -112,7 +112,7 @@ async fn error_next_calls_work_when_followed(world: World) {
     let (_, core) = world.connect("acme", "ana", Toolset::Core).await;
     let core = world.client(&core);
     let refused = core
-        .call_tool("update_booking", json!({"booking": b["booking"], "version": b["version"], "start": "2027-06-08 09:00", "zone": "Europe/Berlin"}))
+        .call_tool("update_booking", json!({"booking": b["booking"], "version": b["version"], "start": "2055-06-08 09:00", "zone": "Europe/Berlin"}))
         .await;
     assert!(
         refused.structured().get("next_call").is_none(),

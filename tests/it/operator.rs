@@ -321,14 +321,15 @@ on_every_backend!(demo_operator, the_demo_seeds_an_operator);
 
 /// The demo seeds whatever the date: its bookings are placed around the workspace zone's next
 /// clock change, so a first start after the dates once written into it (the spring of 2027)
-/// still seeds, with every booking ahead and one on each side of the change. On SQLite (the
-/// seed is the same on every backend).
+/// still seeds, with every booking ahead and one on each side of the change: four months on
+/// (past the spring of 2027) and almost six years on. On SQLite (the seed is the same on every
+/// backend).
 #[tokio::test]
 async fn the_demo_seeds_at_any_date() {
-    for now in ["2027-04-01T12:00:00Z", "2031-10-30T23:30:00Z"] {
+    for days_ahead in [120, 5 * 365 + 330] {
         let world = World::on(crate::support::store::Backend::Sqlite).await;
         let world = world.expect("SQLite is always there");
-        let now: chrono::DateTime<chrono::Utc> = now.parse().unwrap();
+        let now = chrono::Utc::now() + chrono::TimeDelta::days(days_ahead);
         let seeded = app::demo::seed_if_empty(&world.app, now).await;
         assert!(matches!(seeded, Ok(Some(_))), "{now}: {seeded:?}");
         for tenant in ["acme", "globex"] {

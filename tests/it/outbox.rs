@@ -31,7 +31,7 @@ async fn one_message_with_credentials(world: &World) -> (store::Key, [String; 2]
     let ada = seeded_customer(world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(world, "acme", "Tom Weber", "Europe/Berlin").await;
     let b = c
-        .call_tool("create_booking", draft(&ada, &tom, "2027-06-07 09:00"))
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-07 09:00"))
         .await
         .structured()["booking"]
         .clone();

@@ -236,7 +236,7 @@ async fn every_tool_keeps_its_round_trip_budget() {
     run("find_bookings", json!({}), READ).await;
     run(
         "find_available_slots",
-        json!({"technician": tech, "date": "2027-06-07", "duration_minutes": 60}),
+        json!({"technician": tech, "date": "2055-06-07", "duration_minutes": 60}),
         READ,
     )
     .await;
@@ -245,7 +245,7 @@ async fn every_tool_keeps_its_round_trip_budget() {
                "start": start, "zone": "Europe/Berlin", "duration_minutes": 90})
     };
     let booking = s(
-        &run("create_booking", draft("2027-06-07 09:00"), SILENT_WRITE).await["booking"]["booking"],
+        &run("create_booking", draft("2055-06-07 09:00"), SILENT_WRITE).await["booking"]["booking"],
     );
     // Reads between the measured calls, with their after-answer work run at once.
     let current = async |w: &Counted| -> Value {
@@ -283,7 +283,7 @@ async fn every_tool_keeps_its_round_trip_budget() {
     let b = current(&w).await;
     let p = run(
         "reschedule_booking",
-        json!({"booking": booking, "version": b["version"], "start": "2027-06-08 10:00", "zone": "Europe/Berlin"}),
+        json!({"booking": booking, "version": b["version"], "start": "2055-06-08 10:00", "zone": "Europe/Berlin"}),
         PREVIEW,
     )
     .await;
@@ -319,7 +319,7 @@ async fn every_tool_keeps_its_round_trip_budget() {
     run("reject_action", reject_args(&p), CONFIRMATION).await;
 
     let second =
-        run("create_booking", draft("2027-06-09 13:00"), SILENT_WRITE).await["booking"].clone();
+        run("create_booking", draft("2055-06-09 13:00"), SILENT_WRITE).await["booking"].clone();
     let p = run(
         "delete_booking",
         json!({"booking": second["booking"], "version": second["version"]}),

@@ -702,7 +702,7 @@ async fn until_held(f: &Faulty) {
 /// A booking of Grace by Tom, made on a connection of its own.
 async fn book_grace(f: &Faulty, customer: &str, technician: &str) -> Value {
     let (_, token) = f.world.connect("acme", "ana", Toolset::Full).await;
-    let args = crate::booking_tools::draft(customer, technician, "2027-06-07 09:00");
+    let args = crate::booking_tools::draft(customer, technician, "2055-06-07 09:00");
     let answer = f
         .world
         .client(&token)

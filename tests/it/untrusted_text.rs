@@ -57,7 +57,7 @@ async fn third_party_text_is_only_returned_wrapped(world: World) {
     call("find_customers", json!({"query": "ada"})).await;
     let b = call(
         "create_booking",
-        json!({"customer": customer, "technician": tom, "service": format!("boiler {CANARY}"), "start": "2027-06-07 09:00", "zone": "Europe/Berlin", "duration_minutes": 90}),
+        json!({"customer": customer, "technician": tom, "service": format!("boiler {CANARY}"), "start": "2055-06-07 09:00", "zone": "Europe/Berlin", "duration_minutes": 90}),
     )
     .await["booking"]
         .clone();

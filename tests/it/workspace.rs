@@ -875,3 +875,101 @@ fn the_allocator_option_set_at_load_is_arena_eager_commit() {
         "allocator.rs must set option {position}"
     );
 }
+
+/// Every file under `dir` whose name ends in `ext`, with its text.
+fn texts(dir: &std::path::Path, ext: &str) -> Vec<(std::path::PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == ext) {
+                out.push((path.clone(), std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+/// The dates written in `text`: ISO (`2055-06-07`) and in words (`7 June 2055`, `June 2055`,
+/// taken as the month's first day).
+fn dates_in(text: &str) -> Vec<chrono::NaiveDate> {
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let bytes = text.as_bytes();
+    let digits = |at: usize, n: usize| {
+        bytes
+            .get(at..at + n)
+            .filter(|d| d.iter().all(u8::is_ascii_digit))
+            .and_then(|d| std::str::from_utf8(d).ok()?.parse::<u32>().ok())
+    };
+    let mut out = Vec::new();
+    for at in 0..bytes.len() {
+        let starts_number = at == 0 || !bytes[at - 1].is_ascii_digit();
+        let Some(year) = digits(at, 4).filter(|y| starts_number && (2000..2100).contains(y)) else {
+            continue;
+        };
+        let year = year as i32;
+        if bytes.get(at + 4) == Some(&b'-') && bytes.get(at + 7) == Some(&b'-') {
+            if let (Some(m), Some(d)) = (digits(at + 5, 2), digits(at + 8, 2)) {
+                out.extend(chrono::NaiveDate::from_ymd_opt(year, m, d));
+            }
+            continue;
+        }
+        let before = &text[..at];
+        if let Some(month) = MONTHS
+            .iter()
+            .position(|m| before.ends_with(&format!("{m} ")))
+        {
+            out.extend(chrono::NaiveDate::from_ymd_opt(year, month as u32 + 1, 1));
+        }
+    }
+    out
+}
+
+/// No test or evaluation depends on the calendar standing still (ADR 17): a date it writes
+/// down is either past, for what is about the past or only parsed, or after 2050, a lifetime
+/// beyond this code. A date in between would turn into a past date one day and fail the run
+/// with nothing changed; dates a test needs soon are computed (`support::dates`).
+#[test]
+fn no_test_or_evaluation_expires_with_the_calendar() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    use chrono::Datelike as _;
+    let today = chrono::Utc::now().date_naive();
+    let horizon = chrono::NaiveDate::from_ymd_opt(2050, 1, 1).unwrap();
+    let mut files = texts(&root.join("tests/it"), "rs");
+    files.extend(texts(&root.join("evals/scenarios"), "json"));
+    files.extend(texts(&root.join("evals/recordings"), "json"));
+    let expiring: Vec<String> = files
+        .iter()
+        .flat_map(|(path, text)| {
+            dates_in(text)
+                .into_iter()
+                .filter(|d| *d > today && *d < horizon)
+                .map(move |d| format!("{}: {d}", path.display()))
+        })
+        .collect();
+    assert!(expiring.is_empty(), "dates that will pass: {expiring:#?}");
+    // The reader itself, on text made here so that this file holds no such date.
+    let soon = today.year() + 1;
+    let sample = format!("on 7 June 2055 and {soon}-05-06, May {soon}, 1{soon}-01-01");
+    let ymd = |y, m, d| chrono::NaiveDate::from_ymd_opt(y, m, d).unwrap();
+    assert_eq!(
+        dates_in(&sample),
+        [ymd(2055, 6, 1), ymd(soon, 5, 6), ymd(soon, 5, 1)]
+    );
+}

@@ -244,6 +244,10 @@ struct ServeArgs {
     /// Do not seed the demo tenants into an empty store.
     #[arg(long)]
     no_demo: bool,
+    /// Seed the demo as it would be seeded on this day (YYYY-MM-DD) instead of today, so that
+    /// its bookings fall on known dates: the evaluations name them by date.
+    #[arg(long, value_name = "DAY", conflicts_with = "no_demo")]
+    demo_as_of: Option<chrono::NaiveDate>,
     /// Benchmarks only: multiply every rate limit (per connection, per tenant, per object) by
     /// this factor. Every gate stays on; windows and concurrency slots are unchanged. 1 (the
     /// default) keeps the normal limits; serve says so on stderr when it is raised.
@@ -777,7 +781,7 @@ async fn serve(
     eprintln!("  product pages (sign-in, approvals, connections): http://{local}/app/");
     let mut seeded = false;
     if !args.no_demo
-        && let Some(demo) = app::demo::seed_if_empty(&app, chrono::Utc::now())
+        && let Some(demo) = app::demo::seed_if_empty(&app, demo_day(args.demo_as_of))
             .await
             .map_err(|e| anyhow::anyhow!(e))?
     {
@@ -848,6 +852,13 @@ async fn serve(
 
 /// Prints one token per demo tenant with a client configuration, and writes every demo
 /// token to `demo-connections.json` (owner-readable only) for scripts.
+/// When the demo is seeded: now, or noon (UTC) of the day asked for.
+fn demo_day(as_of: Option<chrono::NaiveDate>) -> chrono::DateTime<chrono::Utc> {
+    as_of
+        .and_then(|day| day.and_hms_opt(12, 0, 0))
+        .map_or_else(chrono::Utc::now, |noon| noon.and_utc())
+}
+
 fn print_demo(
     demo: &[app::demo::DemoConnection],
     data_dir: &std::path::Path,
