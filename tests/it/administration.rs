@@ -606,3 +606,20 @@ async fn dead_letters_are_listed_without_the_webhooks_settings() {
     assert!(!dispatch.status.success());
     assert!(String::from_utf8_lossy(&dispatch.stderr).contains("GATEHOUSE_WEBHOOK_SECRET"));
 }
+
+/// `serve --demo-as-of` takes only today or a later day: a demo seeded as of a past day would
+/// hold bookings in the past. The refusal comes before anything is made.
+#[tokio::test]
+async fn a_demo_as_of_a_past_day_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    for day in ["2020-01-01", "tomorrow"] {
+        let (ok, _, err) = run(
+            &["serve", "--addr", "127.0.0.1:0", "--demo-as-of", day],
+            data,
+            "",
+        );
+        assert!(!ok && err.contains("--demo-as-of"), "{day}: {err}");
+    }
+    assert!(!data.join("gatehouse.db").exists(), "no store was made");
+}

@@ -246,7 +246,7 @@ struct ServeArgs {
     no_demo: bool,
     /// Seed the demo as it would be seeded on this day (YYYY-MM-DD) instead of today, so that
     /// its bookings fall on known dates: the evaluations name them by date.
-    #[arg(long, value_name = "DAY", conflicts_with = "no_demo")]
+    #[arg(long, value_name = "DAY", conflicts_with = "no_demo", value_parser = a_day_ahead)]
     demo_as_of: Option<chrono::NaiveDate>,
     /// Benchmarks only: multiply every rate limit (per connection, per tenant, per object) by
     /// this factor. Every gate stays on; windows and concurrency slots are unchanged. 1 (the
@@ -852,6 +852,21 @@ async fn serve(
 
 /// Prints one token per demo tenant with a client configuration, and writes every demo
 /// token to `demo-connections.json` (owner-readable only) for scripts.
+/// A day (YYYY-MM-DD) that is today or later: a demo seeded as of a past day would hold bookings
+/// in the past, which the product never makes.
+fn a_day_ahead(text: &str) -> Result<chrono::NaiveDate, String> {
+    let day: chrono::NaiveDate = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a day like 2030-06-03"))?;
+    let today = chrono::Utc::now().date_naive();
+    if day < today {
+        return Err(format!(
+            "{day} is past; give today ({today}) or a later day"
+        ));
+    }
+    Ok(day)
+}
+
 /// When the demo is seeded: now, or noon (UTC) of the day asked for.
 fn demo_day(as_of: Option<chrono::NaiveDate>) -> chrono::DateTime<chrono::Utc> {
     as_of
