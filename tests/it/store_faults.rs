@@ -752,31 +752,72 @@ async fn a_deletion_landing_during_a_booking_stops_it(f: Faulty) {
     let prepared = crate::support::deletion::prepare(&client, "grace@example.com").await;
     let tom =
         crate::booking_tools::seeded_technician(&f.world, "acme", "Tom", "Europe/Berlin").await;
+    let booking = book_grace(&f, &prepared.customer, &tom);
+    deletion_lands_during(&f, "booking", booking, &prepared).await;
+}
+
+/// Holds the first commit that writes `kind` while Grace's prepared deletion lands, then finds
+/// that `creation` (which makes a `kind` naming Grace) failed as "no such customer" and left no
+/// `kind` behind.
+async fn deletion_lands_during(
+    f: &Faulty,
+    kind: &'static str,
+    creation: impl std::future::Future<Output = Value>,
+    prepared: &crate::support::deletion::PreparedDeletion,
+) {
     f.store.on(
-        |c| c.op == Op::Transact && c.touches("booking"),
+        move |c| c.op == Op::Transact && c.touches(kind),
         Fault::Delay(HELD),
         1,
     );
-    let booking = book_grace(&f, &prepared.customer, &tom);
+    let client = f.world.client(&f.token);
     let deletion = async {
-        until_held(&f).await;
+        until_held(f).await;
         client
             .call_tool("confirm_action", prepared.confirm_arguments.clone())
             .await
     };
-    let (booked, deleted) = tokio::join!(booking, deletion);
+    let (created, deleted) = tokio::join!(creation, deletion);
     assert!(!deleted.is_error(), "{}", deleted.text());
-    assert_eq!(error_code(&booked), Some("not_found"), "{booked}");
-    assert_eq!(count(&f, "acme#customer").await, 0, "Grace is gone");
+    assert_eq!(error_code(&created), Some("not_found"), "{created}");
+    assert_eq!(count(f, "acme#customer").await, 0, "Grace is gone");
     assert_eq!(
-        count(&f, "acme#booking").await,
+        count(f, &format!("acme#{kind}")).await,
         0,
-        "and no booking names her"
+        "and no {kind} names her"
     );
 }
 on_every_backend!(
     deletion_during_booking,
     a_deletion_landing_during_a_booking_stops_it,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+/// The same for a quote: one made for a customer whose deletion lands first is not written.
+async fn a_deletion_landing_during_a_quote_stops_it(f: Faulty) {
+    crate::booking_tools::tenant_settings(&f.world, "acme", "EUR", "19").await;
+    let client = f.world.client(&f.token);
+    let prepared = crate::support::deletion::prepare(&client, "grace@example.com").await;
+    let (_, token) = f.world.connect("acme", "ana", Toolset::Full).await;
+    let lines = json!([{"description": "Filter", "quantity": "3", "unit_price": "19.99"}]);
+    let args = json!({"customer": prepared.customer, "lines": lines});
+    let quoting = async {
+        let answer = f
+            .world
+            .client(&token)
+            .request(
+                "tools/call",
+                json!({"name": "create_quote", "arguments": args}),
+            )
+            .await;
+        answer.json()
+    };
+    deletion_lands_during(&f, "quote", quoting, &prepared).await;
+}
+on_every_backend!(
+    deletion_during_quote,
+    a_deletion_landing_during_a_quote_stops_it,
     |backend| faulty(backend),
     threads = 2
 );

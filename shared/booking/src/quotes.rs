@@ -295,6 +295,19 @@ impl Quotes {
                 .when(Condition::item_not_exists()),
             |_| BookingError::Rejected("a quote with this id exists; try again".into()),
         );
+        // The customer read above still exists when the quote lands: a deletion in between
+        // fails the quote rather than leaving one nobody can send (ADR 41).
+        let named = customer.to_owned();
+        change.push(
+            store::ConditionCheck::new(
+                keys::object(&actor.tenant, Kind::Customer, customer),
+                Condition::item_exists(),
+            ),
+            move |_| BookingError::NotFound {
+                kind: "customer",
+                id: Kind::Customer.handle(&named),
+            },
+        );
         if !separate {
             let key = Quote::content_claim(&actor.tenant, customer, &parsed);
             crate::claims::take(&mut change, key, &handle, "quote", "customer and lines");
