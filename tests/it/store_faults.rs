@@ -714,7 +714,7 @@ async fn book_grace(f: &Faulty, customer: &str, technician: &str) -> Value {
     answer.json()
 }
 
-/// ADR 40: a booking made while a customer's approved deletion is on its way to the store
+/// ADR 41: a booking made while a customer's approved deletion is on its way to the store
 /// stops the deletion, and a deletion that lands while a booking is on its way stops the
 /// booking: no booking is ever left without its customer.
 async fn a_booking_made_during_a_deletion_stops_it(f: Faulty) {
@@ -732,7 +732,7 @@ async fn a_booking_made_during_a_deletion_stops_it(f: Faulty) {
     assert_eq!(error_code(&booked), None, "{booked}");
     assert!(deleted.is_error(), "{}", deleted.text());
     assert!(
-        deleted.text().contains("was just made"),
+        deleted.text().contains("while the deletion ran"),
         "{}",
         deleted.text()
     );
@@ -740,6 +740,41 @@ async fn a_booking_made_during_a_deletion_stops_it(f: Faulty) {
     assert_eq!(count(&f, "acme#booking").await, 1, "with her booking");
     assert_eq!(audited(&f, "delete_customer").await, 0);
 }
+/// An edit of the customer that changes nothing they see (an empty patch keeps the version)
+/// landing after the booking keeps the booking's mark: the held deletion still fails.
+async fn an_edit_after_the_booking_keeps_its_mark(f: Faulty) {
+    let client = f.world.client(&f.token);
+    let prepared = crate::support::deletion::prepare(&client, "grace@example.com").await;
+    let tom =
+        crate::booking_tools::seeded_technician(&f.world, "acme", "Tom", "Europe/Berlin").await;
+    f.store.on(consumption, Fault::Delay(HELD), 1);
+    let deletion = client.call_tool("confirm_action", prepared.confirm_arguments.clone());
+    let booking_then_edit = async {
+        until_held(&f).await;
+        let booked = book_grace(&f, &prepared.customer, &tom).await;
+        let (_, token) = f.world.connect("acme", "ana", Toolset::Full).await;
+        let editor = f.world.client(&token);
+        let read = editor
+            .call_tool("get_customer", json!({"customer": prepared.customer}))
+            .await;
+        let version = read.structured()["customer"]["version"].clone();
+        let edit = json!({"customer": prepared.customer, "version": version});
+        (booked, editor.call_tool("update_customer", edit).await)
+    };
+    let (deleted, (booked, edited)) = tokio::join!(deletion, booking_then_edit);
+    assert_eq!(error_code(&booked), None, "{booked}");
+    assert!(!edited.is_error(), "{}", edited.text());
+    assert!(deleted.is_error(), "{}", deleted.text());
+    assert_eq!(count(&f, "acme#customer").await, 1, "Grace stays");
+    assert_eq!(count(&f, "acme#booking").await, 1, "with her booking");
+}
+on_every_backend!(
+    edit_during_deletion,
+    an_edit_after_the_booking_keeps_its_mark,
+    |backend| faulty(backend),
+    threads = 2
+);
+
 on_every_backend!(
     booking_during_deletion,
     a_booking_made_during_a_deletion_stops_it,

@@ -189,6 +189,32 @@ fn item_of(
     item
 }
 
+/// The attributes a customer's edit may leave out (see [`item_of`]).
+const OPTIONAL: [&str; 5] = [
+    "separate",
+    "phone",
+    "address",
+    "notes",
+    "portal_password_hash",
+];
+
+/// The update that makes a customer's own attributes those of `new_item` and leaves every other
+/// attribute as it is: an edit never moves or drops the latest-booking mark (ADR 41), which a
+/// deletion in flight may be counting on even when the edit keeps the version.
+fn own_attributes(stored: &Item, new_item: Item) -> Vec<store::UpdateAction> {
+    let mut actions: Vec<store::UpdateAction> = OPTIONAL
+        .iter()
+        .filter(|name| stored.contains_key(**name) && !new_item.contains_key(**name))
+        .map(|name| store::UpdateAction::Remove((*name).to_owned()))
+        .collect();
+    actions.extend(
+        new_item
+            .into_iter()
+            .map(|(name, value)| store::UpdateAction::Set(name, value)),
+    );
+    actions
+}
+
 /// The customer service.
 #[derive(Debug, Clone)]
 pub struct Customers {
@@ -385,7 +411,8 @@ impl Customers {
         let expected = version.to_owned();
         let stale_handle = Kind::Customer.handle(id);
         change.push(
-            Put::new(key, new_item).when(Condition::eq("version", Value::s(version))),
+            store::Update::new(key, own_attributes(&item, new_item))
+                .when(Condition::eq("version", Value::s(version))),
             move |_| BookingError::Stale {
                 kind: "customer",
                 expected: expected.clone(),
@@ -444,18 +471,12 @@ impl Customers {
                 .when(Condition::eq("version", Value::s(&version)).and(unbooked))
                 .return_old_on_failure(),
             move |now: Option<&Item>| {
-                let mark = now.and_then(|i| i.get(LATEST_BOOKING));
-                match mark.and_then(Value::as_s) {
-                    Some(booking) if mark != latest_booking.as_ref() => {
-                        BookingError::Rejected(format!(
-                            "a booking ({}) was just made for this customer: cancel it first, then delete",
-                            Kind::Booking.handle(booking)
-                        ))
-                    }
-                    _ => BookingError::Rejected(
-                        "the customer changed since it was read; read it again".into(),
-                    ),
-                }
+                let moved = now.is_some_and(|i| i.get(LATEST_BOOKING) != latest_booking.as_ref());
+                BookingError::Rejected(if moved {
+                    "a booking was made for this customer while the deletion ran; nothing was deleted: call delete_customer again, which names any booking still open".into()
+                } else {
+                    "the customer changed since it was read; read it again".into()
+                })
             },
         );
         if !separate {
