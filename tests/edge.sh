@@ -6,11 +6,12 @@
 #   tests/edge.sh dry-run  builds, then checks wrangler.toml with `wrangler deploy --dry-run`
 #                          (no account needed: nothing is uploaded)
 #   tests/edge.sh start    builds, dry-runs, then serves it in workerd (Durable Objects with
-#                          SQLite on a temporary disk) twice, on free ports: with the test
-#                          routes on, and configured as a deployment (admin token, no test
-#                          routes); prints, for `eval`, GATEHOUSE_TEST_EDGE_URL,
-#                          GATEHOUSE_TEST_EDGE_DEPLOYED_URL, GATEHOUSE_TEST_EDGE_ADMIN_TOKEN and
-#                          GATEHOUSE_EDGE_PID
+#                          SQLite on a temporary disk) three times, on free ports: with the test
+#                          routes on; configured as a deployment (admin token, no test routes);
+#                          and with OAuth keys fetched from an issuer that stalls for a minute;
+#                          prints, for `eval`, GATEHOUSE_TEST_EDGE_URL,
+#                          GATEHOUSE_TEST_EDGE_DEPLOYED_URL, GATEHOUSE_TEST_EDGE_STALLED_KEYS_URL,
+#                          GATEHOUSE_TEST_EDGE_ADMIN_TOKEN and GATEHOUSE_EDGE_PID
 #
 # The toolchain comes from crates.io and npm only, cached outside the clone and keyed by
 # version (nothing depends on the cache being there):

@@ -850,8 +850,6 @@ async fn serve(
     }
 }
 
-/// Prints one token per demo tenant with a client configuration, and writes every demo
-/// token to `demo-connections.json` (owner-readable only) for scripts.
 /// A day (YYYY-MM-DD) that is today or later: a demo seeded as of a past day would hold bookings
 /// in the past, which the product never makes.
 fn a_day_ahead(text: &str) -> Result<chrono::NaiveDate, String> {
@@ -874,6 +872,8 @@ fn demo_day(as_of: Option<chrono::NaiveDate>) -> chrono::DateTime<chrono::Utc> {
         .map_or_else(chrono::Utc::now, |noon| noon.and_utc())
 }
 
+/// Prints one token per demo tenant with a client configuration, and writes every demo
+/// token to `demo-connections.json` (owner-readable only) for scripts.
 fn print_demo(
     demo: &[app::demo::DemoConnection],
     data_dir: &std::path::Path,
