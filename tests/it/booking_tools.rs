@@ -211,6 +211,11 @@ async fn customer_writes(world: World) {
             json!({"name": "X", "email": "x@example.com", "separate": true}),
             "reason",
         ),
+        // A reason without `separate` is refused, not ignored.
+        (
+            json!({"name": "X", "email": "x@example.com", "reason": "a second office"}),
+            "separate: true",
+        ),
     ] {
         let bad = c.call_tool("create_customer", args).await;
         assert_eq!(

@@ -248,6 +248,14 @@ async fn the_api_and_the_tools_refuse_the_same_inputs(world: World) {
             json!({"name": "X", "email": "x@example.com", "phone": "call me"}),
             "phone",
         ),
+        (
+            json!({"name": "X", "email": "x@example.com", "separate": true}),
+            "reason",
+        ),
+        (
+            json!({"name": "X", "email": "x@example.com", "reason": "a second office"}),
+            "reason",
+        ),
     ] {
         let r = post(input.clone()).await;
         assert_eq!(r.status, 400, "{input}");

@@ -79,6 +79,38 @@ pub(crate) fn when(start: &str, zone: &str) -> When {
 }
 
 /// The acting member: the connection's creator with the connection's live rights.
+/// The reason a deliberate duplicate (`what`) is made, when `separate` asks for one: `separate`
+/// needs a `reason`, and a `reason` without `separate` is refused rather than ignored (the
+/// caller may have meant a duplicate and would get a refusal as a duplicate instead).
+pub(crate) fn separate_reason<'a>(
+    separate: Option<bool>,
+    reason: Option<&'a str>,
+    what: &str,
+) -> Result<Option<&'a str>, CallError> {
+    let reason = reason.filter(|r| !r.trim().is_empty());
+    match (separate.unwrap_or(false), reason) {
+        (true, Some(reason)) => Ok(Some(reason)),
+        (false, None) => Ok(None),
+        (true, None) => Err(ToolError::validation(
+            "`separate` needs a `reason`",
+            format!("Say why {what} is needed"),
+        )
+        .handover(format!(
+            "Ask the user why {what} is needed, and send that as `reason`"
+        ))
+        .detail("field", "reason")
+        .into()),
+        (false, Some(_)) => Err(ToolError::validation(
+            "`reason` is read only with `separate: true`",
+            format!(
+                "Leave `reason` out, or send `separate: true` with it to make {what} on purpose"
+            ),
+        )
+        .detail("field", "reason")
+        .into()),
+    }
+}
+
 pub(crate) fn actor(ctx: &ToolContext) -> Result<Actor, CallError> {
     let caller = ctx.exec.caller.as_ref().ok_or_else(|| {
         CallError::Tool(ToolError::new(

@@ -2,9 +2,7 @@
 
 use booking::NewBooking;
 use booking::rights;
-use mcp_pipeline::{
-    CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, ToolError, Toolset,
-};
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -62,16 +60,11 @@ impl Tool for CreateBooking {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let separate = input.separate.unwrap_or(false);
-        let reason = input.reason.as_deref().filter(|r| !r.trim().is_empty());
-        if separate && reason.is_none() {
-            return Err(ToolError::validation(
-                "`separate` needs a `reason`",
-                "Say why a second booking at this slot is needed",
-            )
-            .handover("Ask the user why a second booking at this slot is needed, and send that as `reason`")
-            .into());
-        }
+        let reason = crate::adapter::separate_reason(
+            input.separate,
+            input.reason.as_deref(),
+            "a second booking at this slot",
+        )?;
         let new = NewBooking {
             customer: input.customer.id().to_owned(),
             technician: input.technician.id().to_owned(),
@@ -83,7 +76,7 @@ impl Tool for CreateBooking {
         let change = self
             .services
             .bookings
-            .create_draft(&actor, new, if separate { reason } else { None }, now)
+            .create_draft(&actor, new, reason, now)
             .await
             .map_err(error)?;
         let b = apply(&ctx, change);

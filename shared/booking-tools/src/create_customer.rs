@@ -2,9 +2,7 @@
 
 use booking::NewCustomer;
 use booking::rights;
-use mcp_pipeline::{
-    CallError, EffectClass, Policy, Success, Tool, ToolContext, ToolError, Toolset,
-};
+use mcp_pipeline::{CallError, EffectClass, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -58,16 +56,11 @@ impl Tool for CreateCustomer {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let separate = input.separate.unwrap_or(false);
-        let reason = input.reason.as_deref().filter(|r| !r.trim().is_empty());
-        if separate && reason.is_none() {
-            return Err(ToolError::validation(
-                "`separate` needs a `reason`",
-                "Say why a second customer with this email is needed",
-            )
-            .handover("Ask the user why a second customer with this email is needed, and send that as `reason`")
-            .into());
-        }
+        let reason = crate::adapter::separate_reason(
+            input.separate,
+            input.reason.as_deref(),
+            "a second customer with this email",
+        )?;
         let new = NewCustomer {
             name: input.name,
             email: input.email,
@@ -78,7 +71,7 @@ impl Tool for CreateCustomer {
         let change = self
             .services
             .customers
-            .create(&actor, new, if separate { reason } else { None })
+            .create(&actor, new, reason)
             .map_err(error)?;
         let customer = apply(&ctx, change);
         let handle = customer.handle();

@@ -1,9 +1,7 @@
 //! `create_quote`: a draft quote (silent).
 
 use booking::rights;
-use mcp_pipeline::{
-    CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, ToolError, Toolset,
-};
+use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -51,25 +49,15 @@ impl Tool for CreateQuote {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let separate = input.separate.unwrap_or(false);
-        let reason = input.reason.as_deref().filter(|r| !r.trim().is_empty());
-        if separate && reason.is_none() {
-            return Err(ToolError::validation(
-                "`separate` needs a `reason`",
-                "Say why a second quote with the same customer and lines is needed",
-            )
-            .handover("Ask the user why a second quote with the same customer and lines is needed, and send that as `reason`")
-            .into());
-        }
+        let reason = crate::adapter::separate_reason(
+            input.separate,
+            input.reason.as_deref(),
+            "a second quote with the same customer and lines",
+        )?;
         let change = self
             .services
             .quotes
-            .create(
-                &actor,
-                input.customer.id(),
-                &lines(input.lines),
-                if separate { reason } else { None },
-            )
+            .create(&actor, input.customer.id(), &lines(input.lines), reason)
             .await
             .map_err(error)?;
         let q = apply(&ctx, change);

@@ -261,7 +261,12 @@ impl Body {
         match (separate, reason) {
             (true, None) => Err(invalid("reason", "`separate` needs a `reason`")),
             (true, reason) => Ok(reason),
-            (false, _) => Ok(None),
+            (false, None) => Ok(None),
+            // Refused rather than ignored, as over MCP: the caller may have meant a duplicate.
+            (false, Some(_)) => Err(invalid(
+                "reason",
+                "is read only with `separate: true`; leave it out, or send `separate: true` with it",
+            )),
         }
     }
 
