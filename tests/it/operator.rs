@@ -320,9 +320,9 @@ async fn the_demo_seeds_an_operator(world: World) {
 on_every_backend!(demo_operator, the_demo_seeds_an_operator);
 
 /// The demo seeds whatever the date: its bookings are placed around the workspace zone's next
-/// clock change, so a first start after the dates once written into it (the spring of 2027)
+/// clock change, so a first start after the dates once written into it (the next spring)
 /// still seeds, with every booking ahead and one on each side of the change: four months on
-/// (past the spring of 2027) and almost six years on. On SQLite (the seed is the same on every
+/// (past the next spring) and almost six years on. On SQLite (the seed is the same on every
 /// backend).
 #[tokio::test]
 async fn the_demo_seeds_at_any_date() {

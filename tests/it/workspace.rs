@@ -893,8 +893,9 @@ fn texts(dir: &std::path::Path, ext: &str) -> Vec<(std::path::PathBuf, String)> 
     out
 }
 
-/// The dates written in `text`: ISO (`2055-06-07`) and in words (`7 June 2055`, `June 2055`,
-/// taken as the month's first day).
+/// The dates written in `text`, each as the last day it may stand for: ISO (`2055-06-07`, also
+/// with `/`), in words (`7 June 2055`, `June 7, 2055`, `June 2055`: the month's last day), and
+/// a year that starts a date with placeholders (`2055-03-{day:02}`: the year's last day).
 fn dates_in(text: &str) -> Vec<chrono::NaiveDate> {
     const MONTHS: [&str; 12] = [
         "January",
@@ -917,26 +918,66 @@ fn dates_in(text: &str) -> Vec<chrono::NaiveDate> {
             .filter(|d| d.iter().all(u8::is_ascii_digit))
             .and_then(|d| std::str::from_utf8(d).ok()?.parse::<u32>().ok())
     };
+    let last_of_month = |year: i32, month: u32| {
+        let next = if month == 12 {
+            (year + 1, 1)
+        } else {
+            (year, month + 1)
+        };
+        chrono::NaiveDate::from_ymd_opt(next.0, next.1, 1).map(|d| d.pred_opt().unwrap())
+    };
     let mut out = Vec::new();
     for at in 0..bytes.len() {
-        let starts_number = at == 0 || !bytes[at - 1].is_ascii_digit();
-        let Some(year) = digits(at, 4).filter(|y| starts_number && (2000..2100).contains(y)) else {
+        let alone = (at == 0 || !bytes[at - 1].is_ascii_digit())
+            && !bytes.get(at + 4).is_some_and(u8::is_ascii_digit);
+        let Some(year) = digits(at, 4).filter(|y| alone && (2000..2100).contains(y)) else {
             continue;
         };
         let year = year as i32;
-        if bytes.get(at + 4) == Some(&b'-') && bytes.get(at + 7) == Some(&b'-') {
+        let separator = bytes.get(at + 4).copied();
+        if matches!(separator, Some(b'-' | b'/')) && bytes.get(at + 7) == Some(&separator.unwrap())
+        {
             if let (Some(m), Some(d)) = (digits(at + 5, 2), digits(at + 8, 2)) {
                 out.extend(chrono::NaiveDate::from_ymd_opt(year, m, d));
+                continue;
             }
-            continue;
         }
         let before = &text[..at];
-        if let Some(month) = MONTHS
-            .iter()
-            .position(|m| before.ends_with(&format!("{m} ")))
-        {
-            out.extend(chrono::NaiveDate::from_ymd_opt(year, month as u32 + 1, 1));
-        }
+        let month_day = MONTHS.iter().enumerate().find_map(|(i, month)| {
+            // `June 2055`, `7 June 2055`, `June 7, 2055`.
+            let day_before = |rest: &str| {
+                let day: String = rest
+                    .chars()
+                    .rev()
+                    .skip(1)
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                day.chars().rev().collect::<String>().parse::<u32>().ok()
+            };
+            if let Some(rest) = before.strip_suffix(&format!("{month} ")) {
+                return Some((i as u32 + 1, day_before(rest)));
+            }
+            let rest = before.strip_suffix(", ")?;
+            let day: String = rest
+                .chars()
+                .rev()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            let day: String = day.chars().rev().collect();
+            rest.strip_suffix(&day)?
+                .strip_suffix(&format!("{month} "))
+                .map(|_| (i as u32 + 1, day.parse().ok()))
+        });
+        let date = match month_day {
+            Some((month, Some(day))) => chrono::NaiveDate::from_ymd_opt(year, month, day),
+            Some((month, None)) => last_of_month(year, month),
+            // A date with placeholders; a number alone (`2048`, `SC2034`) is no date.
+            None if separator.is_some_and(|s| s == b'-' || s == b'/') => {
+                chrono::NaiveDate::from_ymd_opt(year, 12, 31)
+            }
+            None => None,
+        };
+        out.extend(date);
     }
     out
 }
@@ -951,9 +992,14 @@ fn no_test_or_evaluation_expires_with_the_calendar() {
     use chrono::Datelike as _;
     let today = chrono::Utc::now().date_naive();
     let horizon = chrono::NaiveDate::from_ymd_opt(2050, 1, 1).unwrap();
+    // Tests, benchmarks, the evaluations and what they run on, and the tools' descriptions (a
+    // model copies their examples). Unit tests elsewhere pass their own fixed instants.
     let mut files = texts(&root.join("tests/it"), "rs");
+    files.extend(texts(&root.join("tests/benches"), "rs"));
+    files.extend(texts(&root.join("evals/src"), "rs"));
     files.extend(texts(&root.join("evals/scenarios"), "json"));
     files.extend(texts(&root.join("evals/recordings"), "json"));
+    files.extend(texts(&root.join("shared/booking-tools/src"), "rs"));
     let expiring: Vec<String> = files
         .iter()
         .flat_map(|(path, text)| {
@@ -966,10 +1012,20 @@ fn no_test_or_evaluation_expires_with_the_calendar() {
     assert!(expiring.is_empty(), "dates that will pass: {expiring:#?}");
     // The reader itself, on text made here so that this file holds no such date.
     let soon = today.year() + 1;
-    let sample = format!("on 7 June 2055 and {soon}-05-06, May {soon}, 1{soon}-01-01");
+    let sample = format!(
+        "on 7 June 2055 and {soon}-05-06, May {soon}, June 7, {soon}, {soon}/02/03, \
+         {soon}-03-{{day:02}}, in {soon}, 1{soon}-01-01 {soon}0"
+    );
     let ymd = |y, m, d| chrono::NaiveDate::from_ymd_opt(y, m, d).unwrap();
     assert_eq!(
         dates_in(&sample),
-        [ymd(2055, 6, 1), ymd(soon, 5, 6), ymd(soon, 5, 1)]
+        [
+            ymd(2055, 6, 7),
+            ymd(soon, 5, 6),
+            ymd(soon, 5, 31),
+            ymd(soon, 6, 7),
+            ymd(soon, 2, 3),
+            ymd(soon, 12, 31),
+        ]
     );
 }

@@ -51,9 +51,9 @@ impl Tool for CreateBooking {
     type Output = Output;
     const NAME: &'static str = "create_booking";
     const TITLE: &'static str = "Create a draft booking";
-    const DESCRIPTION: &'static str = "Creates a draft booking of a technician at a customer; the customer is not told until send_booking_confirmation. If the same customer, technician and start exist, the error names that booking; update_booking changes drafts. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"service\": \"boiler service\", \"start\": \"2030-06-03 09:00\", \"zone\": \"Europe/Berlin\", \"duration_minutes\": 90}";
+    const DESCRIPTION: &'static str = "Creates a draft booking of a technician at a customer; the customer is not told until send_booking_confirmation. If the same customer, technician and start exist, the error names that booking; update_booking changes drafts. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"service\": \"boiler service\", \"start\": \"2055-06-07 09:00\", \"zone\": \"Europe/Berlin\", \"duration_minutes\": 90}";
     const CORE_DESCRIPTION: Option<&'static str> = Some(
-        "Creates a draft booking; nobody is told. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"service\": \"boiler service\", \"start\": \"2030-06-03 09:00\", \"zone\": \"Europe/Berlin\", \"duration_minutes\": 90}",
+        "Creates a draft booking; nobody is told. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"service\": \"boiler service\", \"start\": \"2055-06-07 09:00\", \"zone\": \"Europe/Berlin\", \"duration_minutes\": 90}",
     );
     const EFFECT: EffectClass = EffectClass::SilentWrite;
     const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_WRITE]);

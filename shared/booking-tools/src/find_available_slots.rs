@@ -52,9 +52,9 @@ impl Tool for FindAvailableSlots {
     type Output = Output;
     const NAME: &'static str = "find_available_slots";
     const TITLE: &'static str = "Find free slots";
-    const DESCRIPTION: &'static str = "Lists up to 10 free start times for a technician on one day, within their working hours and around their open bookings, in half-hour steps. Changes nothing; create_booking books one. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"date\": \"2030-06-03\", \"duration_minutes\": 90}";
+    const DESCRIPTION: &'static str = "Lists up to 10 free start times for a technician on one day, within their working hours and around their open bookings, in half-hour steps. Changes nothing; create_booking books one. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"date\": \"2055-06-07\", \"duration_minutes\": 90}";
     const CORE_DESCRIPTION: Option<&'static str> = Some(
-        "Lists free start times of a technician on one day. Changes nothing. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"date\": \"2030-06-03\", \"duration_minutes\": 90}",
+        "Lists free start times of a technician on one day. Changes nothing. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"date\": \"2055-06-07\", \"duration_minutes\": 90}",
     );
     const EFFECT: EffectClass = EffectClass::Read;
     const POLICY: Policy = Policy::listed_in(Toolset::Core)
@@ -74,7 +74,7 @@ impl Tool for FindAvailableSlots {
         let date =
             chrono::NaiveDate::parse_from_str(input.date.trim(), "%Y-%m-%d").map_err(|_| {
                 ToolError::validation(
-                    format!("`date` {:?} is not a day like 2030-06-03", input.date),
+                    format!("`date` {:?} is not a day like 2055-06-07", input.date),
                     "Send the day as YYYY-MM-DD",
                 )
                 .handover(format!("Ask the user which day \"{}\" means, if the conversation does not make it clear; send it as YYYY-MM-DD", input.date.trim()))

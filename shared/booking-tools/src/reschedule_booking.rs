@@ -44,7 +44,7 @@ impl Tool for RescheduleBooking {
     type Output = Output;
     const NAME: &'static str = "reschedule_booking";
     const TITLE: &'static str = "Reschedule a booking";
-    const DESCRIPTION: &'static str = "Prepares moving a confirmed booking to a new time and emailing the customer; returns a preview and a confirm_token, nothing changes until confirm_action. Drafts move with update_booking. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\", \"start\": \"2030-06-06 14:00\", \"zone\": \"Europe/Berlin\"}";
+    const DESCRIPTION: &'static str = "Prepares moving a confirmed booking to a new time and emailing the customer; returns a preview and a confirm_token, nothing changes until confirm_action. Drafts move with update_booking. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\", \"start\": \"2055-06-10 14:00\", \"zone\": \"Europe/Berlin\"}";
     const EFFECT: EffectClass = EffectClass::Notify;
     const POLICY: Policy = Policy::listed_in(Toolset::Standard)
         .requires(&[rights::BOOKINGS_WRITE, rights::CUSTOMERS_NOTIFY]);

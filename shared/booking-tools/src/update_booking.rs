@@ -46,7 +46,7 @@ impl Tool for UpdateBooking {
     type Output = Output;
     const NAME: &'static str = "update_booking";
     const TITLE: &'static str = "Update a draft booking";
-    const DESCRIPTION: &'static str = "Changes a draft booking's service, start or length; send the version you read. Only drafts: nobody is told. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\", \"start\": \"2030-06-06 14:00\", \"zone\": \"Europe/Berlin\"}";
+    const DESCRIPTION: &'static str = "Changes a draft booking's service, start or length; send the version you read. Only drafts: nobody is told. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\", \"start\": \"2055-06-10 14:00\", \"zone\": \"Europe/Berlin\"}";
     const EFFECT: EffectClass = EffectClass::SilentWrite;
     const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_WRITE]);
 
