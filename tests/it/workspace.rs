@@ -935,12 +935,11 @@ fn dates_in(text: &str) -> Vec<chrono::NaiveDate> {
         };
         let year = year as i32;
         let separator = bytes.get(at + 4).copied();
-        if matches!(separator, Some(b'-' | b'/')) && bytes.get(at + 7) == Some(&separator.unwrap())
-        {
-            if let (Some(m), Some(d)) = (digits(at + 5, 2), digits(at + 8, 2)) {
-                out.extend(chrono::NaiveDate::from_ymd_opt(year, m, d));
-                continue;
-            }
+        let dated =
+            matches!(separator, Some(b'-' | b'/')) && bytes.get(at + 7) == separator.as_ref();
+        if dated && let (Some(m), Some(d)) = (digits(at + 5, 2), digits(at + 8, 2)) {
+            out.extend(chrono::NaiveDate::from_ymd_opt(year, m, d));
+            continue;
         }
         let before = &text[..at];
         let month_day = MONTHS.iter().enumerate().find_map(|(i, month)| {
