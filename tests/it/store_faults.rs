@@ -699,19 +699,21 @@ async fn until_held(f: &Faulty) {
     }
 }
 
+/// `tool` called with `args` on a connection of its own: the JSON-RPC answer.
+async fn call_on_its_own(f: &Faulty, tool: &str, args: Value) -> Value {
+    let (_, token) = f.world.connect("acme", "ana", Toolset::Full).await;
+    let params = json!({"name": tool, "arguments": args});
+    f.world
+        .client(&token)
+        .request("tools/call", params)
+        .await
+        .json()
+}
+
 /// A booking of Grace by Tom, made on a connection of its own.
 async fn book_grace(f: &Faulty, customer: &str, technician: &str) -> Value {
-    let (_, token) = f.world.connect("acme", "ana", Toolset::Full).await;
     let args = crate::booking_tools::draft(customer, technician, "2055-06-07 09:00");
-    let answer = f
-        .world
-        .client(&token)
-        .request(
-            "tools/call",
-            json!({"name": "create_booking", "arguments": args}),
-        )
-        .await;
-    answer.json()
+    call_on_its_own(f, "create_booking", args).await
 }
 
 /// ADR 41: a booking made while a customer's approved deletion is on its way to the store
@@ -834,20 +836,9 @@ async fn a_deletion_landing_during_a_quote_stops_it(f: Faulty) {
     crate::booking_tools::tenant_settings(&f.world, "acme", "EUR", "19").await;
     let client = f.world.client(&f.token);
     let prepared = crate::support::deletion::prepare(&client, "grace@example.com").await;
-    let (_, token) = f.world.connect("acme", "ana", Toolset::Full).await;
     let lines = json!([{"description": "Filter", "quantity": "3", "unit_price": "19.99"}]);
     let args = json!({"customer": prepared.customer, "lines": lines});
-    let quoting = async {
-        let answer = f
-            .world
-            .client(&token)
-            .request(
-                "tools/call",
-                json!({"name": "create_quote", "arguments": args}),
-            )
-            .await;
-        answer.json()
-    };
+    let quoting = call_on_its_own(&f, "create_quote", args);
     deletion_lands_during(&f, "quote", quoting, &prepared).await;
 }
 on_every_backend!(

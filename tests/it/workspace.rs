@@ -269,20 +269,7 @@ fn identity_does_not_depend_on_the_http_transport() {
 
 /// Every `.rs` file under `dir`, with its text.
 fn sources(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                out.push((path, text));
-            }
-        }
-    }
-    out
+    texts(dir, "rs")
 }
 
 fn shared(crate_dir: &str) -> std::path::PathBuf {
