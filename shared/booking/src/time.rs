@@ -356,7 +356,7 @@ pub fn parse_local_with_offset(
 
 /// Reads a time for a field that takes either form, shown in `zone`.
 ///
-/// * With an offset (`2026-06-01T09:00:00+02:00`, `2026-06-01T07:00Z`, `+0200` and `+02` also
+/// * With an offset (`2026-06-01T09:00:00+02:00`, `2026-06-01T07:00Z`, `+0200` also
 ///   read; seconds optional; `T` or a space): the instant is converted into `zone`, or into UTC
 ///   when `zone` is empty.
 /// * Without an offset: read as a local time in `zone` exactly like [`parse_local`] (gaps and
@@ -594,7 +594,7 @@ fn check_year(naive: NaiveDateTime, text: &str) -> Result<(), TimeError> {
     }
 }
 
-/// Whether `text` ends in an offset (`Z`, `+HH:MM`, `+HHMM`, `+HH`, or with `-`), so that it
+/// Whether `text` ends in what reads as an offset (`Z`, or `+` or `-` after the date), so that it
 /// names an instant and is read by [`parse_instant`] rather than as a local time. The one test
 /// of that, so that what reads a start and what parses it agree on every form.
 pub fn carries_offset(text: &str) -> bool {
@@ -613,7 +613,9 @@ fn split_offset(text: &str) -> Option<(&str, &str)> {
     Some((text.get(..at)?, text.get(at..)?))
 }
 
-/// `Z`, `+HH:MM`, `+HHMM` or `+HH` (also with `-`), at most 18 hours.
+/// `Z`, `+HH:MM` or `+HHMM` (also with `-`), at most 18 hours. Not `+HH` alone: `09:00-11` is
+/// more often a time range than 09:00 at UTC-11, so it is refused as an offset it cannot read
+/// rather than taken for one.
 fn parse_offset(text: &str) -> Option<FixedOffset> {
     if text.eq_ignore_ascii_case("z") {
         return FixedOffset::east_opt(0);
@@ -624,7 +626,6 @@ fn parse_offset(text: &str) -> Option<FixedOffset> {
         _ => return None,
     };
     let (hours, minutes) = match digits.len() {
-        2 => (digits, "00"),
         4 => (digits.get(..2)?, digits.get(2..)?),
         5 if digits.as_bytes().get(2) == Some(&b':') => (digits.get(..2)?, digits.get(3..)?),
         _ => return None,
@@ -964,12 +965,19 @@ mod tests {
             "2026-06-01 07:00:00z",
             "2026-06-01T09:00+02:00",
             "2026-06-01T09:00:00+0200",
-            "2026-06-01T09:00:00+02",
             "2026-06-01T02:00:00-05:00",
             "2026-06-01T07:00:00.000Z",
         ] {
             let r = parse_instant(text, "Europe/Berlin", now()).expect(text);
             assert_eq!(r.instant, utc("2026-06-01T07:00:00Z"), "{text}");
+        }
+        // Hours alone are no offset: a range like 09:00-11 is refused, not read as UTC-11.
+        for text in ["2026-06-01T09:00-11", "2026-06-01 09:00+02"] {
+            let err = parse_instant(text, "Europe/Berlin", now()).unwrap_err();
+            assert!(
+                matches!(err, TimeError::InvalidOffset { .. }),
+                "{text}: {err:?}"
+            );
         }
         // No zone: shown in UTC.
         let r = parse_instant("2026-06-01T09:00:00+02:00", "", now()).expect("ok");
