@@ -593,9 +593,11 @@ async fn times_across_daylight_saving(world: World) {
 }
 on_every_backend!(bookings_dst, times_across_daylight_saving);
 
-/// Every offset form `parse_instant` reads (`Z`, `+HH:MM`, `+HHMM`, `+HH`) names the instant it
-/// says, through the tools as well; a `zone` sent without a `start` to reinterpret is refused and
-/// the draft is unchanged, not silently ignored.
+/// Every offset form `parse_instant` reads (`Z`, `+HH:MM`, `+HHMM`) names the instant it says,
+/// through the tools as well; what reads as a time range as much as an offset (hours alone, or
+/// an offset the zone does not have written like a range) is refused, and nothing is booked; a
+/// `zone` sent without a `start` to reinterpret is refused and the draft is unchanged, not
+/// silently ignored.
 async fn every_offset_form_names_its_instant(world: World) {
     let (c, _) = setup(&world).await;
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
@@ -616,12 +618,27 @@ async fn every_offset_form_names_its_instant(world: World) {
         assert_eq!(made.structured()["booking"]["start"]["utc"], utc, "{start}");
         last = made.structured()["booking"].clone();
     }
-    // Hours alone are refused, not read as an offset: `09:00-11` is more likely a range.
-    let range = c
-        .call_tool("create_booking", draft(&ada, &tom, "2055-06-14 09:00-11"))
+    for range in ["2055-06-14 09:00-11", "2055-06-14 09:00-10:30"] {
+        let refused = c
+            .call_tool("create_booking", draft(&ada, &tom, range))
+            .await;
+        let code = &refused.structured()["time_error"]["code"];
+        assert_eq!(code, "range_or_offset", "{range}: {}", refused.text());
+        let handover = refused.structured()["handover"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(handover.contains("ask the user"), "{handover}");
+    }
+    let booked = c
+        .call_tool("find_bookings", json!({"technician": tom}))
         .await;
-    let code = &range.structured()["time_error"]["code"];
-    assert_eq!(code, "invalid_offset", "{}", range.text());
+    let starts = booked.structured()["bookings"].as_array().unwrap().len();
+    assert_eq!(
+        starts,
+        forms.len(),
+        "nothing more was booked: {}",
+        booked.text()
+    );
     let moved = c.call_tool("update_booking", json!({"booking": last["booking"], "version": last["version"], "start": "2055-06-11T10:00+0000", "zone": "Europe/Berlin"})).await;
     assert!(!moved.is_error(), "{}", moved.text());
     let moved = moved.structured()["booking"].clone();

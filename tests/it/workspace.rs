@@ -986,6 +986,7 @@ fn no_test_or_evaluation_expires_with_the_calendar() {
     files.extend(texts(&root.join("evals/scenarios"), "json"));
     files.extend(texts(&root.join("evals/recordings"), "json"));
     files.extend(texts(&root.join("shared/booking-tools/src"), "rs"));
+    files.extend(texts(&root.join("shared/booking/src"), "rs"));
     let expiring: Vec<String> = files
         .iter()
         .flat_map(|(path, text)| {

@@ -855,7 +855,7 @@ async fn serve(
 fn a_day_ahead(text: &str) -> Result<chrono::NaiveDate, String> {
     let day: chrono::NaiveDate = text
         .parse()
-        .map_err(|_| format!("{text:?} is not a day like 2030-06-03"))?;
+        .map_err(|_| format!("{text:?} is not a day like 2055-06-07"))?;
     let today = chrono::Utc::now().date_naive();
     if day < today {
         return Err(format!(

@@ -78,7 +78,6 @@ pub(crate) fn when(start: &str, zone: &str) -> When {
     When::from_input(start, zone)
 }
 
-/// The acting member: the connection's creator with the connection's live rights.
 /// The reason a deliberate duplicate (`what`) is made, when `separate` asks for one: `separate`
 /// needs a `reason`, and a `reason` without `separate` is refused rather than ignored (the
 /// caller may have meant a duplicate and would get a refusal as a duplicate instead).
@@ -106,11 +105,15 @@ pub(crate) fn separate_reason<'a>(
                 "Leave `reason` out, or send `separate: true` with it to make {what} on purpose"
             ),
         )
+        .handover(format!(
+            "Ask the user whether they mean {what} on purpose: if so, send `separate: true` with this reason; if not, send the call without `reason`"
+        ))
         .detail("field", "reason")
         .into()),
     }
 }
 
+/// The acting member: the connection's creator with the connection's live rights.
 pub(crate) fn actor(ctx: &ToolContext) -> Result<Actor, CallError> {
     let caller = ctx.exec.caller.as_ref().ok_or_else(|| {
         CallError::Tool(ToolError::new(

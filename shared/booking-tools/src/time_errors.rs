@@ -34,6 +34,9 @@ pub(crate) fn lead_on(field: &'static str, error: TimeError) -> ToolError {
         } => choose(base, field, &options).handover(format!(
             "{local} happens twice in {zone} (the clocks go back): ask the user which of the options they mean"
         )),
+        TimeError::RangeOrOffset { text, .. } => base.handover(format!(
+            "`{field}` {text:?} may be a time range or a time with an offset: ask the user for the start time and the length, unless the conversation makes both clear"
+        )),
         other => base.handover(format!(
             "The server cannot read `{field}` ({other}); ask the user for it if the conversation does not make it clear"
         )),

@@ -473,7 +473,7 @@ impl Customers {
             move |now: Option<&Item>| {
                 let moved = now.is_some_and(|i| i.get(LATEST_BOOKING) != latest_booking.as_ref());
                 BookingError::Rejected(if moved {
-                    "a booking was made for this customer while the deletion ran; nothing was deleted: call delete_customer again, which names any booking still open".into()
+                    "a booking was made for this customer while the deletion ran; nothing was deleted: ask for the deletion again, which names any booking still open".into()
                 } else {
                     "the customer changed since it was read; read it again".into()
                 })

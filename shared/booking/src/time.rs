@@ -148,7 +148,7 @@ pub enum TimeError {
 
     /// The local date-time could not be read.
     #[error(
-        "cannot read \"{text}\" as a local date-time; send YYYY-MM-DD HH:MM on a 24-hour clock (seconds optional, no offset), e.g. 2030-06-03 09:00, together with an IANA zone"
+        "cannot read \"{text}\" as a local date-time; send YYYY-MM-DD HH:MM on a 24-hour clock (seconds optional, no offset), e.g. 2055-06-07 09:00, together with an IANA zone"
     )]
     InvalidLocal {
         /// What was sent.
@@ -157,7 +157,7 @@ pub enum TimeError {
 
     /// The text with an offset could not be read.
     #[error(
-        "cannot read \"{text}\" as a time; send ISO 8601 with an offset, e.g. 2030-06-03T09:00:00+02:00 or 2030-06-03T07:00:00Z, or a local time like 2030-06-03 09:00 together with an IANA zone"
+        "cannot read \"{text}\" as a time; send ISO 8601 with an offset, e.g. 2055-06-07T09:00:00+02:00 or 2055-06-07T07:00:00Z, or a local time like 2055-06-07 09:00 together with an IANA zone"
     )]
     InvalidInstant {
         /// What was sent.
@@ -173,9 +173,23 @@ pub enum TimeError {
         offset: String,
     },
 
+    /// A start whose trailing part reads as a time range as much as an offset: hours alone
+    /// (`09:00-11`), or, written with a space and without seconds, an offset the zone does not
+    /// have then (`09:00-10:30` in Europe/Berlin). Read as an offset it would book another hour
+    /// without a word.
+    #[error(
+        "\"{text}\" reads as a time range as much as a time with the UTC offset {offset}; send the start alone, as a local time with its zone, and the length in duration_minutes; a time with an offset only as ISO 8601 with T and seconds, when that offset is meant"
+    )]
+    RangeOrOffset {
+        /// What was sent.
+        text: String,
+        /// The part that would be the offset.
+        offset: String,
+    },
+
     /// A time without an offset arrived without a zone.
     #[error(
-        "\"{text}\" has no UTC offset and no time zone was given, so it names no instant; send the local time with an IANA zone (e.g. 2030-06-03 09:00 and zone Europe/Berlin) or ISO 8601 with an offset (e.g. 2030-06-03T09:00:00+02:00)"
+        "\"{text}\" has no UTC offset and no time zone was given, so it names no instant; send the local time with an IANA zone (e.g. 2055-06-07 09:00 and zone Europe/Berlin) or ISO 8601 with an offset (e.g. 2055-06-07T09:00:00+02:00)"
     )]
     MissingOffset {
         /// What was sent.
@@ -376,9 +390,19 @@ pub fn parse_instant(text: &str, zone: &str, now: DateTime<Utc>) -> Result<Resol
             };
             let naive = parse_naive(naive_part).ok_or_else(invalid)?;
             check_year(naive, text)?;
+            let range_or_offset = || TimeError::RangeOrOffset {
+                text: text.to_owned(),
+                offset: offset_part.to_owned(),
+            };
+            if is_hours_alone(offset_part) {
+                return Err(range_or_offset());
+            }
             let offset = parse_offset(offset_part).ok_or_else(|| TimeError::InvalidOffset {
                 offset: offset_part.to_owned(),
             })?;
+            if tz.is_some_and(|tz| written_like_a_range(naive_part, naive, tz, offset)) {
+                return Err(range_or_offset());
+            }
             let instant = offset
                 .from_local_datetime(&naive)
                 .single()
@@ -613,9 +637,33 @@ fn split_offset(text: &str) -> Option<(&str, &str)> {
     Some((text.get(..at)?, text.get(at..)?))
 }
 
-/// `Z`, `+HH:MM` or `+HHMM` (also with `-`), at most 18 hours. Not `+HH` alone: `09:00-11` is
-/// more often a time range than 09:00 at UTC-11, so it is refused as an offset it cannot read
-/// rather than taken for one.
+/// `+HH` or `-HH`: an offset of hours alone, or the end of a range like `09:00-11`.
+fn is_hours_alone(offset: &str) -> bool {
+    let bytes = offset.as_bytes();
+    bytes.len() == 3 && matches!(bytes[0], b'+' | b'-') && bytes[1..].iter().all(u8::is_ascii_digit)
+}
+
+/// Whether a date-time with an offset is written as a range would be: with a space, without
+/// seconds, and with an offset `zone` does not have at that local time (`2055-06-07 09:00-10:30`
+/// in Europe/Berlin). An ISO 8601 instant (`T`, seconds) or the zone's own offset is not.
+fn written_like_a_range(
+    naive_part: &str,
+    naive: NaiveDateTime,
+    zone: Tz,
+    offset: FixedOffset,
+) -> bool {
+    let spaced = naive_part.as_bytes().get(10) == Some(&b' ');
+    let without_seconds = naive_part.trim().len() == "YYYY-MM-DD HH:MM".len();
+    let zones_own = match zone.from_local_datetime(&naive) {
+        MappedLocalTime::Single(t) => vec![t.offset().fix()],
+        MappedLocalTime::Ambiguous(a, b) => vec![a.offset().fix(), b.offset().fix()],
+        MappedLocalTime::None => Vec::new(),
+    };
+    spaced && without_seconds && offset.local_minus_utc() != 0 && !zones_own.contains(&offset)
+}
+
+/// `Z`, `+HH:MM` or `+HHMM` (also with `-`), at most 18 hours. Not `+HH` alone (see
+/// [`is_hours_alone`]).
 fn parse_offset(text: &str) -> Option<FixedOffset> {
     if text.eq_ignore_ascii_case("z") {
         return FixedOffset::east_opt(0);
@@ -971,13 +1019,24 @@ mod tests {
             let r = parse_instant(text, "Europe/Berlin", now()).expect(text);
             assert_eq!(r.instant, utc("2026-06-01T07:00:00Z"), "{text}");
         }
-        // Hours alone are no offset: a range like 09:00-11 is refused, not read as UTC-11.
-        for text in ["2026-06-01T09:00-11", "2026-06-01 09:00+02"] {
+        // What reads as a range as much as an offset is refused: hours alone, or an offset the
+        // zone does not have, written with a space and without seconds.
+        for text in [
+            "2026-06-01T09:00-11",
+            "2026-06-01 09:00+02",
+            "2026-06-01 09:00-10:30",
+            "2026-06-01 09:00-11:00",
+        ] {
             let err = parse_instant(text, "Europe/Berlin", now()).unwrap_err();
             assert!(
-                matches!(err, TimeError::InvalidOffset { .. }),
+                matches!(err, TimeError::RangeOrOffset { .. }),
                 "{text}: {err:?}"
             );
+        }
+        // An ISO instant with another zone's offset, or the zone's own offset, is read.
+        for text in ["2026-06-01T03:00:00-04:00", "2026-06-01 09:00+02:00"] {
+            let r = parse_instant(text, "Europe/Berlin", now()).expect(text);
+            assert_eq!(r.instant, utc("2026-06-01T07:00:00Z"), "{text}");
         }
         // No zone: shown in UTC.
         let r = parse_instant("2026-06-01T09:00:00+02:00", "", now()).expect("ok");
