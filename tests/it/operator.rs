@@ -296,10 +296,14 @@ async fn the_cli_creates_operators_on_every_backend() {
 
 /// The demo seed makes one operator, who signs in with the demo password.
 async fn the_demo_seeds_an_operator(world: World) {
-    app::demo::seed_if_empty(&world.app, chrono::Utc::now())
-        .await
-        .unwrap()
-        .unwrap();
+    let seeded = app::demo::seed_if_empty(&world.app, chrono::Utc::now()).await;
+    assert!(
+        matches!(seeded, Ok(app::demo::Seeded::Now(_))),
+        "{seeded:?}"
+    );
+    // Seeded once: a second start finds it done.
+    let again = app::demo::seed_if_empty(&world.app, chrono::Utc::now()).await;
+    assert!(matches!(again, Ok(app::demo::Seeded::Before)), "{again:?}");
     assert!(
         accounts::operators::check_password(
             world.app.store.as_ref(),
@@ -331,7 +335,10 @@ async fn the_demo_seeds_at_any_date() {
         let world = world.expect("SQLite is always there");
         let now = chrono::Utc::now() + chrono::TimeDelta::days(days_ahead);
         let seeded = app::demo::seed_if_empty(&world.app, now).await;
-        assert!(matches!(seeded, Ok(Some(_))), "{now}: {seeded:?}");
+        assert!(
+            matches!(seeded, Ok(app::demo::Seeded::Now(_))),
+            "{now}: {seeded:?}"
+        );
         for tenant in ["acme", "globex"] {
             let owner = crate::booking_tools::owner(tenant);
             let bookings = booking::Bookings::new(world.app.store.clone())
@@ -357,4 +364,29 @@ async fn the_demo_seeds_at_any_date() {
             );
         }
     }
+}
+
+/// A seed an earlier start began and never finished (stopped half way) is reported as such,
+/// with when it began, instead of being taken for a finished one: `serve` then says the
+/// workspaces may be incomplete and how to seed afresh. On SQLite.
+#[tokio::test]
+async fn an_unfinished_demo_seed_is_reported() {
+    use store::Store as _;
+    let world = World::on(crate::support::store::Backend::Sqlite).await;
+    let world = world.expect("SQLite is always there");
+    let mut marker = store::Item::new();
+    marker.insert("seeded_at".into(), store::Value::s("2026-12-05T10:00:00Z"));
+    marker.insert("state".into(), store::Value::s("seeding"));
+    let key = store::Key::new("system", "demo_seeded");
+    world
+        .app
+        .store
+        .put(store::Put::new(key, marker))
+        .await
+        .unwrap();
+    let seeded = app::demo::seed_if_empty(&world.app, chrono::Utc::now()).await;
+    let Ok(app::demo::Seeded::Unfinished { started_at }) = seeded else {
+        panic!("{seeded:?}")
+    };
+    assert_eq!(started_at, "2026-12-05T10:00:00Z");
 }

@@ -51,10 +51,10 @@ async fn counted_demo() -> Counted {
         ..app::Settings::default()
     };
     let app = app::build(&settings, store.clone()).unwrap();
-    let demo = app::demo::seed_if_empty(&app, chrono::Utc::now())
-        .await
-        .unwrap()
-        .expect("an empty store is seeded");
+    let seeded = app::demo::seed_if_empty(&app, chrono::Utc::now()).await;
+    let Ok(app::demo::Seeded::Now(demo)) = seeded else {
+        panic!("an empty store is seeded: {seeded:?}")
+    };
     let owner = demo
         .iter()
         .find(|c| c.tenant == "acme" && c.role == "owner" && c.toolset == "full")

@@ -780,13 +780,21 @@ async fn serve(
     eprintln!("  store: {described}");
     eprintln!("  product pages (sign-in, approvals, connections): http://{local}/app/");
     let mut seeded = false;
-    if !args.no_demo
-        && let Some(demo) = app::demo::seed_if_empty(&app, demo_day(args.demo_as_of))
+    if !args.no_demo {
+        let demo = app::demo::seed_if_empty(&app, demo_day(args.demo_as_of))
             .await
-            .map_err(|e| anyhow::anyhow!(e))?
-    {
-        print_demo(&demo, data_dir, &format!("http://{local}/mcp"))?;
-        seeded = true;
+            .map_err(|e| anyhow::anyhow!(e))?;
+        match demo {
+            app::demo::Seeded::Now(demo) => {
+                print_demo(&demo, data_dir, &format!("http://{local}/mcp"))?;
+                seeded = true;
+            }
+            app::demo::Seeded::Before => {}
+            app::demo::Seeded::Unfinished { started_at } => eprintln!(
+                "  the demo seed begun at {started_at} did not finish (that start was stopped, or another gatehouse is seeding now), so its workspaces may be incomplete; to seed it afresh, stop gatehouse and start it on an empty data folder (not {})",
+                data_dir.display()
+            ),
+        }
     }
     if !seeded {
         eprintln!("  every request needs an MCP token; make one with:");

@@ -114,21 +114,40 @@ const TENANTS: [DemoTenant; 2] = [
     },
 ];
 
-/// Seeds the demo data into an empty store; `None` when it was seeded before. `now` places
-/// the bookings (the caller's clock: the system's, or a test's).
-pub async fn seed_if_empty(
-    app: &App,
-    now: DateTime<Utc>,
-) -> Result<Option<Vec<DemoConnection>>, DemoError> {
+/// What the demo seed found and did.
+#[derive(Debug)]
+pub enum Seeded {
+    /// Seeded now: the connections it made.
+    Now(Vec<DemoConnection>),
+    /// Seeded by an earlier start.
+    Before,
+    /// An earlier start began seeding at `started_at` and has not finished: it was stopped half
+    /// way (its workspaces may be incomplete), or it is still running in another process.
+    Unfinished {
+        /// When that start began (RFC 3339).
+        started_at: String,
+    },
+}
+
+/// The item that records the seed: claimed as `seeding` before anything is made (so that two
+/// processes starting at once seed once), marked `done` after the last write.
+fn marker_key() -> Key {
+    Key::new("system", "demo_seeded")
+}
+
+/// Seeds the demo data into an empty store, once. `now` places the bookings (the caller's
+/// clock: the system's, or a test's).
+pub async fn seed_if_empty(app: &App, now: DateTime<Utc>) -> Result<Seeded, DemoError> {
     let mut marker = Item::new();
     marker.insert("seeded_at".into(), store::Value::s(identity::now_rfc3339()));
+    marker.insert("state".into(), store::Value::s("seeding"));
     match app
         .store
-        .put(Put::new(Key::new("system", "demo_seeded"), marker).when(Condition::item_not_exists()))
+        .put(Put::new(marker_key(), marker).when(Condition::item_not_exists()))
         .await
     {
         Ok(()) => {}
-        Err(store::StoreError::ConditionFailed { .. }) => return Ok(None),
+        Err(store::StoreError::ConditionFailed { .. }) => return earlier_seed(app).await,
         Err(e) => return Err(e.into()),
     }
     let mut connections = Vec::new();
@@ -148,7 +167,32 @@ pub async fn seed_if_empty(
         channel: Channel::Cli,
     };
     accounts::operators::create(app.store.as_ref(), &seeder, DEMO_OPERATOR, DEMO_PASSWORD).await?;
-    Ok(Some(connections))
+    let done = vec![store::UpdateAction::Set(
+        "state".into(),
+        store::Value::s("done"),
+    )];
+    app.store
+        .update(store::Update::new(marker_key(), done))
+        .await?;
+    Ok(Seeded::Now(connections))
+}
+
+/// What an earlier start's marker says. A marker without a state is from a gatehouse that
+/// marked the seed only before it began, and is taken as done.
+async fn earlier_seed(app: &App) -> Result<Seeded, DemoError> {
+    let marker = app.store.get(&marker_key()).await?.unwrap_or_default();
+    let text = |name: &str| {
+        marker
+            .get(name)
+            .and_then(store::Value::as_s)
+            .map(str::to_owned)
+    };
+    Ok(match text("state").as_deref() {
+        Some("seeding") => Seeded::Unfinished {
+            started_at: text("seeded_at").unwrap_or_default(),
+        },
+        _ => Seeded::Before,
+    })
 }
 
 /// The next day, at least two days after `now` (so that the evening before is still ahead),
