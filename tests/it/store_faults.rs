@@ -6,8 +6,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_pipeline::Toolset;
+use mcp_test_client::ToolCall;
 use serde_json::{Value, json};
 
+use crate::support::deletion::PreparedDeletion;
 use crate::support::faults::{Call, Fault, FaultyStore, Op};
 use crate::support::on_every_backend;
 use crate::support::store::{Backend, fresh};
@@ -716,59 +718,76 @@ async fn book_grace(f: &Faulty, customer: &str, technician: &str) -> Value {
     call_on_its_own(f, "create_booking", args).await
 }
 
-/// ADR 41: a booking made while a customer's approved deletion is on its way to the store
-/// stops the deletion, and a deletion that lands while a booking is on its way stops the
-/// booking: no booking is ever left without its customer.
-async fn a_booking_made_during_a_deletion_stops_it(f: Faulty) {
+/// Grace created with her deletion prepared, and Tom: where the deletion races start.
+async fn grace_to_delete_and_tom(f: &Faulty) -> (PreparedDeletion, String) {
     let client = f.world.client(&f.token);
     let prepared = crate::support::deletion::prepare(&client, "grace@example.com").await;
     let tom =
         crate::booking_tools::seeded_technician(&f.world, "acme", "Tom", "Europe/Berlin").await;
+    (prepared, tom)
+}
+
+/// Holds Grace's approved deletion at the store's door while `meanwhile` runs; both answers.
+async fn deletion_held_during<T>(
+    f: &Faulty,
+    prepared: &PreparedDeletion,
+    meanwhile: impl std::future::Future<Output = T>,
+) -> (ToolCall, T) {
     f.store.on(consumption, Fault::Delay(HELD), 1);
+    let client = f.world.client(&f.token);
     let deletion = client.call_tool("confirm_action", prepared.confirm_arguments.clone());
-    let booking = async {
-        until_held(&f).await;
-        book_grace(&f, &prepared.customer, &tom).await
+    let meanwhile = async {
+        until_held(f).await;
+        meanwhile.await
     };
-    let (deleted, booked) = tokio::join!(deletion, booking);
-    assert_eq!(error_code(&booked), None, "{booked}");
+    tokio::join!(deletion, meanwhile)
+}
+
+/// After a held deletion that a booking stopped: nothing was deleted, Grace and her booking stay.
+async fn grace_and_her_booking_stay(f: &Faulty, deleted: &ToolCall, booked: &Value) {
+    assert_eq!(booked["result"]["isError"], json!(false), "{booked}");
     assert!(deleted.is_error(), "{}", deleted.text());
     assert!(
         deleted.text().contains("while the deletion ran"),
         "{}",
         deleted.text()
     );
-    assert_eq!(count(&f, "acme#customer").await, 1, "Grace stays");
-    assert_eq!(count(&f, "acme#booking").await, 1, "with her booking");
-    assert_eq!(audited(&f, "delete_customer").await, 0);
+    assert_eq!(count(f, "acme#customer").await, 1, "Grace stays");
+    assert_eq!(count(f, "acme#booking").await, 1, "with her booking");
+    assert_eq!(audited(f, "delete_customer").await, 0);
 }
+
+/// ADR 41: a booking made while a customer's approved deletion is on its way to the store
+/// stops the deletion, and a deletion that lands while a booking is on its way stops the
+/// booking: no booking is ever left without its customer.
+async fn a_booking_made_during_a_deletion_stops_it(f: Faulty) {
+    let (prepared, tom) = grace_to_delete_and_tom(&f).await;
+    let booking = book_grace(&f, &prepared.customer, &tom);
+    let (deleted, booked) = deletion_held_during(&f, &prepared, booking).await;
+    grace_and_her_booking_stay(&f, &deleted, &booked).await;
+}
+on_every_backend!(
+    booking_during_deletion,
+    a_booking_made_during_a_deletion_stops_it,
+    |backend| faulty(backend),
+    threads = 2
+);
+
 /// An edit of the customer that changes nothing they see (an empty patch keeps the version)
 /// landing after the booking keeps the booking's mark: the held deletion still fails.
 async fn an_edit_after_the_booking_keeps_its_mark(f: Faulty) {
-    let client = f.world.client(&f.token);
-    let prepared = crate::support::deletion::prepare(&client, "grace@example.com").await;
-    let tom =
-        crate::booking_tools::seeded_technician(&f.world, "acme", "Tom", "Europe/Berlin").await;
-    f.store.on(consumption, Fault::Delay(HELD), 1);
-    let deletion = client.call_tool("confirm_action", prepared.confirm_arguments.clone());
+    let (prepared, tom) = grace_to_delete_and_tom(&f).await;
     let booking_then_edit = async {
-        until_held(&f).await;
         let booked = book_grace(&f, &prepared.customer, &tom).await;
-        let (_, token) = f.world.connect("acme", "ana", Toolset::Full).await;
-        let editor = f.world.client(&token);
-        let read = editor
-            .call_tool("get_customer", json!({"customer": prepared.customer}))
-            .await;
-        let version = read.structured()["customer"]["version"].clone();
+        let grace = json!({"customer": prepared.customer});
+        let read = call_on_its_own(&f, "get_customer", grace).await;
+        let version = read["result"]["structuredContent"]["customer"]["version"].clone();
         let edit = json!({"customer": prepared.customer, "version": version});
-        (booked, editor.call_tool("update_customer", edit).await)
+        (booked, call_on_its_own(&f, "update_customer", edit).await)
     };
-    let (deleted, (booked, edited)) = tokio::join!(deletion, booking_then_edit);
-    assert_eq!(error_code(&booked), None, "{booked}");
-    assert!(!edited.is_error(), "{}", edited.text());
-    assert!(deleted.is_error(), "{}", deleted.text());
-    assert_eq!(count(&f, "acme#customer").await, 1, "Grace stays");
-    assert_eq!(count(&f, "acme#booking").await, 1, "with her booking");
+    let (deleted, (booked, edited)) = deletion_held_during(&f, &prepared, booking_then_edit).await;
+    assert_eq!(edited["result"]["isError"], json!(false), "{edited}");
+    grace_and_her_booking_stay(&f, &deleted, &booked).await;
 }
 on_every_backend!(
     edit_during_deletion,
@@ -777,21 +796,17 @@ on_every_backend!(
     threads = 2
 );
 
-on_every_backend!(
-    booking_during_deletion,
-    a_booking_made_during_a_deletion_stops_it,
-    |backend| faulty(backend),
-    threads = 2
-);
-
 async fn a_deletion_landing_during_a_booking_stops_it(f: Faulty) {
-    let client = f.world.client(&f.token);
-    let prepared = crate::support::deletion::prepare(&client, "grace@example.com").await;
-    let tom =
-        crate::booking_tools::seeded_technician(&f.world, "acme", "Tom", "Europe/Berlin").await;
+    let (prepared, tom) = grace_to_delete_and_tom(&f).await;
     let booking = book_grace(&f, &prepared.customer, &tom);
     deletion_lands_during(&f, "booking", booking, &prepared).await;
 }
+on_every_backend!(
+    deletion_during_booking,
+    a_deletion_landing_during_a_booking_stops_it,
+    |backend| faulty(backend),
+    threads = 2
+);
 
 /// Holds the first commit that writes `kind` while Grace's prepared deletion lands, then finds
 /// that `creation` (which makes a `kind` naming Grace) failed as "no such customer" and left no
@@ -800,7 +815,7 @@ async fn deletion_lands_during(
     f: &Faulty,
     kind: &'static str,
     creation: impl std::future::Future<Output = Value>,
-    prepared: &crate::support::deletion::PreparedDeletion,
+    prepared: &PreparedDeletion,
 ) {
     f.store.on(
         move |c| c.op == Op::Transact && c.touches(kind),
@@ -824,12 +839,6 @@ async fn deletion_lands_during(
         "and no {kind} names her"
     );
 }
-on_every_backend!(
-    deletion_during_booking,
-    a_deletion_landing_during_a_booking_stops_it,
-    |backend| faulty(backend),
-    threads = 2
-);
 
 /// The same for a quote: one made for a customer whose deletion lands first is not written.
 async fn a_deletion_landing_during_a_quote_stops_it(f: Faulty) {

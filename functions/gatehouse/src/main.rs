@@ -1217,10 +1217,6 @@ async fn token(store: Arc<dyn store::Store>, command: TokenCommand) -> anyhow::R
             let Some(toolset) = Toolset::parse(&toolset) else {
                 bail!("unknown toolset {toolset:?}: use core, standard or full")
             };
-            anyhow::ensure!(
-                rights.is_empty() || rights.iter().any(|r| !r.trim().is_empty()),
-                "--rights names no right: give at least one right, comma-separated, or leave --rights out for all of {member}'s"
-            );
             let rights: BTreeSet<String> = if rights.is_empty() {
                 use identity::Directory as _;
                 let m = app

@@ -8,13 +8,12 @@ use booking::{
     Actor, Bookings, Customers, LineInput, NewBooking, NewCustomer, NewTechnician, Quotes,
     Technicians, Tenant, Tenants, When,
 };
+use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use identity::{Channel, NewConnection};
 use mcp_pipeline::Toolset;
 use rust_decimal::Decimal;
 use serde::Serialize;
 use store::{Condition, Item, Key, Put};
-
-use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 
 use crate::App;
 

@@ -189,30 +189,16 @@ fn item_of(
     item
 }
 
-/// The attributes a customer's edit may leave out (see [`item_of`]).
-const OPTIONAL: [&str; 5] = [
-    "separate",
-    "phone",
-    "address",
-    "notes",
-    "portal_password_hash",
-];
-
-/// The update that makes a customer's own attributes those of `new_item` and leaves every other
-/// attribute as it is: an edit never moves or drops the latest-booking mark (ADR 41), which a
-/// deletion in flight may be counting on even when the edit keeps the version.
-fn own_attributes(stored: &Item, new_item: Item) -> Vec<store::UpdateAction> {
-    let mut actions: Vec<store::UpdateAction> = OPTIONAL
-        .iter()
-        .filter(|name| stored.contains_key(**name) && !new_item.contains_key(**name))
-        .map(|name| store::UpdateAction::Remove((*name).to_owned()))
-        .collect();
-    actions.extend(
-        new_item
-            .into_iter()
-            .map(|(name, value)| store::UpdateAction::Set(name, value)),
-    );
-    actions
+/// The update that sets a customer's own attributes to those of `new_item` and leaves every
+/// other attribute as it is: an edit never moves or drops the latest-booking mark (ADR 41),
+/// which a deletion in flight may be counting on even when the edit keeps the version. Setting
+/// is the whole edit: `new_item` holds every attribute the stored customer has (a patch changes
+/// values and never clears one; notes, the portal secret and `separate` are carried over).
+fn own_attributes(new_item: Item) -> Vec<store::UpdateAction> {
+    new_item
+        .into_iter()
+        .map(|(name, value)| store::UpdateAction::Set(name, value))
+        .collect()
 }
 
 /// The customer service.
@@ -411,7 +397,7 @@ impl Customers {
         let expected = version.to_owned();
         let stale_handle = Kind::Customer.handle(id);
         change.push(
-            store::Update::new(key, own_attributes(&item, new_item))
+            store::Update::new(key, own_attributes(new_item))
                 .when(Condition::eq("version", Value::s(version))),
             move |_| BookingError::Stale {
                 kind: "customer",

@@ -346,11 +346,10 @@ pub fn parse_local_with_offset(
     let wanted = parse_offset(offset.trim()).ok_or_else(|| TimeError::InvalidOffset {
         offset: offset.to_owned(),
     })?;
-    let candidates: Vec<DateTime<Tz>> = match tz.from_local_datetime(&naive) {
-        MappedLocalTime::Single(t) => vec![t],
-        MappedLocalTime::Ambiguous(a, b) => vec![a, b],
-        MappedLocalTime::None => return Err(nonexistent(naive, tz, now)),
-    };
+    let candidates = readings(tz, naive);
+    if candidates.is_empty() {
+        return Err(nonexistent(naive, tz, now));
+    }
     if let Some(hit) = candidates
         .iter()
         .find(|t| t.offset().fix().local_minus_utc() == wanted.local_minus_utc())
@@ -654,12 +653,19 @@ fn written_like_a_range(
 ) -> bool {
     let spaced = naive_part.as_bytes().get(10) == Some(&b' ');
     let without_seconds = naive_part.trim().len() == "YYYY-MM-DD HH:MM".len();
-    let zones_own = match zone.from_local_datetime(&naive) {
-        MappedLocalTime::Single(t) => vec![t.offset().fix()],
-        MappedLocalTime::Ambiguous(a, b) => vec![a.offset().fix(), b.offset().fix()],
+    let zones_own = readings(zone, naive)
+        .iter()
+        .any(|t| t.offset().fix() == offset);
+    spaced && without_seconds && offset.local_minus_utc() != 0 && !zones_own
+}
+
+/// Every instant `naive` names in `tz`: one, two in a fold, none in a gap.
+fn readings(tz: Tz, naive: NaiveDateTime) -> Vec<DateTime<Tz>> {
+    match tz.from_local_datetime(&naive) {
+        MappedLocalTime::Single(t) => vec![t],
+        MappedLocalTime::Ambiguous(a, b) => vec![a, b],
         MappedLocalTime::None => Vec::new(),
-    };
-    spaced && without_seconds && offset.local_minus_utc() != 0 && !zones_own.contains(&offset)
+    }
 }
 
 /// `Z`, `+HH:MM` or `+HHMM` (also with `-`), at most 18 hours. Not `+HH` alone (see
