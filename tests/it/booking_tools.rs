@@ -38,7 +38,7 @@ pub(crate) async fn seeded_customer(
         email: email.into(),
         phone: Some("+49 30 1234567".into()),
         address: Some("Hauptstr. 1, Berlin".into()),
-        notes: Some(format!("Please ring twice. {INJECTION}")),
+        notes: Some("Please ring twice.".into()),
     };
     let change = customers
         .create_with_secret(
@@ -48,11 +48,27 @@ pub(crate) async fn seeded_customer(
             Some(format!("argon2id$v=19${CANARY_SECRET}")),
         )
         .unwrap();
-    change
+    let customer = change
         .commit(world.app.store.as_ref(), vec![])
         .await
-        .unwrap()
-        .handle()
+        .unwrap();
+    // The service refuses a bidi override; a row written before that rule (or by another
+    // system sharing the table) may hold one, and every answer must still clean it.
+    let notes = store::UpdateAction::Set(
+        "notes".into(),
+        store::Value::s(format!("Please ring twice. {INJECTION}")),
+    );
+    let key = booking::keys::object(tenant, booking::ids::Kind::Customer, &customer.id);
+    world
+        .app
+        .store
+        .transact_write(vec![store::TransactOp::Update(store::Update::new(
+            key,
+            vec![notes],
+        ))])
+        .await
+        .unwrap();
+    customer.handle()
 }
 
 pub(crate) async fn setup(world: &World) -> (mcp_test_client::TestClient, String) {
@@ -61,7 +77,7 @@ pub(crate) async fn setup(world: &World) -> (mcp_test_client::TestClient, String
     (world.client(&token), token)
 }
 
-async fn outbox_is_empty(world: &World, tenant: &str) -> bool {
+pub(crate) async fn outbox_is_empty(world: &World, tenant: &str) -> bool {
     let page = world
         .app
         .store

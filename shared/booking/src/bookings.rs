@@ -347,14 +347,7 @@ fn resolve(when: &When, now: DateTime<Utc>) -> Result<time::Resolved, BookingErr
 }
 
 fn check_service(service: &str) -> Result<String, BookingError> {
-    let s = service.trim();
-    if s.is_empty() || s.chars().count() > 200 {
-        return Err(BookingError::invalid(
-            "service",
-            "must be 1 to 200 characters",
-        ));
-    }
-    Ok(s.to_owned())
+    crate::text::written("service", service, 200, crate::text::Lines::One)
 }
 
 /// The booking service.
@@ -493,6 +486,9 @@ impl Bookings {
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
         let service = check_service(&new.service)?;
+        if let Some(reason) = separate_reason {
+            crate::text::written("reason", reason, 300, crate::text::Lines::One)?;
+        }
         if !(15..=time::MAX_DURATION_MINUTES).contains(&new.duration_minutes) {
             return Err(BookingError::invalid(
                 "duration_minutes",
@@ -650,17 +646,11 @@ impl Bookings {
         note: &str,
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
-        let text = note.trim();
-        if text.is_empty() || text.chars().count() > 1000 {
-            return Err(BookingError::invalid(
-                "note",
-                "must be 1 to 1000 characters",
-            ));
-        }
+        let text = crate::text::written("note", note, 1000, crate::text::Lines::Many)?;
         let current = self.get(actor, id).await?;
         let version = current.version.clone();
         let mut booking = current;
-        booking.notes.push(text.to_owned());
+        booking.notes.push(text);
         let booking = booking.with_version();
         let mut change = Change::new(booking.clone());
         Self::save(&mut change, &actor.tenant, &version, &booking);

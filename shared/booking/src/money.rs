@@ -458,6 +458,10 @@ impl Line {
             Some("is too long")
         } else if description.chars().any(char::is_control) {
             Some("contains control characters such as line breaks or tabs")
+        } else if description.chars().any(crate::text::hides_or_reorders) {
+            Some(
+                "contains a character that hides text or reorders what readers see (zero-width, bidi control or blank filler)",
+            )
         } else {
             None
         };

@@ -253,7 +253,7 @@ impl Quotes {
     ) -> Result<Change<Quote>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
         if let Some(reason) = separate_reason {
-            crate::customers::check_len("reason", reason, 300)?;
+            crate::text::written("reason", reason, 300, crate::text::Lines::One)?;
         }
         if self
             .store

@@ -142,13 +142,7 @@ impl Technicians {
         message: &str,
     ) -> Result<Change<Technician>, BookingError> {
         actor.require(rights::TECHNICIANS_PAGE)?;
-        let text = message.trim();
-        if text.is_empty() || text.chars().count() > 300 {
-            return Err(BookingError::invalid(
-                "message",
-                "must be 1 to 300 characters",
-            ));
-        }
+        let text = crate::text::written("message", message, 300, crate::text::Lines::Many)?;
         let item = self
             .store
             .get(&keys::object(&actor.tenant, Kind::Technician, id))
@@ -170,7 +164,7 @@ impl Technicians {
             &mut change,
             &actor.tenant,
             &phone,
-            ("Page", text),
+            ("Page", &text),
             &handle,
         );
         // The number is a secret: what callers see names the technician, not the phone.
@@ -186,10 +180,8 @@ impl Technicians {
         new: NewTechnician,
     ) -> Result<Change<Technician>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
-        let name = new.name.trim();
-        if name.is_empty() || name.chars().count() > 100 {
-            return Err(BookingError::invalid("name", "must be 1 to 100 characters"));
-        }
+        let name = crate::text::written("name", &new.name, 100, crate::text::Lines::One)?;
+        let name = name.as_str();
         if !valid_hours(&new.working_hours) {
             return Err(BookingError::invalid(
                 "working_hours",

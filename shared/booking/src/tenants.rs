@@ -70,9 +70,7 @@ impl Tenants {
                 "a workspace is created by someone acting in it",
             ));
         }
-        if tenant.name.trim().is_empty() || tenant.name.chars().count() > 100 {
-            return Err(BookingError::invalid("name", "must be 1 to 100 characters"));
-        }
+        crate::text::written("name", &tenant.name, 100, crate::text::Lines::One)?;
         crate::money::Currency::parse(&tenant.currency).map_err(|e| BookingError::Money {
             field: "currency",
             error: e,

@@ -19,14 +19,78 @@ pub struct UntrustedText {
 }
 
 fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200B}'
+            ..='\u{200F}'   // zero-width spaces, LRM/RLM
+        | '\u{061C}' // Arabic letter mark
+    ) || hides_or_reorders(c)
+}
+
+/// Characters that hide text or reorder what a reader sees, and that no one needs in a
+/// name, an address or a note: zero-width spaces and joiners that are not the ones scripts
+/// and emoji need, bidi embeddings, overrides and isolates, tag characters, and letters
+/// that print as blanks (Hangul and Braille fillers).
+pub(crate) fn hides_or_reorders(c: char) -> bool {
     matches!(c,
-        '\u{200B}'..='\u{200F}'   // zero-width spaces, LRM/RLM
+        '\u{200B}'                // zero-width space
+        | '\u{2060}'..='\u{2064}' // word joiner, invisible operators
         | '\u{202A}'..='\u{202E}' // bidi embeddings and overrides
         | '\u{2066}'..='\u{2069}' // bidi isolates
-        | '\u{061C}'              // Arabic letter mark
         | '\u{FEFF}'              // BOM / zero-width no-break space
         | '\u{E0000}'..='\u{E007F}' // tag characters
+        | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' // Hangul fillers
+        | '\u{2800}'              // Braille blank
+        | '\u{180E}'              // Mongolian vowel separator
     )
+}
+
+/// Whether a field may hold line breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lines {
+    /// A name, a service, a reason: one line.
+    One,
+    /// A note, an address, a message: line breaks (and tabs) allowed.
+    Many,
+}
+
+/// Text someone writes into a record: trimmed, 1 to `max` characters, no control characters
+/// (line breaks and tabs only where `lines` allows them) and nothing that hides or reorders
+/// what a reader sees. Refused rather than cleaned, so that the sender learns why and what
+/// is stored is what every page and answer shows: a name with a zero-width space would
+/// otherwise look like another record's, and a bidi override shows other text than it holds.
+pub fn written(
+    field: &'static str,
+    value: &str,
+    max: usize,
+    lines: Lines,
+) -> Result<String, crate::BookingError> {
+    let v = value.trim();
+    if v.is_empty() || v.chars().count() > max {
+        return Err(crate::BookingError::invalid(
+            field,
+            format!("must be 1 to {max} characters"),
+        ));
+    }
+    let breaks_allowed = |c: char| lines == Lines::Many && (c == '\n' || c == '\t');
+    if v.chars().any(|c| c.is_control() && !breaks_allowed(c)) {
+        let what = match lines {
+            Lines::One => "must be one line, without control characters",
+            Lines::Many => "must not contain control characters other than line breaks and tabs",
+        };
+        return Err(crate::BookingError::invalid(field, what));
+    }
+    if let Some(c) = v.chars().find(|c| hides_or_reorders(*c)) {
+        return Err(crate::BookingError::invalid(
+            field,
+            format!(
+                "contains U+{:04X}, a character that hides text or reorders what readers see; \
+                 send the text without it",
+                u32::from(c)
+            ),
+        ));
+    }
+    Ok(v.to_owned())
 }
 
 /// Cleans third-party text: control characters (but newlines and tabs), bidi controls,
