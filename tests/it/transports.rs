@@ -5,7 +5,8 @@ use std::io::Write as _;
 use std::process::{Command, Stdio};
 
 use crate::support::processes::{
-    ACME, Place, cli_token, gatehouse_binary, start_serve, start_serve_with_open_files, succeed,
+    ACME, Place, cli_token, gatehouse, gatehouse_binary, printed_commands, start_serve,
+    start_serve_printing, start_serve_with_open_files, succeed,
 };
 
 use http_body_util::BodyExt as _;
@@ -516,5 +517,133 @@ async fn serve_answers_people_and_load_balancers() {
     assert!(
         page.contains("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"),
         "{page}"
+    );
+}
+
+/// `gatehouse` as a newcomer pastes it from what `serve` printed: the printed words, on the
+/// printed store, with a home folder of its own (so that a command missing the store's flag
+/// acts on another store and the test sees it). Returns stdout.
+fn run_printed(words: &[String], home: &std::path::Path) -> String {
+    let out = Command::new(gatehouse_binary())
+        .args(words)
+        .env_remove("GATEHOUSE_DATA_DIR")
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("share"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{words:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The token `token create` printed.
+fn printed_token(out: &str) -> String {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("token "))
+        .unwrap_or_else(|| panic!("no token in {out}"));
+    line.rsplit(' ').next().unwrap().to_owned()
+}
+
+/// A store that already holds a workspace gets no demo (no made-up workspaces, no demo
+/// operator with its published password), and the commands `serve` prints for a first
+/// connection work when pasted, on the store it serves (review of 2026-12-05: they named a
+/// workspace that did not exist and dropped `--data-dir`).
+#[tokio::test]
+async fn a_store_in_use_gets_no_demo_and_its_printed_steps_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("my data");
+    let place = Place::Folder(data.clone());
+    gatehouse(
+        &[
+            "tenant",
+            "create",
+            "mycompany",
+            "--name",
+            "Mine",
+            "--zone",
+            "Europe/Berlin",
+            "--currency",
+            "EUR",
+            "--tax-rate",
+            "19",
+        ],
+        &data,
+    );
+    gatehouse(
+        &[
+            "member",
+            "set",
+            "--tenant",
+            "mycompany",
+            "--member",
+            "ana",
+            "--role",
+            "owner",
+        ],
+        &data,
+    );
+    let (_server, addr, printed) = start_serve_printing(&place, &[]);
+    assert!(
+        !printed.iter().any(|l| l.contains("seeded the demo")),
+        "{printed:#?}"
+    );
+    assert_eq!(
+        gatehouse(&["tenant", "list"], &data).lines().count(),
+        1,
+        "only mycompany"
+    );
+    let operator = accounts::operators::check_password(
+        place.store().as_ref(),
+        app::demo::DEMO_OPERATOR,
+        app::demo::DEMO_PASSWORD,
+    )
+    .await
+    .unwrap();
+    assert!(!operator, "no demo operator");
+    let commands = printed_commands(&printed);
+    let [create] = commands.as_slice() else {
+        panic!("one command to paste: {printed:#?}")
+    };
+    let create: Vec<String> = create
+        .iter()
+        .map(|w| w.replace("<member>", "ana"))
+        .collect();
+    let token = printed_token(&run_printed(&create, dir.path()));
+    let client = TestClient::http(addr).with_header("authorization", &format!("Bearer {token}"));
+    assert_eq!(client.request("tools/list", json!({})).await.status, 200);
+}
+
+/// `serve --no-demo` on an empty folder prints the commands that make a workspace, a member
+/// and a token, and they work when pasted; a later start without the flag still seeds
+/// nothing: the folder was declined, not forgotten.
+#[tokio::test]
+async fn a_declined_demo_stays_declined_and_its_printed_steps_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("it's mine");
+    let place = Place::Folder(data.clone());
+    let (server, addr, printed) = start_serve_printing(&place, &["--no-demo"]);
+    let commands = printed_commands(&printed);
+    assert_eq!(commands.len(), 3, "{printed:#?}");
+    let outputs: Vec<String> = commands
+        .iter()
+        .map(|c| run_printed(c, dir.path()))
+        .collect();
+    let token = printed_token(&outputs[2]);
+    let client = TestClient::http(addr).with_header("authorization", &format!("Bearer {token}"));
+    assert_eq!(client.request("tools/list", json!({})).await.status, 200);
+    drop(server);
+    let (_again, _, printed) = start_serve_printing(&place, &[]);
+    assert!(
+        !printed.iter().any(|l| l.contains("seeded the demo")),
+        "{printed:#?}"
+    );
+    assert_eq!(
+        gatehouse(&["tenant", "list"], &data).lines().count(),
+        1,
+        "only mycompany"
     );
 }

@@ -421,6 +421,37 @@ impl StoreArgs {
     fn data_dir(&self) -> PathBuf {
         self.data_dir.clone().unwrap_or_else(default_data_dir)
     }
+
+    /// The options that name this store, as a command line repeats them (empty for the
+    /// default folder): what printed commands carry so that they act on the same store.
+    fn flags(&self) -> String {
+        let mut flags = String::new();
+        let mut add = |name: &str, value: &str| {
+            flags.push_str(&format!(" --{name} {}", shell_word(value)));
+        };
+        if let Some(url) = &self.edge_url {
+            add("edge-url", url);
+        } else if let Some(table) = &self.dynamodb_table {
+            add("dynamodb-table", table);
+            if let Some(endpoint) = &self.dynamodb_endpoint {
+                add("dynamodb-endpoint", endpoint);
+            }
+        } else if let Some(dir) = &self.data_dir {
+            add("data-dir", &dir.display().to_string());
+        }
+        flags
+    }
+}
+
+/// `value` as one word of a shell command: as it is when it holds nothing a shell reads
+/// specially, else in single quotes.
+fn shell_word(value: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-:=@+,".contains(c);
+    if !value.is_empty() && value.chars().all(plain) {
+        value.to_owned()
+    } else {
+        format!("'{}'", value.replace('\'', "'\\''"))
+    }
 }
 
 /// The per-user folder for application data, following the platform's convention; `data` in
@@ -622,7 +653,16 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => {
             expiry::spawn_sweeps(embedded);
-            serve(store, backend, &described, &cli.store.data_dir(), args).await
+            let flags = cli.store.flags();
+            serve(
+                store,
+                backend,
+                &described,
+                &cli.store.data_dir(),
+                &flags,
+                args,
+            )
+            .await
         }
         Command::Stdio => {
             expiry::spawn_sweeps(embedded);
@@ -729,6 +769,7 @@ async fn serve(
     backend: &str,
     described: &str,
     data_dir: &std::path::Path,
+    store_flags: &str,
     args: ServeArgs,
 ) -> anyhow::Result<()> {
     let oauth = oauth_settings(&args)?;
@@ -779,32 +820,40 @@ async fn serve(
     }
     eprintln!("  store: {described}");
     eprintln!("  product pages (sign-in, approvals, connections): http://{local}/app/");
-    let mut seeded = false;
-    if !args.no_demo {
-        let demo = app::demo::seed_if_empty(&app, demo_day(args.demo_as_of))
+    let seeded = if args.no_demo {
+        app::demo::decline(&app)
             .await
             .map_err(|e| anyhow::anyhow!(e))?;
-        match demo {
-            app::demo::Seeded::Now(demo) => {
-                print_demo(&demo, data_dir, &format!("http://{local}/mcp"))?;
-                seeded = true;
+        None
+    } else {
+        Some(
+            app::demo::seed_if_empty(&app, demo_day(args.demo_as_of))
+                .await
+                .map_err(|e| anyhow::anyhow!(e))?,
+        )
+    };
+    let endpoint = format!("http://{local}/mcp");
+    match seeded {
+        Some(app::demo::Seeded::Now(demo)) => print_demo(&demo, data_dir, &endpoint)?,
+        Some(app::demo::Seeded::Unfinished { started_at }) => eprintln!(
+            "  the demo seed begun at {started_at} did not finish (that start was stopped, or another gatehouse is seeding now), so its workspaces may be incomplete; to seed it afresh, stop gatehouse and start it on an empty data folder (not {})",
+            data_dir.display()
+        ),
+        Some(app::demo::Seeded::Before) => {
+            let file = data_dir.join("demo-connections.json");
+            if file.exists() {
+                eprintln!(
+                    "  the demo's tokens (seeded at the first start): {}",
+                    file.display()
+                );
             }
-            app::demo::Seeded::Before => {}
-            app::demo::Seeded::Unfinished { started_at } => eprintln!(
-                "  the demo seed begun at {started_at} did not finish (that start was stopped, or another gatehouse is seeding now), so its workspaces may be incomplete; to seed it afresh, stop gatehouse and start it on an empty data folder (not {})",
-                data_dir.display()
-            ),
+            print_first_steps(&app, store_flags, &endpoint).await?;
+        }
+        Some(app::demo::Seeded::NotEmpty | app::demo::Seeded::Declined) | None => {
+            print_first_steps(&app, store_flags, &endpoint).await?;
         }
     }
-    if !seeded {
-        eprintln!("  every request needs an MCP token; make one with:");
-        eprintln!("    gatehouse member set --tenant acme --member ana --role owner");
-        eprintln!("    gatehouse token create --tenant acme --member ana --client \"my laptop\"");
-        eprintln!("  then connect a client, e.g.:");
-        eprintln!(
-            "    claude mcp add --transport http gatehouse http://{local}/mcp --header \"Authorization: Bearer <token>\""
-        );
-    }
+    eprintln!("gatehouse: ready (Ctrl-C stops)");
     // Shared by every connection: cloning the pages' services per request cost about 1% of a
     // read's CPU (issue 17).
     let web = Arc::new(app.web.clone());
@@ -882,6 +931,43 @@ fn demo_day(as_of: Option<chrono::NaiveDate>) -> chrono::DateTime<chrono::Utc> {
 
 /// Prints one token per demo tenant with a client configuration, and writes every demo
 /// token to `demo-connections.json` (owner-readable only) for scripts.
+/// How to make a first connection, as commands to paste: for the store's first workspace, or
+/// with a workspace to make first; every command names the store this server uses.
+async fn print_first_steps(app: &app::App, flags: &str, endpoint: &str) -> anyhow::Result<()> {
+    let workspaces = accounts::workspaces::list(&app.store).await?;
+    eprintln!("  every request needs an MCP token; make one with:");
+    let tenant = match workspaces.first() {
+        Some((id, _)) => id.clone(),
+        None => {
+            eprintln!(
+                "    gatehouse{flags} tenant create mycompany --name \"My Company\" --zone Europe/Berlin --currency EUR --tax-rate 19"
+            );
+            eprintln!(
+                "    gatehouse{flags} member set --tenant mycompany --member ana --role owner"
+            );
+            "mycompany".to_owned()
+        }
+    };
+    let member = if workspaces.is_empty() {
+        "ana"
+    } else {
+        "<member>"
+    };
+    eprintln!(
+        "    gatehouse{flags} token create --tenant {tenant} --member {member} --client \"my laptop\""
+    );
+    if !workspaces.is_empty() {
+        eprintln!(
+            "    (<member>: one of {tenant}'s members; add one with gatehouse{flags} member set --tenant {tenant} --member NAME --role owner)"
+        );
+    }
+    eprintln!("  then connect a client, e.g.:");
+    eprintln!(
+        "    claude mcp add --transport http gatehouse {endpoint} --header \"Authorization: Bearer <token>\""
+    );
+    Ok(())
+}
+
 fn print_demo(
     demo: &[app::demo::DemoConnection],
     data_dir: &std::path::Path,

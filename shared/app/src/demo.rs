@@ -22,9 +22,10 @@ use crate::App;
 pub struct DemoConnection {
     /// The tenant.
     pub tenant: String,
-    /// The member whose role the connection has.
+    /// The member who owns the connection (it acts as them, and ends when they are removed):
+    /// the owner for roles that may not make connections of their own.
     pub member: String,
-    /// That member's role.
+    /// The role whose rights the connection has.
     pub role: String,
     /// The toolset.
     pub toolset: String,
@@ -126,6 +127,11 @@ pub enum Seeded {
         /// When that start began (RFC 3339).
         started_at: String,
     },
+    /// The store already holds workspaces that are not the demo's: a store in use, where a
+    /// demo operator with a published password and made-up customers have no place.
+    NotEmpty,
+    /// An earlier start was told not to seed (`serve --no-demo`).
+    Declined,
 }
 
 /// The item that records the seed: claimed as `seeding` before anything is made (so that two
@@ -134,25 +140,24 @@ fn marker_key() -> Key {
     Key::new("system", "demo_seeded")
 }
 
-/// Seeds the demo data into an empty store, once. `now` places the bookings (the caller's
-/// clock: the system's, or a test's).
+/// Seeds the demo data into an empty store, once: a store without the demo's marker and
+/// without a workspace. `now` places the bookings (the caller's clock: the system's, or a
+/// test's).
 pub async fn seed_if_empty(app: &App, now: DateTime<Utc>) -> Result<Seeded, DemoError> {
-    let mut marker = Item::new();
-    marker.insert("seeded_at".into(), store::Value::s(identity::now_rfc3339()));
-    marker.insert("state".into(), store::Value::s("seeding"));
-    match app
-        .store
-        .put(Put::new(marker_key(), marker).when(Condition::item_not_exists()))
-        .await
-    {
+    if app.store.get(&marker_key()).await?.is_some() {
+        return earlier_seed(app).await;
+    }
+    if !accounts::workspaces::list(&app.store).await?.is_empty() {
+        return Ok(Seeded::NotEmpty);
+    }
+    match app.store.put(marker("seeding")).await {
         Ok(()) => {}
         Err(store::StoreError::ConditionFailed { .. }) => return earlier_seed(app).await,
         Err(e) => return Err(e.into()),
     }
     let mut connections = Vec::new();
     for t in &TENANTS {
-        // A workspace made before the first start (`gatehouse tenant create acme`) is the
-        // operator's own: the demo leaves it alone.
+        // Made meanwhile by an administration command: the operator's own, left alone.
         if Tenants::new(app.store.clone()).exists(t.id).await? {
             continue;
         }
@@ -176,6 +181,23 @@ pub async fn seed_if_empty(app: &App, now: DateTime<Utc>) -> Result<Seeded, Demo
     Ok(Seeded::Now(connections))
 }
 
+/// Records that this store is not to be seeded (`serve --no-demo`), so that a later start
+/// without the flag does not seed it either; a store seeded before keeps its marker.
+pub async fn decline(app: &App) -> Result<(), DemoError> {
+    match app.store.put(marker("declined")).await {
+        Ok(()) | Err(store::StoreError::ConditionFailed { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The marker in `state`, written only where there is none.
+fn marker(state: &str) -> Put {
+    let mut item = Item::new();
+    item.insert("seeded_at".into(), store::Value::s(identity::now_rfc3339()));
+    item.insert("state".into(), store::Value::s(state));
+    Put::new(marker_key(), item).when(Condition::item_not_exists())
+}
+
 /// What an earlier start's marker says. A marker without a state is from a gatehouse that
 /// marked the seed only before it began, and is taken as done.
 async fn earlier_seed(app: &App) -> Result<Seeded, DemoError> {
@@ -190,6 +212,7 @@ async fn earlier_seed(app: &App) -> Result<Seeded, DemoError> {
         Some("seeding") => Seeded::Unfinished {
             started_at: text("seeded_at").unwrap_or_default(),
         },
+        Some("declined") => Seeded::Declined,
         _ => Seeded::Before,
     })
 }
@@ -358,7 +381,8 @@ async fn demo_connections(app: &App, t: &DemoTenant) -> Result<Vec<DemoConnectio
             let (connection, token) = app.connections.create_token(&actor, new).await?;
             connections.push(DemoConnection {
                 tenant: t.id.into(),
-                member: member.into(),
+                // The connection is the creator's: it acts as them and ends with them.
+                member: creator.into(),
                 role: role.into(),
                 toolset: toolset.as_str().into(),
                 connection: connection.id,

@@ -180,8 +180,29 @@ pub(crate) fn start_serve_with_open_files(
     spawn_serve(place, &mut command)
 }
 
-/// Spawns `command` (a `serve`) on `place` and waits until it says where it serves.
+/// Spawns `command` (a `serve`) on `place` and waits until it says it is ready.
 fn spawn_serve(place: &Place, command: &mut Command) -> (Running, std::net::SocketAddr) {
+    let (running, addr, _) = spawn_serve_printing(place, command);
+    (running, addr)
+}
+
+/// Starts `gatehouse serve` on a free port on `place` with `extra` arguments; returns the
+/// process, its address and the lines it printed before it was ready.
+pub(crate) fn start_serve_printing(
+    place: &Place,
+    extra: &[&str],
+) -> (Running, std::net::SocketAddr, Vec<String>) {
+    let mut command = Command::new(gatehouse_binary());
+    command.args(["serve", "--addr", "127.0.0.1:0"]).args(extra);
+    spawn_serve_printing(place, &mut command)
+}
+
+/// Spawns `command` (a `serve`) on `place`; returns it, where it serves and what it printed
+/// until it said it is ready.
+fn spawn_serve_printing(
+    place: &Place,
+    command: &mut Command,
+) -> (Running, std::net::SocketAddr, Vec<String>) {
     let mut child = place
         .apply(command)
         .stderr(Stdio::piped())
@@ -190,22 +211,75 @@ fn spawn_serve(place: &Place, command: &mut Command) -> (Running, std::net::Sock
         .expect("start gatehouse serve");
     let stderr = child.stderr.take().expect("stderr");
     let mut lines = BufReader::new(stderr).lines();
-    let addr = loop {
+    let mut printed = Vec::new();
+    let mut addr = None;
+    loop {
         let line = lines
             .next()
-            .expect("serve said where it serves")
+            .unwrap_or_else(|| panic!("serve stopped before it was ready: {printed:#?}"))
             .expect("readable");
-        if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
-            break url
-                .trim_start_matches("http://")
-                .trim_end_matches("/mcp")
-                .parse()
-                .expect("an address");
+        let url = line.split_whitespace().find(|w| w.starts_with("http://"));
+        if let (None, Some(url)) = (addr, url) {
+            let host = url.trim_start_matches("http://").trim_end_matches("/mcp");
+            addr = Some(host.parse().expect("an address"));
         }
-    };
+        let ready = line.starts_with("gatehouse: ready");
+        printed.push(line);
+        if ready {
+            break;
+        }
+    }
     // Keep draining stderr so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    (Running(child), addr)
+    (
+        Running(child),
+        addr.expect("serve said where it serves"),
+        printed,
+    )
+}
+
+/// The commands a `serve` printed for its user to paste (indented lines that begin with
+/// `gatehouse`),
+/// each split into its words as a shell would.
+pub(crate) fn printed_commands(printed: &[String]) -> Vec<Vec<String>> {
+    printed
+        .iter()
+        .filter(|line| line.starts_with("    gatehouse "))
+        .map(|line| shell_words(line.trim())[1..].to_vec())
+        .collect()
+}
+
+/// `line` split into words: blanks separate them, single or double quotes keep blanks in, and
+/// a backslash outside quotes keeps the next character as it is.
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let (mut word, mut quote, mut started) = (String::new(), None, false);
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (None, '\\') => {
+                word.extend(chars.next());
+                started = true;
+            }
+            (Some(_), c) => word.push(c),
+            (None, '"' | '\'') => (quote, started) = (Some(c), true),
+            (None, c) if c.is_whitespace() => {
+                if started {
+                    words.push(std::mem::take(&mut word));
+                }
+                started = false;
+            }
+            (None, c) => {
+                word.push(c);
+                started = true;
+            }
+        }
+    }
+    if started {
+        words.push(word);
+    }
+    words
 }
 
 /// `gatehouse serve` on a new data folder, with a client holding a token made by the CLI.
