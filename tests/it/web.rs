@@ -874,3 +874,35 @@ async fn a_choice_outside_its_options_is_refused(world: World) {
     assert_eq!(r.status, 400, "{}", r.body);
 }
 on_every_backend!(form_choices, a_choice_outside_its_options_is_refused);
+
+/// The activity page shows the workspace's agent audit trail only to members with the right
+/// `list_recent_changes` asks for (audit:read); a viewer gets 403 and none of it (review of
+/// 2026-12-05: the page checked no right).
+async fn the_activity_page_needs_audit_read(world: World) {
+    world.member("acme", "ana", "owner").await;
+    world.member("acme", "vic", "viewer").await;
+    let (connection, token) = world.connect("acme", "ana", Toolset::Full).await;
+    let made = world
+        .client(&token)
+        .call_tool(
+            "create_customer",
+            json!({"name": "Ada", "email": "ada@example.com"}),
+        )
+        .await;
+    assert!(!made.is_error(), "{}", made.text());
+    let (viewer, _) = sign_in(&world, "acme", "vic").await;
+    let refused = send(&world, "GET", "/app/activity", &[("cookie", &viewer)], "").await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(refused.body.contains("audit:read"), "{}", refused.body);
+    assert!(!refused.body.contains(&connection), "{}", refused.body);
+    assert!(
+        !refused.body.contains("create_customer"),
+        "{}",
+        refused.body
+    );
+    let (owner, _) = sign_in(&world, "acme", "ana").await;
+    let shown = send(&world, "GET", "/app/activity", &[("cookie", &owner)], "").await;
+    assert_eq!(shown.status, 200, "{}", shown.body);
+    assert!(shown.body.contains("create_customer"), "{}", shown.body);
+}
+on_every_backend!(activity_rights, the_activity_page_needs_audit_read);

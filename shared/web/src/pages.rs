@@ -91,10 +91,22 @@ fn index(s: &Session) -> WebResponse {
     html(StatusCode::OK, "gatehouse", body)
 }
 
+/// `GET /app/activity`: the workspace's agent audit trail, for members who may read it (the
+/// right `list_recent_changes` asks for); a store failure says so rather than showing an empty
+/// trail.
 async fn activity(web: &Web, s: &Session) -> WebResponse {
-    let entries = identity::audit::recent(web.store.as_ref(), &s.tenant, None, 50)
+    const TITLE: &str = "Recent agent activity";
+    if !crate::session::rights(web, s)
         .await
-        .unwrap_or_default();
+        .contains(booking::rights::AUDIT_READ)
+    {
+        let why = "Reading the workspace's agent activity needs the audit:read right. Ask an owner of the workspace for it.";
+        return message(StatusCode::FORBIDDEN, TITLE, why);
+    }
+    let entries = match identity::audit::recent(web.store.as_ref(), &s.tenant, None, 50).await {
+        Ok(entries) => entries,
+        Err(e) => return message(StatusCode::SERVICE_UNAVAILABLE, TITLE, &e.to_string()),
+    };
     let zone = crate::approvals::workspace_zone(web, s).await;
     let now = chrono::Utc::now();
     let body = maud::html! {
@@ -117,5 +129,5 @@ async fn activity(web: &Web, s: &Session) -> WebResponse {
             }
         } }
     };
-    html(StatusCode::OK, "Recent agent activity", body)
+    html(StatusCode::OK, TITLE, body)
 }
