@@ -32,6 +32,10 @@ pub(crate) struct Pending {
     /// Prepared while its class was approved only in the product: it stays so, whatever the
     /// mode is when someone tries to execute it (modes only make approval stricter).
     pub(crate) in_product: bool,
+    /// Prepared while the client was asked to put it to its user (elicitation): only the
+    /// user's answer to that request approves it, never `confirm_action` (the token sits in the
+    /// request's state, which is signed, not encrypted).
+    pub(crate) elicited: bool,
 }
 
 /// The elicitation asking the person to approve the server-written summary.
@@ -196,6 +200,9 @@ pub(crate) fn pending_item(p: &Pending, now: i64) -> Item {
     if p.in_product {
         item.insert("in_product".into(), SV::Bool(true));
     }
+    if p.elicited {
+        item.insert("elicited".into(), SV::Bool(true));
+    }
     item.insert(
         store::TTL_ATTRIBUTE.into(),
         SV::n(now + PENDING_TTL_SECONDS),
@@ -217,6 +224,7 @@ pub(crate) fn read_pending(token: &str, item: &Item) -> Option<Pending> {
         summary: s("summary")?,
         status: s("status")?,
         in_product: matches!(item.get("in_product"), Some(SV::Bool(true))),
+        elicited: matches!(item.get("elicited"), Some(SV::Bool(true))),
     })
 }
 

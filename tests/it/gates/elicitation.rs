@@ -146,6 +146,63 @@ on_every_backend!(
     threads = 4
 );
 
+/// The token a request state carries (it is signed, not encrypted: anyone who sees the state
+/// can read it).
+fn token_in(state: &str) -> String {
+    use base64::Engine as _;
+    let payload = state.split('.').nth(1).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    let sealed: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    sealed["s"].as_str().unwrap().to_owned()
+}
+
+/// An action put to the client's user is approved only by that user's answer: the token read
+/// out of the request's state does not let `confirm_action` run it (review of 2026-12-05: it
+/// did, and the user was never asked), and the refusal leaves the request answerable.
+async fn a_prompted_action_is_not_confirmed_around_the_prompt(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Prompted", "See you at 10.").await;
+    let args = json!({"note": note, "to": "ada@example.com"});
+    let asked = c
+        .call_tool_with("send_note", with_elicitation("send_note", args.clone()))
+        .await;
+    let state = asked.result["requestState"].as_str().unwrap().to_owned();
+    let request = &asked.result["inputRequests"]["approval"]["params"];
+    let summary = request["requestedSchema"]["properties"]["approve"]["description"].clone();
+    let around = c
+        .call_tool(
+            "confirm_action",
+            json!({"confirm_token": token_in(&state), "confirm_summary": summary}),
+        )
+        .await;
+    assert!(around.is_error(), "{}", around.text());
+    assert_eq!(
+        around.structured()["code"],
+        "forbidden",
+        "{}",
+        around.text()
+    );
+    assert!(n.outbox().await.is_empty(), "nothing was sent");
+    let answered = c
+        .call_tool_with("send_note", approval_retry(args, &state, true))
+        .await;
+    assert_eq!(
+        answered.structured()["status"],
+        "DONE",
+        "{}",
+        answered.text()
+    );
+    assert_eq!(n.outbox().await.len(), 1);
+}
+on_every_backend!(
+    prompted_only,
+    a_prompted_action_is_not_confirmed_around_the_prompt,
+    |backend| Notes::on(backend, Limits::default()),
+    threads = 4
+);
+
 async fn an_expired_approval_state_is_refused(n: Notes) {
     let c = n.client();
     let note = new_note(&c, "Expiring", "x").await;

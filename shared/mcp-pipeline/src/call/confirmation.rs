@@ -101,6 +101,9 @@ impl Call<'_> {
             .handover("The server no longer offers the prepared action, so nothing was done; tell the user")
             .into());
         };
+        if pending.elicited && matches!(approver, Approver::Client) {
+            return Err(answered_in_the_client(&pending).into());
+        }
         if let Some(refusal) = self.approval_in_product_needed(&pending, &approver) {
             return Err(refusal.into());
         }
@@ -163,6 +166,21 @@ impl Call<'_> {
             .detail("approval_mode", "product"),
         )
     }
+}
+
+/// The refusal of `confirm_action` for an action the client was asked to put to its user:
+/// that request's answer is its one approval. Nothing is consumed: the request still works.
+fn answered_in_the_client(pending: &confirm::Pending) -> ToolError {
+    ToolError::new(
+        ErrorKind::Forbidden,
+        "This action waits for the user's answer to the approval request the client showed; confirm_action cannot approve it",
+        format!(
+            "Let the user answer the approval request, or call {} again with the same arguments for a new one",
+            pending.tool
+        ),
+    )
+    .handover("The user approves this in the client's approval prompt; ask them to answer it")
+    .detail("approval_mode", "client_prompt")
 }
 
 /// The request that runs a prepared call again: the same connection and metadata, the

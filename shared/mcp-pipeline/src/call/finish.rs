@@ -185,6 +185,7 @@ impl Call<'_> {
             status: "pending".into(),
             in_product: self.plan.spec.approval_in_product
                 || caller.product_approval.requires(self.plan.spec.effect),
+            elicited: false,
         };
         Ok((pending, content))
     }
@@ -195,9 +196,10 @@ impl Call<'_> {
         &mut self,
         g: &gates::Gates,
         ran: Ran,
-        (fresh, content): (Pending, Value),
+        (mut fresh, content): (Pending, Value),
     ) -> Stage<ToolResult> {
         let tenant = self.caller().map(|c| c.tenant.clone()).unwrap_or_default();
+        fresh.elicited = self.client_elicits() && !fresh.in_product;
         let mut stored = WriteSet::of(confirm::store_op(&tenant, &fresh, self.now));
         stored.ids = ran.writes.ids.clone();
         if let Committed::Refused(error) = self
@@ -206,7 +208,7 @@ impl Call<'_> {
         {
             return Err(error.into());
         }
-        if self.client_elicits() && !fresh.in_product {
+        if fresh.elicited {
             // The client can ask its user: ask for approval of the server-written summary;
             // the sealed state names the pending action.
             return Err(Exit::Interrupt(Interrupt::InputRequired(json!({
