@@ -213,6 +213,12 @@ fn cases(f: &Fixture) -> Vec<Case> {
     let confirmed = f.confirmed.handle();
     let quote = f.quote.handle();
     let tom = f.technician.clone();
+    let where_it_is = f
+        .confirmed
+        .start
+        .with_timezone(&f.confirmed.zone)
+        .format("%Y-%m-%d %H:%M")
+        .to_string();
     let case = |tool, arguments: Value, method, path: String, body: Value, status, first| Case {
         tool,
         arguments,
@@ -311,6 +317,17 @@ fn cases(f: &Fixture) -> Vec<Case> {
             "POST",
             format!("/api/bookings/{draft}/reschedule"),
             json!({"version": f.draft.version, "start": "2055-06-05 09:00", "zone": "Europe/Berlin"}),
+            422,
+            First::Api,
+        ),
+        // A move to where the booking is already would tell the customer of a change that
+        // is none (a retried move).
+        case(
+            "reschedule_booking",
+            json!({"booking": confirmed, "version": f.confirmed.version, "start": where_it_is, "zone": "Europe/Berlin"}),
+            "POST",
+            format!("/api/bookings/{confirmed}/reschedule"),
+            json!({"version": f.confirmed.version, "start": where_it_is, "zone": "Europe/Berlin"}),
             422,
             First::Api,
         ),

@@ -1625,7 +1625,7 @@ on_every_backend!(
 /// The largest batch cancellation fits in one store transaction once approved: nineteen
 /// confirmed bookings (each cancel writes the booking, its claim, a message and its due entry;
 /// the confirmation adds a bucket per booking, the switch checks, the audit row and the
-/// token's use: 5 x 19 + 4 of the 100 a transaction takes). Twenty are refused when prepared,
+/// token's use and the executed action's mark: 5 x 19 + 5, the 100 a transaction takes). Twenty are refused when prepared,
 /// not after the user approved. On SQLite (the seed is 38 writes; the limit is the store's
 /// rule on every backend).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1706,3 +1706,92 @@ async fn the_largest_batch_cancellation_commits_once_approved() {
         done.text()
     );
 }
+
+/// A world whose limits are raised 1,000 times, so that a test of what runs once is not
+/// answered by a rate limit first.
+async fn with_raised_limits(backend: crate::support::store::Backend) -> Option<World> {
+    let settings = app::Settings {
+        limits: app::bench::scaled_limits(mcp_pipeline::Limits::default(), 1_000),
+        ..app::Settings::default()
+    };
+    World::with_settings(backend, settings).await
+}
+
+/// How many messages in `tenant`'s outbox have `subject`.
+async fn sent(world: &World, tenant: &str, subject: &str) -> usize {
+    let messages = outbox(world, tenant).await;
+    let subject = store::Value::s(subject);
+    messages
+        .iter()
+        .filter(|m| m.get("subject") == Some(&subject))
+        .count()
+}
+
+/// The same action prepared twice (a retry, a second preview) runs once, whichever preview
+/// is confirmed: a page is sent once, and a move whose second preview became current again
+/// (the booking was moved back, so its content and version are as before) does not run a
+/// second time; a move to where the booking already is (what the stale-version hint offers
+/// after the first move ran) tells no one (review of 2026-12-05: each of these mailed or paged
+/// again).
+async fn the_same_action_prepared_twice_runs_once(world: World) {
+    let (c, _) = setup(&world).await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let page = json!({"technician": tom, "message": "Burst pipe, please call"});
+    let first = c.call_tool("page_technician", page.clone()).await;
+    let second = c.call_tool("page_technician", page).await;
+    let paged = confirm(&c, &first).await;
+    assert!(!paged.is_error(), "{}", paged.text());
+    let again = confirm(&c, &second).await;
+    assert_eq!(
+        again.structured()["status"],
+        "executed_already",
+        "{}",
+        again.text()
+    );
+    assert_eq!(sent(&world, "acme", "Page").await, 1);
+
+    let b = confirmed_booking(&c, &ada, &tom, "2055-06-07 09:00").await;
+    let at = |version: &Value, start: &str| json!({"booking": b["booking"], "version": version, "start": start, "zone": "Europe/Berlin"});
+    let away = at(&b["version"], "2055-06-08 10:00");
+    let one = c.call_tool("reschedule_booking", away.clone()).await;
+    let other = c.call_tool("reschedule_booking", away).await;
+    let moved = confirm(&c, &one).await.structured()["booking"].clone();
+    let same = c
+        .call_tool(
+            "reschedule_booking",
+            at(&moved["version"], "2055-06-08 10:00"),
+        )
+        .await;
+    assert!(same.is_error(), "{}", same.text());
+    assert!(same.text().contains("already runs"), "{}", same.text());
+    let back = c
+        .call_tool(
+            "reschedule_booking",
+            at(&moved["version"], "2055-06-07 09:00"),
+        )
+        .await;
+    let back = confirm(&c, &back).await.structured()["booking"].clone();
+    assert_eq!(
+        back["version"], b["version"],
+        "as before, so the old preview is current"
+    );
+    let twice = confirm(&c, &other).await;
+    assert_eq!(
+        twice.structured()["status"],
+        "executed_already",
+        "{}",
+        twice.text()
+    );
+    assert_eq!(
+        sent(&world, "acme", "Your booking moves").await,
+        2,
+        "away and back"
+    );
+}
+on_every_backend!(
+    prepared_twice,
+    the_same_action_prepared_twice_runs_once,
+    |backend| with_raised_limits(backend),
+    threads = 2
+);

@@ -271,8 +271,8 @@ pub(crate) async fn matching(
 
 /// The most bookings one batch cancellation acts on: what one store transaction (100 writes)
 /// takes once approved. Cancelling a confirmed booking writes four items (the booking, its claim,
-/// the message and its due entry), the confirmation one bucket per booking and four more (the
-/// switch checks, the audit row, the token's use): 5 x 19 + 4.
+/// the message and its due entry), the confirmation one bucket per booking and five more (the
+/// switch checks, the audit row, the token's use, the executed action's mark): 5 x 19 + 5.
 pub const MOST_CANCELLED_AT_ONCE: u32 = 19;
 
 /// Filters for [`Bookings::find`].
@@ -798,6 +798,16 @@ impl Bookings {
             field: "duration_minutes",
             error: e,
         })?;
+        if (booking.start, booking.end) == (before.start, before.end) {
+            // A move to where it is would tell the customer of a change that is none: a
+            // retried or repeated move, already done.
+            return Err(BookingError::Rejected(format!(
+                "booking {} already runs from {} to {}; nothing was moved and no one was told",
+                booking.handle(),
+                before.start.with_timezone(&before.zone).to_rfc3339(),
+                before.end.with_timezone(&before.zone).to_rfc3339(),
+            )));
+        }
         let booking = booking.with_version();
         let moment = time::Moment::new(booking.start, booking.zone, now);
         let text = format!(

@@ -244,6 +244,34 @@ pub(crate) fn consume_op(tenant: &str, token: &str, to: &str) -> store::Update {
     .when(Condition::eq("status", SV::s("pending")))
 }
 
+/// The mark an executed action leaves for as long as a pending action lives, written with the
+/// execution on the condition that there is none: the same tool with the same arguments,
+/// prepared twice (a retry, a second preview), runs once, whichever preview is confirmed, and
+/// whoever confirms it. A repeat the user wants takes other arguments (a record changed by the
+/// first run has a new version; a second page says it is one).
+pub(crate) fn executed_op(tenant: &str, p: &Pending, now: i64) -> Put {
+    let action = crate::canonical::digest(&json!({"tool": p.tool, "args": p.args}));
+    let mut item = Item::new();
+    item.insert("tool".into(), SV::s(&p.tool));
+    item.insert("connection".into(), SV::s(&p.connection));
+    item.insert(
+        store::TTL_ATTRIBUTE.into(),
+        SV::n(now + PENDING_TTL_SECONDS),
+    );
+    Put::new(crate::keys::executed(tenant, &action), item).when(Condition::item_not_exists())
+}
+
+/// The refusal of a second execution of the same action (see [`executed_op`]).
+pub(crate) fn executed_already(tool: &str) -> ToolError {
+    ToolError::new(
+        ErrorKind::Conflict,
+        format!("The same {tool} with the same arguments was confirmed and executed in the last 15 minutes; it was not done again"),
+        "Do not confirm it again",
+    )
+    .handover("It is done already (another preview of the same action ran): tell the user. If they want it done a second time, prepare it with arguments that say so, e.g. a message that says it is a reminder")
+    .detail("status", "executed_already")
+}
+
 /// The structured result of a preparation. What the tool would return once it executed goes
 /// under `if_confirmed`, so that nothing in a preview reads as done (a cancel preview's booking
 /// is still a draft; its `notified` names who *would* be told).

@@ -60,6 +60,11 @@ pub fn pending(tenant: &str, token_or_id: &str) -> Key {
     Key::new(concat(&[tenant, "#pending"]), id)
 }
 
+/// The mark an executed action leaves: `action` is the digest of its tool and arguments.
+pub fn executed(tenant: &str, action: &str) -> Key {
+    Key::new(concat(&[tenant, "#executed"]), action)
+}
+
 /// A confirmation token's id: its SHA-256 in hex, the pending action's sort key.
 pub fn token_id(token: &str) -> String {
     crate::sha256_hex(token.as_bytes())

@@ -301,6 +301,11 @@ impl Call<'_> {
                 .handover("It was decided already: tell the user; read the record to see its state")
             })),
         });
+        let tool = old.tool.clone();
+        writes.ops.push(Planned {
+            op: confirm::executed_op(&tenant, old, self.now).into(),
+            on_conflict: Some(Box::new(move |_| confirm::executed_already(&tool))),
+        });
         let audit = Audited {
             approval: Some(&approver),
             ..Audited::ok()
