@@ -569,6 +569,21 @@ async fn a_mistyped_workspace_or_empty_rights_are_refused() {
             "{rights:?}: {out} {err}"
         );
     }
+    // An empty id names nothing: the caller is told what to give, not that the store failed.
+    for (args, says) in [
+        (
+            &["token", "revoke", "--tenant", "acme", "--member", "ana", ""][..],
+            "con_",
+        ),
+        (
+            &["member", "api-token", "revoke", "--tenant", "acme", " "][..],
+            "api-token list",
+        ),
+    ] {
+        let (ok, out, err) = run(args, data, "");
+        assert!(!ok && err.contains(says), "{args:?}: {out} {err}");
+        assert!(!err.contains("store error"), "{args:?}: {err}");
+    }
     assert_eq!(gatehouse(&["token", "list", "--tenant", "acme"], data), "");
     assert_eq!(
         audit_actions(data, "acme").await,

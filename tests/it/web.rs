@@ -829,7 +829,8 @@ on_every_backend!(
 
 /// A form field with a fixed set of values (a toolset, an approval place, agent access on or
 /// off) sent with another value is refused with 400 and changes nothing; before, an unknown
-/// toolset became "standard" and any state but "on" turned agent access off.
+/// toolset became "standard" and any state but "on" turned agent access off. A revocation
+/// naming no connection is the form's mistake too (it answered 503, "store error").
 async fn a_choice_outside_its_options_is_refused(world: World) {
     crate::booking_tools::setup(&world).await;
     let (owner, csrf) = sign_in(&world, "acme", "ana").await;
@@ -848,6 +849,8 @@ async fn a_choice_outside_its_options_is_refused(world: World) {
         ("/app/connections", "client=laptop&approval=maybe"),
         ("/app/agent-access", "state=of"),
         ("/app/agent-access", ""),
+        ("/app/connections/revoke", ""),
+        ("/app/connections/revoke", "connection="),
     ] {
         let r = send(
             &world,

@@ -155,6 +155,12 @@ impl ApiTokens {
     /// Revokes a token of the actor's workspace: it stops working on the next request.
     /// Audited; a token that does not exist or was revoked already is an error.
     pub async fn revoke(&self, actor: &Actor, id: &str) -> Result<(), AccountsError> {
+        if id.trim().is_empty() {
+            return Err(AccountsError::Invalid(
+                "name the API token to revoke by its id, as `member api-token list` shows it"
+                    .into(),
+            ));
+        }
         let key = keys::api_token_record(&actor.tenant, id);
         let record = self.store.get(&key).await?;
         let Some(hash) = record

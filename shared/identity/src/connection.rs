@@ -366,6 +366,11 @@ impl ConnectionService {
                 actor.member, actor.tenant
             )));
         }
+        if connection_id.trim().is_empty() {
+            return Err(IdentityError::Invalid(
+                "name the connection to revoke by its id (con_..., as `token list` and the connections page show it)".into(),
+            ));
+        }
         let key = keys::connection(&actor.tenant, connection_id);
         let stored = self.store.get(&key).await?.ok_or_else(|| {
             IdentityError::NotFound(format!("no connection {connection_id} in {}", actor.tenant))

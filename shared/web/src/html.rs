@@ -48,13 +48,18 @@ pub(crate) fn message(status: StatusCode, title: &str, text: &str) -> WebRespons
 }
 
 /// A page naming why an identity change was refused, with the status that says whose it was:
-/// the form's (400), the member's rights (403), a record gone (404) or the store (503).
+/// the form's (400, also a request the store can never take), the member's rights (403), a
+/// record gone (404) or the store (503, logged: the page says only that the store failed).
 pub(crate) fn refused(title: &str, e: &identity::IdentityError) -> WebResponse {
     let status = match e {
-        identity::IdentityError::Invalid(_) => StatusCode::BAD_REQUEST,
+        identity::IdentityError::Invalid(_)
+        | identity::IdentityError::Store(store::StoreError::Invalid(_)) => StatusCode::BAD_REQUEST,
         identity::IdentityError::Forbidden(_) => StatusCode::FORBIDDEN,
         identity::IdentityError::NotFound(_) => StatusCode::NOT_FOUND,
-        identity::IdentityError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+        identity::IdentityError::Store(error) => {
+            tracing::error!(%error, page = title, "a page's change failed in the store");
+            StatusCode::SERVICE_UNAVAILABLE
+        }
     };
     message(status, title, &e.to_string())
 }
