@@ -162,7 +162,7 @@ async fn product_mode_moves_approval_to_the_page(world: World) {
         [Some("product_page:ana".to_owned())]
     );
     let twice = approve(owner.clone(), csrf.clone()).await;
-    assert_eq!(twice.status, 403, "a second approval executes nothing");
+    assert_eq!(twice.status, 409, "a second approval executes nothing");
     assert_eq!(approvals_of(&world, "delete_booking").await.len(), 1);
 
     // Other classes keep the client's approval, and say so.

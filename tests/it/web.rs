@@ -402,6 +402,29 @@ async fn money_is_approved_in_the_product_by_a_member_with_the_right(world: Worl
     .await;
     assert_eq!(no_csrf.status, 403);
     assert_eq!(outbox().await, 0);
+    // A quote changed since its preview cannot be sent as previewed: 409, the action's state,
+    // not the member's rights (it answered 403).
+    let other = agent.call_tool("create_quote", json!({"customer": customer, "lines": [{"description": "Valve", "quantity": "1", "unit_price": "5"}]})).await.structured()["quote"].clone();
+    let stale = agent
+        .call_tool(
+            "send_quote",
+            json!({"quote": other["quote"], "version": other["version"]}),
+        )
+        .await;
+    let changed = agent.call_tool("update_quote", json!({"quote": other["quote"], "version": other["version"], "lines": [{"description": "Valve", "quantity": "2", "unit_price": "5"}]})).await;
+    assert!(!changed.is_error(), "{}", changed.text());
+    let stale_url = stale.structured()["approval_url"].as_str().unwrap();
+    let stale_path = format!("/app/{}", stale_url.split_once("/app/").unwrap().1);
+    let r = send(
+        &world,
+        "POST",
+        &stale_path,
+        &[FORM, ("cookie", &owner)],
+        &format!("decision=approve&csrf={csrf}"),
+    )
+    .await;
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert_eq!(outbox().await, 0);
     let approved = send(
         &world,
         "POST",
@@ -421,7 +444,7 @@ async fn money_is_approved_in_the_product_by_a_member_with_the_right(world: Worl
         &format!("decision=approve&csrf={csrf}"),
     )
     .await;
-    assert_eq!(again.status, 403, "a second approval fails");
+    assert_eq!(again.status, 409, "a second approval fails: it was decided");
     let reused = agent.call_tool("confirm_action", json!({"confirm_token": preview.structured()["confirm_token"], "confirm_summary": preview.structured()["confirm_summary"]})).await;
     assert!(
         reused.is_error(),

@@ -273,11 +273,27 @@ pub(crate) async fn decide(
         .unwrap_or_default()
         .to_owned();
     let status = if result.is_error() {
-        StatusCode::FORBIDDEN
+        refusal_status(&result.structured)
     } else {
         StatusCode::OK
     };
     let mut r = approval(web, s, token, Some((&message, !result.is_error()))).await;
     *r.status_mut() = status;
     r
+}
+
+/// The status a refused decision answers with, from the refusal's code: a decision the
+/// member may not make is 403, one the action's state rules out (already decided, changed
+/// since it was prepared) 409, as the JSON API answers them.
+fn refusal_status(refusal: &serde_json::Value) -> StatusCode {
+    match refusal.get("code").and_then(|c| c.as_str()) {
+        Some("validation") => StatusCode::BAD_REQUEST,
+        Some("forbidden") => StatusCode::FORBIDDEN,
+        Some("not_found") => StatusCode::NOT_FOUND,
+        Some("conflict") => StatusCode::CONFLICT,
+        Some("rate_limited") => StatusCode::TOO_MANY_REQUESTS,
+        Some("rejected") => StatusCode::UNPROCESSABLE_ENTITY,
+        Some("unavailable") => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
 }
