@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 
 use crate::support::processes::{
     ACME, Place, cli_token, gatehouse, gatehouse_binary, printed_commands, start_serve,
-    start_serve_printing, start_serve_with_open_files, succeed,
+    start_serve_after, start_serve_printing, start_serve_with_open_files, succeed,
 };
 
 use http_body_util::BodyExt as _;
@@ -422,7 +422,7 @@ async fn token_commands_work_on_dynamodb_too() {
 async fn serve_seeds_demo_tenants_into_an_empty_store() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("demo");
-    let (_server, addr) = start_serve(&data);
+    let (_server, addr) = start_serve_after(&Place::Folder(data.clone()), "umask 022");
     // The seed runs before the server accepts connections, so the file is there once the
     // first request is answered.
     let probe = TestClient::http(addr)
@@ -434,11 +434,15 @@ async fn serve_seeds_demo_tenants_into_an_empty_store() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
-        assert_eq!(
-            std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
-            0o600,
-            "owner-readable only"
-        );
+        let mode =
+            |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&file), 0o600, "owner-readable only");
+        // The store holds customers, password hashes and session secrets: its folder and files
+        // are the owner's whatever the umask (they were 0755 and 0644 under umask 022).
+        assert_eq!(mode(&data), 0o700, "the data folder");
+        for name in ["gatehouse.db", "gatehouse.db-wal", "gatehouse.db-shm"] {
+            assert_eq!(mode(&data.join(name)), 0o600, "{name}");
+        }
     }
     let connections = demo["connections"].as_array().unwrap();
     assert_eq!(

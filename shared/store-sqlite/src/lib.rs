@@ -54,6 +54,15 @@ pub enum OpenError {
         #[source]
         source: std::io::Error,
     },
+    /// The data file could not be created.
+    #[error("cannot create the data file {path}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
     /// The store's writer thread could not be started.
     #[error("cannot start the store's writer thread")]
     Thread {
@@ -127,6 +136,38 @@ fn files_of<'k>(keys: impl IntoIterator<Item = &'k Key>) -> Files {
         (true, true) => Files::Both,
         (false, true) => Files::Gates,
         _ => Files::Data,
+    }
+}
+
+/// Makes `folder` (and its parents) if missing; a folder made here is its owner's only
+/// (0700 on Unix): the data file holds customers' names and addresses, password hashes and
+/// session secrets. A folder that exists keeps its mode: where it lives is the user's choice.
+fn private_folder(folder: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        builder.mode(0o700);
+    }
+    builder.create(folder)
+}
+
+/// Creates the data file empty and readable by its owner only (0600 on Unix) when it does not
+/// exist yet, before SQLite opens it: SQLite gives its log and shared-memory files the data
+/// file's mode, so all three stay private whatever the process's umask.
+fn private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
     }
 }
 
@@ -372,7 +413,7 @@ impl SqliteStore {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
         let path = path.as_ref().to_path_buf();
         if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(folder).map_err(|source| OpenError::Folder {
+            private_folder(folder).map_err(|source| OpenError::Folder {
                 path: folder.to_path_buf(),
                 source,
             })?;
@@ -381,6 +422,10 @@ impl SqliteStore {
             path: path.clone(),
             source,
         };
+        private_file(&path).map_err(|source| OpenError::File {
+            path: path.clone(),
+            source,
+        })?;
         let mut durable = open_connection(&path).map_err(sqlite)?;
         layout::prepare(&mut durable).map_err(sqlite)?;
         durable

@@ -170,10 +170,16 @@ pub(crate) fn start_serve_with_open_files(
     place: &Place,
     limit: u32,
 ) -> (Running, std::net::SocketAddr) {
+    start_serve_after(place, &format!("ulimit -n {limit}"))
+}
+
+/// Starts `gatehouse serve` on a free port on `place` from a shell that runs `setup` first
+/// (`umask 022`, `ulimit -n 64`); returns the process and its address.
+pub(crate) fn start_serve_after(place: &Place, setup: &str) -> (Running, std::net::SocketAddr) {
     let mut command = Command::new("sh");
     command
         .arg("-c")
-        .arg(format!("ulimit -n {limit} && exec \"$@\""))
+        .arg(format!("{setup} && exec \"$@\""))
         .arg("sh")
         .arg(gatehouse_binary())
         .args(["serve", "--addr", "127.0.0.1:0"]);
