@@ -4,7 +4,8 @@
 //
 // Signs in as the demo owner of acme, opens the approval link, checks the summary, approves,
 // approves the second link the same way (a non-money action in product mode), takes
-// screenshots of the approval, connections and agent access pages, then turns agent access off.
+// screenshots of the approval, connections and agent access pages, makes a connection and
+// copies its token with the page's button, then turns agent access off.
 // Prints one JSON line with what it saw; exits non-zero on any surprise.
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -66,6 +67,19 @@ try {
   await page.goto(`${base}/app/connections`);
   seen.connections = await page.locator("table tr").count();
   await page.screenshot({ path: path.join(shots, "connections-page.png"), fullPage: true });
+  // A new connection's token is copied by its button: the page's script runs under the
+  // pages' content security policy (an inline script did not), and nothing it loads is refused.
+  const refused = [];
+  page.on("console", (m) => { if (m.text().includes("Content Security Policy")) refused.push(m.text()); });
+  await page.context().grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+  await page.fill("input[name=client]", "browser test");
+  await Promise.all([page.waitForLoadState("load"), page.click("button:text-is(\"Create\")")]);
+  await page.click("button[data-copy=token]");
+  await page.waitForSelector("button[data-copy=token]:text-is(\"Copied\")", { timeout: 5000 });
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  seen.token_copied = copied.length > 0 && copied === (await page.textContent("#token"));
+  seen.csp_refusals = refused;
+  await page.screenshot({ path: path.join(shots, "new-connection.png"), fullPage: true });
   await page.goto(`${base}/app/agent-access`);
   await page.screenshot({ path: path.join(shots, "agent-access-page.png"), fullPage: true });
   await Promise.all([page.waitForLoadState("load"), page.click("text=Turn agent access off")]);

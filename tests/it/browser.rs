@@ -206,6 +206,8 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
             .starts_with("Cancel booking"),
         "{seen}"
     );
+    assert_eq!(seen["token_copied"], true, "the copy button works: {seen}");
+    assert_eq!(seen["csp_refusals"], json!([]), "{seen}");
     assert_eq!(seen["agent_access"], "off");
     for shot in [
         "approvals-inbox.png",
@@ -215,6 +217,7 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
         "approval-done.png",
         "cancellation-done.png",
         "connections-page.png",
+        "new-connection.png",
     ] {
         assert!(shots.join(shot).exists(), "{shot} was not saved");
     }
@@ -244,8 +247,8 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
     let (owner, owner_csrf) = form_login(addr, "olivia").await;
     assert_eq!(
         approve_by_form(addr, &path, &owner, &owner_csrf).await,
-        403,
-        "a second approval fails"
+        409,
+        "a second approval fails: it was decided"
     );
     // The browser turned agent access off: the agent's next call is refused.
     let refused = agent.request("tools/call", json!({"name": "confirm_action", "arguments": {"confirm_token": preview.structured()["confirm_token"], "confirm_summary": preview.structured()["confirm_summary"]}})).await;

@@ -3,7 +3,7 @@
 use accounts::Session;
 use http::StatusCode;
 
-use maud::{Markup, PreEscaped};
+use maud::Markup;
 
 use crate::form::choice;
 use crate::html::{csrf_field, html, message, redirect, refused};
@@ -79,8 +79,12 @@ pub(crate) async fn connections(web: &Web, s: &Session, created: Option<&str>) -
     html(StatusCode::OK, "MCP connections", body)
 }
 
+/// Where the page that shows a new token loads [`COPY_SCRIPT`] from: a file of this origin,
+/// since the pages' content security policy (`default-src 'self'`) runs no inline script.
+pub(crate) const COPY_SCRIPT_PATH: &str = "/app/copy.js";
+
 /// Copies the text of the element a button names (`data-copy`) to the clipboard.
-const COPY_SCRIPT: &str = "document.querySelectorAll('[data-copy]').forEach(b=>b.addEventListener('click',()=>{\
+pub(crate) const COPY_SCRIPT: &str = "document.querySelectorAll('[data-copy]').forEach(b=>b.addEventListener('click',()=>{\
     navigator.clipboard.writeText(document.getElementById(b.dataset.copy).textContent).then(()=>{b.textContent='Copied';});}));";
 
 /// The new token, once, with ready configurations for the common clients, each with a copy
@@ -127,7 +131,7 @@ fn new_token_box(token: &str, mcp_url: Option<&str>) -> Markup {
                 pre id={ "config-" (i) } { (text) }
                 button type="button" data-copy={ "config-" (i) } { "Copy" }
             }
-            script { (PreEscaped(COPY_SCRIPT)) }
+            script src=(COPY_SCRIPT_PATH) {}
         }
     }
 }

@@ -17,6 +17,10 @@ use crate::{Web, WebResponse};
 
 pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) -> WebResponse {
     let method = parts.method.as_str();
+    if path == crate::connections::COPY_SCRIPT_PATH && method == "GET" {
+        let script = crate::connections::COPY_SCRIPT;
+        return crate::respond(StatusCode::OK, "text/javascript; charset=utf-8", script);
+    }
     if path == "/app/login" {
         return crate::sign_in::login(web, parts, method, body).await;
     }
