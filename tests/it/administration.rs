@@ -638,3 +638,52 @@ async fn a_demo_as_of_a_past_day_is_refused() {
     }
     assert!(!data.join("gatehouse.db").exists(), "no store was made");
 }
+
+/// `agent-access status` prints the workspace's agent access, as its help offers (review of
+/// 2026-12-05: it answered "use on or off"), for any member and without writing anything;
+/// changing it still needs agent_access:manage.
+#[tokio::test]
+async fn agent_access_status_is_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    gatehouse(&ACME, data);
+    for (member, role) in [("ana", "owner"), ("vic", "viewer")] {
+        let set = [
+            "member", "set", "--tenant", "acme", "--member", member, "--role", role,
+        ];
+        gatehouse(&set, data);
+    }
+    let status = |member: &str| {
+        gatehouse(
+            &[
+                "agent-access",
+                "status",
+                "--tenant",
+                "acme",
+                "--member",
+                member,
+            ],
+            data,
+        )
+    };
+    let before = audit_actions(data, "acme").await;
+    assert_eq!(status("vic").trim(), "agent access in acme is on");
+    gatehouse(
+        &["agent-access", "off", "--tenant", "acme", "--member", "ana"],
+        data,
+    );
+    assert_eq!(status("vic").trim(), "agent access in acme is off");
+    let (ok, _, err) = run(
+        &["agent-access", "on", "--tenant", "acme", "--member", "vic"],
+        data,
+        "",
+    );
+    assert!(!ok && err.contains("may not change"), "{err}");
+    assert_eq!(status("ana").trim(), "agent access in acme is off");
+    let after = audit_actions(data, "acme").await;
+    assert_eq!(
+        after.len(),
+        before.len() + 1,
+        "only the change is audited: {after:?}"
+    );
+}

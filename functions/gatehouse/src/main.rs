@@ -139,11 +139,11 @@ enum Command {
     },
     /// A tenant's agent access (off answers 503 to that tenant's connections).
     AgentAccess {
-        /// on or off.
+        /// on or off, or status to print it.
         state: SwitchState,
         #[arg(long)]
         tenant: String,
-        /// The member doing it (needs agent_access:manage).
+        /// The member doing it (needs agent_access:manage to change it).
         #[arg(long)]
         member: String,
     },
@@ -1476,24 +1476,23 @@ async fn agent_access(
     member: &str,
 ) -> anyhow::Result<()> {
     let app = build(Arc::clone(&store), app::Settings::default())?;
-    if !may_manage_agent_access(&app, tenant, member).await? {
-        bail!("{member} may not change agent access in {tenant}");
-    }
-    match state {
-        SwitchState::Status => bail!("use on or off"),
+    let on = match state {
+        // Reading it changes nothing: any member may.
+        SwitchState::Status => app.switches.agent_access(tenant).await?,
         SwitchState::On | SwitchState::Off => {
+            if !may_manage_agent_access(&app, tenant, member).await? {
+                bail!("{member} may not change agent access in {tenant}");
+            }
+            let on = state == SwitchState::On;
             app.switches
-                .set_agent_access(&cli_actor(tenant, member), state == SwitchState::On)
-                .await?
+                .set_agent_access(&cli_actor(tenant, member), on)
+                .await?;
+            on
         }
-    }
+    };
     println!(
         "agent access in {tenant} is {}",
-        if state == SwitchState::On {
-            "on"
-        } else {
-            "off"
-        }
+        if on { "on" } else { "off" }
     );
     Ok(())
 }

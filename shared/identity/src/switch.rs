@@ -135,6 +135,13 @@ impl SwitchService {
         ))
     }
 
+    /// Whether `tenant`'s agents may call (its agent access is on).
+    pub async fn agent_access(&self, tenant: &str) -> Result<bool, IdentityError> {
+        Ok(tenant_allows(
+            self.store.get(&keys::tenant_switch(tenant)).await?.as_ref(),
+        ))
+    }
+
     /// Turns agent access of the actor's tenant on or off.
     pub async fn set_agent_access(
         &self,
