@@ -6,11 +6,13 @@
 #   tests/edge.sh dry-run  builds, then checks wrangler.toml with `wrangler deploy --dry-run`
 #                          (no account needed: nothing is uploaded)
 #   tests/edge.sh start    builds, dry-runs, then serves it in workerd (Durable Objects with
-#                          SQLite on a temporary disk) three times, on free ports: with the test
+#                          SQLite on a temporary disk) four times, on free ports: with the test
 #                          routes on; configured as a deployment (admin token, no test routes);
-#                          and with OAuth keys fetched from an issuer that stalls for a minute;
+#                          with OAuth keys fetched from an issuer that stalls for a minute; and
+#                          with settings that are wrong;
 #                          prints, for `eval`, GATEHOUSE_TEST_EDGE_URL,
 #                          GATEHOUSE_TEST_EDGE_DEPLOYED_URL, GATEHOUSE_TEST_EDGE_STALLED_KEYS_URL,
+#                          GATEHOUSE_TEST_EDGE_MISCONFIGURED_URL,
 #                          GATEHOUSE_TEST_EDGE_ADMIN_TOKEN and GATEHOUSE_EDGE_PID
 #
 # The toolchain comes from crates.io and npm only, cached outside the clone and keyed by
@@ -133,7 +135,7 @@ EOF
 }
 
 write_config() {
-    local port=$1 deployed_port=$2 stalled_port=$3
+    local port=$1 deployed_port=$2 stalled_port=$3 misconfigured_port=$4
     # The test issuer's keys (tests/fixtures/oauth), as a capnp text literal.
     local jwks
     jwks=$(tr -d '\n' <tests/fixtures/oauth/jwks.json | sed 's/\\/\\\\/g; s/"/\\"/g')
@@ -156,12 +158,14 @@ const config :Workerd.Config = (
     (name = "deployed", worker = .deployed),
     (name = "stalled-keys", worker = .stalledKeys),
     (name = "stalled-issuer", worker = .stalledIssuer),
+    (name = "misconfigured", worker = .misconfigured),
     (name = "do-storage", disk = (path = "$RUN_DIR/do-storage", writable = true)),
   ],
   sockets = [
     (name = "http", address = "127.0.0.1:$port", http = (), service = "main"),
     (name = "deployed", address = "127.0.0.1:$deployed_port", http = (), service = "deployed"),
     (name = "stalled-keys", address = "127.0.0.1:$stalled_port", http = (), service = "stalled-keys"),
+    (name = "misconfigured", address = "127.0.0.1:$misconfigured_port", http = (), service = "misconfigured"),
   ],
 );
 
@@ -189,6 +193,13 @@ $(worker stalledKeys gatehouse-store-stalled-keys "$modules" \
     (name = \"GATEHOUSE_OAUTH_JWKS_URL\", text = \"https://auth.example.com/jwks.json\")," \
     'globalOutbound = "stalled-issuer",')
 
+# Settings that are wrong: a short sealing key, an origin with a path, a body limit in words
+# (tests/it/edge.rs: /healthz and every call name the problems).
+$(worker misconfigured gatehouse-store-misconfigured "$modules" \
+    "(name = \"GATEHOUSE_STATE_KEY\", text = \"short-key\"),
+    (name = \"GATEHOUSE_ALLOWED_ORIGINS\", text = \"https://app.example.com/\"),
+    (name = \"GATEHOUSE_MAX_BODY_BYTES\", text = \"1MB\"),")
+
 # As a deployment is configured: no test routes, the admin route behind the admin token.
 $(worker deployed gatehouse-store-deployed "$modules" \
     "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-deployed-state-key-0123456789abcdef012345\"),
@@ -199,11 +210,12 @@ EOF
 start() {
     build
     dry_run
-    local port deployed_port stalled_port
+    local port deployed_port stalled_port misconfigured_port
     port=$(free_port)
     deployed_port=$(free_port)
     stalled_port=$(free_port)
-    write_config "$port" "$deployed_port" "$stalled_port"
+    misconfigured_port=$(free_port)
+    write_config "$port" "$deployed_port" "$stalled_port" "$misconfigured_port"
     local started=$SECONDS
     "$NPM_DIR/node_modules/.bin/workerd" serve "$RUN_DIR/config.capnp" \
         >"$RUN_DIR/workerd.log" 2>&1 &
@@ -214,6 +226,7 @@ start() {
             echo "export GATEHOUSE_TEST_EDGE_URL=http://127.0.0.1:$port"
             echo "export GATEHOUSE_TEST_EDGE_DEPLOYED_URL=http://127.0.0.1:$deployed_port"
             echo "export GATEHOUSE_TEST_EDGE_STALLED_KEYS_URL=http://127.0.0.1:$stalled_port"
+            echo "export GATEHOUSE_TEST_EDGE_MISCONFIGURED_URL=http://127.0.0.1:$misconfigured_port"
             echo "export GATEHOUSE_TEST_EDGE_ADMIN_TOKEN=$ADMIN_TOKEN"
             echo "export GATEHOUSE_EDGE_PID=$pid"
             return 0

@@ -240,3 +240,71 @@ async fn edge_a_stalled_key_fetch_ends_at_its_deadline() {
     );
     passed("edge_a_stalled_key_fetch_ends_at_its_deadline");
 }
+
+/// A body larger than the limit is refused before it is read: declared too large, the 413
+/// comes while the rest of the body has not been sent; sent in chunks without a declared
+/// size, it comes once the limit is passed, with the connection still open (review of
+/// 2026-12-05: the worker read the whole body into the isolate's memory first, which Workers
+/// cap at 128 MB for all of an isolate's requests).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_an_oversized_body_is_refused_before_it_is_read() {
+    let Some(url) = crate::support::edge::edge_url("edge oversized body") else {
+        return;
+    };
+    let addr = crate::support::edge::edge_addr(&url);
+    let wait = std::time::Duration::from_secs(10);
+    let declared = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: 200000000\r\n\r\n"
+    );
+    let answer =
+        crate::support::edge::answer_to_partial_request(addr, &declared, &[b' '; 4096], wait).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
+    let chunked = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+    );
+    let mut chunks = Vec::new();
+    for _ in 0..40 {
+        chunks.extend_from_slice(format!("{:x}\r\n", 64 * 1024).as_bytes());
+        chunks.extend_from_slice(&[b' '; 64 * 1024]);
+        chunks.extend_from_slice(b"\r\n");
+    }
+    let answer =
+        crate::support::edge::answer_to_partial_request(addr, &chunked, &chunks, wait).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer:?}");
+    passed("edge_an_oversized_body_is_refused_before_it_is_read");
+}
+
+/// A deployment whose settings are wrong says so at `/healthz` and on every call, naming each
+/// problem, as the Lambda function refuses to start: a sealing key under 32 bytes, an origin
+/// with a path, a body limit that is no number (review of 2026-12-05: the edge took them, and
+/// `/healthz` answered ok).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_a_misconfigured_deployment_says_so() {
+    let Some(_) = crate::support::edge::edge_url("edge misconfigured") else {
+        return;
+    };
+    let url =
+        std::env::var("GATEHOUSE_TEST_EDGE_MISCONFIGURED_URL").expect("tests/edge.sh sets it");
+    let addr = crate::support::edge::edge_addr(&url);
+    let health = mcp_test_client::TestClient::http(addr)
+        .send(http::Method::GET, "/healthz", &[], bytes::Bytes::new())
+        .await;
+    let text = String::from_utf8_lossy(&health.body).into_owned();
+    assert_eq!(health.status, 500, "{text}");
+    for problem in [
+        "GATEHOUSE_STATE_KEY is too short",
+        "GATEHOUSE_ALLOWED_ORIGINS",
+        "GATEHOUSE_MAX_BODY_BYTES",
+    ] {
+        assert!(text.contains(problem), "{problem}: {text}");
+    }
+    assert!(
+        !text.contains("short-key"),
+        "the key is never echoed: {text}"
+    );
+    let call = mcp_test_client::TestClient::http(addr)
+        .request("tools/list", json!({}))
+        .await;
+    assert_eq!(call.status, 500, "{}", String::from_utf8_lossy(&call.body));
+    passed("edge_a_misconfigured_deployment_says_so");
+}

@@ -24,24 +24,10 @@ mod telemetry;
 const TABLE: &str = "GATEHOUSE_TABLE";
 /// An endpoint URL instead of AWS's: a local DynamoDB-compatible server (tests only).
 const DYNAMODB_ENDPOINT: &str = "GATEHOUSE_DYNAMODB_ENDPOINT";
-/// Comma-separated browser origins allowed to call.
-const ALLOWED_ORIGINS: &str = "GATEHOUSE_ALLOWED_ORIGINS";
-/// The `requestState` sealing key itself (local tests of the binary only).
-const STATE_KEY: &str = "GATEHOUSE_STATE_KEY";
 /// The Secrets Manager secret holding the sealing key (the deployment's way).
 const STATE_KEY_SECRET_ARN: &str = "GATEHOUSE_STATE_KEY_SECRET_ARN";
 /// The log filter (default `info`).
 const LOG: &str = "GATEHOUSE_LOG";
-/// The largest accepted request body (default 1 MiB).
-const MAX_BODY_BYTES: &str = "GATEHOUSE_MAX_BODY_BYTES";
-/// Where the product's pages are (the web function's URL + `app`): approval links and console
-/// links in tool results point there. Unset: links point at a local `gatehouse serve`.
-const CONSOLE_BASE: &str = "GATEHOUSE_CONSOLE_BASE";
-
-/// Every instance seals with the same key; shorter keys are refused.
-const MIN_STATE_KEY_BYTES: usize = 32;
-/// The body limit's bounds: a useful floor, and Lambda's 6 MB payload limit.
-const BODY_BYTES_RANGE: std::ops::RangeInclusive<usize> = 1024..=6 * 1024 * 1024;
 
 /// Where the `requestState` sealing key comes from.
 #[derive(Clone, PartialEq, Eq)]
@@ -93,7 +79,7 @@ fn ok<T>(errors: &mut Vec<String>, result: Result<T, String>) -> Option<T> {
     result.map_err(|e| errors.push(e)).ok()
 }
 
-use app::settings::is_http_url;
+use app::settings::{ALLOWED_ORIGINS, CONSOLE_BASE, MAX_BODY_BYTES, STATE_KEY, is_http_url};
 
 fn parse_table(value: Option<String>) -> Result<String, String> {
     let table = value.ok_or_else(|| format!("{TABLE} is missing: it names the DynamoDB table"))?;
@@ -115,40 +101,13 @@ fn parse_endpoint(value: Option<String>) -> Result<Option<String>, String> {
     }
 }
 
-fn parse_origins(value: Option<String>) -> Result<Vec<String>, String> {
-    let Some(list) = value else {
-        return Ok(Vec::new());
-    };
-    let origins: Vec<String> = list
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect();
-    let bad: Vec<&String> = origins
-        .iter()
-        .filter(|o| !is_http_url(o) || o.split_once("://").is_some_and(|(_, h)| h.contains('/')))
-        .collect();
-    if bad.is_empty() {
-        Ok(origins)
-    } else {
-        Err(format!(
-            "{ALLOWED_ORIGINS}: {bad:?} is not a list of origins (scheme://host[:port], no path, comma-separated)"
-        ))
-    }
-}
-
 fn parse_state_key(key: Option<String>, arn: Option<String>) -> Result<StateKey, String> {
     match (key, arn) {
         (Some(_), Some(_)) => Err(format!(
             "{STATE_KEY} and {STATE_KEY_SECRET_ARN} are both set: set only one (the secret's ARN in a deployment)"
         )),
         // The key's value is never echoed.
-        (Some(key), None) if key.len() < MIN_STATE_KEY_BYTES => Err(format!(
-            "{STATE_KEY} is too short ({} bytes; at least {MIN_STATE_KEY_BYTES})",
-            key.len()
-        )),
-        (Some(key), None) => Ok(StateKey::Inline(key.into_bytes())),
+        (Some(key), None) => app::settings::state_key(key).map(StateKey::Inline),
         (None, Some(arn)) if arn.starts_with("arn:") && arn.contains(":secretsmanager:") => {
             Ok(StateKey::Secret { arn })
         }
@@ -169,30 +128,6 @@ fn parse_log(value: Option<String>) -> Result<String, String> {
         .map_err(|e| format!("{LOG}={filter:?} is not a log filter (e.g. info, or warn,store_dynamodb=debug): {e}"))
 }
 
-fn parse_console_base(value: Option<String>) -> Result<Option<String>, String> {
-    match value {
-        Some(url) if !is_http_url(&url) => Err(format!(
-            "{CONSOLE_BASE}={url:?} is not an http(s) URL (the product pages' base, ending in /app)"
-        )),
-        Some(url) => Ok(Some(url.trim_end_matches('/').to_owned())),
-        None => Ok(None),
-    }
-}
-
-fn parse_max_body(value: Option<String>) -> Result<usize, String> {
-    let Some(text) = value else {
-        return Ok(app::Settings::default().max_body_bytes);
-    };
-    match text.parse::<usize>() {
-        Ok(n) if BODY_BYTES_RANGE.contains(&n) => Ok(n),
-        _ => Err(format!(
-            "{MAX_BODY_BYTES}={text:?} is not a number of bytes from {} to {}",
-            BODY_BYTES_RANGE.start(),
-            BODY_BYTES_RANGE.end()
-        )),
-    }
-}
-
 impl Config {
     /// From the process environment.
     fn from_env() -> Result<Config, ConfigError> {
@@ -209,7 +144,7 @@ impl Config {
         let mut errors = Vec::new();
         let table = ok(&mut errors, parse_table(var(TABLE)));
         let dynamodb_endpoint = ok(&mut errors, parse_endpoint(var(DYNAMODB_ENDPOINT)));
-        let allowed_origins = ok(&mut errors, parse_origins(var(ALLOWED_ORIGINS)));
+        let allowed_origins = ok(&mut errors, app::settings::origins(var(ALLOWED_ORIGINS)));
         let state_key = ok(
             &mut errors,
             parse_state_key(var(STATE_KEY), var(STATE_KEY_SECRET_ARN)),
@@ -219,8 +154,8 @@ impl Config {
             app::settings::oauth(app::settings::OAuthVariables::read(var)),
         );
         let log_filter = ok(&mut errors, parse_log(var(LOG)));
-        let max_body_bytes = ok(&mut errors, parse_max_body(var(MAX_BODY_BYTES)));
-        let console_base = ok(&mut errors, parse_console_base(var(CONSOLE_BASE)));
+        let max_body_bytes = ok(&mut errors, app::settings::max_body(var(MAX_BODY_BYTES)));
+        let console_base = ok(&mut errors, app::settings::console_base(var(CONSOLE_BASE)));
         let test_panic_tool = ok(
             &mut errors,
             app::test_tool::enabled(var(app::test_tool::VAR).as_deref()),

@@ -48,7 +48,9 @@ pub(crate) fn setting(env: &Env, name: &str) -> Option<String> {
         .map(|s| s.to_string())
         .or_else(|_| env.var(name).map(|v| v.to_string()))
         .ok()?;
-    (!value.is_empty()).then_some(value)
+    // As on Lambda: surrounding blanks are not part of a value, and a blank value is unset.
+    let value = value.trim();
+    (!value.is_empty()).then(|| value.to_owned())
 }
 
 /// Sends store messages to the store object.
@@ -89,7 +91,9 @@ fn may_administer(req: &Request, env: &Env) -> bool {
     if test_routes(env) {
         return true;
     }
-    let Some(token) = setting(env, "GATEHOUSE_ADMIN_TOKEN").filter(|t| t.len() >= 32) else {
+    let Some(token) =
+        setting(env, "GATEHOUSE_ADMIN_TOKEN").filter(|t| t.len() >= MIN_ADMIN_TOKEN_CHARS)
+    else {
         return false;
     };
     let given = req
@@ -116,36 +120,91 @@ pub(crate) async fn forward_to_store(mut req: Request, env: &Env) -> Result<Resp
     Response::ok(post_to_store(&namespace, &object, message).await?)
 }
 
+/// The admin token's shortest length: a shorter one leaves the admin route off.
+const MIN_ADMIN_TOKEN_CHARS: usize = 32;
+
+/// The deployment's variables and secrets, checked as the Lambda function checks its own
+/// (`app::settings`), every problem named at once; a secret's value is never echoed.
+pub(crate) struct Variables {
+    state_key: Vec<u8>,
+    allowed_origins: Vec<String>,
+    console_base: Option<String>,
+    max_body_bytes: usize,
+}
+
+/// Keeps `result`'s value, or its problem.
+fn keep<T>(problems: &mut Vec<String>, result: std::result::Result<T, String>) -> Option<T> {
+    result.map_err(|problem| problems.push(problem)).ok()
+}
+
+/// Reads and checks the deployment's variables; `Err` lists what is wrong.
+pub(crate) fn variables(env: &Env) -> std::result::Result<Variables, String> {
+    use app::settings::{ALLOWED_ORIGINS, CONSOLE_BASE, MAX_BODY_BYTES, STATE_KEY};
+    let var = |name: &str| setting(env, name);
+    let mut problems = Vec::new();
+    let state_key = match var(STATE_KEY) {
+        Some(key) => app::settings::state_key(key),
+        None => Err(format!(
+            "{STATE_KEY} is not set: every instance needs the same sealing key \
+             (wrangler secret put {STATE_KEY})"
+        )),
+    };
+    let state_key = keep(&mut problems, state_key);
+    let allowed_origins = keep(&mut problems, app::settings::origins(var(ALLOWED_ORIGINS)));
+    let console_base = keep(
+        &mut problems,
+        app::settings::console_base(var(CONSOLE_BASE)),
+    );
+    let max_body_bytes = keep(&mut problems, app::settings::max_body(var(MAX_BODY_BYTES)));
+    if var("GATEHOUSE_ADMIN_TOKEN").is_some_and(|t| t.len() < MIN_ADMIN_TOKEN_CHARS) {
+        problems.push(format!(
+            "GATEHOUSE_ADMIN_TOKEN is too short (at least {MIN_ADMIN_TOKEN_CHARS} characters): \
+             the admin route stays off"
+        ));
+    }
+    match (state_key, allowed_origins, console_base, max_body_bytes) {
+        (Some(state_key), Some(allowed_origins), Some(console_base), Some(max_body_bytes))
+            if problems.is_empty() =>
+        {
+            Ok(Variables {
+                state_key,
+                allowed_origins,
+                console_base,
+                max_body_bytes,
+            })
+        }
+        _ => Err(format!("invalid configuration: {}", problems.join("; "))),
+    }
+}
+
+/// Whether the deployment is configured to serve: its variables and its OAuth settings
+/// (`/healthz` answers with this, so that a broken deploy is not reported healthy).
+pub(crate) fn check(env: &Env) -> std::result::Result<(), String> {
+    variables(env)?;
+    crate::keys::oauth(env).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 /// The deployment's settings from its variables and secrets.
 fn settings(env: &Env, ctx: Context) -> Result<app::Settings> {
-    let state_key = setting(env, "GATEHOUSE_STATE_KEY").ok_or_else(|| {
-        worker::Error::RustError(
-            "GATEHOUSE_STATE_KEY is not set: every instance needs the same sealing key \
-             (wrangler secret put GATEHOUSE_STATE_KEY)"
-                .into(),
-        )
-    })?;
+    let vars = variables(env).map_err(worker::Error::RustError)?;
     let mut settings = app::Settings {
         backend: "durable-object".into(),
-        state_key: Some(state_key.into_bytes()),
+        state_key: Some(vars.state_key),
+        allowed_origins: vars.allowed_origins,
+        max_body_bytes: vars.max_body_bytes,
         sleep: Some(mcp_pipeline::Sleep(Arc::new(|d| {
             Box::pin(SendFuture::new(Delay::from(d)))
         }))),
         ..app::Settings::default()
     };
+    if let Some(base) = vars.console_base {
+        settings.console_base = base;
+    }
     let ctx = SendWrapper::new(ctx);
     settings.defer = Some(mcp_pipeline::Defer(Arc::new(move |work| {
         ctx.0.wait_until(work)
     })));
-    if let Some(origins) = setting(env, "GATEHOUSE_ALLOWED_ORIGINS") {
-        settings.allowed_origins = origins.split(',').map(|o| o.trim().to_owned()).collect();
-    }
-    if let Some(base) = setting(env, "GATEHOUSE_CONSOLE_BASE") {
-        settings.console_base = base;
-    }
-    if let Some(bytes) = setting(env, "GATEHOUSE_MAX_BODY_BYTES").and_then(|b| b.parse().ok()) {
-        settings.max_body_bytes = bytes;
-    }
     settings.oauth = crate::keys::oauth(env)?;
     Ok(settings)
 }
@@ -161,22 +220,55 @@ pub(crate) async fn serve(req: Request, env: Env, ctx: Context) -> Result<Respon
     let store: Arc<dyn store::Store> = Arc::new(RemoteStore::new(transport));
     let app = app::build(&settings, store)
         .map_err(|e| worker::Error::RustError(format!("the tools did not register: {e}")))?;
-    let request = into_http(req).await?;
+    let request = into_http(req, settings.max_body_bytes).await?;
     let response = app.http.handle(request).await;
     from_http(response).await
 }
 
-async fn into_http(mut req: Request) -> Result<http::Request<Full<Bytes>>> {
-    let body = req.bytes().await?;
+/// The runtime's request as the app's: its body read no further than `max_body` bytes, so
+/// that an oversized body costs the isolate at most that much memory (Workers give an isolate
+/// 128 MB, shared by its requests). A body declared or found larger is not read on: the app
+/// gets the request with a `Content-Length` past the limit and answers 413, as everywhere.
+async fn into_http(mut req: Request, max_body: usize) -> Result<http::Request<Full<Bytes>>> {
+    let declared = req
+        .headers()
+        .get("content-length")?
+        .and_then(|v| v.parse::<usize>().ok());
+    let (body, over) = match declared {
+        Some(n) if n > max_body => (Vec::new(), true),
+        _ => read_at_most(&mut req, max_body).await?,
+    };
     let mut builder = http::Request::builder()
         .method(req.method().as_ref())
         .uri(req.url()?.as_str());
     for (name, value) in req.headers().entries() {
-        builder = builder.header(name, value);
+        if !(over && name.eq_ignore_ascii_case("content-length")) {
+            builder = builder.header(name, value);
+        }
+    }
+    if over {
+        builder = builder.header("content-length", (max_body + 1).to_string());
     }
     builder
         .body(Full::new(Bytes::from(body)))
         .map_err(|e| worker::Error::RustError(format!("unreadable request: {e}")))
+}
+
+/// The body's bytes up to `max`, and whether there was more (the rest is never read).
+async fn read_at_most(req: &mut Request, max: usize) -> Result<(Vec<u8>, bool)> {
+    use futures_util::StreamExt as _;
+    // A request without a body (a GET) has no stream.
+    let Ok(mut stream) = req.stream() else {
+        return Ok((Vec::new(), false));
+    };
+    let mut body = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        body.extend_from_slice(&chunk?);
+        if body.len() > max {
+            return Ok((Vec::new(), true));
+        }
+    }
+    Ok((body, false))
 }
 
 async fn from_http(response: http::Response<Full<Bytes>>) -> Result<Response> {

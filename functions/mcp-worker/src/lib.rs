@@ -28,7 +28,10 @@ const STORE_PATH: &str = "/admin/store";
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     match req.path().as_str() {
-        "/healthz" => Response::ok("ok"),
+        "/healthz" => match assembly::check(&env) {
+            Ok(()) => Response::ok("ok"),
+            Err(problem) => Response::error(problem, 500),
+        },
         STORE_PATH => assembly::forward_to_store(req, &env).await,
         _ => assembly::serve(req, env, ctx).await,
     }

@@ -14,6 +14,86 @@ pub const OAUTH_JWKS_URL: &str = "GATEHOUSE_OAUTH_JWKS_URL";
 /// The access-token claim naming the tenant (default `tenant`).
 pub const OAUTH_TENANT_CLAIM: &str = "GATEHOUSE_OAUTH_TENANT_CLAIM";
 
+/// Comma-separated browser origins allowed to call.
+pub const ALLOWED_ORIGINS: &str = "GATEHOUSE_ALLOWED_ORIGINS";
+/// The `requestState` sealing key itself (the edge's secret; on Lambda, local tests only).
+pub const STATE_KEY: &str = "GATEHOUSE_STATE_KEY";
+/// The largest accepted request body (default 1 MiB).
+pub const MAX_BODY_BYTES: &str = "GATEHOUSE_MAX_BODY_BYTES";
+/// Where the product's pages are (their URL, ending in `/app`): approval links and console
+/// links in tool results point there. Unset: links point at a local `gatehouse serve`.
+pub const CONSOLE_BASE: &str = "GATEHOUSE_CONSOLE_BASE";
+
+/// Every instance seals with the same key; shorter keys are refused (a short HMAC key can be
+/// guessed offline from one sealed state).
+pub const MIN_STATE_KEY_BYTES: usize = 32;
+/// The body limit's bounds: a useful floor, and Lambda's 6 MB payload limit.
+pub const BODY_BYTES_RANGE: std::ops::RangeInclusive<usize> = 1024..=6 * 1024 * 1024;
+
+/// The sealing key, refused when shorter than [`MIN_STATE_KEY_BYTES`] (its value is never
+/// echoed).
+pub fn state_key(key: String) -> Result<Vec<u8>, String> {
+    if key.len() < MIN_STATE_KEY_BYTES {
+        return Err(format!(
+            "{STATE_KEY} is too short ({} bytes; at least {MIN_STATE_KEY_BYTES})",
+            key.len()
+        ));
+    }
+    Ok(key.into_bytes())
+}
+
+/// The allowed browser origins: `scheme://host[:port]`, comma-separated, blanks skipped; a
+/// path (a trailing `/` too) is refused, since no browser sends one and the entry would match
+/// nothing.
+pub fn origins(value: Option<String>) -> Result<Vec<String>, String> {
+    let Some(list) = value else {
+        return Ok(Vec::new());
+    };
+    let origins: Vec<String> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let bad: Vec<&String> = origins
+        .iter()
+        .filter(|o| !is_http_url(o) || o.split_once("://").is_some_and(|(_, h)| h.contains('/')))
+        .collect();
+    if bad.is_empty() {
+        Ok(origins)
+    } else {
+        Err(format!(
+            "{ALLOWED_ORIGINS}: {bad:?} is not a list of origins (scheme://host[:port], no path, comma-separated)"
+        ))
+    }
+}
+
+/// The product pages' base URL, without a trailing `/`.
+pub fn console_base(value: Option<String>) -> Result<Option<String>, String> {
+    match value {
+        Some(url) if !is_http_url(&url) => Err(format!(
+            "{CONSOLE_BASE}={url:?} is not an http(s) URL (the product pages' base, ending in /app)"
+        )),
+        Some(url) => Ok(Some(url.trim_end_matches('/').to_owned())),
+        None => Ok(None),
+    }
+}
+
+/// The body limit, within [`BODY_BYTES_RANGE`]; unset: the default.
+pub fn max_body(value: Option<String>) -> Result<usize, String> {
+    let Some(text) = value else {
+        return Ok(crate::Settings::default().max_body_bytes);
+    };
+    match text.parse::<usize>() {
+        Ok(n) if BODY_BYTES_RANGE.contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{MAX_BODY_BYTES}={text:?} is not a number of bytes from {} to {}",
+            BODY_BYTES_RANGE.start(),
+            BODY_BYTES_RANGE.end()
+        )),
+    }
+}
+
 /// Whether `text` is an http(s) URL with something after the scheme and no whitespace.
 pub fn is_http_url(text: &str) -> bool {
     let rest = text

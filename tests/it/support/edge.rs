@@ -45,3 +45,25 @@ pub(crate) fn fresh_edge_store(url: &str) -> (Arc<dyn store::Store>, String) {
     .expect("an HTTP client");
     (Arc::new(store), object)
 }
+
+/// Sends `head` and then `body` on a new connection to `addr` and returns what came back
+/// within `wait` (the connection is left open: a server that waits for the rest of a body
+/// answers nothing in that time).
+pub(crate) async fn answer_to_partial_request(
+    addr: SocketAddr,
+    head: &str,
+    body: &[u8],
+    wait: std::time::Duration,
+) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    // The server may answer, and stop reading, before all of it is sent.
+    let _ = stream.write_all(body).await;
+    let mut answer = vec![0u8; 4096];
+    match tokio::time::timeout(wait, stream.read(&mut answer)).await {
+        Ok(Ok(n)) => String::from_utf8_lossy(&answer[..n]).into_owned(),
+        Ok(Err(e)) => format!("read failed: {e}"),
+        Err(_) => String::new(),
+    }
+}
