@@ -6,7 +6,8 @@ use std::process::{Command, Stdio};
 
 use crate::support::processes::{
     ACME, Place, cli_token, gatehouse, gatehouse_binary, printed_commands, start_serve,
-    start_serve_after, start_serve_printing, start_serve_with_open_files, succeed,
+    start_serve_after, start_serve_printing, start_serve_printing_on, start_serve_with_open_files,
+    succeed,
 };
 
 use http_body_util::BodyExt as _;
@@ -650,4 +651,92 @@ async fn a_declined_demo_stays_declined_and_its_printed_steps_work() {
         1,
         "only mycompany"
     );
+}
+
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The first booking link a demo dispatcher's `find_bookings` answers with, from `addr`.
+async fn a_booking_link(addr: std::net::SocketAddr, data: &std::path::Path) -> String {
+    let demo: Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("demo-connections.json")).unwrap())
+            .unwrap();
+    let token = demo["connections"][0]["token"].as_str().unwrap().to_owned();
+    let found = TestClient::http(addr)
+        .with_header("authorization", &format!("Bearer {token}"))
+        .call_tool("find_bookings", json!({}))
+        .await;
+    found.structured()["bookings"][0]["link"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", found.text()))
+        .to_owned()
+}
+
+/// A server listening on every address hands out links a client can open: loopback by
+/// default, with a note on how to name the address other machines use, or the URL given with
+/// `--public-url` (review of 2026-12-05: links and the printed configuration said
+/// http://0.0.0.0:PORT); a URL that is no URL is refused before anything starts.
+#[tokio::test]
+async fn links_point_where_clients_reach_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let place = Place::Folder(data.clone());
+    let port = free_port();
+    let (server, addr, printed) = start_serve_printing_on(&place, &format!("0.0.0.0:{port}"), &[]);
+    assert_eq!(
+        addr.to_string(),
+        format!("127.0.0.1:{port}"),
+        "{printed:#?}"
+    );
+    assert!(
+        printed.iter().any(|l| l.contains("--public-url")),
+        "{printed:#?}"
+    );
+    let config = format!("\"url\":\"http://127.0.0.1:{port}/mcp\"");
+    assert!(printed.iter().any(|l| l.contains(&config)), "{printed:#?}");
+    let link = a_booking_link(addr, &data).await;
+    assert!(
+        link.starts_with(&format!("http://127.0.0.1:{port}/app/")),
+        "{link}"
+    );
+    drop(server);
+    let port = free_port();
+    let public = format!("http://127.0.0.2:{port}");
+    let (_server, addr, printed) = start_serve_printing_on(
+        &place,
+        &format!("0.0.0.0:{port}"),
+        &["--public-url", &format!("{public}/")],
+    );
+    assert_eq!(
+        addr.to_string(),
+        format!("127.0.0.2:{port}"),
+        "{printed:#?}"
+    );
+    let link = a_booking_link(addr, &data).await;
+    assert!(link.starts_with(&format!("{public}/app/")), "{link}");
+    assert!(
+        printed
+            .iter()
+            .any(|l| l.contains(&format!("{public}/app/"))),
+        "the printed pages' address: {printed:#?}"
+    );
+    let out = Command::new(gatehouse_binary())
+        .args([
+            "serve",
+            "--no-demo",
+            "--public-url",
+            "gatehouse.example.com",
+        ])
+        .arg("--data-dir")
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a URL like"));
 }

@@ -213,6 +213,12 @@ struct ServeArgs {
     /// Address to listen on (loopback by default: this is a local server).
     #[arg(long, env = "GATEHOUSE_ADDR", default_value = "127.0.0.1:8787")]
     addr: SocketAddr,
+    /// The URL clients reach this server at (`http://192.168.1.20:8787`, or an https URL in
+    /// front of it): the base of the links in answers (records, approvals) and of what serve
+    /// prints. Default: the listening address, or 127.0.0.1 (::1) when it listens on all
+    /// addresses. An https URL makes the pages' cookies Secure.
+    #[arg(long, env = "GATEHOUSE_PUBLIC_URL", value_parser = a_public_url)]
+    public_url: Option<String>,
     /// An Origin allowed to call the endpoint (repeat for more); others get 403.
     #[arg(
         long = "allow-origin",
@@ -440,6 +446,35 @@ impl StoreArgs {
             add("data-dir", &dir.display().to_string());
         }
         flags
+    }
+}
+
+/// Where a client on this machine reaches a server listening on `local`: the address itself,
+/// or loopback when it listens on every address (0.0.0.0 is nowhere to connect to).
+fn reachable_base(local: SocketAddr) -> String {
+    match local.ip() {
+        std::net::IpAddr::V4(ip) if ip.is_unspecified() => {
+            format!("http://127.0.0.1:{}", local.port())
+        }
+        std::net::IpAddr::V6(ip) if ip.is_unspecified() => format!("http://[::1]:{}", local.port()),
+        _ => format!("http://{local}"),
+    }
+}
+
+/// `--public-url`: an http(s) URL of a host (and port), no path; a trailing `/` is dropped.
+fn a_public_url(text: &str) -> Result<String, String> {
+    let url = text.trim().trim_end_matches('/');
+    let host = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .filter(|h| {
+            !h.is_empty() && !h.contains(['/', '?', '#']) && !h.contains(char::is_whitespace)
+        });
+    match host {
+        Some(_) => Ok(url.to_owned()),
+        None => Err(format!(
+            "{text:?} is not a URL like http://192.168.1.20:8787 or https://gatehouse.example.com (scheme and host, no path)"
+        )),
     }
 }
 
@@ -777,14 +812,18 @@ async fn serve(
         .await
         .with_context(|| format!("binding {}", args.addr))?;
     let local = listener.local_addr()?;
-    // Plain local HTTP: cookies cannot be Secure; links point at this server.
+    let base = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| reachable_base(local));
+    // Links point at where clients reach this server; cookies are Secure only behind https.
     let settings = app::Settings {
         backend: backend.into(),
         allowed_origins: args.allowed_origins,
         oauth,
-        console_base: format!("http://{local}/app"),
-        mcp_url: Some(format!("http://{local}/mcp")),
-        secure_cookies: false,
+        console_base: format!("{base}/app"),
+        mcp_url: Some(format!("{base}/mcp")),
+        secure_cookies: base.starts_with("https://"),
         limits: app::bench::scaled_limits(mcp_pipeline::Limits::default(), args.rate_limit_scale),
         ..app::Settings::default()
     };
@@ -800,9 +839,18 @@ async fn serve(
     })?;
     deliveries::spawn_sweeps(deliveries::dispatcher(Arc::clone(&app.store))?);
     eprintln!(
-        "gatehouse {} serving MCP at http://{local}/mcp",
+        "gatehouse {} serving MCP at {base}/mcp",
         env!("CARGO_PKG_VERSION")
     );
+    if base != format!("http://{local}") {
+        eprintln!("  listening on {local}");
+    }
+    if local.ip().is_unspecified() && args.public_url.is_none() {
+        eprintln!(
+            "  links in answers point at {base}; for clients on other machines, pass --public-url http://<this machine's address>:{}",
+            local.port()
+        );
+    }
     if args.rate_limit_scale > 1 {
         eprintln!(
             "  BENCHMARK: rate limits raised {}x (every gate still on)",
@@ -819,7 +867,7 @@ async fn serve(
         );
     }
     eprintln!("  store: {described}");
-    eprintln!("  product pages (sign-in, approvals, connections): http://{local}/app/");
+    eprintln!("  product pages (sign-in, approvals, connections): {base}/app/");
     let seeded = if args.no_demo {
         app::demo::decline(&app)
             .await
@@ -832,7 +880,7 @@ async fn serve(
                 .map_err(|e| anyhow::anyhow!(e))?,
         )
     };
-    let endpoint = format!("http://{local}/mcp");
+    let endpoint = format!("{base}/mcp");
     match seeded {
         Some(app::demo::Seeded::Now(demo)) => print_demo(&demo, data_dir, &endpoint)?,
         Some(app::demo::Seeded::Unfinished { started_at }) => eprintln!(

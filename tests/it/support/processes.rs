@@ -192,14 +192,24 @@ fn spawn_serve(place: &Place, command: &mut Command) -> (Running, std::net::Sock
     (running, addr)
 }
 
-/// Starts `gatehouse serve` on a free port on `place` with `extra` arguments; returns the
-/// process, its address and the lines it printed before it was ready.
+/// Starts `gatehouse serve` on a free port of loopback on `place` with `extra` arguments;
+/// returns the process, its address and the lines it printed before it was ready.
 pub(crate) fn start_serve_printing(
     place: &Place,
     extra: &[&str],
 ) -> (Running, std::net::SocketAddr, Vec<String>) {
+    start_serve_printing_on(place, "127.0.0.1:0", extra)
+}
+
+/// As [`start_serve_printing`], listening on `addr`; the address returned is the one `serve`
+/// printed for clients.
+pub(crate) fn start_serve_printing_on(
+    place: &Place,
+    addr: &str,
+    extra: &[&str],
+) -> (Running, std::net::SocketAddr, Vec<String>) {
     let mut command = Command::new(gatehouse_binary());
-    command.args(["serve", "--addr", "127.0.0.1:0"]).args(extra);
+    command.args(["serve", "--addr", addr]).args(extra);
     spawn_serve_printing(place, &mut command)
 }
 
