@@ -705,7 +705,8 @@ async fn links_point_where_clients_reach_the_server() {
         link.starts_with(&format!("http://127.0.0.1:{port}/app/")),
         "{link}"
     );
-    drop(server);
+    // Stopped as a service manager stops it: its calls' slots are given back.
+    assert!(server.terminate().success());
     let port = free_port();
     let public = format!("http://127.0.0.2:{port}");
     let (_server, addr, printed) = start_serve_printing_on(
@@ -739,4 +740,54 @@ async fn links_point_where_clients_reach_the_server() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a URL like"));
+}
+
+/// Stopped with SIGTERM (what service managers and `docker stop` send), `serve` answers the
+/// request it is in the middle of, exits cleanly, and leaves no concurrency slot taken: a new
+/// server on the same folder serves the same connection at once (review of 2026-12-05: the
+/// process died at once, the call was lost, and its slot blocked the connection until its
+/// lease ran out).
+#[tokio::test]
+async fn a_terminated_server_finishes_its_calls() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let place = Place::Folder(data.clone());
+    let token = cli_token(&data);
+    let (server, addr, _) = start_serve_printing(&place, &[]);
+    let client = TestClient::http(addr).with_header("authorization", &format!("Bearer {token}"));
+    let params = json!({"name": "get_server_status", "arguments": {}});
+    let (body, headers) = client.build("tools/call", params);
+    let body = body.to_string();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in &headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let (first, rest) = body.split_at(body.len() / 2);
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(first.as_bytes()).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let stopped = tokio::task::spawn_blocking(move || server.terminate());
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    stream.write_all(rest.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_to_string(&mut answer),
+    )
+    .await;
+    assert!(matches!(read, Ok(Ok(_))), "{read:?}");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("store_backend"), "{answer}");
+    let exited = stopped.await.unwrap();
+    assert!(exited.success(), "{exited:?}");
+    let (_again, addr, _) = start_serve_printing(&place, &[]);
+    let client = TestClient::http(addr).with_header("authorization", &format!("Bearer {token}"));
+    let status = client.call_tool("get_server_status", json!({})).await;
+    assert!(!status.is_error(), "{}", status.text());
 }

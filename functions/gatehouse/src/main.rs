@@ -11,6 +11,7 @@ mod background;
 mod deliveries;
 mod dynamo;
 mod expiry;
+mod shutdown;
 
 /// mimalloc, with the option `allocator` sets as the executable loads (ADR 19, ADR 33).
 #[global_allocator]
@@ -808,6 +809,7 @@ async fn serve(
     args: ServeArgs,
 ) -> anyhow::Result<()> {
     let oauth = oauth_settings(&args)?;
+    let work = shutdown::Work::new();
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("binding {}", args.addr))?;
@@ -825,6 +827,7 @@ async fn serve(
         mcp_url: Some(format!("{base}/mcp")),
         secure_cookies: base.starts_with("https://"),
         limits: app::bench::scaled_limits(mcp_pipeline::Limits::default(), args.rate_limit_scale),
+        defer: Some(counted_defer(&work)),
         ..app::Settings::default()
     };
     let (bench_tool, test_panic_tool) = (args.bench_tool, args.test_panic_tool);
@@ -902,9 +905,44 @@ async fn serve(
         }
     }
     eprintln!("gatehouse: ready (Ctrl-C stops)");
+    let why = accept_until_stopped(&listener, &app, &work).await;
+    drop(listener);
+    eprintln!("gatehouse: {why}; finishing the calls in progress");
+    match work.stop(shutdown::GRACE).await {
+        0 => eprintln!("gatehouse: stopped"),
+        left => eprintln!(
+            "gatehouse: stopped with {left} pieces of work unfinished after {} s; their concurrency slots wait for their leases",
+            shutdown::GRACE.as_secs()
+        ),
+    }
+    Ok(())
+}
+
+/// Work sent after answers (slot releases, audit) runs on tokio, counted in `work`, so that
+/// stopping waits for it.
+fn counted_defer(work: &Arc<shutdown::Work>) -> mcp_pipeline::Defer {
+    let work = Arc::clone(work);
+    mcp_pipeline::Defer(Arc::new(move |job| {
+        // Outside a runtime (a call dropped while it shuts down) nothing can run it; the
+        // slot's lease frees it.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(work.track(job));
+        }
+    }))
+}
+
+/// Accepts connections and serves each on a task of its own, counted in `work`, until a
+/// signal to stop; returns what stopped it.
+async fn accept_until_stopped(
+    listener: &tokio::net::TcpListener,
+    app: &app::App,
+    work: &Arc<shutdown::Work>,
+) -> &'static str {
     // Shared by every connection: cloning the pages' services per request cost about 1% of a
     // read's CPU (issue 17).
     let web = Arc::new(app.web.clone());
+    let stop = shutdown::signal();
+    tokio::pin!(stop);
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -914,44 +952,56 @@ async fn serve(
                     continue;
                 }
             },
-            _ = tokio::signal::ctrl_c() => {
-                eprintln!("gatehouse: stopping");
-                return Ok(());
-            }
+            why = &mut stop => return why,
         };
         // Answers are written whole; nothing is gained by holding a small one back.
         let _ = stream.set_nodelay(true);
-        let http = app.http.clone();
-        let web = Arc::clone(&web);
-        tokio::spawn(async move {
-            let peer = peer.ip();
-            let service = service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
-                let (http, web) = (http.clone(), Arc::clone(&web));
-                async move {
-                    // The product's pages and API live beside the MCP endpoint, with their own
-                    // credentials.
-                    let response = if req.uri().path() == "/" {
-                        // A person who opens the server's address lands on the product's pages.
-                        mcp_http::see_other("/app/")
-                    } else if web::is_product_path(req.uri().path()) {
-                        // Only the pages use the address (the sign-in throttle): an MCP call
-                        // does not pay for writing it down.
-                        req.extensions_mut()
-                            .insert(web::ClientAddress(peer.to_string()));
-                        web.handle(req).await
-                    } else {
-                        http.handle(req).await
-                    };
-                    Ok::<_, std::convert::Infallible>(response)
-                }
-            });
-            if let Err(e) = http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                tracing::debug!(error = %e, "connection ended with an error");
-            }
-        });
+        let connection = serve_connection(
+            (stream, peer.ip()),
+            (app.http.clone(), Arc::clone(&web)),
+            work.stopping(),
+        );
+        tokio::spawn(work.track(connection));
+    }
+}
+
+/// Serves one connection: the product's pages and API beside the MCP endpoint, each with its
+/// own credentials. When `stopping` resolves, the request in progress is answered and the
+/// connection closes (an idle one at once).
+async fn serve_connection(
+    (stream, peer): (tokio::net::TcpStream, std::net::IpAddr),
+    (http, web): (mcp_http::McpService, Arc<web::Web>),
+    stopping: impl std::future::Future<Output = ()>,
+) {
+    let service = service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+        let (http, web) = (http.clone(), Arc::clone(&web));
+        async move {
+            let response = if req.uri().path() == "/" {
+                // A person who opens the server's address lands on the product's pages.
+                mcp_http::see_other("/app/")
+            } else if web::is_product_path(req.uri().path()) {
+                // Only the pages use the address (the sign-in throttle): an MCP call does not
+                // pay for writing it down.
+                req.extensions_mut()
+                    .insert(web::ClientAddress(peer.to_string()));
+                web.handle(req).await
+            } else {
+                http.handle(req).await
+            };
+            Ok::<_, std::convert::Infallible>(response)
+        }
+    });
+    let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection, stopping);
+    let ended = tokio::select! {
+        ended = connection.as_mut() => ended,
+        () = &mut stopping => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    if let Err(e) = ended {
+        tracing::debug!(error = %e, "connection ended with an error");
     }
 }
 

@@ -63,6 +63,16 @@ pub(crate) fn gatehouse_binary() -> PathBuf {
 /// A child process killed when dropped.
 pub(crate) struct Running(pub(crate) Child);
 
+impl Running {
+    /// Stops the process as service managers do (SIGTERM) and waits until it exits.
+    pub(crate) fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.0.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill -TERM {pid}");
+        self.0.wait().expect("wait for the process")
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.0.kill();
