@@ -203,7 +203,7 @@ async fn sign_in_sets_a_safe_cookie_and_forms_need_csrf(world: World) {
         "POST",
         "/app/connections",
         &[FORM, ("cookie", &pair)],
-        &format!("client=laptop&toolset=core&csrf={csrf}"),
+        &format!("client=laptop&toolset=core&form=f-laptop&csrf={csrf}"),
     )
     .await;
     assert_eq!(r.status, 200, "{}", r.body);
@@ -794,7 +794,7 @@ async fn connections_show_configurations_and_only_allowed_actions(world: World) 
         "POST",
         "/app/connections",
         &[FORM, ("cookie", &owner)],
-        &format!("client=laptop&toolset=standard&approval=client&csrf={csrf}"),
+        &format!("client=laptop&toolset=standard&approval=client&form=f-standard&csrf={csrf}"),
     )
     .await;
     assert_eq!(created.status, 200, "{}", created.body);
@@ -826,7 +826,7 @@ async fn a_malformed_form_is_a_400_and_changes_nothing(world: World) {
     ] {
         let r = send(&world, "POST", "/app/login", &[FORM], body).await;
         assert_eq!(r.status, 400, "{body}: {}", r.body);
-        let create = format!("client=%ff&toolset=standard&csrf={csrf}");
+        let create = format!("client=%ff&toolset=standard&form=f4&csrf={csrf}");
         let r = send(
             &world,
             "POST",
@@ -868,8 +868,11 @@ async fn a_choice_outside_its_options_is_refused(world: World) {
     };
     let before = audit(&world).await;
     for (path, body) in [
-        ("/app/connections", "client=laptop&toolset=everything"),
-        ("/app/connections", "client=laptop&approval=maybe"),
+        (
+            "/app/connections",
+            "client=laptop&toolset=everything&form=f1",
+        ),
+        ("/app/connections", "client=laptop&approval=maybe&form=f2"),
         ("/app/agent-access", "state=of"),
         ("/app/agent-access", ""),
         ("/app/connections/revoke", ""),
@@ -894,7 +897,7 @@ async fn a_choice_outside_its_options_is_refused(world: World) {
         "POST",
         "/app/connections",
         &[FORM, ("cookie", &owner)],
-        &format!("client=&toolset=core&csrf={csrf}"),
+        &format!("client=&toolset=core&form=f3&csrf={csrf}"),
     )
     .await;
     assert_eq!(r.status, 400, "{}", r.body);
@@ -932,3 +935,55 @@ async fn the_activity_page_needs_audit_read(world: World) {
     assert!(shown.body.contains("create_customer"), "{}", shown.body);
 }
 on_every_backend!(activity_rights, the_activity_page_needs_audit_read);
+
+/// One "new connection" form makes one connection: the page that shows the token, reloaded
+/// (the browser sends the same form again), or a second press, makes nothing more and names
+/// the connection the first made (review of 2026-12-05: each reload made another connection).
+async fn a_connection_form_sent_twice_makes_one(world: World) {
+    crate::booking_tools::setup(&world).await;
+    let (owner, csrf) = sign_in(&world, "acme", "ana").await;
+    let page = send(&world, "GET", "/app/connections", &[("cookie", &owner)], "").await;
+    let form_id = page
+        .body
+        .split("name=\"form\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no form id: {}", page.body))
+        .to_owned();
+    let before = world.app.connections.list("acme").await.unwrap().len();
+    let body = format!("client=laptop&toolset=core&form={form_id}&csrf={csrf}");
+    let post = async || {
+        send(
+            &world,
+            "POST",
+            "/app/connections",
+            &[FORM, ("cookie", &owner)],
+            &body,
+        )
+        .await
+    };
+    let first = post().await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert!(
+        first.body.contains("ghm_"),
+        "the token, once: {}",
+        first.body
+    );
+    let again = post().await;
+    assert_eq!(again.status, 400, "{}", again.body);
+    assert!(!again.body.contains("ghm_"), "{}", again.body);
+    let listed = world.app.connections.list("acme").await.unwrap();
+    assert_eq!(listed.len(), before + 1, "{listed:?}");
+    let made = listed.iter().find(|c| c.client_name == "laptop").unwrap();
+    assert!(
+        again.body.contains(&made.id),
+        "names the connection: {}",
+        again.body
+    );
+    let other = send(&world, "GET", "/app/connections", &[("cookie", &owner)], "").await;
+    assert!(
+        !other.body.contains(&format!("value=\"{form_id}\"")),
+        "a new page, a new form"
+    );
+}
+on_every_backend!(connection_form_once, a_connection_form_sent_twice_makes_one);

@@ -237,6 +237,32 @@ impl ConnectionService {
         actor: &Actor,
         new: NewConnection,
     ) -> Result<(Connection, String), IdentityError> {
+        self.create_token_once(actor, new, None).await
+    }
+
+    /// As [`Self::create_token`], for the submission of the form `form` (an id the page put
+    /// in it): a second submission of the same form (a page reloaded after it showed the
+    /// token, a button pressed twice) makes nothing and says which connection the first made.
+    pub async fn create_token_for_form(
+        &self,
+        actor: &Actor,
+        new: NewConnection,
+        form: &str,
+    ) -> Result<(Connection, String), IdentityError> {
+        if form.is_empty() || form.len() > 64 {
+            return Err(IdentityError::Invalid(
+                "the form has no valid id: open the page again".into(),
+            ));
+        }
+        self.create_token_once(actor, new, Some(form)).await
+    }
+
+    async fn create_token_once(
+        &self,
+        actor: &Actor,
+        new: NewConnection,
+        form: Option<&str>,
+    ) -> Result<(Connection, String), IdentityError> {
         let creator = self.check_creator(actor, &new).await?;
         let connection = Self::record((actor, creator), &new, "token", None);
         let token = token::generate(&token::Locator {
@@ -248,18 +274,32 @@ impl ConnectionService {
         index.insert("token_hash".into(), Value::s(&token.hash));
         let mut stored = connection.to_item();
         stored.insert("token_hash".into(), Value::s(&token.hash));
-        self.store
-            .transact_write(vec![
-                Put::new(keys::connection(&actor.tenant, &connection.id), stored)
-                    .when(Condition::item_not_exists())
-                    .into(),
-                Put::new(keys::mcp_token(&token.hash), index)
-                    .when(Condition::item_not_exists())
-                    .into(),
-                Self::audit(actor, "connection.create", &connection.id),
-            ])
-            .await?;
-        Ok((connection, token.secret))
+        let mut ops = vec![
+            Put::new(keys::connection(&actor.tenant, &connection.id), stored)
+                .when(Condition::item_not_exists())
+                .into(),
+            Put::new(keys::mcp_token(&token.hash), index)
+                .when(Condition::item_not_exists())
+                .into(),
+            Self::audit(actor, "connection.create", &connection.id),
+        ];
+        if let Some(form) = form {
+            let mut mark = Item::new();
+            mark.insert("connection".into(), Value::s(&connection.id));
+            let expires = chrono::Utc::now().timestamp() + FORM_MARK_SECONDS;
+            mark.insert(store::TTL_ATTRIBUTE.into(), Value::n(expires));
+            let mark = Put::new(keys::connection_form(&actor.tenant, form), mark)
+                .when(Condition::item_not_exists())
+                .return_old_on_failure();
+            ops.push(mark.into());
+        }
+        match self.store.transact_write(ops).await {
+            Ok(()) => Ok((connection, token.secret)),
+            Err(store::StoreError::TransactionCancelled { reasons }) if form.is_some() => {
+                Err(submitted_before(&reasons))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Creates a connection for an OAuth subject of this tenant (one per subject).
@@ -410,5 +450,29 @@ impl ConnectionService {
             .await?;
         connection.revoked = true;
         Ok(connection)
+    }
+}
+
+/// How long a submitted form's mark is kept: longer than anyone keeps a page open to reload.
+const FORM_MARK_SECONDS: i64 = 24 * 60 * 60;
+
+/// The refusal of a form submitted before, naming the connection its first submission made
+/// (the form's mark is the last operation; the others cannot fail for a new connection).
+fn submitted_before(reasons: &[store::CancelReason]) -> IdentityError {
+    let made = store::CancelReason::first_failed(reasons)
+        .and_then(|(_, old)| old)
+        .and_then(|old| {
+            old.get("connection")
+                .and_then(Value::as_s)
+                .map(str::to_owned)
+        });
+    match made {
+        Some(id) => IdentityError::Invalid(format!(
+            "this form was submitted already: it made connection {id}, whose token was shown \
+             once; to make another connection, open the connections page again"
+        )),
+        None => IdentityError::Store(store::StoreError::TransactionCancelled {
+            reasons: reasons.to_vec(),
+        }),
     }
 }

@@ -17,6 +17,11 @@ pub fn mcp_token(hash_hex: &str) -> Key {
     Key::new(concat(&["mcptoken#", hash_hex]), "token")
 }
 
+/// The mark of a submitted "new connection" form: one form makes one connection.
+pub fn connection_form(tenant: &str, form: &str) -> Key {
+    Key::new(concat(&[tenant, "#connection_form"]), form)
+}
+
 /// A connection of a tenant.
 pub fn connection(tenant: &str, connection_id: &str) -> Key {
     Key::new(concat(&[tenant, "#connection"]), connection_id)

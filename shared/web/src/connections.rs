@@ -62,6 +62,9 @@ pub(crate) async fn connections(web: &Web, s: &Session, created: Option<&str>) -
             h2 { "New connection" }
             form method="post" action="/app/connections" {
                 (csrf_field(s))
+                // One form makes one connection: a reload of the page that shows the token, or
+                // a second press, sends this id again and makes nothing.
+                input type="hidden" name="form" value=(outside::random_text(&outside::SystemRandomness, 24));
                 p { label { "Client " input name="client" required; } }
                 p { label { "Toolset " select name="toolset" {
                     option { "core" } option selected { "standard" } option { "full" }
@@ -160,7 +163,14 @@ pub(crate) async fn create_connection(
         client_name: form.get("client").cloned().unwrap_or_default(),
         approval,
     };
-    match web.connections.create_token(&actor(s), new).await {
+    let Some(form_id) = form.get("form") else {
+        return refuse("This form is from an older page: open the connections page again.");
+    };
+    match web
+        .connections
+        .create_token_for_form(&actor(s), new, form_id)
+        .await
+    {
         Ok((_, token)) => connections(web, s, Some(&token)).await,
         Err(e) => refused("MCP connections", &e),
     }
