@@ -641,7 +641,9 @@ async fn a_declined_demo_stays_declined_and_its_printed_steps_work() {
     let client = TestClient::http(addr).with_header("authorization", &format!("Bearer {token}"));
     assert_eq!(client.request("tools/list", json!({})).await.status, 200);
     drop(server);
-    let (_again, _, printed) = start_serve_printing(&place, &[]);
+    let (_again, _, printed) = start_serve_printing(&place, &["--demo-as-of", "2055-06-01"]);
+    let ignored = "--demo-as-of applies to the first seed of an empty store only";
+    assert!(printed.iter().any(|l| l.contains(ignored)), "{printed:#?}");
     assert!(
         !printed.iter().any(|l| l.contains("seeded the demo")),
         "{printed:#?}"

@@ -108,7 +108,12 @@ pub(crate) async fn run(
             );
         }
         OutboxCommand::Dead => {
-            for m in dispatcher.dead_letters().await? {
+            let dead = dispatcher.dead_letters().await?;
+            if dead.is_empty() {
+                // On stderr: the list on stdout stays empty for scripts.
+                eprintln!("no dead letters: every message was delivered or is still being tried");
+            }
+            for m in dead {
                 println!(
                     "{}\t{}\t{}\tattempts {}\t{}",
                     m.tenant,

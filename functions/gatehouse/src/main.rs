@@ -142,6 +142,7 @@ enum Command {
     AgentAccess {
         /// on or off, or status to print it.
         state: SwitchState,
+        /// The workspace (tenant) id, as `tenant list` shows it.
         #[arg(long)]
         tenant: String,
         /// The member doing it (needs agent_access:manage to change it).
@@ -156,6 +157,7 @@ enum Command {
         class: Option<ApprovalClass>,
         /// client or product.
         mode: Option<Approval>,
+        /// The workspace (tenant) id, as `tenant list` shows it.
         #[arg(long)]
         tenant: String,
         /// The member doing it (needs agent_access:manage to change a mode).
@@ -275,8 +277,10 @@ enum MemberCommand {
     /// Adds a member to a workspace that exists, or changes their role and active flag
     /// (audited).
     Set {
+        /// The workspace (tenant) id, as `tenant list` shows it.
         #[arg(long)]
         tenant: String,
+        /// The member id (who does it, or whose it is).
         #[arg(long)]
         member: String,
         /// owner, admin, dispatcher or viewer.
@@ -293,8 +297,10 @@ enum MemberCommand {
     /// Sets a member's sign-in password for the product's pages, read from the first line of
     /// stdin so that it stays out of the shell history and the process list (audited).
     Password {
+        /// The workspace (tenant) id, as `tenant list` shows it.
         #[arg(long)]
         tenant: String,
+        /// The member id (who does it, or whose it is).
         #[arg(long)]
         member: String,
     },
@@ -306,8 +312,10 @@ enum MemberCommand {
     /// Removes a member: every credential they made (connections, API tokens, sessions)
     /// stops working for good, even if the id is added again (audited).
     Remove {
+        /// The workspace (tenant) id, as `tenant list` shows it.
         #[arg(long)]
         tenant: String,
+        /// The member id (who does it, or whose it is).
         #[arg(long)]
         member: String,
     },
@@ -317,8 +325,10 @@ enum MemberCommand {
 enum ApiTokenCommand {
     /// Creates a token acting as the member and prints it once.
     Create {
+        /// The workspace (tenant) id, as `tenant list` shows it.
         #[arg(long)]
         tenant: String,
+        /// The member id (who does it, or whose it is).
         #[arg(long)]
         member: String,
         /// How long it lasts, in days (1 to 365).
@@ -327,11 +337,13 @@ enum ApiTokenCommand {
     },
     /// Lists a workspace's tokens (never their secrets).
     List {
+        /// The workspace (tenant) id, as `tenant list` shows it.
         #[arg(long)]
         tenant: String,
     },
     /// Revokes a token: it stops working on the next request.
     Revoke {
+        /// The workspace (tenant) id, as `tenant list` shows it.
         #[arg(long)]
         tenant: String,
         /// The token's id (`tok_...`).
@@ -380,6 +392,7 @@ enum OperatorCommand {
 enum TokenCommand {
     /// Creates a connection and prints its MCP token once.
     Create {
+        /// The workspace (tenant) id, as `tenant list` shows it.
         #[arg(long)]
         tenant: String,
         /// The member creating it; the connection never has more rights than they do.
@@ -404,6 +417,7 @@ enum TokenCommand {
     },
     /// Lists a tenant's connections (never their tokens).
     List {
+        /// The workspace (tenant) id, as `tenant list` shows it.
         #[arg(long)]
         tenant: String,
         #[arg(long)]
@@ -411,6 +425,7 @@ enum TokenCommand {
     },
     /// Revokes a connection: its token stops working on the next request.
     Revoke {
+        /// The workspace (tenant) id, as `tenant list` shows it.
         #[arg(long)]
         tenant: String,
         /// The member revoking it (needs connections:manage).
@@ -812,7 +827,12 @@ async fn serve(
     let work = shutdown::Work::new();
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
-        .with_context(|| format!("binding {}", args.addr))?;
+        .with_context(|| {
+            format!(
+                "cannot listen on {} (is another gatehouse, or another program, using it? pick another address with --addr 127.0.0.1:PORT)",
+                args.addr
+            )
+        })?;
     let local = listener.local_addr()?;
     let base = args
         .public_url
@@ -884,6 +904,11 @@ async fn serve(
         )
     };
     let endpoint = format!("{base}/mcp");
+    if args.demo_as_of.is_some() && !matches!(seeded, Some(app::demo::Seeded::Now(_))) {
+        eprintln!(
+            "  --demo-as-of applies to the first seed of an empty store only: nothing was seeded now"
+        );
+    }
     match seeded {
         Some(app::demo::Seeded::Now(demo)) => print_demo(&demo, data_dir, &endpoint)?,
         Some(app::demo::Seeded::Unfinished { started_at }) => eprintln!(

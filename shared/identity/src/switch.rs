@@ -93,7 +93,7 @@ impl SwitchService {
         }
         if reason.chars().count() > MOST_REASON_CHARS {
             return Err(IdentityError::Invalid(format!(
-                "the reason has {} characters; at most {MOST_REASON_CHARS} are kept",
+                "the reason has {} characters; at most {MOST_REASON_CHARS} are allowed: shorten it",
                 reason.chars().count()
             )));
         }
