@@ -12,7 +12,7 @@
 #                          with settings that are wrong;
 #                          prints, for `eval`, GATEHOUSE_TEST_EDGE_URL,
 #                          GATEHOUSE_TEST_EDGE_DEPLOYED_URL, GATEHOUSE_TEST_EDGE_STALLED_KEYS_URL,
-#                          GATEHOUSE_TEST_EDGE_MISCONFIGURED_URL,
+#                          GATEHOUSE_TEST_EDGE_MISCONFIGURED_URL, GATEHOUSE_TEST_EDGE_LOG,
 #                          GATEHOUSE_TEST_EDGE_ADMIN_TOKEN and GATEHOUSE_EDGE_PID
 #
 # The toolchain comes from crates.io and npm only, cached outside the clone and keyed by
@@ -227,6 +227,7 @@ start() {
             echo "export GATEHOUSE_TEST_EDGE_DEPLOYED_URL=http://127.0.0.1:$deployed_port"
             echo "export GATEHOUSE_TEST_EDGE_STALLED_KEYS_URL=http://127.0.0.1:$stalled_port"
             echo "export GATEHOUSE_TEST_EDGE_MISCONFIGURED_URL=http://127.0.0.1:$misconfigured_port"
+            echo "export GATEHOUSE_TEST_EDGE_LOG=$RUN_DIR/workerd.log"
             echo "export GATEHOUSE_TEST_EDGE_ADMIN_TOKEN=$ADMIN_TOKEN"
             echo "export GATEHOUSE_EDGE_PID=$pid"
             return 0

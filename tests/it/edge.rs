@@ -308,3 +308,39 @@ async fn edge_a_misconfigured_deployment_says_so() {
     assert_eq!(call.status, 500, "{}", String::from_utf8_lossy(&call.body));
     passed("edge_a_misconfigured_deployment_says_so");
 }
+
+/// The app's log lines reach the runtime's console at the edge, as on Lambda they reach
+/// CloudWatch: a tool call's line, with the request id its answer carries, is in workerd's
+/// output (review of 2026-12-05: the worker installed no subscriber, so nothing the app logged
+/// was written anywhere).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_a_calls_log_line_reaches_the_console() {
+    let Some(world) = edge().await else { return };
+    let log = std::env::var("GATEHOUSE_TEST_EDGE_LOG").expect("tests/edge.sh sets it");
+    world.member("acme", "ana", "owner").await;
+    let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
+    let call = world
+        .client(&token)
+        .call_tool("get_server_status", json!({}))
+        .await;
+    let request_id = call
+        .response
+        .header("x-request-id")
+        .expect("the answer names its request")
+        .to_owned();
+    let mut seen = String::new();
+    for _ in 0..50 {
+        seen = std::fs::read_to_string(&log).unwrap_or_default();
+        if seen.contains(&request_id) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let line = seen.lines().find(|l| l.contains(&request_id));
+    let line = line.unwrap_or_else(|| panic!("no line names {request_id} in {log}"));
+    assert!(
+        line.contains("tool call") && line.contains("get_server_status"),
+        "{line}"
+    );
+    passed("edge_a_calls_log_line_reaches_the_console");
+}

@@ -16,6 +16,7 @@
 mod assembly;
 mod durable;
 mod keys;
+mod logs;
 mod sql_rows;
 
 use worker::{Context, Env, Request, Response, Result, event};
@@ -27,6 +28,7 @@ const STORE_PATH: &str = "/admin/store";
 
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
+    logs::install();
     match req.path().as_str() {
         "/healthz" => match assembly::check(&env) {
             Ok(()) => Response::ok("ok"),
