@@ -286,7 +286,7 @@ impl ConnectionService {
         if let Some(form) = form {
             let mut mark = Item::new();
             mark.insert("connection".into(), Value::s(&connection.id));
-            let expires = chrono::Utc::now().timestamp() + FORM_MARK_SECONDS;
+            let expires = outside::Clock::now(&outside::SystemClock) + FORM_MARK_SECONDS;
             mark.insert(store::TTL_ATTRIBUTE.into(), Value::n(expires));
             let mark = Put::new(keys::connection_form(&actor.tenant, form), mark)
                 .when(Condition::item_not_exists())
