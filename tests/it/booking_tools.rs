@@ -1727,29 +1727,36 @@ async fn sent(world: &World, tenant: &str, subject: &str) -> usize {
         .count()
 }
 
-/// The same action prepared twice (a retry, a second preview) runs once, whichever preview
-/// is confirmed: a page is sent once, and a move whose second preview became current again
-/// (the booking was moved back, so its content and version are as before) does not run a
-/// second time; a move to where the booking already is (what the stale-version hint offers
-/// after the first move ran) tells no one (review of 2026-12-05: each of these mailed or paged
-/// again).
+/// The same action prepared twice (a retry, a second preview, the same page spelled another
+/// way) runs once, whichever preview is confirmed: a page is sent once, and a move whose
+/// second preview became current again (the booking was moved back, so its content and
+/// version are as before) does not run a second time; a move to where the booking already is
+/// (what the stale-version hint offers after the first move ran) tells no one (review of
+/// 2026-12-05: each of these mailed or paged again). The same action prepared after it ran is
+/// a new decision, and runs.
 async fn the_same_action_prepared_twice_runs_once(world: World) {
     let (c, _) = setup(&world).await;
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
     let page = json!({"technician": tom, "message": "Burst pipe, please call"});
+    // The same page spelled otherwise: the technician's bare id, a trailing blank.
+    let bare = tom.trim_start_matches("tec_");
+    let respelled = json!({"technician": bare, "message": "Burst pipe, please call "});
     let first = c.call_tool("page_technician", page.clone()).await;
-    let second = c.call_tool("page_technician", page).await;
+    let second = c.call_tool("page_technician", page.clone()).await;
+    let third = c.call_tool("page_technician", respelled).await;
     let paged = confirm(&c, &first).await;
     assert!(!paged.is_error(), "{}", paged.text());
-    let again = confirm(&c, &second).await;
-    assert_eq!(
-        again.structured()["status"],
-        "executed_already",
-        "{}",
-        again.text()
-    );
+    for preview in [&second, &third] {
+        let again = confirm(&c, preview).await;
+        let status = &again.structured()["status"];
+        assert_eq!(status, "executed_already", "{}", again.text());
+    }
     assert_eq!(sent(&world, "acme", "Page").await, 1);
+    // Prepared after it ran, the same page is a new decision: it is sent.
+    let later = c.call_tool("page_technician", page).await;
+    assert!(!confirm(&c, &later).await.is_error());
+    assert_eq!(sent(&world, "acme", "Page").await, 2);
 
     let b = confirmed_booking(&c, &ada, &tom, "2055-06-07 09:00").await;
     let at = |version: &Value, start: &str| json!({"booking": b["booking"], "version": version, "start": start, "zone": "Europe/Berlin"});
@@ -1788,6 +1795,11 @@ async fn the_same_action_prepared_twice_runs_once(world: World) {
         2,
         "away and back"
     );
+    // The same move prepared now, after the first ran, is the user's new decision.
+    let anew = at(&back["version"], "2055-06-08 10:00");
+    let anew = c.call_tool("reschedule_booking", anew).await;
+    assert!(!confirm(&c, &anew).await.is_error());
+    assert_eq!(sent(&world, "acme", "Your booking moves").await, 3);
 }
 on_every_backend!(
     prepared_twice,

@@ -36,6 +36,9 @@ pub(crate) struct Pending {
     /// user's answer to that request approves it, never `confirm_action` (the token sits in the
     /// request's state, which is signed, not encrypted).
     pub(crate) elicited: bool,
+    /// When it was prepared (microseconds since the epoch): an action already executed by
+    /// then does not stop it (ADR 42).
+    pub(crate) prepared_at: i64,
 }
 
 /// The elicitation asking the person to approve the server-written summary.
@@ -203,6 +206,7 @@ pub(crate) fn pending_item(p: &Pending, now: i64) -> Item {
     if p.elicited {
         item.insert("elicited".into(), SV::Bool(true));
     }
+    item.insert("prepared_at".into(), SV::n(p.prepared_at));
     item.insert(
         store::TTL_ATTRIBUTE.into(),
         SV::n(now + PENDING_TTL_SECONDS),
@@ -225,6 +229,20 @@ pub(crate) fn read_pending(token: &str, item: &Item) -> Option<Pending> {
         status: s("status")?,
         in_product: matches!(item.get("in_product"), Some(SV::Bool(true))),
         elicited: matches!(item.get("elicited"), Some(SV::Bool(true))),
+        prepared_at: prepared_at(item),
+    })
+}
+
+/// When a stored pending action was prepared; one stored before the time was kept is dated
+/// from its expiry (prepared a lifetime before it).
+fn prepared_at(item: &Item) -> i64 {
+    let number = |name: &str| {
+        item.get(name)
+            .and_then(SV::as_n)
+            .and_then(|n| n.to_string().parse::<i64>().ok())
+    };
+    number("prepared_at").unwrap_or_else(|| {
+        number(store::TTL_ATTRIBUTE).map_or(0, |expiry| (expiry - PENDING_TTL_SECONDS) * 1_000_000)
     })
 }
 
@@ -244,31 +262,31 @@ pub(crate) fn consume_op(tenant: &str, token: &str, to: &str) -> store::Update {
     .when(Condition::eq("status", SV::s("pending")))
 }
 
-/// The mark an executed action leaves for as long as a pending action lives, written with the
-/// execution on the condition that there is none: the same tool with the same arguments,
-/// prepared twice (a retry, a second preview), runs once, whichever preview is confirmed, and
-/// whoever confirms it. A repeat the user wants takes other arguments (a record changed by the
-/// first run has a new version; a second page says it is one).
-pub(crate) fn executed_op(tenant: &str, p: &Pending, now: i64) -> Put {
-    let action = crate::canonical::digest(&json!({"tool": p.tool, "args": p.args}));
+/// The mark an executed action leaves for as long as a pending action lives: the same action
+/// (its tool and what its preview showed, so however its arguments were spelled) runs once for
+/// all the previews prepared before it ran, whichever of them is confirmed and by whom. A
+/// preview prepared after it ran is a new decision, and runs (ADR 42).
+pub(crate) fn executed_op(tenant: &str, p: &Pending, now_micros: i64) -> Put {
+    let action = crate::canonical::digest(&json!({"tool": p.tool, "content": p.content_hash}));
     let mut item = Item::new();
     item.insert("tool".into(), SV::s(&p.tool));
     item.insert("connection".into(), SV::s(&p.connection));
-    item.insert(
-        store::TTL_ATTRIBUTE.into(),
-        SV::n(now + PENDING_TTL_SECONDS),
-    );
-    Put::new(crate::keys::executed(tenant, &action), item).when(Condition::item_not_exists())
+    item.insert("executed_at".into(), SV::n(now_micros));
+    let expiry = now_micros.div_euclid(1_000_000) + PENDING_TTL_SECONDS;
+    item.insert(store::TTL_ATTRIBUTE.into(), SV::n(expiry));
+    let ran_before = Condition::Cmp("executed_at".into(), store::CmpOp::Lt, SV::n(p.prepared_at));
+    let condition = Condition::Or(Box::new(Condition::item_not_exists()), Box::new(ran_before));
+    Put::new(crate::keys::executed(tenant, &action), item).when(condition)
 }
 
 /// The refusal of a second execution of the same action (see [`executed_op`]).
 pub(crate) fn executed_already(tool: &str) -> ToolError {
     ToolError::new(
         ErrorKind::Conflict,
-        format!("The same {tool} with the same arguments was confirmed and executed in the last 15 minutes; it was not done again"),
+        format!("The same {tool} was confirmed and executed after this preview was prepared; it was not done again"),
         "Do not confirm it again",
     )
-    .handover("It is done already (another preview of the same action ran): tell the user. If they want it done a second time, prepare it with arguments that say so, e.g. a message that says it is a reminder")
+    .handover("It is done already (another preview of the same action ran): tell the user. If they want it done a second time, prepare it again and confirm the new preview")
     .detail("status", "executed_already")
 }
 

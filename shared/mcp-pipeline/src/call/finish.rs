@@ -186,6 +186,7 @@ impl Call<'_> {
             in_product: self.plan.spec.approval_in_product
                 || caller.product_approval.requires(self.plan.spec.effect),
             elicited: false,
+            prepared_at: self.now_micros,
         };
         Ok((pending, content))
     }
@@ -303,7 +304,7 @@ impl Call<'_> {
         });
         let tool = old.tool.clone();
         writes.ops.push(Planned {
-            op: confirm::executed_op(&tenant, old, self.now).into(),
+            op: confirm::executed_op(&tenant, old, self.now_micros).into(),
             on_conflict: Some(Box::new(move |_| confirm::executed_already(&tool))),
         });
         let audit = Audited {
