@@ -793,3 +793,51 @@ async fn a_terminated_server_finishes_its_calls() {
     let status = client.call_tool("get_server_status", json!({})).await;
     assert!(!status.is_error(), "{}", status.text());
 }
+
+/// A store whose only record is an operator is in use too: no demo, and no demo operator with
+/// the published password beside the real one, at the first start or any later one (second
+/// review of 2026-12-05).
+#[tokio::test]
+async fn a_store_with_only_an_operator_gets_no_demo() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let place = Place::Folder(data.clone());
+    let mut create = Command::new(gatehouse_binary());
+    create
+        .args([
+            "operator",
+            "create",
+            "--email",
+            "admin@company.example",
+            "--password-stdin",
+        ])
+        .arg("--data-dir")
+        .arg(&data)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = create.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"a long enough password\n")
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    for _ in 0..2 {
+        let (server, _, printed) = start_serve_printing(&place, &[]);
+        assert!(
+            !printed.iter().any(|l| l.contains("seeded the demo")),
+            "{printed:#?}"
+        );
+        assert!(server.terminate().success());
+    }
+    let demo_operator = accounts::operators::check_password(
+        place.store().as_ref(),
+        app::demo::DEMO_OPERATOR,
+        app::demo::DEMO_PASSWORD,
+    )
+    .await
+    .unwrap();
+    assert!(!demo_operator, "no demo operator");
+}

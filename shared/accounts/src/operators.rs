@@ -55,6 +55,12 @@ pub async fn create(
     }
 }
 
+/// Whether the deployment has any operator.
+pub async fn any(store: &dyn Store) -> Result<bool, AccountsError> {
+    let query = store::Query::partition(keys::operator("-").pk).limit(1);
+    Ok(!store.query(query).await?.items.is_empty())
+}
+
 /// Checks an operator's password; `true` only for an active operator with that password.
 pub async fn check_password(
     store: &dyn Store,

@@ -127,8 +127,8 @@ pub enum Seeded {
         /// When that start began (RFC 3339).
         started_at: String,
     },
-    /// The store already holds workspaces that are not the demo's: a store in use, where a
-    /// demo operator with a published password and made-up customers have no place.
+    /// The store held workspaces or operators of its own at its first start: a store in use,
+    /// where a demo operator with a published password and made-up customers have no place.
     NotEmpty,
     /// An earlier start was told not to seed (`serve --no-demo`).
     Declined,
@@ -140,20 +140,20 @@ fn marker_key() -> Key {
     Key::new("system", "demo_seeded")
 }
 
-/// Seeds the demo data into an empty store, once: a store without the demo's marker and
-/// without a workspace. `now` places the bookings (the caller's clock: the system's, or a
+/// Seeds the demo data into an empty store, once: a store without the demo's marker, without
+/// a workspace and without an operator. `now` places the bookings (the caller's clock: the system's, or a
 /// test's).
 pub async fn seed_if_empty(app: &App, now: DateTime<Utc>) -> Result<Seeded, DemoError> {
-    if app.store.get(&marker_key()).await?.is_some() {
-        return earlier_seed(app).await;
-    }
-    if !accounts::workspaces::list(&app.store).await?.is_empty() {
-        return Ok(Seeded::NotEmpty);
-    }
     match app.store.put(marker("seeding")).await {
         Ok(()) => {}
         Err(store::StoreError::ConditionFailed { .. }) => return earlier_seed(app).await,
         Err(e) => return Err(e.into()),
+    }
+    // Checked once the marker is ours, so that nothing made meanwhile is missed; a store in
+    // use stays unseeded at every later start too.
+    if in_use(app).await? {
+        set_state(app, "in_use").await?;
+        return Ok(Seeded::NotEmpty);
     }
     let mut connections = Vec::new();
     for t in &TENANTS {
@@ -171,14 +171,26 @@ pub async fn seed_if_empty(app: &App, now: DateTime<Utc>) -> Result<Seeded, Demo
         channel: Channel::Cli,
     };
     accounts::operators::create(app.store.as_ref(), &seeder, DEMO_OPERATOR, DEMO_PASSWORD).await?;
-    let done = vec![store::UpdateAction::Set(
+    set_state(app, "done").await?;
+    Ok(Seeded::Now(connections))
+}
+
+/// Whether the store holds anything of its own: a workspace or an operator.
+async fn in_use(app: &App) -> Result<bool, DemoError> {
+    Ok(!accounts::workspaces::list(&app.store).await?.is_empty()
+        || accounts::operators::any(app.store.as_ref()).await?)
+}
+
+/// Sets the marker's state.
+async fn set_state(app: &App, state: &str) -> Result<(), DemoError> {
+    let set = vec![store::UpdateAction::Set(
         "state".into(),
-        store::Value::s("done"),
+        store::Value::s(state),
     )];
     app.store
-        .update(store::Update::new(marker_key(), done))
+        .update(store::Update::new(marker_key(), set))
         .await?;
-    Ok(Seeded::Now(connections))
+    Ok(())
 }
 
 /// Records that this store is not to be seeded (`serve --no-demo`), so that a later start
@@ -213,6 +225,7 @@ async fn earlier_seed(app: &App) -> Result<Seeded, DemoError> {
             started_at: text("seeded_at").unwrap_or_default(),
         },
         Some("declined") => Seeded::Declined,
+        Some("in_use") => Seeded::NotEmpty,
         _ => Seeded::Before,
     })
 }
