@@ -929,8 +929,9 @@ async fn serve(
             print_first_steps(&app, store_flags, &endpoint).await?;
         }
     }
+    let signals = shutdown::Signals::listen();
     eprintln!("gatehouse: ready (Ctrl-C stops)");
-    let why = accept_until_stopped(&listener, &app, &work).await;
+    let why = accept_until_stopped(&listener, &app, &work, signals).await;
     drop(listener);
     eprintln!("gatehouse: {why}; finishing the calls in progress");
     match work.stop(shutdown::GRACE).await {
@@ -962,12 +963,11 @@ async fn accept_until_stopped(
     listener: &tokio::net::TcpListener,
     app: &app::App,
     work: &Arc<shutdown::Work>,
+    mut signals: shutdown::Signals,
 ) -> &'static str {
     // Shared by every connection: cloning the pages' services per request cost about 1% of a
     // read's CPU (issue 17).
     let web = Arc::new(app.web.clone());
-    let stop = shutdown::signal();
-    tokio::pin!(stop);
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -977,7 +977,7 @@ async fn accept_until_stopped(
                     continue;
                 }
             },
-            why = &mut stop => return why,
+            why = signals.recv() => return why,
         };
         // Answers are written whole; nothing is gained by holding a small one back.
         let _ = stream.set_nodelay(true);

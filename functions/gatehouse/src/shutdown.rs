@@ -84,20 +84,41 @@ impl Work {
     }
 }
 
-/// Resolves on Ctrl-C, or on SIGTERM (what service managers and `docker stop` send).
-pub(crate) async fn signal() -> &'static str {
+/// Ctrl-C and SIGTERM (what service managers and `docker stop` send), listened for from the
+/// moment this is made: a signal that arrives before anyone waits is kept, not lost to the
+/// default action (which ends the process at once).
+pub(crate) struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+    streams: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl Signals {
+    /// Starts listening.
+    pub(crate) fn listen() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let streams = signal(SignalKind::interrupt())
+                .and_then(|interrupt| Ok((interrupt, signal(SignalKind::terminate())?)))
+                .ok();
+            Signals { streams }
+        }
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    /// Resolves on the first signal; says which.
+    pub(crate) async fn recv(&mut self) -> &'static str {
+        #[cfg(unix)]
+        if let Some((interrupt, terminate)) = &mut self.streams {
             return tokio::select! {
-                _ = tokio::signal::ctrl_c() => "interrupted",
+                _ = interrupt.recv() => "interrupted",
                 _ = terminate.recv() => "terminated",
             };
         }
+        let _ = tokio::signal::ctrl_c().await;
+        "interrupted"
     }
-    let _ = tokio::signal::ctrl_c().await;
-    "interrupted"
 }
 
 #[cfg(test)]
