@@ -70,7 +70,7 @@ impl Tenants {
                 "a workspace is created by someone acting in it",
             ));
         }
-        crate::text::written("name", &tenant.name, 100, crate::text::Lines::One)?;
+        let name = crate::text::written("name", &tenant.name, 100, crate::text::Lines::One)?;
         crate::money::Currency::parse(&tenant.currency).map_err(|e| BookingError::Money {
             field: "currency",
             error: e,
@@ -90,12 +90,12 @@ impl Tenants {
             }
         })?;
         let mut item = Item::new();
-        item.insert("name".into(), Value::s(&tenant.name));
+        item.insert("name".into(), Value::s(&name));
         item.insert("zone".into(), Value::s(&tenant.zone));
         item.insert("currency".into(), Value::s(&tenant.currency));
         item.insert("tax_rate".into(), Value::s(tenant.tax_rate.to_string()));
         let mut listed = Item::new();
-        listed.insert("name".into(), Value::s(&tenant.name));
+        listed.insert("name".into(), Value::s(&name));
         let mut change = Change::new(tenant.clone());
         change.push(
             Put::new(keys::tenant(&tenant.id), item).when(Condition::item_not_exists()),

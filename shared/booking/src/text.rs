@@ -29,8 +29,10 @@ fn invisible(c: char) -> bool {
 
 /// Characters that hide text or reorder what a reader sees, and that no one needs in a
 /// name, an address or a note: zero-width spaces and joiners that are not the ones scripts
-/// and emoji need, bidi embeddings, overrides and isolates, tag characters, and letters
-/// that print as blanks (Hangul and Braille fillers).
+/// and emoji need, bidi embeddings, overrides and isolates, tag characters, supplementary
+/// variation selectors, Unicode's own line and paragraph separators (a line break is `\n`),
+/// and letters that print as blanks (Hangul and Braille fillers). Emoji's variation selectors
+/// (U+FE0E, U+FE0F) and the Mongolian vowel separator, which its script uses, stay allowed.
 pub(crate) fn hides_or_reorders(c: char) -> bool {
     matches!(c,
         '\u{200B}'                // zero-width space
@@ -41,7 +43,8 @@ pub(crate) fn hides_or_reorders(c: char) -> bool {
         | '\u{E0000}'..='\u{E007F}' // tag characters
         | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' // Hangul fillers
         | '\u{2800}'              // Braille blank
-        | '\u{180E}'              // Mongolian vowel separator
+        | '\u{E0100}'..='\u{E01EF}' // supplementary variation selectors (hide data in runs)
+        | '\u{2028}' | '\u{2029}' // line and paragraph separators: breaks that hide as spaces
     )
 }
 
@@ -73,9 +76,13 @@ pub fn written(
         ));
     }
     let breaks_allowed = |c: char| lines == Lines::Many && (c == '\n' || c == '\t');
-    if v.chars().any(|c| c.is_control() && !breaks_allowed(c)) {
+    // A soft hyphen shows nothing mid-line: in a name it makes a look-alike of another.
+    let unseen = |c: char| lines == Lines::One && c == '\u{00AD}';
+    if v.chars()
+        .any(|c| (c.is_control() && !breaks_allowed(c)) || unseen(c))
+    {
         let what = match lines {
-            Lines::One => "must be one line, without control characters",
+            Lines::One => "must be one line, without control characters or soft hyphens",
             Lines::Many => "must not contain control characters other than line breaks and tabs",
         };
         return Err(crate::BookingError::invalid(field, what));
