@@ -841,3 +841,34 @@ async fn a_store_with_only_an_operator_gets_no_demo() {
     .unwrap();
     assert!(!demo_operator, "no demo operator");
 }
+
+/// A data file made readable by others before the store made its files private (an install
+/// from before, or a copy) is made its owner's again when a server opens it (second review of
+/// 2026-12-05).
+#[cfg(unix)]
+#[tokio::test]
+async fn a_data_file_readable_by_others_is_made_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let place = Place::Folder(data.clone());
+    let (server, _, _) = start_serve_printing(&place, &[]);
+    assert!(server.terminate().success());
+    let names = ["gatehouse.db", "gatehouse.db-wal", "gatehouse.db-shm"];
+    let open_to_all = std::fs::Permissions::from_mode(0o644);
+    for name in names {
+        let path = data.join(name);
+        if path.exists() {
+            std::fs::set_permissions(&path, open_to_all.clone()).unwrap();
+        }
+    }
+    let (_again, _, _) = start_serve_printing(&place, &[]);
+    for name in names {
+        let mode = std::fs::metadata(data.join(name))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600, "{name}");
+    }
+}

@@ -155,7 +155,8 @@ fn private_folder(folder: &Path) -> std::io::Result<()> {
 
 /// Creates the data file empty and readable by its owner only (0600 on Unix) when it does not
 /// exist yet, before SQLite opens it: SQLite gives its log and shared-memory files the data
-/// file's mode, so all three stay private whatever the process's umask.
+/// file's mode, so all three stay private whatever the process's umask. An existing one is
+/// made private if it is not ([`tighten`]).
 fn private_file(path: &Path) -> std::io::Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -166,9 +167,46 @@ fn private_file(path: &Path) -> std::io::Result<()> {
     }
     match options.open(path) {
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            tighten(path);
+            Ok(())
+        }
         Err(e) => Err(e),
     }
+}
+
+/// Makes an existing data file, and its log and shared-memory files, readable by their owner
+/// only, if others could read them (files made before the store made them private). A file
+/// this user may not change is left as it is: the store still opens.
+fn tighten(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mut names = vec![path.to_path_buf()];
+        for suffix in ["-wal", "-shm"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            names.push(PathBuf::from(name));
+        }
+        for name in names {
+            let Ok(meta) = std::fs::metadata(&name) else {
+                continue;
+            };
+            if meta.permissions().mode() & 0o077 != 0 {
+                let private = std::fs::Permissions::from_mode(0o600);
+                match std::fs::set_permissions(&name, private) {
+                    Ok(()) => {
+                        tracing::warn!(file = %name.display(), "the data file was readable by other users; it is now its owner's only")
+                    }
+                    Err(error) => {
+                        tracing::warn!(file = %name.display(), %error, "the data file is readable by other users and could not be made private")
+                    }
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
 }
 
 /// Opens the data file. FULL syncs the log on every commit, so a write the store acknowledged
