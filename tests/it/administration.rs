@@ -690,7 +690,8 @@ async fn agent_access_status_is_printed() {
 
 /// Commands say what happened where they used to say nothing or too little (review of
 /// 2026-12-05): an empty dead-letter list says so on stderr (stdout stays empty for scripts);
-/// `--tenant` explains itself in the help; a port in use names `--addr`.
+/// `--tenant` explains itself in the help; a port in use names `--addr`; an origin with a
+/// path is refused.
 #[tokio::test]
 async fn commands_say_what_happened() {
     let dir = tempfile::tempdir().unwrap();
@@ -707,4 +708,13 @@ async fn commands_say_what_happened() {
     let addr = taken.local_addr().unwrap().to_string();
     let (ok, _, err) = run(&["serve", "--no-demo", "--addr", &addr], data, "");
     assert!(!ok && err.contains("--addr 127.0.0.1:PORT"), "{err}");
+    // An origin with a path matches no browser: refused as Lambda and the edge refuse it.
+    let origin = [
+        "serve",
+        "--no-demo",
+        "--allow-origin",
+        "http://localhost:3000/",
+    ];
+    let (ok, _, err) = run(&origin, data, "");
+    assert!(!ok && err.contains("not a list of origins"), "{err}");
 }

@@ -226,7 +226,8 @@ struct ServeArgs {
     #[arg(
         long = "allow-origin",
         env = "GATEHOUSE_ALLOWED_ORIGINS",
-        value_delimiter = ','
+        value_delimiter = ',',
+        value_parser = an_origin
     )]
     allowed_origins: Vec<String>,
     /// Accept OAuth access tokens from this issuer (with --oauth-resource, and the issuer's keys
@@ -250,7 +251,8 @@ struct ServeArgs {
     /// The claim that names the tenant.
     #[arg(long, env = "GATEHOUSE_OAUTH_TENANT_CLAIM", default_value = "tenant")]
     oauth_tenant_claim: String,
-    /// Do not seed the demo tenants into an empty store.
+    /// Do not seed the demo tenants into an empty store, now or at any later start on this
+    /// store (a new data folder seeds again).
     #[arg(long)]
     no_demo: bool,
     /// Seed the demo as it would be seeded on this day (YYYY-MM-DD) instead of today, so that
@@ -474,6 +476,14 @@ fn reachable_base(local: SocketAddr) -> String {
         }
         std::net::IpAddr::V6(ip) if ip.is_unspecified() => format!("http://[::1]:{}", local.port()),
         _ => format!("http://{local}"),
+    }
+}
+
+/// `--allow-origin`: `scheme://host[:port]`, checked as Lambda and the edge check theirs.
+fn an_origin(text: &str) -> Result<String, String> {
+    match app::settings::origins(Some(text.to_owned()))?.as_slice() {
+        [origin] => Ok(origin.clone()),
+        _ => Err(format!("{text:?} is not an origin (scheme://host[:port])")),
     }
 }
 
