@@ -137,6 +137,7 @@ async fn product_mode_moves_approval_to_the_page(world: World) {
     let path = page_path(url);
     let page = send(&world, "GET", &path, &[("cookie", &owner)], "").await;
     assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("Expires"), "{}", page.body);
     let approve = |cookie: String, csrf: String| {
         let path = path.clone();
         let world = &world;
@@ -156,6 +157,10 @@ async fn product_mode_moves_approval_to_the_page(world: World) {
     assert!(booking_exists(&world, &b["booking"]).await);
     let by_owner = approve(owner.clone(), csrf.clone()).await;
     assert_eq!(by_owner.status, 200, "{}", by_owner.body);
+    assert!(
+        !by_owner.body.contains("Expires"),
+        "a decided action expires no more"
+    );
     assert!(!booking_exists(&world, &b["booking"]).await);
     assert_eq!(
         approvals_of(&world, "delete_booking").await,
@@ -397,6 +402,24 @@ async fn the_cli_sets_modes_and_pins_connections() {
     ))
     .unwrap();
     assert_eq!(pinned["approval"], "product");
+    // Listed in the words --approval takes, as text and as JSON.
+    let listed = gatehouse(&["token", "list", "--tenant", "acme"], data);
+    assert!(listed.contains("approval product"), "{listed}");
+    let listed: Value = serde_json::from_str(&gatehouse(
+        &["token", "list", "--tenant", "acme", "--json"],
+        data,
+    ))
+    .unwrap();
+    let words: Vec<&Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["approval"])
+        .collect();
+    assert!(
+        words.iter().all(|w| *w == "client" || *w == "product"),
+        "{words:?}"
+    );
     let store = store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap();
     let audited: Vec<String> = identity::audit::recent(&store, "acme", None, 50)
         .await

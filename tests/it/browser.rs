@@ -9,6 +9,7 @@ use std::process::Command;
 use mcp_test_client::TestClient;
 use serde_json::{Value, json};
 
+use crate::support::pages::form_login;
 use crate::support::processes::start_serve;
 
 fn browser_env() -> Option<(String, String)> {
@@ -31,48 +32,6 @@ fn browser_env() -> Option<(String, String)> {
             None
         }
     }
-}
-
-async fn form_login(addr: std::net::SocketAddr, member: &str) -> (String, String) {
-    let c = TestClient::http(addr);
-    let headers = [(
-        "content-type".to_owned(),
-        "application/x-www-form-urlencoded".to_owned(),
-    )];
-    let r = c
-        .send(
-            http::Method::POST,
-            "/app/login",
-            &headers,
-            format!("tenant=acme&member={member}&password=gatehouse-demo").into(),
-        )
-        .await;
-    assert_eq!(r.status, 303, "{member} signs in");
-    let cookie = r
-        .header("set-cookie")
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    let home = c
-        .send(
-            http::Method::GET,
-            "/app/",
-            &[("cookie".into(), cookie.clone())],
-            bytes::Bytes::new(),
-        )
-        .await;
-    let body = String::from_utf8_lossy(&home.body).into_owned();
-    let csrf = body
-        .split("name=\"csrf\" value=\"")
-        .nth(1)
-        .unwrap()
-        .split('"')
-        .next()
-        .unwrap()
-        .to_owned();
-    (cookie, csrf)
 }
 
 async fn approve_by_form(addr: std::net::SocketAddr, path: &str, cookie: &str, csrf: &str) -> u16 {

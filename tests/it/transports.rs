@@ -872,3 +872,59 @@ async fn a_data_file_readable_by_others_is_made_private() {
         assert_eq!(mode, 0o600, "{name}");
     }
 }
+
+/// The stdio configuration the connections page shows with a new token works as pasted: it
+/// names the data folder this server uses, so `gatehouse stdio` opens the same store (review
+/// of 2026-12-05: it left the folder out, and the token was "unknown or revoked").
+#[tokio::test]
+async fn the_pages_stdio_configuration_works_as_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("my data");
+    let (_server, addr, _) = start_serve_printing(&Place::Folder(data.clone()), &[]);
+    let (cookie, csrf) = crate::support::pages::form_login(addr, "olivia").await;
+    let pages = TestClient::http(addr);
+    let form = [
+        (
+            "content-type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        ),
+        ("cookie".to_owned(), cookie),
+    ];
+    let body = format!("client=desktop&toolset=core&form=f-stdio&csrf={csrf}");
+    let made = pages
+        .send(http::Method::POST, "/app/connections", &form, body.into())
+        .await;
+    let page = String::from_utf8_lossy(&made.body).into_owned();
+    assert_eq!(made.status, 200, "{page}");
+    let config = page
+        .split("{&quot;mcpServers&quot;: {&quot;gatehouse&quot;: {&quot;command&quot;")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .unwrap_or_else(|| panic!("no stdio configuration: {page}"));
+    let config = format!(
+        "{{\"mcpServers\": {{\"gatehouse\": {{\"command\"{}",
+        config.replace("&quot;", "\"")
+    );
+    let config: Value = serde_json::from_str(&config).unwrap();
+    let server = &config["mcpServers"]["gatehouse"];
+    let args: Vec<String> = serde_json::from_value(server["args"].clone()).unwrap();
+    let token = server["env"]["GATEHOUSE_TOKEN"].as_str().unwrap();
+    let mut child = Command::new(gatehouse_binary())
+        .args(&args)
+        .env("GATEHOUSE_TOKEN", token)
+        .env_remove("GATEHOUSE_DATA_DIR")
+        .env("HOME", dir.path())
+        .env("XDG_DATA_HOME", dir.path().join("share"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let line = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{line}").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let answer = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(answer.contains("\"tools\""), "{args:?}: {answer}");
+}

@@ -798,9 +798,11 @@ async fn connections_show_configurations_and_only_allowed_actions(world: World) 
     )
     .await;
     assert_eq!(created.status, 200, "{}", created.body);
+    // This deployment has no store on the person's machine (as on Lambda and the edge): no
+    // stdio configuration (transports::the_pages_stdio_configuration_works_as_shown has one).
+    assert!(!created.body.contains("(stdio"), "{}", created.body);
     for config in [
         "claude mcp add --transport http gatehouse",
-        "claude mcp add gatehouse --env GATEHOUSE_TOKEN=ghm_",
         "&quot;mcpServers&quot;",
         "&quot;servers&quot;: {&quot;gatehouse&quot;: {&quot;type&quot;: &quot;http&quot;",
         "data-copy=\"token\"",
@@ -987,3 +989,30 @@ async fn a_connection_form_sent_twice_makes_one(world: World) {
     );
 }
 on_every_backend!(connection_form_once, a_connection_form_sent_twice_makes_one);
+
+/// A page asked with a method it does not take answers 405 with the ones it does (review of
+/// 2026-12-05: `GET /app/logout` said "no such record", a POST to a read-only page 404).
+async fn a_page_asked_the_wrong_way_says_how(world: World) {
+    crate::booking_tools::setup(&world).await;
+    let (owner, csrf) = sign_in(&world, "acme", "ana").await;
+    for (method, path, allowed) in [
+        ("GET", "/app/logout", "POST"),
+        ("POST", "/app/activity", "GET"),
+        ("PUT", "/app/connections", "GET, POST"),
+    ] {
+        let r = send(
+            &world,
+            method,
+            path,
+            &[FORM, ("cookie", &owner)],
+            &format!("csrf={csrf}"),
+        )
+        .await;
+        assert_eq!(r.status, 405, "{method} {path}: {}", r.body);
+        let allow = r.headers.get("allow").and_then(|v| v.to_str().ok());
+        assert_eq!(allow, Some(allowed), "{method} {path}");
+    }
+    let still = send(&world, "GET", "/app/", &[("cookie", &owner)], "").await;
+    assert_eq!(still.status, 200, "the session was not ended by the GET");
+}
+on_every_backend!(wrong_method, a_page_asked_the_wrong_way_says_how);

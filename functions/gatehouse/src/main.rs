@@ -446,25 +446,30 @@ impl StoreArgs {
         self.data_dir.clone().unwrap_or_else(default_data_dir)
     }
 
-    /// The options that name this store, as a command line repeats them (empty for the
-    /// default folder): what printed commands carry so that they act on the same store.
-    fn flags(&self) -> String {
-        let mut flags = String::new();
-        let mut add = |name: &str, value: &str| {
-            flags.push_str(&format!(" --{name} {}", shell_word(value)));
-        };
+    /// The options that name this store, as a command line repeats them (none for the default
+    /// folder): what printed commands and stdio configurations carry to act on the same store.
+    fn args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        let mut add = |name: &str, value: String| args.extend([format!("--{name}"), value]);
         if let Some(url) = &self.edge_url {
-            add("edge-url", url);
+            add("edge-url", url.clone());
         } else if let Some(table) = &self.dynamodb_table {
-            add("dynamodb-table", table);
+            add("dynamodb-table", table.clone());
             if let Some(endpoint) = &self.dynamodb_endpoint {
-                add("dynamodb-endpoint", endpoint);
+                add("dynamodb-endpoint", endpoint.clone());
             }
         } else if let Some(dir) = &self.data_dir {
-            add("data-dir", &dir.display().to_string());
+            add("data-dir", dir.display().to_string());
         }
-        flags
+        args
     }
+}
+
+/// Options as words of a shell command, each after a blank.
+fn flags_of(args: &[String]) -> String {
+    args.iter()
+        .map(|a| format!(" {}", web::shell_word(a)))
+        .collect()
 }
 
 /// Where a client on this machine reaches a server listening on `local`: the address itself,
@@ -501,17 +506,6 @@ fn a_public_url(text: &str) -> Result<String, String> {
         None => Err(format!(
             "{text:?} is not a URL like http://192.168.1.20:8787 or https://gatehouse.example.com (scheme and host, no path)"
         )),
-    }
-}
-
-/// `value` as one word of a shell command: as it is when it holds nothing a shell reads
-/// specially, else in single quotes.
-fn shell_word(value: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-:=@+,".contains(c);
-    if !value.is_empty() && value.chars().all(plain) {
-        value.to_owned()
-    } else {
-        format!("'{}'", value.replace('\'', "'\\''"))
     }
 }
 
@@ -714,16 +708,8 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => {
             expiry::spawn_sweeps(embedded);
-            let flags = cli.store.flags();
-            serve(
-                store,
-                backend,
-                &described,
-                &cli.store.data_dir(),
-                &flags,
-                args,
-            )
-            .await
+            let place = (cli.store.data_dir(), cli.store.args());
+            serve(store, backend, &described, &place, args).await
         }
         Command::Stdio => {
             expiry::spawn_sweeps(embedded);
@@ -829,10 +815,11 @@ async fn serve(
     store: Arc<dyn store::Store>,
     backend: &str,
     described: &str,
-    data_dir: &std::path::Path,
-    store_flags: &str,
+    (data_dir, store_args): &(PathBuf, Vec<String>),
     args: ServeArgs,
 ) -> anyhow::Result<()> {
+    let store_flags = flags_of(store_args);
+    let store_flags = store_flags.as_str();
     let oauth = oauth_settings(&args)?;
     let work = shutdown::Work::new();
     let listener = tokio::net::TcpListener::bind(args.addr)
@@ -855,6 +842,7 @@ async fn serve(
         oauth,
         console_base: format!("{base}/app"),
         mcp_url: Some(format!("{base}/mcp")),
+        stdio_args: Some(store_args.clone()),
         secure_cookies: base.starts_with("https://"),
         limits: app::bench::scaled_limits(mcp_pipeline::Limits::default(), args.rate_limit_scale),
         defer: Some(counted_defer(&work)),
@@ -1407,6 +1395,16 @@ async fn operator(store: Arc<dyn store::Store>, command: OperatorCommand) -> any
     Ok(())
 }
 
+/// Where a connection's actions are approved, in `--approval`'s words: `product` when pinned
+/// there, else `client` (the workspace's modes decide).
+fn approval_word(c: &identity::Connection) -> &'static str {
+    if c.approval_pinned {
+        "product"
+    } else {
+        "client"
+    }
+}
+
 fn connection_json(c: &identity::Connection) -> serde_json::Value {
     json!({
         "connection": c.id,
@@ -1417,7 +1415,8 @@ fn connection_json(c: &identity::Connection) -> serde_json::Value {
         "toolset": c.toolset.as_str(),
         "created_at": c.created_at,
         "revoked": c.revoked,
-        "approval": if c.approval_pinned { "product" } else { "tenant" },
+        // The words `token create --approval` takes.
+        "approval": approval_word(c),
     })
 }
 
@@ -1495,11 +1494,12 @@ async fn token(store: Arc<dyn store::Store>, command: TokenCommand) -> anyhow::R
                 for c in &list {
                     let state = if c.revoked { "revoked" } else { "active" };
                     println!(
-                        "{}  {state:7}  {}  by {}  toolset {}  {}",
+                        "{}  {state:7}  {}  by {}  toolset {}  approval {}  {}",
                         c.id,
                         c.client_name,
                         c.creator,
                         c.toolset.as_str(),
+                        approval_word(c),
                         c.created_at
                     );
                 }

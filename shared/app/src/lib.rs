@@ -43,6 +43,10 @@ pub struct Settings {
     /// The MCP endpoint's URL, for the client configurations the pages show (`None`: unknown
     /// here, as on the web function, whose template cannot name the MCP function's URL).
     pub mcp_url: Option<String>,
+    /// The options `gatehouse stdio` needs on this machine to open the store this server uses
+    /// (`--data-dir PATH`, or none for the default folder), for the stdio client
+    /// configurations the pages show; `None`: no local store (Lambda, the edge), so none shown.
+    pub stdio_args: Option<Vec<String>>,
     /// The key sealing `requestState`; every instance of a deployment needs the same one.
     /// `None` makes a random key for this process (fine for one local process).
     pub state_key: Option<Vec<u8>>,
@@ -106,6 +110,7 @@ impl Default for Settings {
             store_wait: STORE_WAIT,
             secure_cookies: true,
             mcp_url: None,
+            stdio_args: None,
             state_key: None,
             defer: None,
             answer_waits_for_deferred: false,
@@ -312,6 +317,7 @@ fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> 
         clock: Arc::clone(&settings.clock),
         secure_cookies: settings.secure_cookies,
         mcp_url: settings.mcp_url.clone(),
+        stdio_args: settings.stdio_args.clone(),
     };
     App {
         server,

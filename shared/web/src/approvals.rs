@@ -100,7 +100,7 @@ pub(crate) async fn inbox(web: &Web, s: &Session) -> WebResponse {
             @for p in &waiting {
                 @let missing = cx.missing(p);
                 tr {
-                    td { (p.summary) }
+                    td { (for_people(&p.summary)) }
                     td { (cx.asked_by(p)) }
                     td { (needs(p, &missing)) }
                     td { (cx.expires(p)) }
@@ -155,11 +155,11 @@ pub(crate) async fn approval(
             div.box { strong { (if ok { "Done." } else { "Not done." }) } " " (said) }
         }
         div.box {
-            p { strong { (p.summary) } }
+            p { strong { (for_people(&p.summary)) } }
             dl {
                 dt { "Asked by" } dd { (cx.asked_by(&p)) }
                 dt { "Waiting for" } dd { (needs(&p, &missing)) }
-                dt { "Expires" } dd { (cx.expires(&p)) }
+                @if p.status == "pending" { dt { "Expires" } dd { (cx.expires(&p)) } }
                 dt { "Status" } dd { (p.status) }
                 dt { "Tool" } dd { code { (p.tool) } }
             }
@@ -183,6 +183,12 @@ pub(crate) async fn approval(
         }
     };
     html(StatusCode::OK, "Approve an agent's action", body)
+}
+
+/// A summary as a person reads it: without the pointer to `preview.body` that tells a model
+/// where the exact message is (the page shows the message below).
+fn for_people(summary: &str) -> &str {
+    summary.strip_suffix(" (preview.body)").unwrap_or(summary)
 }
 
 /// A value of a preview's content as text: text as it is (untrusted text unwrapped: the page
@@ -295,5 +301,21 @@ fn refusal_status(refusal: &serde_json::Value) -> StatusCode {
         Some("rejected") => StatusCode::UNPROCESSABLE_ENTITY,
         Some("unavailable") => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn people_read_summaries_without_the_models_pointer() {
+        let summary =
+            "Cancel booking bkg_1 and email ada@example.com the cancellation notice (preview.body)";
+        assert_eq!(
+            for_people(summary),
+            "Cancel booking bkg_1 and email ada@example.com the cancellation notice"
+        );
+        assert_eq!(for_people("Send quote quo_1"), "Send quote quo_1");
     }
 }

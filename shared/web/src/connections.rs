@@ -21,7 +21,7 @@ pub(crate) async fn connections(web: &Web, s: &Session, created: Option<&str>) -
     let now = chrono::Utc::now();
     let when = |text: &str| crate::html::when(text, &zone, now);
     let body = maud::html! {
-        @if let Some(token) = created { (new_token_box(token, web.mcp_url.as_deref())) }
+        @if let Some(token) = created { (new_token_box(token, web.mcp_url.as_deref(), web.stdio_args.as_deref())) }
         p.muted {
             @if let Some(url) = &web.mcp_url { "Clients connect to " code { (url) } ". " }
             "Times in " (zone) "."
@@ -92,25 +92,18 @@ pub(crate) const COPY_SCRIPT: &str = "document.querySelectorAll('[data-copy]').f
 
 /// The new token, once, with ready configurations for the common clients, each with a copy
 /// button.
-fn new_token_box(token: &str, mcp_url: Option<&str>) -> Markup {
+fn new_token_box(token: &str, mcp_url: Option<&str>, stdio_args: Option<&[String]>) -> Markup {
     let url = mcp_url.unwrap_or("https://<your MCP endpoint>/mcp");
-    let configs = [
-        (
-            "Claude Code (HTTP)",
-            format!(
-                "claude mcp add --transport http gatehouse {url} --header \"Authorization: Bearer {token}\""
-            ),
+    let mut configs = vec![(
+        "Claude Code (HTTP)",
+        format!(
+            "claude mcp add --transport http gatehouse {url} --header \"Authorization: Bearer {token}\""
         ),
-        (
-            "Claude Code (stdio, this machine)",
-            format!("claude mcp add gatehouse --env GATEHOUSE_TOKEN={token} -- gatehouse stdio"),
-        ),
-        (
-            "Claude Desktop and Cursor (stdio)",
-            format!(
-                "{{\"mcpServers\": {{\"gatehouse\": {{\"command\": \"gatehouse\", \"args\": [\"stdio\"], \"env\": {{\"GATEHOUSE_TOKEN\": \"{token}\"}}}}}}}}"
-            ),
-        ),
+    )];
+    if let Some(args) = stdio_args {
+        configs.extend(stdio_configs(token, args));
+    }
+    configs.extend([
         (
             "Cursor (HTTP, .cursor/mcp.json)",
             format!(
@@ -123,7 +116,7 @@ fn new_token_box(token: &str, mcp_url: Option<&str>) -> Markup {
                 "{{\"servers\": {{\"gatehouse\": {{\"type\": \"http\", \"url\": \"{url}\", \"headers\": {{\"Authorization\": \"Bearer {token}\"}}}}}}}}"
             ),
         ),
-    ];
+    ]);
     maud::html! {
         div.box {
             p { "New connection. Copy the token now; it is not shown again:" }
@@ -137,6 +130,31 @@ fn new_token_box(token: &str, mcp_url: Option<&str>) -> Markup {
             script src=(COPY_SCRIPT_PATH) {}
         }
     }
+}
+
+/// The stdio configurations: `gatehouse stdio` on this machine, with the options that open
+/// the store this server uses (`args`, such as `--data-dir PATH`).
+fn stdio_configs(token: &str, args: &[String]) -> [(&'static str, String); 2] {
+    let mut all: Vec<String> = args.to_vec();
+    all.push("stdio".into());
+    let words = all
+        .iter()
+        .map(|a| crate::shell_word(a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let json_args = serde_json::to_string(&all).unwrap_or_default();
+    [
+        (
+            "Claude Code (stdio, this machine)",
+            format!("claude mcp add gatehouse --env GATEHOUSE_TOKEN={token} -- gatehouse {words}"),
+        ),
+        (
+            "Claude Desktop and Cursor (stdio)",
+            format!(
+                "{{\"mcpServers\": {{\"gatehouse\": {{\"command\": \"gatehouse\", \"args\": {json_args}, \"env\": {{\"GATEHOUSE_TOKEN\": \"{token}\"}}}}}}}}"
+            ),
+        ),
+    ]
 }
 
 pub(crate) async fn create_connection(

@@ -60,6 +60,20 @@ pub struct Web {
     /// The MCP endpoint people connect clients to, when this deployment knows it (`serve`
     /// does); the client configurations shown with a new token use it.
     pub mcp_url: Option<String>,
+    /// What `gatehouse stdio` needs to open this deployment's store on this machine (`serve`
+    /// knows it); `None`: no local store, so no stdio configurations are shown.
+    pub stdio_args: Option<Vec<String>>,
+}
+
+/// `value` as one word of a shell command: as it is when it holds nothing a shell reads
+/// specially, else in single quotes (the commands the pages and `serve` print to paste).
+pub fn shell_word(value: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-:=@+,".contains(c);
+    if !value.is_empty() && value.chars().all(plain) {
+        value.to_owned()
+    } else {
+        format!("'{}'", value.replace('\'', "'\\''"))
+    }
 }
 
 /// The client's network address, put in a request's extensions by the transport that knows

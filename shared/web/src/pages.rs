@@ -75,10 +75,37 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
         _ => match path.strip_prefix("/app/approvals/") {
             Some(token) if method == "GET" => approval(web, &s, token, None).await,
             Some(token) if method == "POST" => decide(web, &s, token, &form).await,
-            _ if method == "GET" => crate::records::page(web, &s, path).await,
-            _ => message(StatusCode::NOT_FOUND, "Not found", "There is no such page."),
+            _ => match methods_of(path) {
+                Some(allowed) => not_allowed(allowed),
+                None if method == "GET" => crate::records::page(web, &s, path).await,
+                None => message(StatusCode::NOT_FOUND, "Not found", "There is no such page."),
+            },
         },
     }
+}
+
+/// The methods a page path takes, for a request that used another one.
+fn methods_of(path: &str) -> Option<&'static str> {
+    match path {
+        "/app" | "/app/" | "/app/activity" | "/app/approvals" => Some("GET"),
+        "/app/connections" | "/app/agent-access" => Some("GET, POST"),
+        "/app/logout" | "/app/connections/revoke" | "/app/agent-access/approval" => Some("POST"),
+        _ => None,
+    }
+}
+
+/// 405 with the methods the page takes (a sign-out is a form's POST, so that no link can
+/// sign anyone out).
+fn not_allowed(allowed: &'static str) -> WebResponse {
+    let text = if allowed == "POST" {
+        "This is a form's address: use the button on the page it belongs to."
+    } else {
+        "This page does not take that method."
+    };
+    let mut r = message(StatusCode::METHOD_NOT_ALLOWED, "Not allowed", text);
+    r.headers_mut()
+        .insert(http::header::ALLOW, http::HeaderValue::from_static(allowed));
+    r
 }
 
 fn index(s: &Session) -> WebResponse {

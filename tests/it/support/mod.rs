@@ -17,6 +17,7 @@ pub(crate) mod lambda_extension;
 pub(crate) mod load;
 pub(crate) mod model;
 pub(crate) mod notes;
+pub(crate) mod pages;
 pub(crate) mod probe_tools;
 pub(crate) mod processes;
 pub(crate) mod receiver;

@@ -1,0 +1,47 @@
+//! The product's pages of a `gatehouse serve` process, as a person's browser uses them.
+
+use mcp_test_client::TestClient;
+
+/// Signs a demo member of `acme` in on the server at `addr`; returns the session cookie and
+/// the session's CSRF token.
+pub(crate) async fn form_login(addr: std::net::SocketAddr, member: &str) -> (String, String) {
+    let c = TestClient::http(addr);
+    let headers = [(
+        "content-type".to_owned(),
+        "application/x-www-form-urlencoded".to_owned(),
+    )];
+    let r = c
+        .send(
+            http::Method::POST,
+            "/app/login",
+            &headers,
+            format!("tenant=acme&member={member}&password=gatehouse-demo").into(),
+        )
+        .await;
+    assert_eq!(r.status, 303, "{member} signs in");
+    let cookie = r
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let home = c
+        .send(
+            http::Method::GET,
+            "/app/",
+            &[("cookie".into(), cookie.clone())],
+            bytes::Bytes::new(),
+        )
+        .await;
+    let body = String::from_utf8_lossy(&home.body).into_owned();
+    let csrf = body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_owned();
+    (cookie, csrf)
+}
