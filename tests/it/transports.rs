@@ -928,3 +928,17 @@ async fn the_pages_stdio_configuration_works_as_shown() {
     let answer = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(answer.contains("\"tools\""), "{args:?}: {answer}");
 }
+
+/// `--addr` takes a host name as well as an address (review of 2026-12-05: `localhost:PORT`
+/// was refused as "invalid socket address syntax").
+#[tokio::test]
+async fn serve_listens_on_a_named_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let place = Place::Folder(dir.path().join("data"));
+    let (_server, addr, _) = start_serve_printing_on(&place, "localhost:0", &["--no-demo"]);
+    assert!(addr.ip().is_loopback(), "{addr}");
+    let answer = TestClient::http(addr)
+        .request("tools/list", json!({}))
+        .await;
+    assert_eq!(answer.status, 401, "served, and asks for a credential");
+}

@@ -214,7 +214,7 @@ enum SwitchState {
 #[derive(Debug, Args)]
 struct ServeArgs {
     /// Address to listen on (loopback by default: this is a local server).
-    #[arg(long, env = "GATEHOUSE_ADDR", default_value = "127.0.0.1:8787")]
+    #[arg(long, env = "GATEHOUSE_ADDR", default_value = "127.0.0.1:8787", value_parser = an_address)]
     addr: SocketAddr,
     /// The URL clients reach this server at (`http://192.168.1.20:8787`, or an https URL in
     /// front of it): the base of the links in answers (records, approvals) and of what serve
@@ -482,6 +482,21 @@ fn reachable_base(local: SocketAddr) -> String {
         std::net::IpAddr::V6(ip) if ip.is_unspecified() => format!("http://[::1]:{}", local.port()),
         _ => format!("http://{local}"),
     }
+}
+
+/// `--addr`: an address and port (`127.0.0.1:8787`, `[::1]:8787`) or a host name and port
+/// (`localhost:8787`), taken at its first address.
+fn an_address(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs as _;
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    let not_one =
+        || format!("{text:?} is not an address and port like 127.0.0.1:8787 or localhost:8787");
+    text.to_socket_addrs()
+        .map_err(|_| not_one())?
+        .next()
+        .ok_or_else(not_one)
 }
 
 /// `--allow-origin`: `scheme://host[:port]`, checked as Lambda and the edge check theirs.
