@@ -700,6 +700,11 @@ async fn links_point_where_clients_reach_the_server() {
         printed.iter().any(|l| l.contains("--public-url")),
         "{printed:#?}"
     );
+    let named = "Cursor's .cursor/mcp.json";
+    assert!(
+        printed.iter().any(|l| l.contains(named)),
+        "says which client: {printed:#?}"
+    );
     let config = format!("\"url\":\"http://127.0.0.1:{port}/mcp\"");
     assert!(printed.iter().any(|l| l.contains(&config)), "{printed:#?}");
     let link = a_booking_link(addr, &data).await;

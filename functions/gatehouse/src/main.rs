@@ -1124,7 +1124,10 @@ fn print_demo(
         .find(|c| c.role == "dispatcher" && c.toolset == "standard")
     {
         let config = json!({"mcpServers": {"gatehouse": {"type": "http", "url": endpoint, "headers": {"Authorization": format!("Bearer {}", first.token)}}}});
-        eprintln!("  client configuration (acme dispatcher):");
+        eprintln!(
+            "  connect a client as the acme dispatcher: Claude Code with `claude mcp add --transport http gatehouse {endpoint} --header \"Authorization: Bearer {}\"`, or this in a client's mcpServers file (Cursor's .cursor/mcp.json, a project's .mcp.json):",
+            first.token
+        );
         eprintln!("    {config}");
     }
     std::fs::create_dir_all(data_dir)?;
