@@ -156,6 +156,9 @@ async fn an_operator_sets_the_kill_switch_on_the_page(world: World) {
         let r = send(&world, "GET", path, &[("cookie", &cookie)], "").await;
         assert_eq!(r.status, 403, "{path}: {}", r.body);
     }
+    // A mistyped operator page is not found, not called a workspace's page.
+    let r = send(&world, "GET", "/app/operator/x", &[("cookie", &cookie)], "").await;
+    assert_eq!(r.status, 404, "{}", r.body);
     let r = send(
         &world,
         "POST",

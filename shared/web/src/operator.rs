@@ -90,6 +90,11 @@ pub(crate) async fn handle(
         ("GET", PAGE) => page(web, s, None).await,
         ("POST", PAGE) => set(web, s, form).await,
         ("POST", "/app/logout") => logout(web, id, LOGIN).await,
+        _ if path.starts_with("/app/operator/") => message(
+            StatusCode::NOT_FOUND,
+            "Not found",
+            "There is no such operator page: the operator's page is /app/operator.",
+        ),
         _ => message(
             StatusCode::FORBIDDEN,
             "Not for operators",
