@@ -422,7 +422,7 @@ async fn token_commands_work_on_dynamodb_too() {
 #[tokio::test]
 async fn serve_seeds_demo_tenants_into_an_empty_store() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("demo");
+    let data = dir.path().join("share").join("demo");
     let (_server, addr) = start_serve_after(&Place::Folder(data.clone()), "umask 022");
     // The seed runs before the server accepts connections, so the file is there once the
     // first request is answered.
@@ -441,6 +441,12 @@ async fn serve_seeds_demo_tenants_into_an_empty_store() {
         // The store holds customers, password hashes and session secrets: its folder and files
         // are the owner's whatever the umask (they were 0755 and 0644 under umask 022).
         assert_eq!(mode(&data), 0o700, "the data folder");
+        let parent = data.parent().unwrap();
+        assert_eq!(
+            mode(parent),
+            0o755,
+            "a parent it made is made as any folder is"
+        );
         for name in ["gatehouse.db", "gatehouse.db-wal", "gatehouse.db-shm"] {
             assert_eq!(mode(&data.join(name)), 0o600, "{name}");
         }
@@ -553,6 +559,19 @@ fn printed_token(out: &str) -> String {
     line.rsplit(' ').next().unwrap().to_owned()
 }
 
+/// `serve` printed no demo seed, and the store at `data` holds only the workspace `mycompany`.
+fn no_demo_beside_mycompany(printed: &[String], data: &std::path::Path) {
+    assert!(
+        !printed.iter().any(|l| l.contains("seeded the demo")),
+        "{printed:#?}"
+    );
+    let listed = gatehouse(&["tenant", "list"], data);
+    assert!(
+        listed.lines().count() == 1 && listed.starts_with("mycompany"),
+        "{listed}"
+    );
+}
+
 /// A store that already holds a workspace gets no demo (no made-up workspaces, no demo
 /// operator with its published password), and the commands `serve` prints for a first
 /// connection work when pasted, on the store it serves (review of 2026-12-05: they named a
@@ -562,22 +581,16 @@ async fn a_store_in_use_gets_no_demo_and_its_printed_steps_work() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("my data");
     let place = Place::Folder(data.clone());
-    gatehouse(
-        &[
-            "tenant",
-            "create",
-            "mycompany",
-            "--name",
-            "Mine",
-            "--zone",
-            "Europe/Berlin",
-            "--currency",
-            "EUR",
-            "--tax-rate",
-            "19",
-        ],
-        &data,
-    );
+    // acme's settings under another name.
+    let mine: Vec<&str> = ACME
+        .iter()
+        .map(|a| match *a {
+            "acme" => "mycompany",
+            "Acme" => "Mine",
+            other => other,
+        })
+        .collect();
+    gatehouse(&mine, &data);
     gatehouse(
         &[
             "member",
@@ -592,15 +605,7 @@ async fn a_store_in_use_gets_no_demo_and_its_printed_steps_work() {
         &data,
     );
     let (_server, addr, printed) = start_serve_printing(&place, &[]);
-    assert!(
-        !printed.iter().any(|l| l.contains("seeded the demo")),
-        "{printed:#?}"
-    );
-    assert_eq!(
-        gatehouse(&["tenant", "list"], &data).lines().count(),
-        1,
-        "only mycompany"
-    );
+    no_demo_beside_mycompany(&printed, &data);
     let operator = accounts::operators::check_password(
         place.store().as_ref(),
         app::demo::DEMO_OPERATOR,
@@ -644,15 +649,7 @@ async fn a_declined_demo_stays_declined_and_its_printed_steps_work() {
     let (_again, _, printed) = start_serve_printing(&place, &["--demo-as-of", "2055-06-01"]);
     let ignored = "--demo-as-of applies to the first seed of an empty store only";
     assert!(printed.iter().any(|l| l.contains(ignored)), "{printed:#?}");
-    assert!(
-        !printed.iter().any(|l| l.contains("seeded the demo")),
-        "{printed:#?}"
-    );
-    assert_eq!(
-        gatehouse(&["tenant", "list"], &data).lines().count(),
-        1,
-        "only mycompany"
-    );
+    no_demo_beside_mycompany(&printed, &data);
 }
 
 /// A port nothing listens on now.

@@ -139,18 +139,28 @@ fn files_of<'k>(keys: impl IntoIterator<Item = &'k Key>) -> Files {
     }
 }
 
-/// Makes `folder` (and its parents) if missing; a folder made here is its owner's only
-/// (0700 on Unix): the data file holds customers' names and addresses, password hashes and
-/// session secrets. A folder that exists keeps its mode: where it lives is the user's choice.
+/// Makes `folder` if missing, its owner's only (0700 on Unix): the data file holds customers'
+/// names and addresses, password hashes and session secrets. Missing parents are made as any
+/// folder is (`~/.local/share` on a fresh home is not the store's to close), and a folder that
+/// exists keeps its mode: where it lives is the user's choice.
 fn private_folder(folder: &Path) -> std::io::Result<()> {
+    if folder.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = folder.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
     let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::DirBuilderExt as _;
         builder.mode(0o700);
     }
-    builder.create(folder)
+    match builder.create(folder) {
+        // Made meanwhile by another process starting on the same folder.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && folder.is_dir() => Ok(()),
+        done => done,
+    }
 }
 
 /// Creates the data file empty and readable by its owner only (0600 on Unix) when it does not
