@@ -77,6 +77,13 @@ pub(crate) async fn setup(world: &World) -> (mcp_test_client::TestClient, String
     (world.client(&token), token)
 }
 
+/// The customer items `tenant` holds.
+pub(crate) async fn customers_of(world: &World, tenant: &str) -> Vec<(store::Key, store::Item)> {
+    let partition = booking::keys::partition(tenant, booking::ids::Kind::Customer);
+    let page = world.app.store.query(store::Query::partition(partition));
+    page.await.unwrap().items
+}
+
 pub(crate) async fn outbox_is_empty(world: &World, tenant: &str) -> bool {
     let page = world
         .app
@@ -1480,17 +1487,7 @@ async fn an_oversized_argument_is_not_echoed(world: World) {
     assert_eq!(create.structured()["field"], "name", "{}", create.text());
     assert!(create.result.to_string().len() < 2_000);
     assert!(
-        world
-            .app
-            .store
-            .query(store::Query::partition(booking::keys::partition(
-                "acme",
-                booking::ids::Kind::Customer,
-            )))
-            .await
-            .unwrap()
-            .items
-            .is_empty(),
+        customers_of(&world, "acme").await.is_empty(),
         "nothing was written"
     );
 }

@@ -18,11 +18,7 @@ const EMAIL: &str = "ops@example.com";
 const PASSWORD: &str = "correct horse battery";
 
 fn csrf_of(body: &str) -> String {
-    body.split("name=\"csrf\" value=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap_or_else(|| panic!("no CSRF token in {body}"))
-        .to_owned()
+    crate::support::pages::form_value(body, "csrf")
 }
 
 async fn make_operator(world: &World) {

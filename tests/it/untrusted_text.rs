@@ -7,7 +7,8 @@
 use serde_json::{Value, json};
 
 use crate::booking_tools::{
-    confirm, draft, outbox_is_empty, seeded_customer, seeded_technician, setup, tenant_settings,
+    confirm, customers_of, draft, outbox_is_empty, seeded_customer, seeded_technician, setup,
+    tenant_settings,
 };
 use crate::support::on_every_backend;
 use crate::world::World;
@@ -183,16 +184,8 @@ async fn hidden_characters_and_word_carrying_addresses_are_refused(world: World)
     refused("create_booking", service, "service").await;
     let message = json!({"technician": tom, "message": "Call \u{202E}now"});
     refused("page_technician", message, "message").await;
-    let customers = world
-        .app
-        .store
-        .query(store::Query::partition(booking::keys::partition(
-            "acme",
-            booking::ids::Kind::Customer,
-        )))
-        .await
-        .unwrap();
-    assert_eq!(customers.items.len(), 1, "only Mary: {:?}", customers.items);
+    let customers = customers_of(&world, "acme").await;
+    assert_eq!(customers.len(), 1, "only Mary: {customers:?}");
     assert!(outbox_is_empty(&world, "acme").await, "nothing was sent");
     let joined = c
         .call_tool(

@@ -83,16 +83,7 @@ pub(crate) async fn sign_in(world: &World, tenant: &str, member: &str) -> (Strin
     let pair = cookie.split(';').next().unwrap().to_owned();
     // The CSRF token is in every form of the session's pages.
     let home = send(world, "GET", "/app/", &[("cookie", &pair)], "").await;
-    let csrf = home
-        .body
-        .split("name=\"csrf\" value=\"")
-        .nth(1)
-        .unwrap()
-        .split('"')
-        .next()
-        .unwrap()
-        .to_owned();
-    (pair, csrf)
+    (pair, crate::support::pages::form_value(&home.body, "csrf"))
 }
 
 async fn credentials_do_not_cross(world: World) {
@@ -945,13 +936,7 @@ async fn a_connection_form_sent_twice_makes_one(world: World) {
     crate::booking_tools::setup(&world).await;
     let (owner, csrf) = sign_in(&world, "acme", "ana").await;
     let page = send(&world, "GET", "/app/connections", &[("cookie", &owner)], "").await;
-    let form_id = page
-        .body
-        .split("name=\"form\" value=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap_or_else(|| panic!("no form id: {}", page.body))
-        .to_owned();
+    let form_id = crate::support::pages::form_value(&page.body, "form");
     let before = world.app.connections.list("acme").await.unwrap().len();
     let body = format!("client=laptop&toolset=core&form={form_id}&csrf={csrf}");
     let post = async || {

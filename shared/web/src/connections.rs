@@ -27,7 +27,7 @@ pub(crate) async fn connections(web: &Web, s: &Session, created: Option<&str>) -
             "Times in " (zone) "."
         }
         div.scroll { table.stack {
-            tr { th { "Client" } th { "Made by" } th { "Last used (to the hour)" } th { "Details" } th {} }
+            tr { th { "Client" } th { "Made by" } th { "Last used (noted at most hourly)" } th { "Details" } th {} }
             @for c in &list {
                 tr {
                     td { (c.client_name) }

@@ -35,13 +35,14 @@ pub(crate) async fn form_login(addr: std::net::SocketAddr, member: &str) -> (Str
         )
         .await;
     let body = String::from_utf8_lossy(&home.body).into_owned();
-    let csrf = body
-        .split("name=\"csrf\" value=\"")
+    (cookie, form_value(&body, "csrf"))
+}
+
+/// The value of the form field `name` in a page (the session's CSRF token, a form's id).
+pub(crate) fn form_value(page: &str, name: &str) -> String {
+    page.split(&format!("name=\"{name}\" value=\""))
         .nth(1)
-        .unwrap()
-        .split('"')
-        .next()
-        .unwrap()
-        .to_owned();
-    (cookie, csrf)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no {name} field in {page}"))
+        .to_owned()
 }
