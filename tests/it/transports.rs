@@ -559,6 +559,15 @@ fn printed_token(out: &str) -> String {
     line.rsplit(' ').next().unwrap().to_owned()
 }
 
+/// Whether the store at `place` has the demo operator, with its published password.
+async fn has_demo_operator(place: &Place) -> bool {
+    let (email, password) = (app::demo::DEMO_OPERATOR, app::demo::DEMO_PASSWORD);
+    let store = place.store();
+    accounts::operators::check_password(store.as_ref(), email, password)
+        .await
+        .unwrap()
+}
+
 /// `serve` printed no demo seed, and the store at `data` holds only the workspace `mycompany`.
 fn no_demo_beside_mycompany(printed: &[String], data: &std::path::Path) {
     assert!(
@@ -606,14 +615,7 @@ async fn a_store_in_use_gets_no_demo_and_its_printed_steps_work() {
     );
     let (_server, addr, printed) = start_serve_printing(&place, &[]);
     no_demo_beside_mycompany(&printed, &data);
-    let operator = accounts::operators::check_password(
-        place.store().as_ref(),
-        app::demo::DEMO_OPERATOR,
-        app::demo::DEMO_PASSWORD,
-    )
-    .await
-    .unwrap();
-    assert!(!operator, "no demo operator");
+    assert!(!has_demo_operator(&place).await, "no demo operator");
     let commands = printed_commands(&printed);
     let [create] = commands.as_slice() else {
         panic!("one command to paste: {printed:#?}")
@@ -834,14 +836,7 @@ async fn a_store_with_only_an_operator_gets_no_demo() {
         );
         assert!(server.terminate().success());
     }
-    let demo_operator = accounts::operators::check_password(
-        place.store().as_ref(),
-        app::demo::DEMO_OPERATOR,
-        app::demo::DEMO_PASSWORD,
-    )
-    .await
-    .unwrap();
-    assert!(!demo_operator, "no demo operator");
+    assert!(!has_demo_operator(&place).await, "no demo operator");
 }
 
 /// A data file made readable by others before the store made its files private (an install
