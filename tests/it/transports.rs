@@ -181,7 +181,7 @@ async fn a_panic_over_stdio_answers_that_message_and_the_session_goes_on() {
     let next: Value = serde_json::from_str(&next[0]).unwrap();
     assert_eq!(
         (&next["id"], &next["error"]["code"]),
-        (&json!(8), &json!(-32001)),
+        (&json!(8), &json!(mcp_http::stdio::CREDENTIAL_REFUSED)),
         "{next}"
     );
 }
@@ -232,6 +232,44 @@ fn gatehouse_stdio_speaks_newline_delimited_json_rpc() {
     );
     mcp_test_client::assert_text_matches_structured(&replies[2]["result"]);
     assert_eq!(replies[3]["error"]["code"], -32600);
+}
+
+/// A refused or empty `GATEHOUSE_TOKEN` is named as such over stdio, with an
+/// application-defined code outside JSON-RPC's reserved range (review of 2026-12-05: it said
+/// "the Authorization header must be `Bearer <token>`" under the legacy code -32001).
+#[test]
+fn a_refused_stdio_token_is_named_as_gatehouse_token() {
+    let dir = tempfile::tempdir().unwrap();
+    cli_token(dir.path());
+    let run = |token: &str| {
+        let mut child = Command::new(gatehouse_binary())
+            .args(["stdio", "--data-dir"])
+            .arg(dir.path())
+            .env("GATEHOUSE_TOKEN", token)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start gatehouse stdio");
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+        let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}});
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "{list}").unwrap();
+        drop(stdin);
+        child.wait_with_output().unwrap()
+    };
+    let refused = run("ghm_not.a_token");
+    let reply: Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert_eq!(reply["error"]["code"], json!(mcp_http::stdio::CREDENTIAL_REFUSED));
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(message.contains("GATEHOUSE_TOKEN"), "{message}");
+    assert!(!message.contains("Authorization"), "{message}");
+    for empty in ["", "  "] {
+        let out = run(empty);
+        assert!(!out.status.success(), "started with {empty:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("set GATEHOUSE_TOKEN"), "{stderr}");
+    }
 }
 
 /// Without `--data-dir`, every command uses the user's data folder (here `$HOME/.local/share/

@@ -1246,6 +1246,8 @@ async fn stdio(store: Arc<dyn store::Store>, backend: &str, described: &str) -> 
         },
     )?;
     let token = std::env::var("GATEHOUSE_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty())
         .context("set GATEHOUSE_TOKEN to an MCP token (gatehouse token create ...)")?;
     let headers =
         mcp_pipeline::Headers::from([("authorization".to_owned(), format!("Bearer {token}"))]);

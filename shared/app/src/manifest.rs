@@ -30,7 +30,7 @@ pub async fn dump(
         product_approval: mcp_pipeline::ProductApproval::NONE,
     };
     let message = Message {
-        id: Some(mcp_protocol::RequestId::Number(1)),
+        id: Some(mcp_protocol::RequestId::Number(1.into())),
         method: "tools/list".into(),
         params: Map::new(),
     };

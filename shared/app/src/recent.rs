@@ -28,6 +28,7 @@ pub(crate) struct RecentInput {
     #[serde(default)]
     scope: Scope,
     /// How many changes, newest first (1 to 50, default 20).
+    #[schemars(range(min = 1, max = 50))]
     limit: Option<u32>,
 }
 

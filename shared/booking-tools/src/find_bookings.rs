@@ -31,6 +31,7 @@ pub(crate) struct Input {
     /// Only bookings in this status.
     status: Option<StatusArg>,
     /// At most this many (1 to 50, default 20).
+    #[schemars(range(min = 1, max = 50))]
     limit: Option<u32>,
 }
 
@@ -72,7 +73,7 @@ impl Tool for FindBookings {
                 StatusArg::Completed => Status::Completed,
             }),
         };
-        let limit = input.limit.unwrap_or(20).clamp(1, 50) as usize;
+        let limit = crate::present::limit(input.limit, 20)?;
         let found = self
             .services
             .bookings

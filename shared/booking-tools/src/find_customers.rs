@@ -17,6 +17,7 @@ pub(crate) struct Input {
     #[serde(default)]
     query: String,
     /// At most this many (1 to 50, default 10).
+    #[schemars(range(min = 1, max = 50))]
     limit: Option<u32>,
 }
 
@@ -46,7 +47,7 @@ impl Tool for FindCustomers {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let limit = input.limit.unwrap_or(10).clamp(1, 50) as usize;
+        let limit = crate::present::limit(input.limit, 10)?;
         let found = self
             .services
             .customers

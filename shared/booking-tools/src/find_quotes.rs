@@ -28,6 +28,7 @@ pub(crate) struct Input {
     /// Only quotes in this state.
     state: Option<StateArg>,
     /// At most this many (1 to 50, default 20).
+    #[schemars(range(min = 1, max = 50))]
     limit: Option<u32>,
 }
 
@@ -56,7 +57,7 @@ impl Tool for FindQuotes {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let limit = input.limit.unwrap_or(20).clamp(1, 50) as usize;
+        let limit = crate::present::limit(input.limit, 20)?;
         let state = input.state.map(|s| match s {
             StateArg::Draft => "draft",
             StateArg::Sent => "sent",

@@ -125,8 +125,17 @@ fn rpc_error(id: Option<&mcp_protocol::RequestId>, error: &RpcError) -> HttpResp
     )
 }
 
+/// A header's one value, decoded. Sent twice it is refused: a proxy that read the other
+/// copy would route or check a different call than the one that runs.
 fn header_text(headers: &HeaderMap, name: &str) -> Result<Option<String>, RpcError> {
-    match headers.get(name) {
+    let mut values = headers.get_all(name).iter();
+    let (first, second) = (values.next(), values.next());
+    if second.is_some() {
+        return Err(RpcError::header_mismatch(format!(
+            "header {name} is sent more than once; send it once"
+        )));
+    }
+    match first {
         None => Ok(None),
         Some(v) => {
             let raw = v.to_str().map_err(|_| {
@@ -160,15 +169,17 @@ fn check_headers(
     if !mcp_protocol::is_supported(&version) {
         return Err(RpcError::unsupported_version(&version));
     }
-    if version != LATEST_VERSION {
-        return Ok(Some(version));
-    }
+    // A version in the body must equal the header whichever version the header names: a
+    // request cannot be legacy by its header and 2026-07-28 by its body.
     if let Some(body_version) = body_version
         && body_version != version
     {
         return Err(RpcError::header_mismatch(format!(
             "MCP-Protocol-Version header {version} differs from _meta protocolVersion {body_version}"
         )));
+    }
+    if version != LATEST_VERSION {
+        return Ok(Some(version));
     }
     match header_text(headers, "mcp-method")? {
         None => {

@@ -40,6 +40,11 @@ pub async fn reply(
     })
 }
 
+/// The error code of a refused credential over stdio, where there is no HTTP status to say
+/// 401 or 403 (the status goes in `data`). Application-defined: outside JSON-RPC's reserved
+/// range (-32768 to -32000), as MCP asks of new codes.
+pub const CREDENTIAL_REFUSED: i64 = -31_001;
+
 /// The replies to one parsed message.
 async fn answer(
     server: &Server,
@@ -59,7 +64,11 @@ async fn answer(
                 reason = %rejection.message,
                 "the credential (GATEHOUSE_TOKEN) was refused"
             );
-            let error = json!({"code": -32001, "message": rejection.message, "data": {"status": rejection.status}});
+            let text = format!(
+                "the MCP token in GATEHOUSE_TOKEN was refused: {}",
+                rejection.message
+            );
+            let error = json!({"code": CREDENTIAL_REFUSED, "message": text, "data": {"status": rejection.status}});
             return message
                 .id
                 .map(|id| json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string())

@@ -387,14 +387,19 @@ fn missing_capabilities(result: &Value, declared: Option<&Value>) -> Option<Valu
     let requests = result.get("inputRequests")?.as_object()?;
     let mut missing = Map::new();
     for request in requests.values() {
-        let capability = match request.get("method").and_then(Value::as_str) {
-            Some("elicitation/create") => "elicitation",
-            Some("sampling/createMessage") => "sampling",
-            Some("roots/list") => "roots",
+        let (capability, needed) = match request.get("method").and_then(Value::as_str) {
+            // Every elicitation the server asks is a form.
+            Some("elicitation/create") => ("elicitation", json!({"form": {}})),
+            Some("sampling/createMessage") => ("sampling", json!({})),
+            Some("roots/list") => ("roots", json!({})),
             _ => continue,
         };
-        if declared.and_then(|d| d.get(capability)).is_none() {
-            missing.insert(capability.to_owned(), json!({}));
+        let has = declared.is_some_and(|d| match capability {
+            "elicitation" => mcp_protocol::elicits_forms(d),
+            _ => d.get(capability).is_some(),
+        });
+        if !has {
+            missing.insert(capability.to_owned(), needed);
         }
     }
     (!missing.is_empty()).then_some(Value::Object(missing))
@@ -427,12 +432,46 @@ fn check_meta(msg: &Message) -> Result<(), RpcError> {
     if !missing.is_empty() {
         return Err(missing_meta(&missing));
     }
-    match capabilities {
-        Some(Value::Object(_)) => Ok(()),
-        _ => Err(RpcError::malformed_params(format!(
+    if !matches!(capabilities, Some(Value::Object(_))) {
+        return Err(RpcError::malformed_params(format!(
             "params._meta[\"{META_CLIENT_CAPABILITIES}\"] must be an object ({{}} declares none)"
-        ))),
+        )));
     }
+    check_optional_meta(msg)
+}
+
+/// The levels a request may ask log messages at (RFC 5424's, as MCP names them).
+const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// Checks the optional `_meta` fields a request may carry: a log level MCP defines, and a
+/// progress token that is a string or an integer.
+fn check_optional_meta(msg: &Message) -> Result<(), RpcError> {
+    if let Some(level) = msg.meta_field(mcp_protocol::META_LOG_LEVEL)
+        && !level.as_str().is_some_and(|l| LOG_LEVELS.contains(&l))
+    {
+        return Err(RpcError::malformed_params(format!(
+            "params._meta[\"{}\"] must be one of {}",
+            mcp_protocol::META_LOG_LEVEL,
+            LOG_LEVELS.join(", ")
+        )));
+    }
+    if let Some(token) = msg.meta_field("progressToken")
+        && !(token.is_string() || token.is_i64() || token.is_u64())
+    {
+        return Err(RpcError::malformed_params(
+            "params._meta.progressToken must be a string or an integer",
+        ));
+    }
+    Ok(())
 }
 
 /// The error for a request whose `_meta` lacks the fields named in `missing`.

@@ -384,21 +384,22 @@ impl ToolSpec {
         self
     }
 
-    /// Why the tool is hidden from `caller`, if it is.
+    /// Why the tool is hidden from `caller`, if it is. Missing rights are named first: a
+    /// larger toolset would not let the caller use the tool, so pointing to one leads nowhere.
     pub fn hidden_from(&self, caller: &crate::Caller) -> Option<crate::Hidden> {
-        if self.toolset > caller.toolset {
-            return Some(crate::Hidden::Toolset {
-                needs: self.toolset,
-                has: caller.toolset,
-            });
-        }
         let missing: Vec<String> = self
             .required_rights
             .iter()
             .filter(|r| !caller.rights.contains(**r))
             .map(|r| (*r).to_owned())
             .collect();
-        (!missing.is_empty()).then_some(crate::Hidden::Rights(missing))
+        if !missing.is_empty() {
+            return Some(crate::Hidden::Rights(missing));
+        }
+        (self.toolset > caller.toolset).then_some(crate::Hidden::Toolset {
+            needs: self.toolset,
+            has: caller.toolset,
+        })
     }
 
     /// The rights this tool requires.

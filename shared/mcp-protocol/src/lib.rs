@@ -62,6 +62,16 @@ impl ServerInfo {
     }
 }
 
+/// Whether declared client capabilities take form-mode elicitation: an `elicitation` object
+/// naming `form`, or an empty one (which meant form mode before URL mode was added). A client
+/// that names only `url`, or sends something other than an object, is never sent a form.
+pub fn elicits_forms(capabilities: &Value) -> bool {
+    capabilities
+        .get("elicitation")
+        .and_then(Value::as_object)
+        .is_some_and(|modes| modes.is_empty() || modes.contains_key("form"))
+}
+
 /// A successful JSON-RPC response.
 pub fn response(id: &RequestId, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})

@@ -10,8 +10,9 @@ use crate::RpcError;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum RequestId {
-    /// An integer id.
-    Number(i64),
+    /// An integer id, signed or unsigned 64-bit, echoed as it came (parsing refuses a number
+    /// with a fraction or an exponent).
+    Number(serde_json::Number),
     /// A string id.
     String(String),
 }
@@ -100,10 +101,11 @@ pub fn parse_message(body: &[u8]) -> Result<Incoming, ParseError> {
     let id = match obj.get("id") {
         None => None,
         Some(Value::Null) => return Err(fail(None, "id must be a string or an integer, not null")),
-        Some(v) => Some(
+        Some(v) if v.is_string() || v.is_i64() || v.is_u64() => Some(
             serde_json::from_value::<RequestId>(v.clone())
                 .map_err(|_| fail(None, "id must be a string or an integer"))?,
         ),
+        Some(_) => return Err(fail(None, "id must be a string or an integer")),
     };
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err(fail(id, "jsonrpc must be \"2.0\""));
@@ -152,13 +154,10 @@ mod tests {
     #[test]
     fn parses_requests_and_refuses_batches() {
         let m = parse_message(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).unwrap();
-        assert!(matches!(
-            m,
-            Incoming::Message(Message {
-                id: Some(RequestId::Number(1)),
-                ..
-            })
-        ));
+        let Incoming::Message(m) = m else {
+            panic!("a request")
+        };
+        assert_eq!(m.id, Some(RequestId::Number(1.into())));
         let e = parse_message(b"[]").unwrap_err();
         assert_eq!(e.error.code.code(), -32600);
         let e = parse_message(b"{").unwrap_err();

@@ -686,3 +686,108 @@ async fn a_preflight_changes_nothing_and_allows_no_other_site() {
     ];
     assert_eq!(post(&f, &hs, &body).await.status, 403);
 }
+
+/// Review of 2026-12-05: an MCP header sent twice was read by its first copy (a gateway that
+/// reads the other would route or check another call); a legacy version header let a body
+/// of 2026-07-28 through unchecked. Both are 400 / -32020, and nothing runs.
+#[tokio::test]
+async fn a_header_sent_twice_or_a_version_two_ways_is_refused() {
+    let f = fixture();
+    let body = modern_body(
+        "tools/call",
+        json!({"name": "open_action", "arguments": {}}),
+    );
+    let call = [("mcp-method", "tools/call"), ("mcp-name", "open_action")];
+    let cases: Vec<(&str, Vec<(&str, &str)>)> = vec![
+        (
+            "name twice",
+            vec![JSON, V, call[0], call[1], ("mcp-name", "guarded_action")],
+        ),
+        (
+            "name twice, equal",
+            vec![JSON, V, call[0], call[1], call[1]],
+        ),
+        (
+            "method twice",
+            vec![JSON, V, call[0], ("mcp-method", "tools/list"), call[1]],
+        ),
+        (
+            "version twice",
+            vec![
+                JSON,
+                V,
+                ("mcp-protocol-version", "2025-11-25"),
+                call[0],
+                call[1],
+            ],
+        ),
+        (
+            "legacy header, 2026-07-28 body",
+            vec![
+                JSON,
+                ("mcp-protocol-version", "2025-06-18"),
+                call[0],
+                call[1],
+            ],
+        ),
+    ];
+    for (what, hs) in cases {
+        let r = post(&f, &hs, &body).await;
+        assert_eq!(
+            (r.status, r.error_code()),
+            (400, Some(-32020)),
+            "{what}: {:?}",
+            r.json()
+        );
+    }
+    assert!(entries(&f.log).is_empty(), "ran: {:?}", entries(&f.log));
+}
+
+/// Review of 2026-12-05: an id above 2^63 is an integer (echoed as sent); an unknown log level
+/// and a progress token that is neither text nor an integer are invalid params (-32602), as the
+/// protocol lists them, and nothing runs.
+#[tokio::test]
+async fn ids_log_levels_and_progress_tokens_are_read_as_the_protocol_says() {
+    let f = fixture();
+    let hs = [JSON, V, ("mcp-method", "tools/list")];
+    let mut body = modern_body("tools/list", json!({}));
+    body["id"] = json!(18_446_744_073_709_551_615_u64);
+    let r = post(&f, &hs, &body).await;
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    assert_eq!(r.json()["id"], json!(18_446_744_073_709_551_615_u64));
+    let hs = [
+        JSON,
+        V,
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "open_action"),
+    ];
+    let bad: [(&str, serde_json::Value); 4] = [
+        ("io.modelcontextprotocol/logLevel", json!("loud")),
+        ("io.modelcontextprotocol/logLevel", json!(3)),
+        ("progressToken", json!({"a": 1})),
+        ("progressToken", json!(1.5)),
+    ];
+    for (field, value) in bad {
+        let mut body = modern_body(
+            "tools/call",
+            json!({"name": "open_action", "arguments": {}}),
+        );
+        body["params"]["_meta"][field] = value.clone();
+        let r = post(&f, &hs, &body).await;
+        assert_eq!(
+            (r.status, r.error_code()),
+            (400, Some(-32602)),
+            "{field} {value}: {:?}",
+            r.json()
+        );
+    }
+    assert!(entries(&f.log).is_empty(), "ran: {:?}", entries(&f.log));
+    let mut fine = modern_body(
+        "tools/call",
+        json!({"name": "open_action", "arguments": {}}),
+    );
+    fine["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("warning");
+    fine["params"]["_meta"]["progressToken"] = json!("p-1");
+    let r = post(&f, &hs, &fine).await;
+    assert_eq!(r.status, 200, "{:?}", r.json());
+}

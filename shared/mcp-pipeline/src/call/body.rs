@@ -224,11 +224,16 @@ impl<'a> Call<'a> {
             .collect()
     }
 
-    /// Whether the client can answer an approval request in the call (2026-07-28 with the
-    /// `elicitation` capability).
+    /// Whether the client can answer an approval request in the call: a 2026-07-28 request
+    /// declaring form-mode elicitation (an `input_required` result means nothing to an older
+    /// client, and a URL-only client cannot show a form).
     pub(crate) fn client_elicits(&self) -> bool {
-        self.req.message.meta_field(META_PROTOCOL_VERSION).is_some()
-            && self.exec.client_capabilities.get("elicitation").is_some()
+        self.req
+            .message
+            .meta_field(META_PROTOCOL_VERSION)
+            .and_then(Value::as_str)
+            == Some(mcp_protocol::LATEST_VERSION)
+            && mcp_protocol::elicits_forms(&self.exec.client_capabilities)
     }
 }
 
