@@ -373,8 +373,14 @@ async fn a_viewer_cannot_see_or_use_write_tools(world: World) {
     world.member("acme", "ana", "owner").await;
     // Ana (an owner) makes a connection with no more than a viewer's rights.
     let rights = crate::support::rights_of(&world.app, "acme", "vic").await;
-    let (_, token) =
-        crate::support::connect(&world.app, ("acme", "ana"), rights, Toolset::Full, "viewer").await;
+    let (_, token) = crate::support::connect(
+        &world.app,
+        ("acme", "ana"),
+        rights.clone(),
+        Toolset::Full,
+        "viewer",
+    )
+    .await;
     let c = world.client(&token);
     let list = c.list_tools().await;
     let names: Vec<&str> = list["tools"]
@@ -394,6 +400,19 @@ async fn a_viewer_cannot_see_or_use_write_tools(world: World) {
         )
         .await;
     assert_eq!(call.structured()["hidden_by"], "rights");
+    // On a smaller toolset too, the missing right is what is named: a larger toolset would
+    // not let a viewer delete (review of 2026-12-05: it was offered as the way on).
+    let (_, core) =
+        crate::support::connect(&world.app, ("acme", "ana"), rights, Toolset::Core, "viewer").await;
+    let call = world
+        .client(&core)
+        .call_tool(
+            "delete_customer",
+            json!({"customer": "cus_x", "version": "v"}),
+        )
+        .await;
+    assert_eq!(call.structured()["hidden_by"], "rights", "{}", call.text());
+    assert!(!call.text().contains("toolset"), "{}", call.text());
 }
 on_every_backend!(customers_rights, a_viewer_cannot_see_or_use_write_tools);
 
@@ -1715,7 +1734,7 @@ async fn with_raised_limits(backend: crate::support::store::Backend) -> Option<W
 }
 
 /// How many messages in `tenant`'s outbox have `subject`.
-async fn sent(world: &World, tenant: &str, subject: &str) -> usize {
+pub(crate) async fn sent(world: &World, tenant: &str, subject: &str) -> usize {
     let messages = outbox(world, tenant).await;
     let subject = store::Value::s(subject);
     messages
@@ -1750,8 +1769,16 @@ async fn the_same_action_prepared_twice_runs_once(world: World) {
         assert_eq!(status, "executed_already", "{}", again.text());
     }
     assert_eq!(sent(&world, "acme", "Page").await, 1);
-    // Prepared after it ran, the same page is a new decision: it is sent.
+    // Prepared after it ran, the same page is a new decision, which its preview says: it is
+    // sent.
     let later = c.call_tool("page_technician", page).await;
+    assert!(
+        later.structured()["warnings"]
+            .to_string()
+            .contains("was confirmed and executed"),
+        "{}",
+        later.text()
+    );
     assert!(!confirm(&c, &later).await.is_error());
     assert_eq!(sent(&world, "acme", "Page").await, 2);
 
@@ -1801,6 +1828,147 @@ async fn the_same_action_prepared_twice_runs_once(world: World) {
 on_every_backend!(
     prepared_twice,
     the_same_action_prepared_twice_runs_once,
+    |backend| with_raised_limits(backend),
+    threads = 2
+);
+
+/// A search's `limit` outside 1 to 50 is refused with the nearest that is accepted, as the
+/// schema's range says, on every search tool (review of 2026-12-05: 0 showed one and 100,000
+/// showed 50, silently, while the schema allowed any number from 0).
+async fn a_limit_outside_its_range_is_refused(world: World) {
+    let (c, _) = setup(&world).await;
+    seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let list = c.list_tools().await;
+    for tool in [
+        "find_customers",
+        "find_bookings",
+        "find_quotes",
+        "list_recent_changes",
+    ] {
+        let schema = list["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == tool)
+            .unwrap_or_else(|| panic!("{tool} listed"))["inputSchema"]["properties"]["limit"]
+            .clone();
+        assert_eq!(
+            (&schema["minimum"], &schema["maximum"]),
+            (&json!(1), &json!(50)),
+            "{tool}: {schema}"
+        );
+        for (limit, nearest) in [(0, 1), (51, 50), (100_000, 50)] {
+            let call = c.call_tool(tool, json!({"limit": limit})).await;
+            assert!(call.is_error(), "{tool} {limit}: {}", call.text());
+            assert_eq!(call.structured()["code"], "validation", "{}", call.text());
+            assert!(
+                call.structured()["next_call"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains(&format!("\"limit\":{nearest}")),
+                "{tool} {limit}: {}",
+                call.text()
+            );
+        }
+        assert!(!c.call_tool(tool, json!({"limit": 50})).await.is_error());
+    }
+}
+on_every_backend!(limit_range, a_limit_outside_its_range_is_refused);
+
+/// An action the client's user approved in the call, asked about again after it ran (the
+/// retry re-sent because its answer was lost, or the first call re-issued as the protocol
+/// tells a client to): the answer says it is done, never a version conflict whose suggested
+/// call would be refused (review of 2026-12-05).
+async fn a_decided_action_asked_again_says_it_is_done(world: World) {
+    let (c, _) = setup(&world).await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let created = c
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-07 09:00"))
+        .await;
+    let b = created.structured()["booking"].clone();
+    let args = json!({"booking": b["booking"], "version": b["version"]});
+    let asking = |extra: Value| {
+        let mut params = json!({
+            "name": "send_booking_confirmation",
+            "arguments": args.clone(),
+            "_meta": {"io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}},
+        });
+        if let Value::Object(extra) = extra {
+            params.as_object_mut().unwrap().extend(extra);
+        }
+        params
+    };
+    let asked = c
+        .call_tool_with("send_booking_confirmation", asking(json!({})))
+        .await;
+    assert_eq!(
+        asked.result["resultType"], "input_required",
+        "{}",
+        asked.result
+    );
+    let retry = asking(json!({
+        "requestState": asked.result["requestState"],
+        "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}},
+    }));
+    let done = c
+        .call_tool_with("send_booking_confirmation", retry.clone())
+        .await;
+    assert_eq!(done.structured()["status"], "DONE", "{}", done.text());
+    let again = c.call_tool_with("send_booking_confirmation", retry).await;
+    assert!(again.is_error(), "{}", again.text());
+    assert_eq!(again.structured()["status"], "used", "{}", again.text());
+    let reissued = c.call_tool("send_booking_confirmation", args.clone()).await;
+    assert_eq!(
+        reissued.structured()["code"],
+        "rejected",
+        "{}",
+        reissued.text()
+    );
+    assert!(
+        reissued.text().contains("is confirmed, not a draft"),
+        "{}",
+        reissued.text()
+    );
+    assert_eq!(sent(&world, "acme", "Your booking is confirmed").await, 1);
+}
+on_every_backend!(
+    decided_asked_again,
+    a_decided_action_asked_again_says_it_is_done
+);
+
+/// A pending action stored before previews registered on their action's mark (ADR 44) runs
+/// by the earlier rule while it lives: a newer preview's registration alone is no run, and
+/// once it ran, the newer preview is refused.
+async fn a_preview_stored_before_registrations_still_runs(world: World) {
+    let (c, _) = setup(&world).await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let page = json!({"technician": tom, "message": "Burst pipe, please call"});
+    let old = c.call_tool("page_technician", page.clone()).await;
+    let token = old.structured()["confirm_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let unregistered = store::Update::new(
+        mcp_pipeline::keys::pending("acme", &token),
+        vec![store::UpdateAction::Remove("marked".into())],
+    );
+    world.app.store.update(unregistered).await.unwrap();
+    let newer = c.call_tool("page_technician", page).await;
+    let ran = confirm(&c, &old).await;
+    assert_eq!(ran.structured()["status"], "DONE", "{}", ran.text());
+    let again = confirm(&c, &newer).await;
+    assert_eq!(
+        again.structured()["status"],
+        "executed_already",
+        "{}",
+        again.text()
+    );
+    assert_eq!(sent(&world, "acme", "Page").await, 1);
+}
+on_every_backend!(
+    stored_before_registrations,
+    a_preview_stored_before_registrations_still_runs,
     |backend| with_raised_limits(backend),
     threads = 2
 );

@@ -31,11 +31,23 @@ struct Faulty {
 }
 
 async fn faulty(backend: Backend) -> Option<Faulty> {
+    faulty_with(backend, mcp_pipeline::Limits::default()).await
+}
+
+/// [`faulty`] with its limits raised 1,000 times, for tests of what runs once that a rate
+/// limit would otherwise answer first.
+async fn faulty_unlimited(backend: Backend) -> Option<Faulty> {
+    let limits = app::bench::scaled_limits(mcp_pipeline::Limits::default(), 1_000);
+    faulty_with(backend, limits).await
+}
+
+async fn faulty_with(backend: Backend, limits: mcp_pipeline::Limits) -> Option<Faulty> {
     let (inner, dir) = fresh(backend).await?;
     let store = FaultyStore::new(inner);
     let settings = app::Settings {
         backend: backend.name().into(),
         store_wait: STORE_WAIT,
+        limits,
         ..app::Settings::default()
     };
     // The member and the connection are set up before any fault, with no bound on the store's
@@ -854,5 +866,51 @@ on_every_backend!(
     deletion_during_quote,
     a_deletion_landing_during_a_quote_stops_it,
     |backend| faulty(backend),
+    threads = 2
+);
+
+/// The same page prepared while its first confirmation is still committing (the commit held
+/// back, as a slow disk or another process writing the data file holds it): the second preview
+/// was stored before the page ran, so confirming it does not page again (ADR 44; the clock
+/// comparison of ADR 42 counted it as prepared after, and paged twice).
+async fn a_preview_made_while_the_action_commits_does_not_run_again(f: Faulty) {
+    let tom = crate::booking_tools::seeded_technician(&f.world, "acme", "Tom Weber", "UTC").await;
+    let c = f.world.client(&f.token);
+    let page = json!({"technician": tom, "message": "Burst pipe, please call"});
+    let first = c.call_tool("page_technician", page.clone()).await;
+    let run = |call: &Call| call.op == Op::Transact && call.touches("executed");
+    f.store
+        .on(run, Fault::Delay(Duration::from_millis(1_500)), 1);
+    let prepared_meanwhile = async {
+        while f.store.faults_met() < 1 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        c.call_tool("page_technician", page.clone()).await
+    };
+    let running = crate::booking_tools::confirm(&c, &first);
+    let (ran, second) = tokio::join!(running, prepared_meanwhile);
+    assert_eq!(ran.structured()["status"], "DONE", "{}", ran.text());
+    assert_eq!(
+        second.structured()["status"],
+        "PREVIEW",
+        "{}",
+        second.text()
+    );
+    let again = crate::booking_tools::confirm(&c, &second).await;
+    assert_eq!(
+        again.structured()["status"],
+        "executed_already",
+        "{}",
+        again.text()
+    );
+    assert_eq!(
+        crate::booking_tools::sent(&f.world, "acme", "Page").await,
+        1
+    );
+}
+on_every_backend!(
+    preview_during_run,
+    a_preview_made_while_the_action_commits_does_not_run_again,
+    |backend| faulty_unlimited(backend),
     threads = 2
 );

@@ -571,13 +571,19 @@ impl Bookings {
         );
     }
 
+    /// The booking at `version`, if `allowed` accepts its current status. The status is asked
+    /// first: a booking that the change cannot apply to at all (a draft confirmed meanwhile,
+    /// perhaps by this very conversation) is refused for that, not sent back to re-read a
+    /// version that would be refused next.
     async fn current(
         &self,
         actor: &Actor,
         id: &str,
         version: &str,
+        allowed: impl FnOnce(&Booking) -> Result<(), BookingError>,
     ) -> Result<Booking, BookingError> {
         let booking = self.get(actor, id).await?;
+        allowed(&booking)?;
         if booking.version != version {
             return Err(BookingError::Stale {
                 kind: "booking",
@@ -601,15 +607,19 @@ impl Bookings {
         now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
-        let mut booking = self.current(actor, id, version).await?;
+        let mut booking = self
+            .current(actor, id, version, |booking| {
+                if booking.status == Status::Draft {
+                    return Ok(());
+                }
+                Err(BookingError::Rejected(format!(
+                    "booking {} is {}; only drafts change silently (a confirmed booking is moved with reschedule_booking, which tells the customer)",
+                    booking.handle(),
+                    booking.status.as_str()
+                )))
+            })
+            .await?;
         let before = booking.clone();
-        if booking.status != Status::Draft {
-            return Err(BookingError::Rejected(format!(
-                "booking {} is {}; only drafts change silently (a confirmed booking is moved with reschedule_booking, which tells the customer)",
-                booking.handle(),
-                booking.status.as_str()
-            )));
-        }
         if let Some(service) = service {
             booking.service = check_service(&service)?;
         }
@@ -670,14 +680,18 @@ impl Bookings {
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
         actor.require(rights::CUSTOMERS_NOTIFY)?;
-        let mut booking = self.current(actor, id, version).await?;
-        if booking.status != Status::Draft {
-            return Err(BookingError::Rejected(format!(
-                "booking {} is {}, not a draft; it was confirmed or closed already",
-                booking.handle(),
-                booking.status.as_str()
-            )));
-        }
+        let mut booking = self
+            .current(actor, id, version, |booking| {
+                if booking.status == Status::Draft {
+                    return Ok(());
+                }
+                Err(BookingError::Rejected(format!(
+                    "booking {} is {}, not a draft; it was confirmed or closed already",
+                    booking.handle(),
+                    booking.status.as_str()
+                )))
+            })
+            .await?;
         booking.status = Status::Confirmed;
         let booking = booking.with_version();
         let mut change = Change::new(booking.clone());
@@ -704,7 +718,7 @@ impl Bookings {
         text: &str,
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
-        let booking = self.current(actor, id, version).await?;
+        let booking = self.current(actor, id, version, still_open).await?;
         self.cancel_read(actor, booking, customer_email, text)
     }
 
@@ -723,13 +737,7 @@ impl Bookings {
         // booking that is not (or no longer) there as read cannot be written.
         let version = booking.version.clone();
         let version = version.as_str();
-        if matches!(booking.status, Status::Cancelled | Status::Completed) {
-            return Err(BookingError::Rejected(format!(
-                "booking {} is {} already",
-                booking.handle(),
-                booking.status.as_str()
-            )));
-        }
+        still_open(&booking)?;
         let tell = booking.status == Status::Confirmed;
         if tell {
             actor.require(rights::CUSTOMERS_NOTIFY)?;
@@ -774,15 +782,19 @@ impl Bookings {
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
         actor.require(rights::CUSTOMERS_NOTIFY)?;
-        let mut booking = self.current(actor, id, version).await?;
+        let mut booking = self
+            .current(actor, id, version, |booking| {
+                if booking.status == Status::Confirmed {
+                    return Ok(());
+                }
+                Err(BookingError::Rejected(format!(
+                    "booking {} is {}; only confirmed bookings are rescheduled with a message (drafts change with update_booking)",
+                    booking.handle(),
+                    booking.status.as_str()
+                )))
+            })
+            .await?;
         let before = booking.clone();
-        if booking.status != Status::Confirmed {
-            return Err(BookingError::Rejected(format!(
-                "booking {} is {}; only confirmed bookings are rescheduled with a message (drafts change with update_booking)",
-                booking.handle(),
-                booking.status.as_str()
-            )));
-        }
         let minutes =
             duration_minutes.unwrap_or_else(|| (booking.end - booking.start).num_minutes());
         if !(15..=time::MAX_DURATION_MINUTES).contains(&minutes) {
@@ -842,13 +854,17 @@ impl Bookings {
         version: &str,
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::RECORDS_DELETE)?;
-        let booking = self.current(actor, id, version).await?;
-        if booking.status == Status::Confirmed {
-            return Err(BookingError::Rejected(format!(
-                "booking {} is confirmed; cancel it first so the customer is told",
-                booking.handle()
-            )));
-        }
+        let booking = self
+            .current(actor, id, version, |booking| {
+                if booking.status != Status::Confirmed {
+                    return Ok(());
+                }
+                Err(BookingError::Rejected(format!(
+                    "booking {} is confirmed; cancel it first so the customer is told",
+                    booking.handle()
+                )))
+            })
+            .await?;
         let handle = booking.handle();
         let mut change = Change::new(booking.clone());
         change.push(
@@ -867,6 +883,18 @@ impl Bookings {
         change.ids.push(handle);
         Ok(change)
     }
+}
+
+/// Refuses a booking that is closed already (cancelled or completed).
+fn still_open(booking: &Booking) -> Result<(), BookingError> {
+    if matches!(booking.status, Status::Cancelled | Status::Completed) {
+        return Err(BookingError::Rejected(format!(
+            "booking {} is {} already",
+            booking.handle(),
+            booking.status.as_str()
+        )));
+    }
+    Ok(())
 }
 
 impl From<(&'static str, TimeError)> for BookingError {

@@ -326,19 +326,13 @@ impl Quotes {
     ) -> Result<Change<Quote>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
         let current = self.get(actor, id).await?;
-        if current.version != version {
-            return Err(BookingError::Stale {
-                kind: "quote",
-                expected: version.to_owned(),
-                current: json!({"quote": current.handle(), "version": current.version, "status": current.status}),
-            });
-        }
         if current.status != "draft" {
             return Err(BookingError::Rejected(format!(
                 "quote {} was sent; make a new quote instead of changing it",
                 current.handle()
             )));
         }
+        at_version(&current, version)?;
         let parsed = parse_lines(lines)?;
         compute_totals(&parsed, current.totals.currency, current.totals.tax_rate).map_err(|e| {
             BookingError::Money {
@@ -392,19 +386,15 @@ impl Quotes {
     ) -> Result<Change<Quote>, BookingError> {
         actor.require(rights::QUOTES_APPROVE)?;
         let current = self.get(actor, id).await?;
-        if current.version != version {
-            return Err(BookingError::Stale {
-                kind: "quote",
-                expected: version.to_owned(),
-                current: json!({"quote": current.handle(), "version": current.version}),
-            });
-        }
+        // The status first: a quote sent meanwhile (perhaps by this very conversation) is
+        // sent, whatever version the caller read.
         if current.status != "draft" {
             return Err(BookingError::Rejected(format!(
                 "quote {} was sent already",
                 current.handle()
             )));
         }
+        at_version(&current, version)?;
         let item = marked(
             item_of(
                 &current.customer,
@@ -434,4 +424,16 @@ impl Quotes {
         change.ids.push(handle);
         Ok(change)
     }
+}
+
+/// Refuses a quote that changed since `version` was read.
+fn at_version(current: &Quote, version: &str) -> Result<(), BookingError> {
+    if current.version == version {
+        return Ok(());
+    }
+    Err(BookingError::Stale {
+        kind: "quote",
+        expected: version.to_owned(),
+        current: json!({"quote": current.handle(), "version": current.version, "status": current.status}),
+    })
 }

@@ -37,8 +37,11 @@ pub(crate) struct Pending {
     /// request's state, which is signed, not encrypted).
     pub(crate) elicited: bool,
     /// When it was prepared (microseconds since the epoch): an action already executed by
-    /// then does not stop it (ADR 42).
+    /// then does not stop it (ADR 42, for pending actions stored before ADR 44).
     pub(crate) prepared_at: i64,
+    /// Registered on its action's mark when stored (ADR 44): it runs only while its entry is
+    /// there, which a run of the same action clears.
+    pub(crate) marked: bool,
 }
 
 /// The elicitation asking the person to approve the server-written summary.
@@ -56,17 +59,37 @@ pub(crate) fn approval_request(summary: &str) -> Value {
     })
 }
 
-/// Whether the person approved (accepted the elicitation with `approve: true`).
-pub(crate) fn approved(responses: Option<&Value>) -> bool {
+/// What the person answered to the approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Accepted with `approve: true`.
+    Approved,
+    /// Declined, cancelled, or accepted with `approve: false`.
+    Declined,
+    /// No answer under `approval`, or one that says neither: the client is asked again, since
+    /// a missing or garbled answer is not the person saying no (MRTR: a server "SHOULD respond
+    /// with a new InputRequiredResult" when required information is missing).
+    Unanswered,
+}
+
+/// The person's answer in a retry's `inputResponses`.
+pub(crate) fn answer(responses: Option<&Value>) -> Answer {
     let Some(answer) = responses.and_then(|r| r.get("approval")) else {
-        return false;
+        return Answer::Unanswered;
     };
-    answer.get("action").and_then(Value::as_str) == Some("accept")
-        && answer
+    match answer.get("action").and_then(Value::as_str) {
+        Some("decline" | "cancel") => Answer::Declined,
+        Some("accept") => match answer
             .get("content")
             .and_then(|c| c.get("approve"))
             .and_then(Value::as_bool)
-            == Some(true)
+        {
+            Some(true) => Answer::Approved,
+            Some(false) => Answer::Declined,
+            None => Answer::Unanswered,
+        },
+        _ => Answer::Unanswered,
+    }
 }
 
 /// How a tool call is being run.
@@ -206,6 +229,9 @@ pub(crate) fn pending_item(p: &Pending, now: i64) -> Item {
     if p.elicited {
         item.insert("elicited".into(), SV::Bool(true));
     }
+    if p.marked {
+        item.insert("marked".into(), SV::Bool(true));
+    }
     item.insert("prepared_at".into(), SV::n(p.prepared_at));
     item.insert(
         store::TTL_ATTRIBUTE.into(),
@@ -230,6 +256,7 @@ pub(crate) fn read_pending(token: &str, item: &Item) -> Option<Pending> {
         in_product: matches!(item.get("in_product"), Some(SV::Bool(true))),
         elicited: matches!(item.get("elicited"), Some(SV::Bool(true))),
         prepared_at: prepared_at(item),
+        marked: matches!(item.get("marked"), Some(SV::Bool(true))),
     })
 }
 
@@ -262,21 +289,122 @@ pub(crate) fn consume_op(tenant: &str, token: &str, to: &str) -> store::Update {
     .when(Condition::eq("status", SV::s("pending")))
 }
 
-/// The mark an executed action leaves for as long as a pending action lives: the same action
-/// (its tool and what its preview showed, so however its arguments were spelled) runs once for
-/// all the previews prepared before it ran, whichever of them is confirmed and by whom. A
-/// preview prepared after it ran is a new decision, and runs (ADR 42).
-pub(crate) fn executed_op(tenant: &str, p: &Pending, now_micros: i64) -> Put {
+/// The key of an action's mark: the tool and what its preview showed, so however its
+/// arguments were spelled (a technician's bare id or handle, a trailing blank).
+fn mark_key(tenant: &str, p: &Pending) -> store::Key {
     let action = crate::canonical::digest(&json!({"tool": p.tool, "content": p.content_hash}));
+    crate::keys::executed(tenant, &action)
+}
+
+/// The attribute a preview registers on its action's mark: its id (its token's digest),
+/// shortened. A pending action loaded by the approval page carries its id where its token
+/// would be; both give the same attribute.
+fn registration(p: &Pending) -> String {
+    let id = crate::keys::pending_id(&p.token);
+    format!("prepared_{}", id.get(..32).unwrap_or(&id))
+}
+
+/// Registers a preview on its action's mark, in the transaction that stores it (ADR 44). With
+/// `first_since_run`, only while the action has not run since the mark was made: a failure
+/// means it ran meanwhile, and the preview is registered again without the condition and says
+/// so ([`ran_meanwhile`]).
+pub(crate) fn register_op(
+    tenant: &str,
+    p: &Pending,
+    now: i64,
+    first_since_run: bool,
+) -> store::Update {
+    let update = store::Update::new(
+        mark_key(tenant, p),
+        vec![
+            UpdateAction::Set(registration(p), SV::n(p.prepared_at)),
+            UpdateAction::Set(
+                store::TTL_ATTRIBUTE.into(),
+                SV::n(now + PENDING_TTL_SECONDS + 60),
+            ),
+        ],
+    );
+    if first_since_run {
+        update.when(Condition::NotExists("executed_at".into()))
+    } else {
+        update
+    }
+}
+
+/// When the action a failed [`register_op`] names last ran, from the mark in the way.
+pub(crate) fn ran_meanwhile(current: Option<&Item>) -> Option<i64> {
+    current?
+        .get("executed_at")
+        .and_then(SV::as_n)
+        .and_then(|n| n.to_string().parse::<i64>().ok())
+}
+
+/// The refusal a conditional [`register_op`] explains itself with: the action ran since its
+/// mark was made (never shown: the preview is stored again, and says so).
+pub(crate) fn ran_meanwhile_error(current: Option<&Item>) -> ToolError {
+    let mut error = ToolError::new(
+        ErrorKind::Conflict,
+        "The same action ran since it was last prepared",
+        "Prepare it again",
+    )
+    .detail("status", "ran_meanwhile");
+    if let Some(at) = ran_meanwhile(current) {
+        error = error.detail("executed_at", at);
+    }
+    error
+}
+
+/// Whether a refused commit is [`ran_meanwhile_error`].
+pub(crate) fn is_ran_meanwhile(error: &ToolError) -> bool {
+    error.details.get("status").and_then(Value::as_str) == Some("ran_meanwhile")
+}
+
+/// When the action of a [`ran_meanwhile_error`] ran (microseconds since the epoch).
+pub(crate) fn ran_at_of(error: &ToolError) -> Option<i64> {
+    error.details.get("executed_at").and_then(Value::as_i64)
+}
+
+/// Tells the person, in a preview, that the same action already ran a little earlier: approving
+/// does it again.
+pub(crate) fn warn_ran_before(preview: &mut Value, tool: &str, seconds_ago: Option<i64>) {
+    let ago = match seconds_ago.map(|s| s.max(0)) {
+        None => "within the last 15 minutes".to_owned(),
+        Some(s) if s < 120 => format!("{s} seconds ago"),
+        Some(s) => format!("{} minutes ago", s / 60),
+    };
+    let warning = format!(
+        "The same {tool} was confirmed and executed {ago}; confirming this preview does it a second time"
+    );
+    match preview.get_mut("warnings").and_then(Value::as_array_mut) {
+        Some(list) => list.push(json!(warning)),
+        None => preview["warnings"] = json!([warning]),
+    }
+}
+
+/// The mark an executed action leaves: the same action runs once for all the previews
+/// registered before it ran, whichever of them is confirmed and by whom. The put replaces the
+/// mark, dropping every registration; a preview registered after it is a new decision, and runs
+/// (ADR 44). A pending action stored before registrations existed runs if the action has not
+/// run since it was prepared (ADR 42).
+pub(crate) fn executed_op(tenant: &str, p: &Pending, now_micros: i64) -> Put {
     let mut item = Item::new();
     item.insert("tool".into(), SV::s(&p.tool));
     item.insert("connection".into(), SV::s(&p.connection));
     item.insert("executed_at".into(), SV::n(now_micros));
     let expiry = now_micros.div_euclid(1_000_000) + PENDING_TTL_SECONDS;
     item.insert(store::TTL_ATTRIBUTE.into(), SV::n(expiry));
-    let ran_before = Condition::Cmp("executed_at".into(), store::CmpOp::Lt, SV::n(p.prepared_at));
-    let condition = Condition::Or(Box::new(Condition::item_not_exists()), Box::new(ran_before));
-    Put::new(crate::keys::executed(tenant, &action), item).when(condition)
+    let condition = if p.marked {
+        Condition::Exists(registration(p))
+    } else {
+        let ran_before =
+            Condition::Cmp("executed_at".into(), store::CmpOp::Lt, SV::n(p.prepared_at));
+        // A mark that only previews registered on has not run.
+        Condition::Or(
+            Box::new(Condition::NotExists("executed_at".into())),
+            Box::new(ran_before),
+        )
+    };
+    Put::new(mark_key(tenant, p), item).when(condition)
 }
 
 /// The refusal of a second execution of the same action (see [`executed_op`]).

@@ -48,19 +48,25 @@ pub fn slot(tenant: &str, connection: &str, slot: &str) -> Key {
     Key::new(slots(tenant, connection), slot)
 }
 
+/// A pending action's id (its sort key) from its token, or the id itself (the product's
+/// approval page names a pending action by its id, never by its token).
+pub fn pending_id(token_or_id: &str) -> String {
+    if token_or_id.starts_with("cfm_") {
+        token_id(token_or_id)
+    } else {
+        token_or_id.to_owned()
+    }
+}
+
 /// A pending (prepared) action, by its confirm token or by that token's id (its SHA-256, what
 /// the product's inbox links with). Only the id is stored: whoever reads the store cannot
 /// confirm an action with what it finds there.
 pub fn pending(tenant: &str, token_or_id: &str) -> Key {
-    let id = if token_or_id.starts_with("cfm_") {
-        token_id(token_or_id)
-    } else {
-        token_or_id.to_owned()
-    };
-    Key::new(concat(&[tenant, "#pending"]), id)
+    Key::new(concat(&[tenant, "#pending"]), pending_id(token_or_id))
 }
 
-/// The mark an executed action leaves: `action` is the digest of its tool and arguments.
+/// The mark an executed action leaves, on which its previews register: `action` is the digest
+/// of its tool and the content its preview showed (ADR 42, ADR 44).
 pub fn executed(tenant: &str, action: &str) -> Key {
     Key::new(concat(&[tenant, "#executed"]), action)
 }

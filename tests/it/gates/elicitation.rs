@@ -233,3 +233,118 @@ on_every_backend!(
     |backend| Notes::with_state_ttl(backend, Limits::default(), 1),
     threads = 2
 );
+
+/// A retry whose answer is missing or says neither yes nor no is asked again: the pending
+/// action stays pending, nothing is declined or sent, and a later yes runs it once (review of
+/// 2026-12-05: such a retry was taken as the user declining, and the action was dead).
+async fn an_unanswered_approval_is_asked_again(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Ask again", "See you at 10.").await;
+    let args = json!({"note": note, "to": "ada@example.com"});
+    let asked = c
+        .call_tool_with("send_note", with_elicitation("send_note", args.clone()))
+        .await;
+    let mut state = asked.result["requestState"].as_str().unwrap().to_owned();
+    let unanswered = [
+        None,
+        Some(json!({})),
+        Some(json!({"approval": {"action": "accept", "content": {"approve": "yes"}}})),
+        Some(json!({"approval": {"action": "accept"}})),
+        Some(json!({"approval": "yes"})),
+    ];
+    for responses in unanswered {
+        let mut params = with_elicitation("send_note", args.clone());
+        params["requestState"] = json!(state);
+        if let Some(responses) = &responses {
+            params["inputResponses"] = responses.clone();
+        }
+        let again = c.call_tool_with("send_note", params).await;
+        assert_eq!(
+            again.result["resultType"], "input_required",
+            "{responses:?}: {}",
+            again.result
+        );
+        assert_eq!(
+            again.result["inputRequests"]["approval"]["method"],
+            "elicitation/create"
+        );
+        state = again.result["requestState"].as_str().unwrap().to_owned();
+    }
+    assert!(n.outbox().await.is_empty(), "nothing was sent");
+    let rows = n.audit_actions().await;
+    assert!(
+        !rows.iter().any(|r| r.ends_with(":declined")),
+        "nothing was declined: {rows:?}"
+    );
+    let done = c
+        .call_tool_with("send_note", approval_retry(args.clone(), &state, true))
+        .await;
+    assert_eq!(done.structured()["status"], "DONE", "{}", done.text());
+    assert_eq!(n.outbox().await.len(), 1);
+    // A cancelled prompt is the user saying no.
+    let other = new_note(&c, "Cancel me", "x").await;
+    let args = json!({"note": other, "to": "ada@example.com"});
+    let asked = c
+        .call_tool_with("send_note", with_elicitation("send_note", args.clone()))
+        .await;
+    let mut params = with_elicitation("send_note", args);
+    params["requestState"] = asked.result["requestState"].clone();
+    params["inputResponses"] = json!({"approval": {"action": "cancel"}});
+    let cancelled = c.call_tool_with("send_note", params).await;
+    assert_eq!(cancelled.structured()["status"], "DECLINED");
+    assert_eq!(n.outbox().await.len(), 1);
+}
+on_every_backend!(
+    unanswered,
+    an_unanswered_approval_is_asked_again,
+    |backend| Notes::on(backend, Limits::default()),
+    threads = 2
+);
+
+/// Only a client that declared form-mode elicitation is asked in the call: one that declared
+/// only URL mode, or sent something that is no capability object, gets the preview to confirm
+/// (review of 2026-12-05: both were sent a form). A request that is of an earlier protocol by
+/// its header is refused when its body says 2026-07-28, so it is never sent `input_required`.
+async fn only_form_clients_are_asked(n: Notes) {
+    let c = n.client();
+    let note = new_note(&c, "Forms", "See you at 10.").await;
+    let args = json!({"note": note, "to": "ada@example.com"});
+    let declared = |elicitation: serde_json::Value| {
+        let mut params = with_elicitation("send_note", args.clone());
+        params["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+            json!({"elicitation": elicitation});
+        params
+    };
+    for elicitation in [json!({"url": {}}), json!(true), json!({"other": {}})] {
+        let answer = c
+            .call_tool_with("send_note", declared(elicitation.clone()))
+            .await;
+        assert_eq!(
+            answer.structured()["status"],
+            "PREVIEW",
+            "{elicitation}: {}",
+            answer.result
+        );
+    }
+    for elicitation in [
+        json!({"form": {}}),
+        json!({"form": {}, "url": {}}),
+        json!({}),
+    ] {
+        let answer = c
+            .call_tool_with("send_note", declared(elicitation.clone()))
+            .await;
+        assert_eq!(
+            answer.result["resultType"], "input_required",
+            "{elicitation}: {}",
+            answer.result
+        );
+    }
+    assert!(n.outbox().await.is_empty());
+}
+on_every_backend!(
+    form_clients,
+    only_form_clients_are_asked,
+    |backend| Notes::on(backend, Limits::default()),
+    threads = 2
+);

@@ -20,6 +20,9 @@ impl Call<'_> {
         if let Some(asked) = ran.input_required {
             return Err(self.seal_input_required(asked));
         }
+        if ran.result.is_error() {
+            self.decided_already().await?;
+        }
         if ran.result.is_error() || ran.timed_out || !ran.body_ran {
             return Ok(ran.result);
         }
@@ -132,8 +135,24 @@ impl Call<'_> {
             .flatten()
     }
 
+    /// A retry carrying the approval state of an action that was decided already (executed,
+    /// declined, replaced) is answered with that, not with the error its fresh run met: a
+    /// booking confirmed by this very action is no draft any more, and saying so hides that
+    /// it is done.
+    async fn decided_already(&self) -> Stage<()> {
+        let (Some(token), Some(caller)) = (self.elicited_token(), self.caller()) else {
+            return Ok(());
+        };
+        let g = &self.server.config().gates;
+        match confirm::load(g.store.as_ref(), &self.req.prefetched, caller, &token, None).await {
+            Err(decided) if decided.kind == ErrorKind::Conflict => Err(decided.into()),
+            _ => Ok(()),
+        }
+    }
+
     /// The user's answer to the approval request: approved moves the call to executing the
-    /// pending action; declined turns it down (audited) and ends the call.
+    /// pending action; declined turns it down (audited) and ends the call; no answer, or one
+    /// that says neither, asks again.
     async fn take_elicited_answer(
         &mut self,
         g: &gates::Gates,
@@ -143,14 +162,19 @@ impl Call<'_> {
         let pending =
             confirm::load(g.store.as_ref(), &self.req.prefetched, caller, token, None).await?;
         let responses = self.req.message.params.get("inputResponses");
-        if confirm::approved(responses) {
-            // The mode may have become `product` since the client was asked.
-            if let Some(refusal) = self.approval_in_product_needed(&pending, &Approver::Elicitation)
-            {
-                return Err(refusal.into());
+        match confirm::answer(responses) {
+            confirm::Answer::Approved => {
+                // The mode may have become `product` since the client was asked.
+                if let Some(refusal) =
+                    self.approval_in_product_needed(&pending, &Approver::Elicitation)
+                {
+                    return Err(refusal.into());
+                }
+                self.phase = Phase::Confirm(Box::new(pending), Approver::Elicitation);
+                return Ok(());
             }
-            self.phase = Phase::Confirm(Box::new(pending), Approver::Elicitation);
-            return Ok(());
+            confirm::Answer::Unanswered => return Err(self.ask_for_approval(&pending, token)),
+            confirm::Answer::Declined => {}
         }
         let declined = WriteSet::of(confirm::consume_op(&caller.tenant, token, "rejected"));
         let audit = Audited::outcome("declined").of(&pending.tool);
@@ -164,6 +188,17 @@ impl Call<'_> {
                 "next_steps": [],
             })))),
         }
+    }
+
+    /// Asks the client's user to approve the pending action's server-written summary; the
+    /// sealed state names the pending action.
+    fn ask_for_approval(&self, pending: &Pending, token: &str) -> Exit {
+        Exit::Interrupt(Interrupt::InputRequired(json!({
+            "resultType": "input_required",
+            "inputRequests": {"approval": confirm::approval_request(&pending.summary)},
+            "requestState": self.seal(token),
+            "_meta": {mcp_protocol::META_SERVER_INFO: self.server.config().info.to_json()},
+        })))
     }
 
     /// The pending action this run prepared, with the preview's content.
@@ -187,6 +222,7 @@ impl Call<'_> {
                 || caller.product_approval.requires(self.plan.spec.effect),
             elicited: false,
             prepared_at: self.now_micros,
+            marked: true,
         };
         Ok((pending, content))
     }
@@ -201,30 +237,57 @@ impl Call<'_> {
     ) -> Stage<ToolResult> {
         let tenant = self.caller().map(|c| c.tenant.clone()).unwrap_or_default();
         fresh.elicited = self.client_elicits() && !fresh.in_product;
-        let mut stored = WriteSet::of(confirm::store_op(&tenant, &fresh, self.now));
-        stored.ids = ran.writes.ids.clone();
-        if let Committed::Refused(error) = self
-            .commit(g, stored, None, Audited::outcome("prepared"))
-            .await
-        {
-            return Err(error.into());
-        }
+        let ran_at = self.store_registered(g, &tenant, &fresh, &ran).await?;
         if fresh.elicited {
             // The client can ask its user: ask for approval of the server-written summary;
             // the sealed state names the pending action.
-            return Err(Exit::Interrupt(Interrupt::InputRequired(json!({
-                "resultType": "input_required",
-                "inputRequests": {"approval": confirm::approval_request(&fresh.summary)},
-                "requestState": self.seal(&fresh.token),
-                "_meta": {mcp_protocol::META_SERVER_INFO: self.server.config().info.to_json()},
-            }))));
+            return Err(self.ask_for_approval(&fresh, &fresh.token));
         }
         let mut preview = confirm::preview_result(ran.result.structured, &fresh, &content);
+        if let Some(ran_at) = ran_at {
+            let seconds_ago = ran_at.map(|at| (self.now_micros - at) / 1_000_000);
+            confirm::warn_ran_before(&mut preview, &fresh.tool, seconds_ago);
+        }
         if fresh.in_product {
             let url = self.server.approval_url(&fresh.token);
             confirm::approve_in_product(&mut preview, &fresh, &url);
         }
         Ok(ToolResult::success(preview))
+    }
+
+    /// Stores the preview as a pending action (audited as prepared), registered on its
+    /// action's mark (ADR 44). If the action ran since the mark was made, the preview is stored
+    /// again registered anyway (a new decision, if the person approves it knowing), and when
+    /// it ran (if the store said) is returned for the preview to say.
+    async fn store_registered(
+        &mut self,
+        g: &gates::Gates,
+        tenant: &str,
+        fresh: &Pending,
+        ran: &Ran,
+    ) -> Stage<Option<Option<i64>>> {
+        let mut ran_at = None;
+        for first_since_run in [true, false] {
+            let mut stored = WriteSet::of(confirm::store_op(tenant, fresh, self.now));
+            stored.ops.push(Planned {
+                op: confirm::register_op(tenant, fresh, self.now, first_since_run).into(),
+                on_conflict: Some(Box::new(confirm::ran_meanwhile_error)),
+            });
+            stored.ids = ran.writes.ids.clone();
+            match self
+                .commit(g, stored, None, Audited::outcome("prepared"))
+                .await
+            {
+                Committed::Refused(error)
+                    if first_since_run && confirm::is_ran_meanwhile(&error) =>
+                {
+                    ran_at = Some(confirm::ran_at_of(&error));
+                }
+                Committed::Refused(error) => return Err(error.into()),
+                _ => return Ok(ran_at),
+            }
+        }
+        Ok(ran_at)
     }
 
     /// What would go out changed since the person approved it: the old token dies and a new
@@ -240,6 +303,9 @@ impl Call<'_> {
         let mut ops = WriteSet::of(confirm::consume_op(&tenant, &old.token, "superseded"));
         ops.ops
             .push(Planned::new(confirm::store_op(&tenant, &fresh, self.now)));
+        ops.ops.push(Planned::new(confirm::register_op(
+            &tenant, &fresh, self.now, false,
+        )));
         match self
             .commit(g, ops, None, Audited::outcome("superseded"))
             .await
