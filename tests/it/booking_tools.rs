@@ -1775,7 +1775,7 @@ async fn the_same_action_prepared_twice_runs_once(world: World) {
     assert!(
         later.structured()["warnings"]
             .to_string()
-            .contains("was confirmed and executed"),
+            .contains("was confirmed and executed 0 seconds ago"),
         "{}",
         later.text()
     );

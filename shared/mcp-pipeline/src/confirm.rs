@@ -325,7 +325,9 @@ pub(crate) fn register_op(
         ],
     );
     if first_since_run {
-        update.when(Condition::NotExists("executed_at".into()))
+        update
+            .when(Condition::NotExists("executed_at".into()))
+            .return_old_on_failure()
     } else {
         update
     }
