@@ -1639,11 +1639,11 @@ on_every_backend!(
 );
 
 /// The largest batch cancellation fits in one store transaction once approved: nineteen
-/// confirmed bookings (each cancel writes the booking, its claim, a message and its due entry;
-/// the confirmation adds a bucket per booking, the switch checks, the audit row and the
-/// token's use and the executed action's mark: 5 x 19 + 5, the 100 a transaction takes). Twenty are refused when prepared,
-/// not after the user approved. On SQLite (the seed is 38 writes; the limit is the store's
-/// rule on every backend).
+/// confirmed bookings of nineteen customers (each cancel writes the booking and frees its
+/// claim; each customer gets a message, its due entry and a bucket; the confirmation adds the
+/// switch checks, the audit row, the token's use and the executed action's mark: 19 x 2 +
+/// 19 x 3 + 5, the 100 a transaction takes). Twenty are refused when prepared, not after the
+/// user approved. On SQLite (the limit is the store's rule on every backend).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_largest_batch_cancellation_commits_once_approved() {
     let world = World::on(crate::support::store::Backend::Sqlite).await;
@@ -1654,16 +1654,17 @@ async fn the_largest_batch_cancellation_commits_once_approved() {
     let bookings = booking::Bookings::new(world.app.store.clone());
     let store = world.app.store.as_ref();
     for day in 1..=20 {
+        let customer = match day {
+            1 => ada.clone(),
+            _ => {
+                let email = format!("customer{day}@example.com");
+                seeded_customer(&world, "acme", &format!("Customer {day}"), &email).await
+            }
+        };
         let start = format!("2055-03-{day:02} 09:00");
-        let draft = seeded_draft(&world, (&ada, &tom), &start, chrono::Utc::now()).await;
+        let draft = seeded_draft(&world, (&customer, &tom), &start, chrono::Utc::now()).await;
         let confirm = bookings
-            .confirm(
-                &owner("acme"),
-                &draft.id,
-                &draft.version,
-                "ada@example.com",
-                "-",
-            )
+            .confirm(&owner("acme"), &draft.id, &draft.version, "-", "-")
             .await;
         confirm.unwrap().commit(store, vec![]).await.unwrap();
     }
@@ -1721,7 +1722,57 @@ async fn the_largest_batch_cancellation_commits_once_approved() {
         "{}",
         done.text()
     );
+    assert_eq!(done.structured()["notified"].as_array().unwrap().len(), 19);
 }
+
+/// A batch cancellation tells each customer once, listing all their cancelled bookings, and
+/// the preview shows those messages (ADR 45: one message per booking would count each against
+/// the customer's limit, and mailed them once per booking).
+async fn a_batch_mails_each_customer_once(world: World) {
+    let (c, _) = setup(&world).await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let grace = seeded_customer(&world, "acme", "Grace Hopper", "grace@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    for (customer, start) in [
+        (&ada, "2055-03-02 09:00"),
+        (&grace, "2055-03-03 09:00"),
+        (&ada, "2055-03-04 09:00"),
+        (&ada, "2055-03-05 09:00"),
+    ] {
+        confirmed_booking(&c, customer, &tom, start).await;
+    }
+    let cancelled_before = sent(&world, "acme", "Your bookings are cancelled").await;
+    let batch = c
+        .call_tool(
+            "cancel_bookings",
+            json!({"technician": tom, "expected_count": 4}),
+        )
+        .await;
+    assert_eq!(batch.structured()["status"], "PREVIEW", "{}", batch.text());
+    let done = confirm(&c, &batch).await;
+    assert_eq!(done.structured()["status"], "DONE", "{}", done.text());
+    let notified = done.structured()["notified"].clone();
+    assert_eq!(notified.as_array().unwrap().len(), 2, "{notified}");
+    assert_eq!(
+        sent(&world, "acme", "Your bookings are cancelled").await - cancelled_before,
+        1
+    );
+    assert_eq!(sent(&world, "acme", "Your booking is cancelled").await, 1);
+    let messages = outbox(&world, "acme").await;
+    let to_ada = messages
+        .iter()
+        .find(|m| m.get("subject") == Some(&store::Value::s("Your bookings are cancelled")))
+        .unwrap();
+    assert_eq!(to_ada.get("to"), Some(&store::Value::s("ada@example.com")));
+    let body = to_ada.get("body").and_then(store::Value::as_s).unwrap();
+    assert!(body.contains("these 3 bookings"), "{body}");
+}
+on_every_backend!(
+    batch_mails_once,
+    a_batch_mails_each_customer_once,
+    |backend| with_raised_limits(backend),
+    threads = 2
+);
 
 /// A world whose limits are raised 1,000 times, so that a test of what runs once is not
 /// answered by a rate limit first.
@@ -1972,3 +2023,68 @@ on_every_backend!(
     |backend| with_raised_limits(backend),
     threads = 2
 );
+
+/// Messages are limited per person they go to, not per record (ADR 45): five bookings of one
+/// customer confirmed at once, each over its own connection, mail the customer three times;
+/// the other two are refused with nothing sent, and another customer is not held back (review
+/// of 2026-12-05: all of them were sent).
+async fn messages_are_limited_per_recipient(world: World) {
+    let (_, _) = setup(&world).await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let grace = seeded_customer(&world, "acme", "Grace Hopper", "grace@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let mut prepared = Vec::new();
+    for day in 1..=5 {
+        let start = format!("2055-03-{day:02} 09:00");
+        let draft = seeded_draft(&world, (&ada, &tom), &start, chrono::Utc::now()).await;
+        let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
+        let c = world.client(&token);
+        let args = json!({"booking": draft.handle(), "version": draft.version});
+        let preview = c.call_tool("send_booking_confirmation", args).await;
+        prepared.push((c, preview));
+    }
+    let confirmed =
+        futures_util::future::join_all(prepared.iter().map(|(c, p)| confirm(c, p))).await;
+    let (done, refused): (Vec<_>, Vec<_>) = confirmed.iter().partition(|r| !r.is_error());
+    assert_eq!(
+        done.len(),
+        3,
+        "{:?}",
+        confirmed.iter().map(|r| r.text()).collect::<Vec<_>>()
+    );
+    for r in refused {
+        assert_eq!(r.structured()["code"], "rate_limited", "{}", r.text());
+        assert!(r.text().contains("ada@example.com"), "{}", r.text());
+    }
+    assert_eq!(sent(&world, "acme", "Your booking is confirmed").await, 3);
+    let draft = seeded_draft(
+        &world,
+        (&grace, &tom),
+        "2055-03-09 09:00",
+        chrono::Utc::now(),
+    )
+    .await;
+    let c = &prepared[0].0;
+    let args = json!({"booking": draft.handle(), "version": draft.version});
+    let preview = c.call_tool("send_booking_confirmation", args).await;
+    let other = confirm(c, &preview).await;
+    assert_eq!(other.structured()["status"], "DONE", "{}", other.text());
+    assert_eq!(sent(&world, "acme", "Your booking is confirmed").await, 4);
+}
+on_every_backend!(
+    messages_per_recipient,
+    messages_are_limited_per_recipient,
+    |backend| with_raised_limits_but_messages(backend),
+    threads = 4
+);
+
+/// A world whose limits are raised 1,000 times except the messages a recipient may get.
+async fn with_raised_limits_but_messages(backend: crate::support::store::Backend) -> Option<World> {
+    let mut limits = app::bench::scaled_limits(mcp_pipeline::Limits::default(), 1_000);
+    limits.per_object_notify = mcp_pipeline::Limits::default().per_object_notify;
+    let settings = app::Settings {
+        limits,
+        ..app::Settings::default()
+    };
+    World::with_settings(backend, settings).await
+}

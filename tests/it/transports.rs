@@ -252,7 +252,8 @@ fn a_refused_stdio_token_is_named_as_gatehouse_token() {
             .spawn()
             .expect("start gatehouse stdio");
         let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
-        let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}});
+        let list =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}});
         let mut stdin = child.stdin.take().unwrap();
         writeln!(stdin, "{list}").unwrap();
         drop(stdin);
@@ -260,7 +261,10 @@ fn a_refused_stdio_token_is_named_as_gatehouse_token() {
     };
     let refused = run("ghm_not.a_token");
     let reply: Value = serde_json::from_slice(&refused.stdout).unwrap();
-    assert_eq!(reply["error"]["code"], json!(mcp_http::stdio::CREDENTIAL_REFUSED));
+    assert_eq!(
+        reply["error"]["code"],
+        json!(mcp_http::stdio::CREDENTIAL_REFUSED)
+    );
     let message = reply["error"]["message"].as_str().unwrap();
     assert!(message.contains("GATEHOUSE_TOKEN"), "{message}");
     assert!(!message.contains("Authorization"), "{message}");

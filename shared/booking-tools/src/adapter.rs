@@ -258,7 +258,7 @@ fn stale(kind: &str, expected: &str, current: serde_json::Value) -> ToolError {
 }
 
 /// Hands a planned change to the pipeline, which commits it with the gates, and returns its
-/// value and the ids it touches.
+/// value; names the ids it touches and who its messages go to.
 pub(crate) fn apply<T>(ctx: &ToolContext, change: Change<T>) -> T {
     for op in change.ops {
         let explain = op.on_conflict;
@@ -270,6 +270,9 @@ pub(crate) fn apply<T>(ctx: &ToolContext, change: Change<T>) -> T {
     }
     for id in change.ids {
         ctx.writes.touch(id);
+    }
+    for recipient in change.notified {
+        ctx.writes.notify(recipient);
     }
     change.value
 }

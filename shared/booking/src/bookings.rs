@@ -728,10 +728,32 @@ impl Bookings {
     pub fn cancel_read(
         &self,
         actor: &Actor,
-        mut booking: Booking,
+        booking: Booking,
         customer_email: &str,
         text: &str,
     ) -> Result<Change<Booking>, BookingError> {
+        let (mut change, tell) = self.cancel_untold(actor, booking)?;
+        if tell {
+            let about = change.value.handle();
+            crate::outbox::queue(
+                self.randomness.as_ref(),
+                &mut change,
+                &actor.tenant,
+                customer_email,
+                ("Your booking is cancelled", text),
+                &about,
+            );
+        }
+        Ok(change)
+    }
+
+    /// A cancellation without its message, and whether the customer must be told (the
+    /// booking was confirmed): a batch tells each customer once, of all their bookings.
+    pub(crate) fn cancel_untold(
+        &self,
+        actor: &Actor,
+        mut booking: Booking,
+    ) -> Result<(Change<Booking>, bool), BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
         // The save is conditional on this version at this key in the actor's tenant, so a
         // booking that is not (or no longer) there as read cannot be written.
@@ -751,18 +773,32 @@ impl Bookings {
             let key = booking.slot_claim(&actor.tenant);
             crate::claims::release(&mut change, key, &booking.handle());
         }
-        if tell {
-            crate::outbox::queue(
-                self.randomness.as_ref(),
-                &mut change,
-                &actor.tenant,
-                customer_email,
-                ("Your booking is cancelled", text),
-                &booking.handle(),
-            );
-        }
         change.ids.push(booking.handle());
-        Ok(change)
+        Ok((change, tell))
+    }
+
+    /// Queues one message to `customer` on `change`: the cancellation of `told`, all theirs.
+    pub(crate) fn tell_cancelled(
+        &self,
+        actor: &Actor,
+        change: &mut Change<Booking>,
+        customer: &crate::Customer,
+        told: &[&Booking],
+    ) {
+        let text = crate::messages::bookings_cancelled(customer, told);
+        let subject = if told.len() == 1 {
+            "Your booking is cancelled"
+        } else {
+            "Your bookings are cancelled"
+        };
+        crate::outbox::queue(
+            self.randomness.as_ref(),
+            change,
+            &actor.tenant,
+            &customer.email,
+            (subject, &text),
+            &customer.handle(),
+        );
     }
 }
 

@@ -31,6 +31,25 @@ pub fn booking_cancelled(customer: &Customer, booking: &Booking) -> String {
     )
 }
 
+/// The notice of several cancelled bookings of one customer (a batch tells each customer once).
+pub fn bookings_cancelled(customer: &Customer, bookings: &[&Booking]) -> String {
+    match bookings {
+        [one] => booking_cancelled(customer, one),
+        _ => {
+            let listed: Vec<String> = bookings
+                .iter()
+                .map(|b| format!("{} ({})", b.service, b.handle()))
+                .collect();
+            format!(
+                "Hello {}, these {} bookings of yours are cancelled: {}.",
+                customer.name,
+                bookings.len(),
+                listed.join(", ")
+            )
+        }
+    }
+}
+
 /// The message that carries a quote.
 pub fn quote_sent(customer: &Customer, quote: &Quote) -> String {
     format!(

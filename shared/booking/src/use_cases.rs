@@ -83,8 +83,8 @@ impl UseCases {
     }
 
     /// Cancels every open booking of a customer or technician when their number is the one
-    /// expected, emailing the customers of confirmed ones; one change per booking, to commit
-    /// together.
+    /// expected, emailing each customer of confirmed ones once, of all their bookings (ADR 45);
+    /// one change per booking, to commit together.
     pub async fn cancel_bookings(
         &self,
         actor: &Actor,
@@ -96,14 +96,27 @@ impl UseCases {
             .open_matching(actor, customer, technician, expected_count)
             .await?;
         let customers = self.customers_of(actor, &open).await?;
-        open.into_iter()
-            .map(|b| {
-                let customer = &customers[b.customer.as_str()];
-                let text = messages::booking_cancelled(customer, &b);
-                let email = customer.email.clone();
-                self.bookings.cancel_read(actor, b, &email, &text)
-            })
-            .collect()
+        let mut changes = Vec::with_capacity(open.len());
+        let mut told: Vec<(String, usize)> = Vec::new();
+        for b in open {
+            let customer = b.customer.clone();
+            let (change, tell) = self.bookings.cancel_untold(actor, b.clone())?;
+            if tell {
+                told.push((customer, changes.len()));
+            }
+            changes.push((change, b));
+        }
+        // One message to each customer, carried by the change of their first booking.
+        told.sort_by(|a, b| a.0.cmp(&b.0));
+        for group in told.chunk_by(|a, b| a.0 == b.0) {
+            let bookings: Vec<Booking> = group.iter().map(|(_, i)| changes[*i].1.clone()).collect();
+            let bookings: Vec<&Booking> = bookings.iter().collect();
+            let customer = &customers[group[0].0.as_str()];
+            let carrier = &mut changes[group[0].1].0;
+            self.bookings
+                .tell_cancelled(actor, carrier, customer, &bookings);
+        }
+        Ok(changes.into_iter().map(|(change, _)| change).collect())
     }
 
     /// The customers of `bookings`, each read once, all at once.

@@ -641,47 +641,64 @@ pub(crate) async fn beside_release<T>(
     out
 }
 
-/// Bucket operations for a notification's target objects, to commit with the notification:
-/// at most `per_object_notify` messages per object and window.
+/// Bucket operations for a notification, to commit with it: at most `per_object_notify`
+/// messages per recipient and window (ADR 45), each recipient's messages in this call counted
+/// at once; for a tool that names no recipient, per record it touches.
 pub(crate) fn object_buckets(
     gates: &Gates,
     tenant: &str,
-    ids: &[String],
+    (ids, recipients): (&[String], &[String]),
     now: i64,
 ) -> Vec<crate::writes::Planned> {
     let window = gates.limits.object_window_seconds.max(1);
     let start = now - now.rem_euclid(window);
-    let limit = gates.limits.per_object_notify;
-    ids.iter()
-        .map(|id| {
-            let key = crate::keys::object_rate(tenant, id, start);
+    let retry = start + window - now;
+    let limit = i64::from(gates.limits.per_object_notify);
+    let counted: Vec<(String, String, i64)> = if recipients.is_empty() {
+        ids.iter().map(|id| (id.clone(), id.clone(), 1)).collect()
+    } else {
+        let mut sorted: Vec<&String> = recipients.iter().collect();
+        sorted.sort();
+        sorted
+            .chunk_by(|a, b| a == b)
+            .map(|same| {
+                let digest = crate::sha256_hex(same[0].as_bytes());
+                let bucket = format!("to_{}", &digest[..24]);
+                (bucket, same[0].clone(), same.len() as i64)
+            })
+            .collect()
+    };
+    counted
+        .into_iter()
+        .map(|(bucket, shown, messages)| {
+            let key = crate::keys::object_rate(tenant, &bucket, start);
             let under = Condition::NotExists("count".into()).or(Condition::Cmp(
                 "count".into(),
-                store::CmpOp::Lt,
-                SV::n(i64::from(limit)),
+                store::CmpOp::Le,
+                SV::n(limit - messages),
             ));
             let op = Update::new(
                 key,
                 vec![
-                    UpdateAction::Add("count".into(), Number::from(1i64)),
+                    UpdateAction::Add("count".into(), Number::from(messages)),
                     UpdateAction::Set(store::TTL_ATTRIBUTE.into(), SV::n(start + window + 60)),
                 ],
             )
             .when(under);
-            let id = id.clone();
-            let retry = start + window - now;
             crate::writes::Planned {
                 op: op.into(),
                 on_conflict: Some(Box::new(move |_| {
                     ToolError::new(
                         ErrorKind::RateLimited,
-                        format!("{id} was already notified {limit} times recently"),
                         format!(
-                            "Do not message it again now; wait {retry} seconds or ask the user"
+                            "{shown} was already sent {limit} messages recently; nothing was sent"
+                        ),
+                        format!(
+                            "Do not message them again now; wait {retry} seconds or ask the user"
                         ),
                     )
                     .detail("retry_after_seconds", retry)
-                    .detail("object", id.clone())
+                    .detail("object", shown.clone())
                 })),
             }
         })

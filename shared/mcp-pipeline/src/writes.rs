@@ -34,6 +34,8 @@ impl Planned {
 pub(crate) struct WriteSet {
     pub(crate) ops: Vec<Planned>,
     pub(crate) ids: Vec<String>,
+    /// Who the call's messages go to, one entry per message (counted per recipient, ADR 45).
+    pub(crate) recipients: Vec<String>,
     /// For two-step tools: the server-written summary and the content that will go out.
     pub(crate) preview: Option<(String, serde_json::Value)>,
 }
@@ -127,6 +129,13 @@ impl Writes {
     /// Names a public id this call changed (recorded in the audit row).
     pub fn touch(&self, public_id: impl Into<String>) {
         self.lock().ids.push(public_id.into());
+    }
+
+    /// Names the recipient of a message this call sends (once per message): executing a
+    /// notify action counts its messages against each recipient's limit (ADR 45). A notify
+    /// tool that names none is counted per record it touches.
+    pub fn notify(&self, recipient: impl Into<String>) {
+        self.lock().recipients.push(recipient.into());
     }
 
     /// Whether anything was planned.

@@ -354,7 +354,8 @@ impl Call<'_> {
         } = ran;
         let tenant = self.caller().map(|c| c.tenant.clone()).unwrap_or_default();
         if self.plan.spec.effect == EffectClass::Notify {
-            let buckets = gates::object_buckets(g, &tenant, &writes.ids, self.now);
+            let sent_to = (&writes.ids[..], &writes.recipients[..]);
+            let buckets = gates::object_buckets(g, &tenant, sent_to, self.now);
             writes.ops.extend(buckets);
         }
         writes.ops.push(Planned {
