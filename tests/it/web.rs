@@ -371,6 +371,15 @@ async fn money_is_approved_in_the_product_by_a_member_with_the_right(world: Worl
         "the page shows the exact message: {}",
         page.body
     );
+    // The right it waits for is the one sending a quote takes (review of 2026-12-05: the
+    // page named customers:notify, which a dispatcher has, and then refused the dispatcher).
+    assert!(page.body.contains("quotes:approve"), "{}", page.body);
+    assert!(!page.body.contains("customers:notify"), "{}", page.body);
+    assert!(
+        !page.body.contains("<button"),
+        "no buttons for a viewer: {}",
+        page.body
+    );
     let refused = send(
         &world,
         "POST",

@@ -49,7 +49,11 @@ impl Tool for CancelBooking {
         let change = self
             .services
             .use_cases()
-            .cancel_booking(&actor, (input.booking.id(), &input.version))
+            .cancel_booking(
+                &actor,
+                (input.booking.id(), &input.version),
+                crate::adapter::now(&ctx),
+            )
             .await
             .map_err(error)?;
         let notified = change.notified.clone();

@@ -58,7 +58,12 @@ impl Tool for CancelBookings {
         let changes = self
             .services
             .use_cases()
-            .cancel_bookings(&actor, filter, input.expected_count)
+            .cancel_bookings(
+                &actor,
+                filter,
+                input.expected_count,
+                crate::adapter::now(&ctx),
+            )
             .await
             .map_err(error)?;
         let now = crate::adapter::now(&ctx);

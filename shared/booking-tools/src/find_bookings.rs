@@ -30,6 +30,9 @@ pub(crate) struct Input {
     technician: Option<Handle<TechnicianKind>>,
     /// Only bookings in this status.
     status: Option<StatusArg>,
+    /// Only bookings starting on or after this day (YYYY-MM-DD, in each booking's own zone):
+    /// today's date finds the coming visits past a long history.
+    from: Option<String>,
     /// At most this many (1 to 50, default 20).
     #[schemars(range(min = 1, max = 50))]
     limit: Option<u32>,
@@ -54,7 +57,7 @@ impl Tool for FindBookings {
     type Output = Output;
     const NAME: &'static str = "find_bookings";
     const TITLE: &'static str = "Find bookings";
-    const DESCRIPTION: &'static str = "Finds bookings by customer, technician or status, earliest first, with times shown as weekday, local time with zone, UTC and distance from now. Changes nothing; get_booking reads one. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"status\": \"draft\"}";
+    const DESCRIPTION: &'static str = "Finds bookings by customer, technician, status or first day, earliest first, with times shown as weekday, local time with zone, UTC and distance from now. Changes nothing; get_booking reads one. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"status\": \"draft\"}";
     const CORE_DESCRIPTION: Option<&'static str> = Some(
         "Finds bookings by customer, technician or status, earliest first. Changes nothing. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"status\": \"draft\"}",
     );
@@ -63,6 +66,7 @@ impl Tool for FindBookings {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let from = input.from.as_deref().map(day).transpose()?;
         let filter = BookingFilter {
             customer: input.customer.map(|h| h.id().to_owned()),
             technician: input.technician.map(|h| h.id().to_owned()),
@@ -72,6 +76,7 @@ impl Tool for FindBookings {
                 StatusArg::Cancelled => Status::Cancelled,
                 StatusArg::Completed => Status::Completed,
             }),
+            from,
         };
         let limit = crate::present::limit(input.limit, 20)?;
         let found = self
@@ -96,4 +101,15 @@ impl Tool for FindBookings {
         }
         Ok(success)
     }
+}
+
+/// A `from` day: `YYYY-MM-DD`.
+fn day(text: &str) -> Result<chrono::NaiveDate, mcp_pipeline::ToolError> {
+    chrono::NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d").map_err(|_| {
+        mcp_pipeline::ToolError::validation(
+            format!("`from` must be a day written YYYY-MM-DD, not {text:?}"),
+            "Send a day such as 2055-06-07, or leave `from` out",
+        )
+        .detail("field", "from")
+    })
 }

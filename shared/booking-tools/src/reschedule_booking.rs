@@ -66,11 +66,9 @@ impl Tool for RescheduleBooking {
         let start = booking::time::Moment::new(b.start, b.zone, now);
         ctx.writes.preview(
             format!(
-                "Move booking {} to {} {} ({}) and email {}",
+                "Move booking {} to {} and email {}",
                 b.handle(),
-                start.weekday,
-                start.local,
-                start.zone,
+                start.spoken(),
                 message.to
             ),
             json!({"booking": b.handle(), "start": start.iso, "to": message.to, "body": crate::present::message_body(&message.body)}),

@@ -64,11 +64,9 @@ impl Tool for SendBookingConfirmation {
         let start = booking::time::Moment::new(b.start, b.zone, now);
         ctx.writes.preview(
             format!(
-                "Confirm booking {} for {} {} ({}) and email {} the confirmation (preview.body)",
+                "Confirm booking {} for {} and email {} the confirmation (preview.body)",
                 b.handle(),
-                start.weekday,
-                start.local,
-                start.zone,
+                start.spoken(),
                 message.to
             ),
             json!({"to": message.to, "subject": message.subject, "body": crate::present::message_body(&message.body), "booking": b.handle()}),

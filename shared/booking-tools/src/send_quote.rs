@@ -42,7 +42,9 @@ impl Tool for SendQuote {
     const DESCRIPTION: &'static str = "Prepares emailing a draft quote to its customer and returns an approval link: a quote binds the company to a price, so a person with the quotes:approve right approves it in the product; confirm_action cannot send it. Example: {\"quote\": \"quo_2bX9kL4mQ7vZ1cN8pR3t\", \"version\": \"3f9a1c2b7d4e\"}";
     const EFFECT: EffectClass = EffectClass::Notify;
     const POLICY: Policy = Policy::listed_in(Toolset::Full)
-        .requires(&[rights::CUSTOMERS_NOTIFY])
+        // The right the service asks of whoever sends a quote: the approval page asks the
+        // person deciding for it too.
+        .requires(&[rights::QUOTES_APPROVE])
         .approval_in_product();
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {

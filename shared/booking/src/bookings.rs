@@ -262,6 +262,9 @@ pub(crate) async fn matching(
                 .as_ref()
                 .is_none_or(|t| *t == b.technician)
             && filter.status.is_none_or(|s| s == b.status)
+            && filter
+                .from
+                .is_none_or(|day| b.start.with_timezone(&b.zone).date_naive() >= day)
     };
     let (kind, all) = ((tenant, Kind::Booking), usize::MAX);
     let mut out = crate::records::scan(store, kind, Booking::from_item, keep, all).await?;
@@ -284,6 +287,9 @@ pub struct BookingFilter {
     pub technician: Option<String>,
     /// Only in this status.
     pub status: Option<Status>,
+    /// Only those starting on or after this day, in the booking's own zone (so that a
+    /// technician's coming visits are found past a long history).
+    pub from: Option<chrono::NaiveDate>,
 }
 
 /// How long ago a start may be and still be booked: a visit that is starting now.
@@ -341,7 +347,12 @@ fn resolve(when: &When, now: DateTime<Utc>) -> Result<time::Resolved, BookingErr
         When::Instant { iso, zone } => time::parse_instant(iso, zone, now),
     };
     result.map_err(|e| BookingError::Time {
-        field: "start",
+        // A zone that is no zone is the `zone` argument's fault, not the start's.
+        field: if matches!(e, time::TimeError::UnknownZone { .. }) {
+            "zone"
+        } else {
+            "start"
+        },
         error: e,
     })
 }
@@ -438,7 +449,7 @@ impl Bookings {
         let filter = BookingFilter {
             customer,
             technician,
-            status: None,
+            ..BookingFilter::default()
         };
         // Every match, not the first by start: a long history of closed bookings would hide
         // the open ones behind it.
@@ -708,18 +719,19 @@ impl Bookings {
         Ok(change)
     }
 
-    /// Plans cancelling a booking; a confirmed one's customer is told.
+    /// Plans cancelling a booking; a confirmed one's customer is told, unless the visit has
+    /// ended by `now`.
     pub async fn cancel(
         &self,
         actor: &Actor,
-        id: &str,
-        version: &str,
+        (id, version): (&str, &str),
         customer_email: &str,
         text: &str,
+        now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
         let booking = self.current(actor, id, version, still_open).await?;
-        self.cancel_read(actor, booking, customer_email, text)
+        self.cancel_read(actor, booking, (customer_email, text), now)
     }
 
     /// [`Bookings::cancel`] of a booking the caller has just read (by `get` or `find`), without
@@ -729,10 +741,10 @@ impl Bookings {
         &self,
         actor: &Actor,
         booking: Booking,
-        customer_email: &str,
-        text: &str,
+        (customer_email, text): (&str, &str),
+        now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
-        let (mut change, tell) = self.cancel_untold(actor, booking)?;
+        let (mut change, tell) = self.cancel_untold(actor, booking, now)?;
         if tell {
             let about = change.value.handle();
             crate::outbox::queue(
@@ -748,11 +760,13 @@ impl Bookings {
     }
 
     /// A cancellation without its message, and whether the customer must be told (the
-    /// booking was confirmed): a batch tells each customer once, of all their bookings.
+    /// booking was confirmed and its visit has not ended by `now`: a message about a past
+    /// visit is always wrong, ADR 17): a batch tells each customer once, of all their bookings.
     pub(crate) fn cancel_untold(
         &self,
         actor: &Actor,
         mut booking: Booking,
+        now: DateTime<Utc>,
     ) -> Result<(Change<Booking>, bool), BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
         // The save is conditional on this version at this key in the actor's tenant, so a
@@ -760,7 +774,7 @@ impl Bookings {
         let version = booking.version.clone();
         let version = version.as_str();
         still_open(&booking)?;
-        let tell = booking.status == Status::Confirmed;
+        let tell = booking.status == Status::Confirmed && booking.end > now;
         if tell {
             actor.require(rights::CUSTOMERS_NOTIFY)?;
         }
@@ -859,12 +873,10 @@ impl Bookings {
         let booking = booking.with_version();
         let moment = time::Moment::new(booking.start, booking.zone, now);
         let text = format!(
-            "Your {} booking ({}) moves to {} {} ({}).",
+            "Your {} booking ({}) moves to {}.",
             booking.service,
             booking.handle(),
-            moment.weekday,
-            moment.local,
-            moment.zone
+            moment.spoken()
         );
         let mut change = Change::new(booking.clone());
         Self::save(&mut change, &actor.tenant, version, &booking);
@@ -912,7 +924,9 @@ impl Bookings {
                 )
             },
         );
-        if !booking.separate {
+        // A cancelled booking gave its claim back when it was cancelled; the slot may be
+        // another booking's now, whose claim is not this one's to release.
+        if !booking.separate && booking.status != Status::Cancelled {
             let key = booking.slot_claim(&actor.tenant);
             crate::claims::release(&mut change, key, &handle);
         }

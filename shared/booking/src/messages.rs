@@ -16,8 +16,11 @@ pub fn booking_confirmed(
 ) -> String {
     let start = Moment::new(booking.start, booking.zone, now);
     format!(
-        "Hello {}, your {} with {} is confirmed for {} {} ({}).",
-        customer.name, booking.service, technician.name, start.weekday, start.local, start.zone
+        "Hello {}, your {} with {} is confirmed for {}.",
+        customer.name,
+        booking.service,
+        technician.name,
+        start.spoken()
     )
 }
 

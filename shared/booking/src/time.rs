@@ -90,6 +90,10 @@ pub struct Moment {
     pub zone: String,
     /// The zone's UTC offset at this instant, e.g. `+02:00`.
     pub offset: String,
+    /// Whether the local time occurs twice (the hour repeated when clocks go back): said
+    /// without its offset, it would name two instants. Not shown as a field: `offset` is.
+    #[serde(skip)]
+    pub repeated: bool,
     /// The instant in UTC, RFC 3339 with `Z`, e.g. `2026-03-29T01:00:00Z`.
     pub utc: String,
     /// The instant as RFC 3339 with the zone's offset, e.g. `2026-03-29T03:00:00+02:00`.
@@ -112,9 +116,27 @@ impl Moment {
             local: local_text,
             zone: zone.name().to_owned(),
             offset: format_offset(local.offset().fix()),
+            repeated: matches!(
+                zone.from_local_datetime(&local.naive_local()),
+                chrono::LocalResult::Ambiguous(..)
+            ),
             utc: instant.to_rfc3339_opts(SecondsFormat::AutoSi, true),
             iso: local.to_rfc3339_opts(SecondsFormat::AutoSi, false),
             from_now: from_now(instant, now),
+        }
+    }
+
+    /// How people are told the time: `Sunday 2055-10-31 02:30 (Europe/Berlin)`, with the offset
+    /// when the local time occurs twice that night (`(Europe/Berlin, UTC+01:00)`), so that a
+    /// customer and an approver read which of the two it is.
+    pub fn spoken(&self) -> String {
+        if self.repeated {
+            format!(
+                "{} {} ({}, UTC{})",
+                self.weekday, self.local, self.zone, self.offset
+            )
+        } else {
+            format!("{} {} ({})", self.weekday, self.local, self.zone)
         }
     }
 
@@ -300,7 +322,9 @@ fn list_options(options: &[Moment]) -> String {
 /// differs in case is refused with the correct spelling as a suggestion.
 pub fn parse_zone(zone: &str) -> Result<Tz, TimeError> {
     let trimmed = zone.trim();
-    if let Ok(tz) = trimmed.parse::<Tz>() {
+    if let Ok(tz) = trimmed.parse::<Tz>()
+        && !reads_as_an_abbreviation(trimmed)
+    {
         return Ok(tz);
     }
     let suggestion = if trimmed.is_empty() {
@@ -315,6 +339,16 @@ pub fn parse_zone(zone: &str) -> Result<Tz, TimeError> {
         zone: zone.to_owned(),
         suggestion,
     })
+}
+
+/// Whether a zone name is one of the database's old abbreviation-like names (`EST`, `MST`,
+/// `HST`, `CET`, `PRC`): `EST` is a fixed UTC-5 all year, so a New York booking sent as `EST` in
+/// July lands an hour late, and `CET` keeps summer time, which its reader may not mean. Only
+/// the names that say what they are (`UTC`, `GMT`) are taken.
+fn reads_as_an_abbreviation(name: &str) -> bool {
+    !matches!(name, "UTC" | "GMT")
+        && (2..=5).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_uppercase())
 }
 
 /// Reads a local date-time (`2026-03-29 02:30`, `2026-03-29T02:30`, seconds optional) in an IANA
@@ -1105,6 +1139,37 @@ mod tests {
     }
 
     #[test]
+    fn the_repeated_hour_is_spoken_with_its_offset() {
+        let berlin: Tz = "Europe/Berlin".parse().unwrap();
+        let first = Moment::new(utc("2026-10-25T00:30:00Z"), berlin, now());
+        let second = Moment::new(utc("2026-10-25T01:30:00Z"), berlin, now());
+        assert_eq!(first.local, second.local);
+        assert_eq!(
+            first.spoken(),
+            "Sunday 2026-10-25 02:30 (Europe/Berlin, UTC+02:00)"
+        );
+        assert_eq!(
+            second.spoken(),
+            "Sunday 2026-10-25 02:30 (Europe/Berlin, UTC+01:00)"
+        );
+        let plain = Moment::new(utc("2026-10-25T03:30:00Z"), berlin, now());
+        assert_eq!(plain.spoken(), "Sunday 2026-10-25 04:30 (Europe/Berlin)");
+    }
+
+    #[test]
+    fn abbreviation_like_zone_names_are_refused() {
+        for name in ["EST", "MST", "HST", "CET", "PRC"] {
+            assert!(
+                matches!(parse_zone(name), Err(TimeError::UnknownZone { .. })),
+                "{name}"
+            );
+        }
+        for name in ["UTC", "GMT", "America/New_York", "EST5EDT", "Etc/GMT+5"] {
+            assert!(parse_zone(name).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
     fn moment_shows_weekday_local_offset_and_utc() {
         let m = Moment::new(
             utc("2026-03-29T01:00:00Z"),
@@ -1118,6 +1183,7 @@ mod tests {
                 local: "2026-03-29 03:00".into(),
                 zone: "Europe/Berlin".into(),
                 offset: "+02:00".into(),
+                repeated: false,
                 utc: "2026-03-29T01:00:00Z".into(),
                 iso: "2026-03-29T03:00:00+02:00".into(),
                 from_now: "in 2 days 13 hours".into(),

@@ -45,17 +45,18 @@ impl UseCases {
             .await
     }
 
-    /// Cancels a booking; a confirmed one's customer is emailed.
+    /// Cancels a booking; a confirmed one's customer is emailed, unless the visit has ended.
     pub async fn cancel_booking(
         &self,
         actor: &Actor,
         (id, version): (&str, &str),
+        now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
         let current = self.bookings.get(actor, id).await?;
         let customer = self.customers.get(actor, &current.customer).await?;
         let text = messages::booking_cancelled(&customer, &current);
         self.bookings
-            .cancel(actor, id, version, &customer.email, &text)
+            .cancel(actor, (id, version), &customer.email, &text, now)
             .await
     }
 
@@ -90,6 +91,7 @@ impl UseCases {
         actor: &Actor,
         (customer, technician): (Option<String>, Option<String>),
         expected_count: Option<u32>,
+        now: DateTime<Utc>,
     ) -> Result<Vec<Change<Booking>>, BookingError> {
         let open = self
             .bookings
@@ -100,7 +102,7 @@ impl UseCases {
         let mut told: Vec<(String, usize)> = Vec::new();
         for b in open {
             let customer = b.customer.clone();
-            let (change, tell) = self.bookings.cancel_untold(actor, b.clone())?;
+            let (change, tell) = self.bookings.cancel_untold(actor, b.clone(), now)?;
             if tell {
                 told.push((customer, changes.len()));
             }

@@ -114,7 +114,7 @@ async fn cancel_many(r: &Route<'_>) -> Answer {
     );
     let changes = web
         .use_cases()
-        .cancel_bookings(actor, filter, Some(expected))
+        .cancel_bookings(actor, filter, Some(expected), r.now)
         .await
         .map_err(error)?;
     // One transaction: a batch is never half done.
@@ -210,7 +210,7 @@ async fn cancel(r: &Route<'_>, handle: &str) -> Answer {
     let b = Body::parse(body, &["version"])?;
     let change = web
         .use_cases()
-        .cancel_booking(actor, (&id, &b.string("version")?))
+        .cancel_booking(actor, (&id, &b.string("version")?), r.now)
         .await
         .map_err(error)?;
     let notified = change.notified.clone();
