@@ -266,6 +266,36 @@ fn cases(f: &Fixture) -> Vec<Case> {
             400,
             First::Tool,
         ),
+        // Tom is booked 09:00-10:30 by the draft: another booking of his at 09:30 is refused
+        // (ADR 46), and so is the draft moved onto the confirmed booking, or the confirmed one
+        // onto the draft.
+        case(
+            "create_booking",
+            json!({"customer": ada, "technician": tom, "service": "gas check", "start": "2055-06-01 09:30", "zone": "Europe/Berlin", "duration_minutes": 60}),
+            "POST",
+            "/api/bookings".into(),
+            json!({"customer": ada, "technician": tom, "service": "gas check", "start": "2055-06-01 09:30", "zone": "Europe/Berlin", "duration_minutes": 60}),
+            409,
+            First::Api,
+        ),
+        case(
+            "update_booking",
+            json!({"booking": draft, "version": f.draft.version, "start": "2055-06-02 10:00", "zone": "Europe/Berlin"}),
+            "PATCH",
+            format!("/api/bookings/{draft}"),
+            json!({"version": f.draft.version, "start": "2055-06-02 10:00", "zone": "Europe/Berlin"}),
+            409,
+            First::Tool,
+        ),
+        case(
+            "reschedule_booking",
+            json!({"booking": confirmed, "version": f.confirmed.version, "start": "2055-06-01 08:00", "zone": "Europe/Berlin"}),
+            "POST",
+            format!("/api/bookings/{confirmed}/reschedule"),
+            json!({"version": f.confirmed.version, "start": "2055-06-01 08:00", "zone": "Europe/Berlin"}),
+            409,
+            First::Api,
+        ),
         case(
             "update_booking",
             json!({"booking": draft, "version": f.draft.version, "duration_minutes": 5}),

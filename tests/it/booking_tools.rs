@@ -2268,3 +2268,107 @@ async fn bookings_are_found_from_a_day(world: World) {
     assert_eq!(bad.structured()["field"], "from", "{}", bad.text());
 }
 on_every_backend!(bookings_from_a_day, bookings_are_found_from_a_day);
+
+/// A technician is booked once at a time (ADR 46): a booking overlapping another open booking
+/// of theirs is refused, naming it and offering the free times of that day; a cancelled
+/// booking frees its time; a deliberate second booking (`separate`, with a reason) is the
+/// caller's choice (review of 2026-12-05: Tom was booked and confirmed for two customers at
+/// once).
+async fn a_technician_is_booked_once_at_a_time(world: World) {
+    let (c, _) = setup(&world).await;
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let grace = seeded_customer(&world, "acme", "Grace Hopper", "grace@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let first = c
+        .call_tool("create_booking", draft(&ada, &tom, "2055-03-02 10:00"))
+        .await;
+    let first = first.structured()["booking"].clone();
+    let clash = c
+        .call_tool("create_booking", draft(&grace, &tom, "2055-03-02 11:00"))
+        .await;
+    assert_eq!(clash.structured()["code"], "conflict", "{}", clash.text());
+    assert_eq!(
+        clash.structured()["existing"],
+        first["booking"],
+        "{}",
+        clash.text()
+    );
+    let next = clash.structured()["next_call"].as_str().unwrap().to_owned();
+    assert!(
+        next.starts_with("find_available_slots") && next.contains("2055-03-02"),
+        "{next}"
+    );
+    // Right after it ends is free.
+    let after = c
+        .call_tool("create_booking", draft(&grace, &tom, "2055-03-02 11:30"))
+        .await;
+    assert!(!after.is_error(), "{}", after.text());
+    // A deliberate second booking at the same time, with its reason.
+    let mut both = draft(&grace, &tom, "2055-03-02 10:00");
+    both["separate"] = json!(true);
+    both["reason"] = json!("Tom trains a new colleague on this visit");
+    let deliberate = c.call_tool("create_booking", both).await;
+    assert!(!deliberate.is_error(), "{}", deliberate.text());
+    // Cancelled, the first booking frees its time.
+    let cancel = c
+        .call_tool(
+            "cancel_booking",
+            json!({"booking": first["booking"], "version": first["version"]}),
+        )
+        .await;
+    confirm(&c, &cancel).await;
+    let freed = c
+        .call_tool("create_booking", draft(&grace, &tom, "2055-03-02 09:45"))
+        .await;
+    assert!(!freed.is_error(), "{}", freed.text());
+}
+on_every_backend!(booked_once, a_technician_is_booked_once_at_a_time);
+
+/// Overlapping bookings of one technician made at the same moment over separate connections:
+/// one is made, every other is refused (the schedule's revision, ADR 46), and nothing else is
+/// written.
+async fn overlapping_bookings_made_at_once(world: World) {
+    let (_, _) = setup(&world).await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let mut calls = Vec::new();
+    for n in 0..4 {
+        let email = format!("c{n}@example.com");
+        let customer = seeded_customer(&world, "acme", &format!("Customer {n}"), &email).await;
+        let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
+        let start = format!("2055-03-02 10:{:02}", n * 10);
+        calls.push((world.client(&token), draft(&customer, &tom, &start)));
+    }
+    let made = futures_util::future::join_all(
+        calls
+            .iter()
+            .map(|(c, args)| c.call_tool("create_booking", args.clone())),
+    )
+    .await;
+    let created: Vec<_> = made.iter().filter(|r| !r.is_error()).collect();
+    assert_eq!(
+        created.len(),
+        1,
+        "{:?}",
+        made.iter().map(|r| r.text()).collect::<Vec<_>>()
+    );
+    for refused in made.iter().filter(|r| r.is_error()) {
+        let code = refused.structured()["code"].clone();
+        assert!(
+            code == "conflict" || code == "rejected",
+            "{}",
+            refused.text()
+        );
+    }
+    assert_eq!(c_count(&world).await, 1);
+}
+on_every_backend!(
+    booked_at_once,
+    overlapping_bookings_made_at_once,
+    |backend| with_raised_limits(backend),
+    threads = 4
+);
+
+/// How many bookings `acme` holds.
+async fn c_count(world: &World) -> usize {
+    crate::support::store::bookings_held(world.app.store.as_ref(), "acme").await
+}

@@ -11,14 +11,7 @@ use crate::support::on_every_backend;
 use crate::world::World;
 
 async fn bookings(world: &World) -> usize {
-    world
-        .app
-        .store
-        .query(store::Query::partition("acme#booking"))
-        .await
-        .unwrap()
-        .items
-        .len()
+    crate::support::store::bookings_held(world.app.store.as_ref(), "acme").await
 }
 
 async fn an_exact_unique_name_stands_for_its_handle(world: World) {

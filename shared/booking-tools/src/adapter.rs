@@ -184,6 +184,13 @@ pub(crate) fn error(e: BookingError) -> CallError {
         }
         BookingError::CountMismatch { kind, expected, found, matches } => count_mismatch(kind, expected, found, matches),
         BookingError::Past { field, start, next_year } => crate::time_errors::past(field, &start, next_year),
+        BookingError::Busy { ref technician, ref other, ref day, minutes, .. } => {
+            let search = serde_json::json!({"technician": technician, "date": day, "duration_minutes": minutes});
+            ToolError::new(ErrorKind::Conflict, e.to_string(), "Pick a time the technician is free; nothing was booked")
+                .next_call(format!("find_available_slots {search}"))
+                .handover(format!("{e}; ask the user for another time, or whether that booking should move"))
+                .detail("existing", other.clone())
+        }
         BookingError::Rejected(reason) => ToolError::new(ErrorKind::Rejected, reason.clone(), "Read the current state and decide with the user")
             .handover(format!("{reason}: tell the user and decide together")),
         // An outage is the caller's to retry; anything else the store says is a bug here.

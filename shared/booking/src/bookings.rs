@@ -292,6 +292,25 @@ pub struct BookingFilter {
     pub from: Option<chrono::NaiveDate>,
 }
 
+/// The attribute of a technician's schedule item that counts changes to it (ADR 46).
+const SCHEDULE_REVISION: &str = "revision";
+
+/// A technician's schedule as one read found it (see [`Bookings::schedule`]).
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    technician: String,
+    /// The revision read before the bookings (none before the first booking change).
+    revision: Option<Value>,
+    /// Their bookings, every status.
+    bookings: Vec<Booking>,
+}
+
+/// One item of the bookings' partition as a schedule reads it.
+enum Entry {
+    Revision(Option<Value>),
+    Booking(Booking),
+}
+
 /// How long ago a start may be and still be booked: a visit that is starting now.
 pub const PAST_GRACE_MINUTES: i64 = 15;
 
@@ -561,8 +580,103 @@ impl Bookings {
             let key = booking.slot_claim(&actor.tenant);
             crate::claims::take(&mut change, key, &handle, "booking", what);
         }
+        if separate_reason.is_none() {
+            let schedule = self.schedule(&actor.tenant, &booking.technician).await?;
+            Self::check_free(&actor.tenant, &booking, schedule, &mut change, now)?;
+        }
         change.ids.push(handle);
         Ok(change)
+    }
+
+    /// A technician's schedule: their revision and their bookings, read by one pass over the
+    /// bookings' partition, in which the revision comes first (ADR 46).
+    pub async fn schedule(&self, tenant: &str, technician: &str) -> Result<Schedule, BookingError> {
+        let revision_key = keys::schedule(tenant, technician);
+        let decode = |sk: &str, item: &Item| match sk == revision_key.sk {
+            true => Some(Entry::Revision(item.get(SCHEDULE_REVISION).cloned())),
+            false => Booking::from_item(sk, item).map(Entry::Booking),
+        };
+        let keep = |entry: &Entry| match entry {
+            Entry::Revision(_) => true,
+            Entry::Booking(b) => b.technician == technician,
+        };
+        let entries = crate::records::scan(
+            self.store.as_ref(),
+            (tenant, Kind::Booking),
+            decode,
+            keep,
+            usize::MAX,
+        )
+        .await?;
+        let mut schedule = Schedule {
+            technician: technician.to_owned(),
+            revision: None,
+            bookings: Vec::new(),
+        };
+        for entry in entries {
+            match entry {
+                Entry::Revision(revision) => schedule.revision = revision,
+                Entry::Booking(b) => schedule.bookings.push(b),
+            }
+        }
+        Ok(schedule)
+    }
+
+    /// Refuses `booking`'s time when another open booking of its technician overlaps it in
+    /// `schedule`, and makes `change` commit only while the schedule's revision is the one read
+    /// with it, adding one (ADR 46). A deliberate second booking (`separate`) is the caller's
+    /// choice, and not checked.
+    fn check_free(
+        tenant: &str,
+        booking: &Booking,
+        schedule: Schedule,
+        change: &mut Change<Booking>,
+        now: DateTime<Utc>,
+    ) -> Result<(), BookingError> {
+        if booking.separate {
+            return Ok(());
+        }
+        if let Some(other) = schedule.bookings.iter().find(|b| {
+            b.id != booking.id
+                && !b.separate
+                && matches!(b.status, Status::Draft | Status::Confirmed)
+                && b.start < booking.end
+                && booking.start < b.end
+        }) {
+            return Err(BookingError::Busy {
+                technician: Kind::Technician.handle(&booking.technician),
+                other: other.handle(),
+                from: Box::new(time::Moment::new(other.start, other.zone, now)),
+                until: Box::new(time::Moment::new(other.end, other.zone, now)),
+                day: booking
+                    .start
+                    .with_timezone(&booking.zone)
+                    .format("%Y-%m-%d")
+                    .to_string(),
+                minutes: (booking.end - booking.start).num_minutes(),
+            });
+        }
+        let unchanged = match schedule.revision {
+            Some(read) => Condition::eq(SCHEDULE_REVISION, read),
+            None => Condition::NotExists(SCHEDULE_REVISION.into()),
+        };
+        let handle = Kind::Technician.handle(&booking.technician);
+        change.push(
+            store::Update::new(
+                keys::schedule(tenant, &schedule.technician),
+                vec![store::UpdateAction::Add(
+                    SCHEDULE_REVISION.into(),
+                    store::Number::from(1i64),
+                )],
+            )
+            .when(unchanged),
+            move |_| {
+                BookingError::Rejected(format!(
+                    "{handle} was booked by another change at the same moment; send the same call again to check the time against it"
+                ))
+            },
+        );
+        Ok(())
     }
 
     fn save(change: &mut Change<Booking>, tenant: &str, expected_version: &str, booking: &Booking) {
@@ -655,6 +769,10 @@ impl Bookings {
         let mut change = Change::new(booking.clone());
         Self::save(&mut change, &actor.tenant, version, &booking);
         booking.move_claim(&before, &mut change, &actor.tenant);
+        if (booking.start, booking.end) != (before.start, before.end) {
+            let schedule = self.schedule(&actor.tenant, &booking.technician).await?;
+            Self::check_free(&actor.tenant, &booking, schedule, &mut change, now)?;
+        }
         change.ids.push(booking.handle());
         Ok(change)
     }
@@ -827,7 +945,7 @@ impl Bookings {
         version: &str,
         start: When,
         duration_minutes: Option<i64>,
-        customer_email: &str,
+        (customer_email, schedule): (&str, Schedule),
         now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
@@ -881,6 +999,7 @@ impl Bookings {
         let mut change = Change::new(booking.clone());
         Self::save(&mut change, &actor.tenant, version, &booking);
         booking.move_claim(&before, &mut change, &actor.tenant);
+        Self::check_free(&actor.tenant, &booking, schedule, &mut change, now)?;
         crate::outbox::queue(
             self.randomness.as_ref(),
             &mut change,

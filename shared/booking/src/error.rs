@@ -86,6 +86,22 @@ pub enum BookingError {
         /// caller sent a local time (a mistyped year is the usual cause).
         next_year: Option<String>,
     },
+    /// The technician has another open booking at that time (ADR 46).
+    #[error("technician {technician} is booked from {} to {} ({}) by {other} at that time", .from.local, .until.local, .from.zone)]
+    Busy {
+        /// The technician's handle.
+        technician: String,
+        /// The booking in the way.
+        other: String,
+        /// Its start, presented.
+        from: Box<crate::time::Moment>,
+        /// Its end.
+        until: Box<crate::time::Moment>,
+        /// The local day of the time asked for, for a search of free times.
+        day: String,
+        /// The length asked for, in minutes.
+        minutes: i64,
+    },
     /// A business rule refuses the change.
     #[error("{0}")]
     Rejected(String),

@@ -43,6 +43,16 @@ pub fn object(tenant: &str, kind: crate::ids::Kind, id: &str) -> Key {
     Key::new(partition(tenant, kind), id)
 }
 
+/// A technician's schedule revision (ADR 46), in the bookings' partition under a key that sorts
+/// before every booking (`!` before letters and digits), so that the query reading the
+/// bookings reads it first: a booking committed after it was read has changed it.
+pub fn schedule(tenant: &str, technician: &str) -> Key {
+    Key::new(
+        partition(tenant, crate::ids::Kind::Booking),
+        format!("!schedule#{technician}"),
+    )
+}
+
 /// The record a handle names (`None`: not a handle in its exact form).
 pub fn of_handle(tenant: &str, handle: &str) -> Option<Key> {
     let (kind, id) = crate::ids::Kind::parse_handle(handle)?;

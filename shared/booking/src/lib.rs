@@ -29,7 +29,7 @@ pub mod use_cases;
 
 pub use actor::Actor;
 pub use alerts::{AlertRule, Alerts};
-pub use bookings::{Booking, BookingFilter, Bookings, NewBooking, Status, When};
+pub use bookings::{Booking, BookingFilter, Bookings, NewBooking, Schedule, Status, When};
 pub use change::{Change, Op, Outgoing};
 pub use customers::{Customer, CustomerPatch, Customers, NewCustomer};
 pub use error::BookingError;

@@ -69,7 +69,14 @@ impl UseCases {
         now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
         let current = self.bookings.get(actor, id).await?;
-        let customer = self.customers.get(actor, &current.customer).await?;
+        // The customer and the technician's schedule at once: the move's round trips stay
+        // those of a preview (ADR 46).
+        let (customer, schedule) = futures_util::future::join(
+            self.customers.get(actor, &current.customer),
+            self.bookings.schedule(&actor.tenant, &current.technician),
+        )
+        .await;
+        let (customer, schedule) = (customer?, schedule?);
         self.bookings
             .reschedule(
                 actor,
@@ -77,7 +84,7 @@ impl UseCases {
                 version,
                 start,
                 duration_minutes,
-                &customer.email,
+                (&customer.email, schedule),
                 now,
             )
             .await

@@ -187,3 +187,18 @@ impl Store for TwoHandles {
         self.reads.batch_get_derived(keys, more, derivation).await
     }
 }
+
+/// How many bookings `tenant` holds: the items of its bookings' partition but the technicians'
+/// schedule revisions kept there (`!schedule#…`, ADR 46).
+pub(crate) async fn bookings_held(store: &dyn Store, tenant: &str) -> usize {
+    let partition = booking::keys::partition(tenant, booking::ids::Kind::Booking);
+    let page = store
+        .query(store::Query::partition(partition))
+        .await
+        .unwrap();
+    assert!(page.next.is_none(), "the bookings fit one page here");
+    page.items
+        .iter()
+        .filter(|(key, _)| !key.sk.starts_with('!'))
+        .count()
+}

@@ -65,6 +65,10 @@ pub(crate) fn error(e: booking::BookingError) -> WebResponse {
             StatusCode::UNPROCESSABLE_ENTITY,
             json!({"error": "rejected", "field": field, "reason": e.to_string(), "start": start}),
         ),
+        E::Busy { other, .. } => (
+            StatusCode::CONFLICT,
+            json!({"error": "conflict", "existing": other, "reason": e.to_string()}),
+        ),
         E::Rejected(reason) => (
             StatusCode::UNPROCESSABLE_ENTITY,
             json!({"error": "rejected", "reason": reason}),
