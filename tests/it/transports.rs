@@ -190,15 +190,7 @@ async fn a_panic_over_stdio_answers_that_message_and_the_session_goes_on() {
 fn gatehouse_stdio_speaks_newline_delimited_json_rpc() {
     let dir = tempfile::tempdir().unwrap();
     let token = cli_token(dir.path());
-    let mut child = Command::new(gatehouse_binary())
-        .args(["stdio", "--data-dir"])
-        .arg(dir.path())
-        .env("GATEHOUSE_TOKEN", token)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start gatehouse stdio");
+    let mut child = crate::support::processes::stdio_child(dir.path(), &token);
     let mut stdin = child.stdin.take().unwrap();
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
     let messages = [
@@ -242,15 +234,7 @@ fn a_refused_stdio_token_is_named_as_gatehouse_token() {
     let dir = tempfile::tempdir().unwrap();
     cli_token(dir.path());
     let run = |token: &str| {
-        let mut child = Command::new(gatehouse_binary())
-            .args(["stdio", "--data-dir"])
-            .arg(dir.path())
-            .env("GATEHOUSE_TOKEN", token)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start gatehouse stdio");
+        let mut child = crate::support::processes::stdio_child(dir.path(), token);
         let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
         let list =
             json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}});

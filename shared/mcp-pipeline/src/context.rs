@@ -72,7 +72,9 @@ impl Notifications {
     }
 }
 
-const LOG_LEVELS: [&str; 8] = [
+/// The levels a request may ask log messages at (RFC 5424's, as MCP names them), least
+/// severe first.
+pub(crate) const LOG_LEVELS: [&str; 8] = [
     "debug",
     "info",
     "notice",

@@ -440,28 +440,18 @@ fn check_meta(msg: &Message) -> Result<(), RpcError> {
     check_optional_meta(msg)
 }
 
-/// The levels a request may ask log messages at (RFC 5424's, as MCP names them).
-const LOG_LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
-
 /// Checks the optional `_meta` fields a request may carry: a log level MCP defines, and a
 /// progress token that is a string or an integer.
 fn check_optional_meta(msg: &Message) -> Result<(), RpcError> {
     if let Some(level) = msg.meta_field(mcp_protocol::META_LOG_LEVEL)
-        && !level.as_str().is_some_and(|l| LOG_LEVELS.contains(&l))
+        && !level
+            .as_str()
+            .is_some_and(|l| crate::context::LOG_LEVELS.contains(&l))
     {
         return Err(RpcError::malformed_params(format!(
             "params._meta[\"{}\"] must be one of {}",
             mcp_protocol::META_LOG_LEVEL,
-            LOG_LEVELS.join(", ")
+            crate::context::LOG_LEVELS.join(", ")
         )));
     }
     if let Some(token) = msg.meta_field("progressToken")

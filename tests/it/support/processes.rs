@@ -334,3 +334,17 @@ pub(crate) fn serve_new_folder() -> ServedFolder {
         _dir: dir,
     }
 }
+
+/// `gatehouse stdio` on the data folder `dir` with `GATEHOUSE_TOKEN=token`, its standard
+/// streams piped.
+pub(crate) fn stdio_child(dir: &Path, token: &str) -> Child {
+    Command::new(gatehouse_binary())
+        .args(["stdio", "--data-dir"])
+        .arg(dir)
+        .env("GATEHOUSE_TOKEN", token)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start gatehouse stdio")
+}
