@@ -1788,6 +1788,9 @@ async fn a_batch_mails_each_customer_once(world: World) {
         )
         .await;
     assert_eq!(batch.structured()["status"], "PREVIEW", "{}", batch.text());
+    let shown = batch.structured()["preview"]["messages"].clone();
+    assert_eq!(shown.as_array().unwrap().len(), 2, "{shown}");
+    assert!(shown.to_string().contains("these 3 bookings"), "{shown}");
     let done = confirm(&c, &batch).await;
     assert_eq!(done.structured()["status"], "DONE", "{}", done.text());
     let notified = done.structured()["notified"].clone();
@@ -2096,6 +2099,19 @@ async fn messages_are_limited_per_recipient(world: World) {
         assert!(r.text().contains("ada@example.com"), "{}", r.text());
     }
     assert_eq!(sent(&world, "acme", "Your booking is confirmed").await, 3);
+    // A cancellation is not held back by the full limit: the customer is always told.
+    let c = &prepared[0].0;
+    let b = &done[0].structured()["booking"];
+    let args = json!({"booking": b["booking"], "version": b["version"]});
+    let cancel = c.call_tool("cancel_booking", args).await;
+    let cancelled = confirm(c, &cancel).await;
+    assert_eq!(
+        cancelled.structured()["status"],
+        "DONE",
+        "{}",
+        cancelled.text()
+    );
+    assert_eq!(sent(&world, "acme", "Your booking is cancelled").await, 1);
     let draft = seeded_draft(
         &world,
         (&grace, &tom),
@@ -2103,7 +2119,6 @@ async fn messages_are_limited_per_recipient(world: World) {
         chrono::Utc::now(),
     )
     .await;
-    let c = &prepared[0].0;
     let args = json!({"booking": draft.handle(), "version": draft.version});
     let preview = c.call_tool("send_booking_confirmation", args).await;
     let other = confirm(c, &preview).await;
@@ -2272,19 +2287,20 @@ on_every_backend!(bookings_from_a_day, bookings_are_found_from_a_day);
 /// A technician is booked once at a time (ADR 46): a booking overlapping another open booking
 /// of theirs is refused, naming it and offering the free times of that day; a cancelled
 /// booking frees its time; a deliberate second booking (`separate`, with a reason) is the
-/// caller's choice (review of 2026-12-05: Tom was booked and confirmed for two customers at
-/// once).
+/// caller's choice, and counts for every booking after it (review of 2026-12-05: Tom was
+/// booked and confirmed for two customers at once).
 async fn a_technician_is_booked_once_at_a_time(world: World) {
     let (c, _) = setup(&world).await;
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let grace = seeded_customer(&world, "acme", "Grace Hopper", "grace@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let create = |customer: &str, start: &str| draft(customer, &tom, start);
     let first = c
-        .call_tool("create_booking", draft(&ada, &tom, "2055-03-02 10:00"))
+        .call_tool("create_booking", create(&ada, "2055-03-02 10:00"))
         .await;
     let first = first.structured()["booking"].clone();
     let clash = c
-        .call_tool("create_booking", draft(&grace, &tom, "2055-03-02 11:00"))
+        .call_tool("create_booking", create(&grace, "2055-03-02 11:00"))
         .await;
     assert_eq!(clash.structured()["code"], "conflict", "{}", clash.text());
     assert_eq!(
@@ -2298,18 +2314,35 @@ async fn a_technician_is_booked_once_at_a_time(world: World) {
         next.starts_with("find_available_slots") && next.contains("2055-03-02"),
         "{next}"
     );
+    // A visit longer than find_available_slots places is handed to the user instead.
+    let mut long = create(&grace, "2055-03-02 08:00");
+    long["duration_minutes"] = json!(900);
+    let long = c.call_tool("create_booking", long).await;
+    assert_eq!(long.structured()["code"], "conflict", "{}", long.text());
+    assert!(
+        long.structured().get("next_call").is_none(),
+        "{}",
+        long.text()
+    );
+    assert!(long.structured()["handover"].is_string(), "{}", long.text());
+    // The same customer, technician and start is the duplicate guard's, with its way on.
+    let mut same = create(&ada, "2055-03-02 10:00");
+    same["service"] = json!("gas check");
+    let same = c.call_tool("create_booking", same).await;
+    assert!(same.text().contains("separate"), "{}", same.text());
     // Right after it ends is free.
     let after = c
-        .call_tool("create_booking", draft(&grace, &tom, "2055-03-02 11:30"))
+        .call_tool("create_booking", create(&grace, "2055-03-02 11:30"))
         .await;
     assert!(!after.is_error(), "{}", after.text());
+    let after = after.structured()["booking"].clone();
     // A deliberate second booking at the same time, with its reason.
-    let mut both = draft(&grace, &tom, "2055-03-02 10:00");
+    let mut both = create(&grace, "2055-03-02 10:00");
     both["separate"] = json!(true);
     both["reason"] = json!("Tom trains a new colleague on this visit");
     let deliberate = c.call_tool("create_booking", both).await;
     assert!(!deliberate.is_error(), "{}", deliberate.text());
-    // Cancelled, the first booking frees its time.
+    // Once the first is cancelled, the deliberate one still holds the time.
     let cancel = c
         .call_tool(
             "cancel_booking",
@@ -2317,8 +2350,20 @@ async fn a_technician_is_booked_once_at_a_time(world: World) {
         )
         .await;
     confirm(&c, &cancel).await;
+    let still = c
+        .call_tool("create_booking", create(&ada, "2055-03-02 10:30"))
+        .await;
+    assert_eq!(still.structured()["code"], "conflict", "{}", still.text());
+    // A cancelled booking frees its time.
+    let cancel = c
+        .call_tool(
+            "cancel_booking",
+            json!({"booking": after["booking"], "version": after["version"]}),
+        )
+        .await;
+    confirm(&c, &cancel).await;
     let freed = c
-        .call_tool("create_booking", draft(&grace, &tom, "2055-03-02 09:45"))
+        .call_tool("create_booking", create(&ada, "2055-03-02 12:00"))
         .await;
     assert!(!freed.is_error(), "{}", freed.text());
 }

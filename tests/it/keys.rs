@@ -81,6 +81,7 @@ fn every_key_builder_uses_its_owners_kinds() {
         ),
         ("mcp-pipeline", mcp_pipeline::keys::slot(t, "con_1", "0")),
         ("mcp-pipeline", mcp_pipeline::keys::pending(t, "cfm_1")),
+        ("mcp-pipeline", mcp_pipeline::keys::executed(t, "a1")),
         ("identity", identity::keys::mcp_token("ab")),
         ("identity", identity::keys::connection(t, "con_1")),
         ("identity", identity::keys::oauth_subject(t, "sub")),
@@ -121,6 +122,7 @@ fn every_key_builder_uses_its_owners_kinds() {
         ),
         ("booking", booking::keys::outbox(t, "m1")),
         ("booking", booking::keys::alert_rule(t, "b")),
+        ("booking", booking::keys::schedule(t, "tec_1")),
     ];
     for (owner, key) in built {
         let (_, kinds, globals) = OWNERS.iter().find(|(o, _, _)| *o == owner).unwrap();

@@ -185,11 +185,17 @@ pub(crate) fn error(e: BookingError) -> CallError {
         BookingError::CountMismatch { kind, expected, found, matches } => count_mismatch(kind, expected, found, matches),
         BookingError::Past { field, start, next_year } => crate::time_errors::past(field, &start, next_year),
         BookingError::Busy { ref technician, ref other, ref day, minutes, .. } => {
-            let search = serde_json::json!({"technician": technician, "date": day, "duration_minutes": minutes});
-            ToolError::new(ErrorKind::Conflict, e.to_string(), "Pick a time the technician is free; nothing was booked")
-                .next_call(format!("find_available_slots {search}"))
+            let refused = ToolError::new(ErrorKind::Conflict, e.to_string(), "Pick a time the technician is free; nothing was booked")
                 .handover(format!("{e}; ask the user for another time, or whether that booking should move"))
-                .detail("existing", other.clone())
+                .detail("existing", other.clone());
+            // The free times of that day, for a visit find_available_slots can place (a
+            // longer one is the user's to place).
+            if (15..=crate::find_available_slots::LONGEST_VISIT_MINUTES).contains(&minutes) {
+                let search = serde_json::json!({"technician": technician, "date": day, "duration_minutes": minutes});
+                refused.next_call(format!("find_available_slots {search}"))
+            } else {
+                refused
+            }
         }
         BookingError::Rejected(reason) => ToolError::new(ErrorKind::Rejected, reason.clone(), "Read the current state and decide with the user")
             .handover(format!("{reason}: tell the user and decide together")),
@@ -278,8 +284,12 @@ pub(crate) fn apply<T>(ctx: &ToolContext, change: Change<T>) -> T {
     for id in change.ids {
         ctx.writes.touch(id);
     }
-    for recipient in change.notified {
-        ctx.writes.notify(recipient);
+    // Messages that do not count against their recipients' limit leave the call counted per
+    // record, as a tool that names no recipient is.
+    if change.counted {
+        for recipient in change.notified {
+            ctx.writes.notify(recipient);
+        }
     }
     change.value
 }

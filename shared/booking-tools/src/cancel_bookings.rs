@@ -69,8 +69,16 @@ impl Tool for CancelBookings {
         let now = crate::adapter::now(&ctx);
         let mut views = Vec::with_capacity(changes.len());
         let mut notified = Vec::new();
+        let mut messages = Vec::new();
         for change in changes {
             notified.extend(change.notified.clone());
+            // What each customer will read, for the person approving the batch.
+            messages.extend(
+                change
+                    .messages
+                    .iter()
+                    .map(|m| json!({"to": m.to, "body": crate::present::message_body(&m.body)})),
+            );
             let cancelled = apply(&ctx, change);
             views.push(BookingView::new(
                 &cancelled,
@@ -90,7 +98,7 @@ impl Tool for CancelBookings {
                     notified.join(", ")
                 }
             ),
-            json!({"bookings": handles, "notified": notified}),
+            json!({"bookings": handles, "notified": notified, "messages": messages}),
         );
         Ok(Success::new(
             format!("Cancelled {} bookings.", views.len()),

@@ -636,12 +636,14 @@ impl Bookings {
         if booking.separate {
             return Ok(());
         }
+        // Every open booking counts, a deliberate separate one too; one with the same customer
+        // and start is the duplicate guard's to refuse, with its way to a separate booking.
         if let Some(other) = schedule.bookings.iter().find(|b| {
             b.id != booking.id
-                && !b.separate
                 && matches!(b.status, Status::Draft | Status::Confirmed)
                 && b.start < booking.end
                 && booking.start < b.end
+                && !(b.customer == booking.customer && b.start == booking.start)
         }) {
             return Err(BookingError::Busy {
                 technician: Kind::Technician.handle(&booking.technician),
@@ -899,6 +901,7 @@ impl Bookings {
         booking.status = Status::Cancelled;
         let booking = booking.with_version();
         let mut change = Change::new(booking.clone());
+        change.counted = false;
         Self::save(&mut change, &actor.tenant, version, &booking);
         // A cancelled booking blocks nothing: its slot is free for another.
         if !booking.separate {

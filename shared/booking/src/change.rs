@@ -47,6 +47,10 @@ pub struct Change<T> {
     pub notified: Vec<String>,
     /// The messages themselves, as written (for previews: a person approves the exact text).
     pub messages: Vec<Outgoing>,
+    /// Whether its messages count against their recipients' limit (ADR 45). A cancellation's
+    /// do not: a customer is always told their visit is off, and a full limit must not keep a
+    /// booking the person decided to cancel.
+    pub counted: bool,
     /// What the caller gets back.
     pub value: T,
 }
@@ -58,6 +62,7 @@ impl<T> Change<T> {
             ids: Vec::new(),
             notified: Vec::new(),
             messages: Vec::new(),
+            counted: true,
             value,
         }
     }
@@ -82,6 +87,7 @@ impl<T> Change<T> {
             all.ids.extend(c.ids);
             all.notified.extend(c.notified);
             all.messages.extend(c.messages);
+            all.counted &= c.counted;
             all.value.push(c.value);
         }
         all

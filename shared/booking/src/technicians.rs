@@ -188,7 +188,7 @@ impl Technicians {
                 "use HH:MM-HH:MM with the start before the end, e.g. 08:00-17:00",
             ));
         }
-        if new.zone.parse::<chrono_tz::Tz>().is_err() {
+        if crate::time::parse_zone(&new.zone).is_err() {
             return Err(BookingError::invalid(
                 "zone",
                 format!(

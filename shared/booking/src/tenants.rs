@@ -75,7 +75,7 @@ impl Tenants {
             field: "currency",
             error: e,
         })?;
-        if tenant.zone.parse::<chrono_tz::Tz>().is_err() {
+        if crate::time::parse_zone(&tenant.zone).is_err() {
             return Err(BookingError::invalid(
                 "zone",
                 format!("{:?} is not an IANA time zone", tenant.zone),

@@ -341,14 +341,12 @@ pub fn parse_zone(zone: &str) -> Result<Tz, TimeError> {
     })
 }
 
-/// Whether a zone name is one of the database's old abbreviation-like names (`EST`, `MST`,
-/// `HST`, `CET`, `PRC`): `EST` is a fixed UTC-5 all year, so a New York booking sent as `EST` in
-/// July lands an hour late, and `CET` keeps summer time, which its reader may not mean. Only
-/// the names that say what they are (`UTC`, `GMT`) are taken.
+/// Whether a zone name is one of the database's fixed-offset zones named like a seasonal
+/// abbreviation: `EST` is UTC-5 all year, so a New York booking sent as `EST` in July lands an
+/// hour late (`EDT` is no zone at all, and is refused as unknown). The database's other short
+/// names (`CET`, `GB`, `NZ`) follow their region's daylight saving, as their readers mean.
 fn reads_as_an_abbreviation(name: &str) -> bool {
-    !matches!(name, "UTC" | "GMT")
-        && (2..=5).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_uppercase())
+    matches!(name, "EST" | "MST" | "HST")
 }
 
 /// Reads a local date-time (`2026-03-29 02:30`, `2026-03-29T02:30`, seconds optional) in an IANA
@@ -542,7 +540,8 @@ impl TimeRange {
 /// A moment as a person in `zone` reads it: `Wed 2 Dec 2026, 14:05 CET (in 9 minutes)`. An
 /// unknown zone shows UTC.
 pub fn in_words(instant: DateTime<Utc>, zone: &str, now: DateTime<Utc>) -> String {
-    let zone = parse_zone(zone).unwrap_or(chrono_tz::UTC);
+    // A stored zone is read as stored, even one input would now refuse.
+    let zone = zone.trim().parse::<Tz>().unwrap_or(chrono_tz::UTC);
     let local = instant.with_timezone(&zone);
     format!(
         "{} ({})",
@@ -1158,13 +1157,22 @@ mod tests {
 
     #[test]
     fn abbreviation_like_zone_names_are_refused() {
-        for name in ["EST", "MST", "HST", "CET", "PRC"] {
+        for name in ["EST", "MST", "HST"] {
             assert!(
                 matches!(parse_zone(name), Err(TimeError::UnknownZone { .. })),
                 "{name}"
             );
         }
-        for name in ["UTC", "GMT", "America/New_York", "EST5EDT", "Etc/GMT+5"] {
+        for name in [
+            "UTC",
+            "GMT",
+            "CET",
+            "NZ",
+            "GB",
+            "America/New_York",
+            "EST5EDT",
+            "Etc/GMT+5",
+        ] {
             assert!(parse_zone(name).is_ok(), "{name}");
         }
     }

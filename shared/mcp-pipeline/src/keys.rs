@@ -5,7 +5,7 @@
 use store::{Key, concat, concat_int};
 
 /// The second segment of the pipeline's tenant partitions (`<tenant>#<kind>`).
-pub const TENANT_KINDS: &[&str] = &["replay", "brake", "rate", "slot", "pending"];
+pub const TENANT_KINDS: &[&str] = &["replay", "brake", "rate", "slot", "pending", "executed"];
 
 /// The replay record of a silent write of `connection` (keyed by tenant and connection, so
 /// that it can be named from a credential's claim before authentication, see `prefetch`).
