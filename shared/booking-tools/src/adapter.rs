@@ -190,7 +190,7 @@ pub(crate) fn error(e: BookingError) -> CallError {
                 .detail("existing", other.clone());
             // The free times of that day, for a visit find_available_slots can place (a
             // longer one is the user's to place).
-            if (15..=crate::find_available_slots::LONGEST_VISIT_MINUTES).contains(&minutes) {
+            if (15..=booking::time::LONGEST_SEARCHED_VISIT_MINUTES).contains(&minutes) {
                 let search = serde_json::json!({"technician": technician, "date": day, "duration_minutes": minutes});
                 refused.next_call(format!("find_available_slots {search}"))
             } else {

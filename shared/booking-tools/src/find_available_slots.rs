@@ -13,9 +13,6 @@ use crate::Services;
 use crate::adapter::{TechnicianKind, actor, error};
 use crate::present::TimeView;
 
-/// The longest visit whose free times are looked for, in minutes (one working day and more).
-pub(crate) const LONGEST_VISIT_MINUTES: i64 = 600;
-
 /// Arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -66,7 +63,7 @@ impl Tool for FindAvailableSlots {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        if !(15..=LONGEST_VISIT_MINUTES).contains(&input.duration_minutes) {
+        if !(15..=booking::time::LONGEST_SEARCHED_VISIT_MINUTES).contains(&input.duration_minutes) {
             return Err(ToolError::validation(
                 "`duration_minutes` must be 15 to 600",
                 "Send the visit's length in minutes",

@@ -31,6 +31,9 @@ use chrono::{
 use chrono_tz::Tz;
 use serde::Serialize;
 
+/// The longest visit whose free times are searched for, in minutes (a working day and more).
+pub const LONGEST_SEARCHED_VISIT_MINUTES: i64 = 600;
+
 /// The longest booking [`TimeRange`] accepts: 14 days, in minutes.
 pub const MAX_DURATION_MINUTES: i64 = 14 * 24 * 60;
 
