@@ -97,15 +97,7 @@ impl Tool for ListRecentChanges {
             .handover("The client is not connected to a workspace; the user connects it with an MCP token")
             .into());
         };
-        let limit = input.limit.unwrap_or(20);
-        if !(1..=50).contains(&limit) {
-            return Err(ToolError::validation(
-                format!("`limit` must be 1 to 50, not {limit}"),
-                "Send a limit between 1 and 50",
-            )
-            .retry_with("limit", limit.clamp(1, 50))
-            .into());
-        }
+        let limit = booking_tools::search_limit(input.limit, 20)?;
         let connection = match input.scope {
             Scope::Connection => Some(caller.connection.as_str()),
             Scope::Tenant if caller.rights.contains(crate::rights::AUDIT_READ) => None,
@@ -123,14 +115,14 @@ impl Tool for ListRecentChanges {
             self.store.as_ref(),
             &caller.tenant,
             connection,
-            limit as usize + 1,
+            limit + 1,
         )
         .await
         .map_err(|e| CallError::Other(Box::new(e)))?;
-        let more = entries.len() > limit as usize;
+        let more = entries.len() > limit;
         let changes: Vec<Change> = entries
             .into_iter()
-            .take(limit as usize)
+            .take(limit)
             .map(|e| {
                 let connection = match &e.channel {
                     identity::Channel::Mcp { connection, .. } => Some(connection.clone()),

@@ -78,7 +78,7 @@ impl Tool for FindBookings {
             }),
             from,
         };
-        let limit = crate::present::limit(input.limit, 20)?;
+        let limit = crate::present::search_limit(input.limit, 20)?;
         let found = self
             .services
             .bookings

@@ -47,7 +47,7 @@ impl Tool for FindCustomers {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let limit = crate::present::limit(input.limit, 10)?;
+        let limit = crate::present::search_limit(input.limit, 10)?;
         let found = self
             .services
             .customers

@@ -57,7 +57,7 @@ impl Tool for FindQuotes {
 
     async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let limit = crate::present::limit(input.limit, 20)?;
+        let limit = crate::present::search_limit(input.limit, 20)?;
         let state = input.state.map(|s| match s {
             StateArg::Draft => "draft",
             StateArg::Sent => "sent",

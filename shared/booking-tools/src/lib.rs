@@ -38,6 +38,7 @@ use mcp_pipeline::{Registry, RegistryError, ToolSpec};
 
 pub use adapter::{BookingKind, CustomerKind, QuoteKind, Services, TechnicianKind};
 pub use names::NameLookup;
+pub use present::search_limit;
 
 /// Registers the booking tools, in `tools/list` order. Each tool states its own policy
 /// (rights, toolset, expensive, approval in the product) beside its code.

@@ -580,10 +580,8 @@ impl Bookings {
             let key = booking.slot_claim(&actor.tenant);
             crate::claims::take(&mut change, key, &handle, "booking", what);
         }
-        if separate_reason.is_none() {
-            let schedule = self.schedule(&actor.tenant, &booking.technician).await?;
-            Self::check_free(&actor.tenant, &booking, schedule, &mut change, now)?;
-        }
+        self.hold_time(&actor.tenant, &booking, &mut change, now)
+            .await?;
         change.ids.push(handle);
         Ok(change)
     }
@@ -620,6 +618,22 @@ impl Bookings {
             }
         }
         Ok(schedule)
+    }
+
+    /// [`Bookings::check_free`] against the technician's schedule as read now; a deliberate
+    /// second booking reads nothing.
+    async fn hold_time(
+        &self,
+        tenant: &str,
+        booking: &Booking,
+        change: &mut Change<Booking>,
+        now: DateTime<Utc>,
+    ) -> Result<(), BookingError> {
+        if booking.separate {
+            return Ok(());
+        }
+        let schedule = self.schedule(tenant, &booking.technician).await?;
+        Self::check_free(tenant, booking, schedule, change, now)
     }
 
     /// Refuses `booking`'s time when another open booking of its technician overlaps it in
@@ -735,15 +749,8 @@ impl Bookings {
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
         let mut booking = self
-            .current(actor, id, version, |booking| {
-                if booking.status == Status::Draft {
-                    return Ok(());
-                }
-                Err(BookingError::Rejected(format!(
-                    "booking {} is {}; only drafts change silently (a confirmed booking is moved with reschedule_booking, which tells the customer)",
-                    booking.handle(),
-                    booking.status.as_str()
-                )))
+            .current(actor, id, version, |b| {
+                in_status(b, b.status == Status::Draft, "; only drafts change silently (a confirmed booking is moved with reschedule_booking, which tells the customer)")
             })
             .await?;
         let before = booking.clone();
@@ -772,8 +779,8 @@ impl Bookings {
         Self::save(&mut change, &actor.tenant, version, &booking);
         booking.move_claim(&before, &mut change, &actor.tenant);
         if (booking.start, booking.end) != (before.start, before.end) {
-            let schedule = self.schedule(&actor.tenant, &booking.technician).await?;
-            Self::check_free(&actor.tenant, &booking, schedule, &mut change, now)?;
+            self.hold_time(&actor.tenant, &booking, &mut change, now)
+                .await?;
         }
         change.ids.push(booking.handle());
         Ok(change)
@@ -812,15 +819,12 @@ impl Bookings {
         actor.require(rights::BOOKINGS_WRITE)?;
         actor.require(rights::CUSTOMERS_NOTIFY)?;
         let mut booking = self
-            .current(actor, id, version, |booking| {
-                if booking.status == Status::Draft {
-                    return Ok(());
-                }
-                Err(BookingError::Rejected(format!(
-                    "booking {} is {}, not a draft; it was confirmed or closed already",
-                    booking.handle(),
-                    booking.status.as_str()
-                )))
+            .current(actor, id, version, |b| {
+                in_status(
+                    b,
+                    b.status == Status::Draft,
+                    ", not a draft; it was confirmed or closed already",
+                )
             })
             .await?;
         booking.status = Status::Confirmed;
@@ -954,15 +958,8 @@ impl Bookings {
         actor.require(rights::BOOKINGS_WRITE)?;
         actor.require(rights::CUSTOMERS_NOTIFY)?;
         let mut booking = self
-            .current(actor, id, version, |booking| {
-                if booking.status == Status::Confirmed {
-                    return Ok(());
-                }
-                Err(BookingError::Rejected(format!(
-                    "booking {} is {}; only confirmed bookings are rescheduled with a message (drafts change with update_booking)",
-                    booking.handle(),
-                    booking.status.as_str()
-                )))
+            .current(actor, id, version, |b| {
+                in_status(b, b.status == Status::Confirmed, "; only confirmed bookings are rescheduled with a message (drafts change with update_booking)")
             })
             .await?;
         let before = booking.clone();
@@ -1025,14 +1022,12 @@ impl Bookings {
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::RECORDS_DELETE)?;
         let booking = self
-            .current(actor, id, version, |booking| {
-                if booking.status != Status::Confirmed {
-                    return Ok(());
-                }
-                Err(BookingError::Rejected(format!(
-                    "booking {} is confirmed; cancel it first so the customer is told",
-                    booking.handle()
-                )))
+            .current(actor, id, version, |b| {
+                in_status(
+                    b,
+                    b.status != Status::Confirmed,
+                    "; cancel it first so the customer is told",
+                )
             })
             .await?;
         let handle = booking.handle();
@@ -1059,14 +1054,21 @@ impl Bookings {
 
 /// Refuses a booking that is closed already (cancelled or completed).
 fn still_open(booking: &Booking) -> Result<(), BookingError> {
-    if matches!(booking.status, Status::Cancelled | Status::Completed) {
-        return Err(BookingError::Rejected(format!(
-            "booking {} is {} already",
-            booking.handle(),
-            booking.status.as_str()
-        )));
+    let open = !matches!(booking.status, Status::Cancelled | Status::Completed);
+    in_status(booking, open, " already")
+}
+
+/// Refuses a change to `booking` unless `allowed`, saying "booking <handle> is <status>" and
+/// `why`.
+fn in_status(booking: &Booking, allowed: bool, why: &str) -> Result<(), BookingError> {
+    if allowed {
+        return Ok(());
     }
-    Ok(())
+    Err(BookingError::Rejected(format!(
+        "booking {} is {}{why}",
+        booking.handle(),
+        booking.status.as_str()
+    )))
 }
 
 impl From<(&'static str, TimeError)> for BookingError {

@@ -307,7 +307,7 @@ fn registration(p: &Pending) -> String {
 /// Registers a preview on its action's mark, in the transaction that stores it (ADR 44). With
 /// `first_since_run`, only while the action has not run since the mark was made: a failure
 /// means it ran meanwhile, and the preview is registered again without the condition and says
-/// so ([`ran_meanwhile`]).
+/// so ([`ran_meanwhile_error`]).
 pub(crate) fn register_op(
     tenant: &str,
     p: &Pending,
@@ -333,43 +333,45 @@ pub(crate) fn register_op(
     }
 }
 
-/// When the action a failed [`register_op`] names last ran, from the mark in the way.
-pub(crate) fn ran_meanwhile(current: Option<&Item>) -> Option<i64> {
-    current?
-        .get("executed_at")
-        .and_then(SV::as_n)
-        .and_then(|n| n.to_string().parse::<i64>().ok())
-}
+/// The action of a preview ran since its mark was made: when (microseconds since the epoch),
+/// if the store returned the mark.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RanMeanwhile(Option<i64>);
 
 /// The refusal a conditional [`register_op`] explains itself with: the action ran since its
 /// mark was made (never shown: the preview is stored again, and says so).
 pub(crate) fn ran_meanwhile_error(current: Option<&Item>) -> ToolError {
-    let mut error = ToolError::new(
+    let executed_at = current
+        .and_then(|mark| mark.get("executed_at"))
+        .and_then(SV::as_n)
+        .and_then(|n| n.to_string().parse::<i64>().ok());
+    let error = ToolError::new(
         ErrorKind::Conflict,
         "The same action ran since it was last prepared",
         "Prepare it again",
     )
     .detail("status", "ran_meanwhile");
-    if let Some(at) = ran_meanwhile(current) {
-        error = error.detail("executed_at", at);
+    match executed_at {
+        Some(at) => error.detail("executed_at", at),
+        None => error,
     }
-    error
 }
 
-/// Whether a refused commit is [`ran_meanwhile_error`].
-pub(crate) fn is_ran_meanwhile(error: &ToolError) -> bool {
-    error.details.get("status").and_then(Value::as_str) == Some("ran_meanwhile")
-}
-
-/// When the action of a [`ran_meanwhile_error`] ran (microseconds since the epoch).
-pub(crate) fn ran_at_of(error: &ToolError) -> Option<i64> {
-    error.details.get("executed_at").and_then(Value::as_i64)
+/// What a refused commit says of [`ran_meanwhile_error`], if it is that refusal.
+pub(crate) fn ran_meanwhile(error: &ToolError) -> Option<RanMeanwhile> {
+    (error.details.get("status").and_then(Value::as_str) == Some("ran_meanwhile"))
+        .then(|| RanMeanwhile(error.details.get("executed_at").and_then(Value::as_i64)))
 }
 
 /// Tells the person, in a preview, that the same action already ran a little earlier: approving
 /// does it again.
-pub(crate) fn warn_ran_before(preview: &mut Value, tool: &str, seconds_ago: Option<i64>) {
-    let ago = match seconds_ago.map(|s| s.max(0)) {
+pub(crate) fn warn_ran_before(
+    preview: &mut Value,
+    tool: &str,
+    ran: &RanMeanwhile,
+    now_micros: i64,
+) {
+    let ago = match ran.0.map(|at| ((now_micros - at) / 1_000_000).max(0)) {
         None => "within the last 15 minutes".to_owned(),
         Some(s) if s < 120 => format!("{s} seconds ago"),
         Some(s) => format!("{} minutes ago", s / 60),

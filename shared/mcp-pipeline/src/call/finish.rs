@@ -22,8 +22,9 @@ impl Call<'_> {
         }
         if ran.result.is_error() {
             self.decided_already().await?;
+            return Ok(ran.result);
         }
-        if ran.result.is_error() || ran.timed_out || !ran.body_ran {
+        if ran.timed_out || !ran.body_ran {
             return Ok(ran.result);
         }
         let g = &self.server.config().gates;
@@ -237,16 +238,15 @@ impl Call<'_> {
     ) -> Stage<ToolResult> {
         let tenant = self.caller().map(|c| c.tenant.clone()).unwrap_or_default();
         fresh.elicited = self.client_elicits() && !fresh.in_product;
-        let ran_at = self.store_registered(g, &tenant, &fresh, &ran).await?;
+        let ran_meanwhile = self.store_registered(g, &tenant, &fresh, &ran).await?;
         if fresh.elicited {
             // The client can ask its user: ask for approval of the server-written summary;
             // the sealed state names the pending action.
             return Err(self.ask_for_approval(&fresh, &fresh.token));
         }
         let mut preview = confirm::preview_result(ran.result.structured, &fresh, &content);
-        if let Some(ran_at) = ran_at {
-            let seconds_ago = ran_at.map(|at| (self.now_micros - at) / 1_000_000);
-            confirm::warn_ran_before(&mut preview, &fresh.tool, seconds_ago);
+        if let Some(ran) = ran_meanwhile {
+            confirm::warn_ran_before(&mut preview, &fresh.tool, &ran, self.now_micros);
         }
         if fresh.in_product {
             let url = self.server.approval_url(&fresh.token);
@@ -257,37 +257,44 @@ impl Call<'_> {
 
     /// Stores the preview as a pending action (audited as prepared), registered on its
     /// action's mark (ADR 44). If the action ran since the mark was made, the preview is stored
-    /// again registered anyway (a new decision, if the person approves it knowing), and when
-    /// it ran (if the store said) is returned for the preview to say.
+    /// again, registered anyway (a new decision, if the person approves it knowing), and that
+    /// it ran is returned for the preview to say.
     async fn store_registered(
         &mut self,
         g: &gates::Gates,
         tenant: &str,
         fresh: &Pending,
         ran: &Ran,
-    ) -> Stage<Option<Option<i64>>> {
-        let mut ran_at = None;
-        for first_since_run in [true, false] {
-            let mut stored = WriteSet::of(confirm::store_op(tenant, fresh, self.now));
+    ) -> Stage<Option<confirm::RanMeanwhile>> {
+        let now = self.now;
+        let stored = |first_since_run| {
+            let mut stored = WriteSet::of(confirm::store_op(tenant, fresh, now));
             stored.ops.push(Planned {
-                op: confirm::register_op(tenant, fresh, self.now, first_since_run).into(),
+                op: confirm::register_op(tenant, fresh, now, first_since_run).into(),
                 on_conflict: Some(Box::new(confirm::ran_meanwhile_error)),
             });
             stored.ids = ran.writes.ids.clone();
-            match self
-                .commit(g, stored, None, Audited::outcome("prepared"))
-                .await
-            {
-                Committed::Refused(error)
-                    if first_since_run && confirm::is_ran_meanwhile(&error) =>
-                {
-                    ran_at = Some(confirm::ran_at_of(&error));
-                }
-                Committed::Refused(error) => return Err(error.into()),
-                _ => return Ok(ran_at),
-            }
+            stored
+        };
+        let first = stored(true);
+        let ran_meanwhile = match self
+            .commit(g, first, None, Audited::outcome("prepared"))
+            .await
+        {
+            Committed::Refused(error) => match confirm::ran_meanwhile(&error) {
+                Some(ran) => ran,
+                None => return Err(error.into()),
+            },
+            _ => return Ok(None),
+        };
+        let again = stored(false);
+        match self
+            .commit(g, again, None, Audited::outcome("prepared"))
+            .await
+        {
+            Committed::Refused(error) => Err(error.into()),
+            _ => Ok(Some(ran_meanwhile)),
         }
-        Ok(ran_at)
     }
 
     /// What would go out changed since the person approved it: the old token dies and a new
