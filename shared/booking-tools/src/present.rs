@@ -12,10 +12,7 @@ pub(crate) const MOST_SHOWN: u32 = 50;
 /// A search's `limit`, or `default`; one outside 1 to [`MOST_SHOWN`] is refused with the
 /// nearest that is accepted, as the schema's range says (cutting it silently would show fewer
 /// than asked without saying so).
-pub fn search_limit(
-    given: Option<u32>,
-    default: u32,
-) -> Result<usize, mcp_pipeline::ToolError> {
+pub fn search_limit(given: Option<u32>, default: u32) -> Result<usize, mcp_pipeline::ToolError> {
     let limit = given.unwrap_or(default);
     if (1..=MOST_SHOWN).contains(&limit) {
         return Ok(limit as usize);
