@@ -111,6 +111,13 @@ fn a_confirmation_sent_three_times_at_once_runs_once() {
                     "confirm_summary": preview.structured()["confirm_summary"]}});
             let answers = at_once(&m, vec![confirm; 3]).await;
             assert!(answers.iter().any(ok), "{answers:#?}");
+            // The others are told it was decided (or is being decided), never that the
+            // customer changed, which would send a model to read it and delete again.
+            for a in answers.iter().filter(|a| !ok(a)) {
+                let message = a["result"]["structuredContent"]["message"].as_str();
+                assert_eq!(code(a), "conflict", "{a}");
+                assert!(!message.unwrap_or_default().contains("changed"), "{a}");
+            }
             assert_eq!(audited(&m, "delete_customer").await, 1, "{answers:#?}");
             let pending = m
                 .store

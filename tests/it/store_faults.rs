@@ -915,3 +915,111 @@ on_every_backend!(
     |backend| faulty_unlimited(backend),
     threads = 2
 );
+
+/// The same confirmation sent twice while the first is committing (its commit held back): one
+/// deletes, and the other is told the action was decided already, not that the customer
+/// changed (which sends a model to read it again and delete a second time).
+async fn a_confirmation_sent_twice_at_once_is_answered_as_decided(f: Faulty) {
+    let c = f.world.client(&f.token);
+    let prepared = crate::support::deletion::prepare(&c, "grace@example.com").await;
+    let deleting = |call: &Call| call.op == Op::Transact && call.touches("customer");
+    f.store
+        .on(deleting, Fault::Delay(Duration::from_millis(1_000)), 1);
+    let again = async {
+        until_held(&f).await;
+        c.call_tool("confirm_action", prepared.confirm_arguments.clone())
+            .await
+    };
+    let first = c.call_tool("confirm_action", prepared.confirm_arguments.clone());
+    let (a, b) = tokio::join!(first, again);
+    let (done, refused): (Vec<_>, Vec<_>) = [a, b].into_iter().partition(|c| !c.is_error());
+    assert_eq!(done.len(), 1, "one deletes: {:?}", refused[0].text());
+    let refused = refused[0].structured();
+    assert_eq!(refused["code"], "conflict", "{refused}");
+    let message = refused["message"].as_str().unwrap_or_default();
+    assert!(message.contains("already confirmed"), "{refused}");
+    assert!(!message.contains("changed"), "{refused}");
+    assert_eq!(count(&f, "acme#customer").await, 0);
+    assert_eq!(audited(&f, "delete_customer").await, 1);
+}
+on_every_backend!(
+    confirmed_twice_at_once,
+    a_confirmation_sent_twice_at_once_is_answered_as_decided,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+/// The same, with the second confirmation's batch read answered item by item (as DynamoDB
+/// may): its pending action read before the first deleted the customer, the customer after.
+/// It is told the action was decided, not that there is no such customer (which sends a
+/// model to look for her among the others).
+async fn a_confirmation_finding_its_record_gone_is_answered_as_decided(f: Faulty) {
+    let c = f.world.client(&f.token);
+    let prepared = crate::support::deletion::prepare(&c, "grace@example.com").await;
+    let reading = |call: &Call| call.op == Op::BatchGet && call.touches("pending");
+    let apart = Fault::ReadApart {
+        first: "pending",
+        pause: Duration::from_millis(1_000),
+    };
+    f.store.on(reading, apart, 1);
+    let second = c.call_tool("confirm_action", prepared.confirm_arguments.clone());
+    let first = async {
+        until_held(&f).await;
+        c.call_tool("confirm_action", prepared.confirm_arguments.clone())
+            .await
+    };
+    let (second, first) = tokio::join!(second, first);
+    assert!(!first.is_error(), "{}", first.text());
+    let refused = second.structured();
+    assert_eq!(refused["code"], "conflict", "{refused}");
+    assert_eq!(refused["status"], "used", "{refused}");
+    assert_eq!(count(&f, "acme#customer").await, 0);
+    assert_eq!(audited(&f, "delete_customer").await, 1);
+}
+on_every_backend!(
+    record_gone_at_confirmation,
+    a_confirmation_finding_its_record_gone_is_answered_as_decided,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+/// The same through the approvals page: a member approves on the page while the agent's own
+/// confirmation deletes the customer between the page's reads (its read of the customer held
+/// back). The page says the action
+/// was decided already, not that the customer is missing.
+async fn a_page_approval_finding_its_record_gone_says_it_was_decided(f: Faulty) {
+    f.world.member("acme", "bea", "owner").await;
+    let c = f.world.client(&f.token);
+    let prepared = crate::support::deletion::prepare(&c, "grace@example.com").await;
+    let token = prepared.preview["confirm_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (cookie, csrf) = crate::web::sign_in(&f.world, "acme", "bea").await;
+    // The page reads the pending action, then the customer on its own.
+    let reading = |call: &Call| call.op == Op::Get && call.touches("customer");
+    f.store
+        .on(reading, Fault::Delay(Duration::from_millis(1_000)), 1);
+    let (path, form) = (
+        format!("/app/approvals/{token}"),
+        format!("decision=approve&csrf={csrf}"),
+    );
+    let headers = [crate::web::FORM, ("cookie", &cookie)];
+    let page = crate::web::send(&f.world, "POST", &path, &headers, &form);
+    let agent = async {
+        until_held(&f).await;
+        c.call_tool("confirm_action", prepared.confirm_arguments.clone())
+            .await
+    };
+    let (page, agent) = tokio::join!(page, agent);
+    assert!(!agent.is_error(), "{}", agent.text());
+    assert!(page.body.contains("already confirmed"), "{}", page.body);
+    assert!(!page.body.contains("There is no customer"), "{}", page.body);
+    assert_eq!(audited(&f, "delete_customer").await, 1);
+}
+on_every_backend!(
+    record_gone_at_page_approval,
+    a_page_approval_finding_its_record_gone_says_it_was_decided,
+    |backend| faulty(backend),
+    threads = 2
+);

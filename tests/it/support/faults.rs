@@ -44,6 +44,13 @@ pub(crate) enum Fault {
     DoneThenRetried,
     /// The store's code panics in the call after this long (a bug in a driver), nothing done.
     PanicAfter(Duration),
+    /// A batch read answered as DynamoDB may answer one, item by item with no common snapshot:
+    /// the items in partitions of kind `first`, then, this long after, the others (elsewhere
+    /// forwarded unchanged).
+    ReadApart {
+        first: &'static str,
+        pause: Duration,
+    },
 }
 
 /// One call as the rules see it: its operation and the items it addresses (a query: its
@@ -190,11 +197,35 @@ impl FaultyStore {
                     "injected: the answer was lost".into(),
                 ))
             }
+            Some(Fault::ReadApart { .. }) => forward.await,
             // Only transactions meet these (see `transact_write`); elsewhere they fail.
             Some(Fault::Conflict | Fault::DoneThenRetried) => {
                 Err(StoreError::Unavailable("injected failure".into()))
             }
         }
+    }
+}
+
+impl FaultyStore {
+    /// `keys` read in two batches, those of kind `first`, then after `pause` the others,
+    /// answered in the order asked.
+    async fn read_apart(
+        &self,
+        keys: &[Key],
+        first: &str,
+        pause: Duration,
+    ) -> Result<Vec<Option<Item>>, StoreError> {
+        let (early, late): (Vec<Key>, Vec<Key>) =
+            keys.iter().cloned().partition(|k| is_kind(k, first));
+        let mut read = std::collections::HashMap::new();
+        for (part, wait) in [(early, Duration::ZERO), (late, pause)] {
+            tokio::time::sleep(wait).await;
+            if !part.is_empty() {
+                let items = self.inner.batch_get(&part).await?;
+                read.extend(part.into_iter().zip(items));
+            }
+        }
+        Ok(keys.iter().map(|k| read.remove(k).flatten()).collect())
     }
 }
 
@@ -210,11 +241,10 @@ impl Store for FaultyStore {
     }
 
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
-        self.run(
-            call(Op::BatchGet, keys.to_vec()),
-            self.inner.batch_get(keys),
-        )
-        .await
+        match self.fault_for(call(Op::BatchGet, keys.to_vec())) {
+            Some(Fault::ReadApart { first, pause }) => self.read_apart(keys, first, pause).await,
+            fault => self.apply(fault, self.inner.batch_get(keys)).await,
+        }
     }
 
     async fn put(&self, put: Put) -> Result<(), StoreError> {

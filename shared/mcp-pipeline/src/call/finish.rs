@@ -136,16 +136,23 @@ impl Call<'_> {
             .flatten()
     }
 
-    /// A retry carrying the approval state of an action that was decided already (executed,
-    /// declined, replaced) is answered with that, not with the error its fresh run met: a
-    /// booking confirmed by this very action is no draft any more, and saying so hides that
-    /// it is done.
+    /// A confirmation, or a retry carrying the approval state, of an action that was decided
+    /// already (executed, declined, replaced) is answered with that, not with the error its
+    /// body met: a booking confirmed by this very action is no draft any more, and a customer
+    /// deleted by a confirmation sent twice at once is gone; saying so hides that it is done.
     async fn decided_already(&self) -> Stage<()> {
-        let (Some(token), Some(caller)) = (self.elicited_token(), self.caller()) else {
+        // A page names the pending action by its id; it was found for this caller already.
+        let (token, by_id) = match &self.phase {
+            Phase::Confirm(pending, _) => (Some(pending.token.clone()), true),
+            Phase::Call => (self.elicited_token(), false),
+        };
+        let (Some(token), Some(caller)) = (token, self.caller()) else {
             return Ok(());
         };
-        let g = &self.server.config().gates;
-        match confirm::load(g.store.as_ref(), &self.req.prefetched, caller, &token, None).await {
+        let store = self.server.config().gates.store.as_ref();
+        // Read afresh: what was read before the body is what the other call changed since.
+        let unread = crate::Prefetched::default();
+        match confirm::load_named(store, &unread, caller, &token, None, by_id).await {
             Err(decided) if decided.kind == ErrorKind::Conflict => Err(decided.into()),
             _ => Ok(()),
         }
@@ -365,7 +372,11 @@ impl Call<'_> {
             let buckets = gates::object_buckets(g, &tenant, sent_to, self.now);
             writes.ops.extend(buckets);
         }
-        writes.ops.push(Planned {
+        // The pending action's own conditions come first: when the same confirmation commits
+        // twice at once, the loser is told the action was decided (the first failed condition
+        // explains a refused commit), not that its record changed, which sends a model to read
+        // it and act again.
+        let consume = Planned {
             op: confirm::consume_op(&tenant, &old.token, "used").into(),
             on_conflict: Some(Box::new(|_| {
                 ToolError::new(
@@ -375,12 +386,13 @@ impl Call<'_> {
                 )
                 .handover("It was decided already: tell the user; read the record to see its state")
             })),
-        });
+        };
         let tool = old.tool.clone();
-        writes.ops.push(Planned {
+        let mark = Planned {
             op: confirm::executed_op(&tenant, old, self.now_micros).into(),
             on_conflict: Some(Box::new(move |_| confirm::executed_already(&tool))),
-        });
+        };
+        writes.ops.splice(0..0, [consume, mark]);
         let audit = Audited {
             approval: Some(&approver),
             ..Audited::ok()
