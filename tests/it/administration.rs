@@ -6,7 +6,6 @@
 
 use std::io::Write as _;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use mcp_pipeline::Toolset;
 use serde_json::json;
@@ -332,17 +331,13 @@ async fn sign_in_slows_down_per_account_and_address(world: World) {
     }
     assert_eq!(attempt("eve", "wrong", "192.0.2.1").await.status, 429);
 }
-on_every_backend!(sign_in_throttle, sign_in_slows_down_per_account_and_address);
-
-/// Waits for a fresh rate window when the current one ends within 15 seconds, so that a test
-/// counting calls stays inside one window.
-async fn fresh_window() {
-    let now = mcp_pipeline::Clock::now(&mcp_pipeline::SystemClock);
-    let left = 60 - now.rem_euclid(60);
-    if left < 15 {
-        tokio::time::sleep(Duration::from_secs(u64::try_from(left).unwrap() + 1)).await;
-    }
-}
+on_every_backend!(
+    sign_in_throttle,
+    sign_in_slows_down_per_account_and_address,
+    // The wait after the fifth failure is two seconds: a slow machine must not outlast it.
+    |backend| World::at_a_fixed_time(backend),
+    threads = 2
+);
 
 /// The JSON API has MCP's limits per effect class, counted per API token, and shares the
 /// tenant's buckets with MCP: paging a technician is a wake (3 per credential, 10 per
@@ -380,7 +375,6 @@ async fn the_api_is_rate_limited_with_mcp(world: World) {
             .items
             .len()
     };
-    fresh_window().await;
     let first = crate::support::api_token(&world.app, "acme", "ana")
         .await
         .unwrap();
@@ -422,7 +416,13 @@ async fn the_api_is_rate_limited_with_mcp(world: World) {
         "a new token does not lift the workspace's limit"
     );
 }
-on_every_backend!(api_limits, the_api_is_rate_limited_with_mcp);
+on_every_backend!(
+    api_limits,
+    the_api_is_rate_limited_with_mcp,
+    // A rate window turning during the calls would refill the buckets.
+    |backend| World::at_a_fixed_time(backend),
+    threads = 2
+);
 
 /// Every flip of the kill switch keeps its reason in the audit trail, not only on the switch
 /// (which the next flip overwrites); a reason too long to keep is refused and flips nothing.

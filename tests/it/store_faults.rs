@@ -10,7 +10,7 @@ use mcp_test_client::ToolCall;
 use serde_json::{Value, json};
 
 use crate::support::deletion::PreparedDeletion;
-use crate::support::faults::{Call, Fault, FaultyStore, Op};
+use crate::support::faults::{Call, Fault, FaultyStore, Gate, Op};
 use crate::support::on_every_backend;
 use crate::support::store::{Backend, fresh};
 use crate::world::World;
@@ -31,29 +31,43 @@ struct Faulty {
 }
 
 async fn faulty(backend: Backend) -> Option<Faulty> {
-    faulty_with(backend, mcp_pipeline::Limits::default()).await
+    faulty_with(backend, mcp_pipeline::Limits::default(), STORE_WAIT).await
 }
 
-/// [`faulty`] with its limits raised 1,000 times, for tests of what runs once that a rate
+/// [`faulty`] for tests that hold one call at a gate until another has answered: the store's
+/// waits are long, since a held call is no outage, and the other call may take a while on a
+/// loaded machine.
+async fn ordered(backend: Backend) -> Option<Faulty> {
+    faulty_with(backend, mcp_pipeline::Limits::default(), PATIENT).await
+}
+
+/// [`ordered`] with its limits raised 1,000 times, for tests of what runs once that a rate
 /// limit would otherwise answer first.
-async fn faulty_unlimited(backend: Backend) -> Option<Faulty> {
+async fn ordered_unlimited(backend: Backend) -> Option<Faulty> {
     let limits = app::bench::scaled_limits(mcp_pipeline::Limits::default(), 1_000);
-    faulty_with(backend, limits).await
+    faulty_with(backend, limits, PATIENT).await
 }
 
-async fn faulty_with(backend: Backend, limits: mcp_pipeline::Limits) -> Option<Faulty> {
+/// A store wait no test here reaches.
+const PATIENT: Duration = Duration::from_secs(60);
+
+async fn faulty_with(
+    backend: Backend,
+    limits: mcp_pipeline::Limits,
+    store_wait: Duration,
+) -> Option<Faulty> {
     let (inner, dir) = fresh(backend).await?;
     let store = FaultyStore::new(inner);
     let settings = app::Settings {
         backend: backend.name().into(),
-        store_wait: STORE_WAIT,
+        store_wait,
         limits,
         ..app::Settings::default()
     };
     // The member and the connection are set up before any fault, with no bound on the store's
     // waits: the setup is not what these tests look at.
     let unbounded = app::Settings {
-        store_wait: Duration::from_secs(60),
+        store_wait: PATIENT,
         ..settings.clone()
     };
     let setup = World::on_store(backend, store.clone(), None, &unbounded);
@@ -279,13 +293,21 @@ async fn abandoned_after_its_release(f: Faulty) {
             seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
     });
+    let answers = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = Arc::clone(&answers);
+    f.store.watch_answers(move |c| {
+        if c.op == Op::Delete && c.touches_only("slot") {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
     let released = || releases.load(std::sync::atomic::Ordering::SeqCst);
+    let answered = || answers.load(std::sync::atomic::Ordering::SeqCst);
     f.store.on(commit_of_customer, Fault::Delay(STALL), 1);
     let released_with_commit_pending = async {
-        while f.store.faults_met() < 1 || released() < 1 {
+        while f.store.faults_met() < 1 || answered() < 1 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        // The watcher sees the delete as it is sent: let its answer come back.
+        // The answer has left the store's wrapper; let it reach the call.
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     tokio::select! {
@@ -484,7 +506,7 @@ async fn api_commit_refused_or_failed(f: Faulty) {
     ];
     let body = grace().to_string();
     for (fault, status) in [(Fault::TooLarge, 422), (Fault::Fail, 503)] {
-        f.store.on(commit_of_customer, fault, 1);
+        f.store.on(commit_of_customer, fault.clone(), 1);
         let r = crate::web::send(&f.world, "POST", "/api/customers", &headers, &body).await;
         assert_eq!(r.status, status, "{fault:?}: {}", r.body);
         assert_eq!(
@@ -518,7 +540,8 @@ async fn abandoned_mid_commit(f: Faulty) {
         answer = create(&f) => panic!("the call ended: {answer:?}"),
         () = both_on_their_way => {}
     }
-    let deadline = Instant::now() + Duration::from_secs(2);
+    // Well inside the slot's lease (25 s), which would free it anyway.
+    let deadline = Instant::now() + Duration::from_secs(10);
     while count(&f, &slots).await > 0 {
         assert!(
             Instant::now() < deadline,
@@ -700,17 +723,36 @@ async fn a_workspace_made_while_the_store_fails_is_a_store_failure() {
     );
 }
 
-/// How long the first of two racing writes is held on its way to the store: long enough for
-/// the other to land meanwhile, well inside the store's wait.
-const HELD: Duration = Duration::from_millis(1500);
-
-/// Waits until the held write has reached the store's door.
+/// Waits until the held call has reached the store's door.
 async fn until_held(f: &Faulty) {
     let started = Instant::now();
     while f.store.faults_met() == 0 {
-        assert!(started.elapsed() < HELD, "the write was never held");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the call was never held"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// Runs `held` and `meanwhile` at once: the next store call `pick` chooses (one of `held`'s)
+/// waits at the store's door until `meanwhile`, started once it waits there, has answered.
+/// Both answers. The order is made, not hoped for: no machine's speed changes it.
+async fn held_during<A, B>(
+    f: &Faulty,
+    pick: impl Fn(&Call) -> bool + Send + Sync + 'static,
+    held: impl std::future::Future<Output = A>,
+    meanwhile: impl std::future::Future<Output = B>,
+) -> (A, B) {
+    let gate = Gate::new();
+    f.store.on(pick, Fault::HoldUntil(gate.clone()), 1);
+    let meanwhile = async {
+        until_held(f).await;
+        let answer = meanwhile.await;
+        gate.open();
+        answer
+    };
+    tokio::join!(held, meanwhile)
 }
 
 /// `tool` called with `args` on a connection of its own: the JSON-RPC answer.
@@ -745,14 +787,9 @@ async fn deletion_held_during<T>(
     prepared: &PreparedDeletion,
     meanwhile: impl std::future::Future<Output = T>,
 ) -> (ToolCall, T) {
-    f.store.on(consumption, Fault::Delay(HELD), 1);
     let client = f.world.client(&f.token);
     let deletion = client.call_tool("confirm_action", prepared.confirm_arguments.clone());
-    let meanwhile = async {
-        until_held(f).await;
-        meanwhile.await
-    };
-    tokio::join!(deletion, meanwhile)
+    held_during(f, consumption, deletion, meanwhile).await
 }
 
 /// After a held deletion that a booking stopped: nothing was deleted, Grace and her booking stay.
@@ -782,7 +819,7 @@ async fn a_booking_made_during_a_deletion_stops_it(f: Faulty) {
 on_every_backend!(
     booking_during_deletion,
     a_booking_made_during_a_deletion_stops_it,
-    |backend| faulty(backend),
+    |backend| ordered(backend),
     threads = 2
 );
 
@@ -805,7 +842,7 @@ async fn an_edit_after_the_booking_keeps_its_mark(f: Faulty) {
 on_every_backend!(
     edit_during_deletion,
     an_edit_after_the_booking_keeps_its_mark,
-    |backend| faulty(backend),
+    |backend| ordered(backend),
     threads = 2
 );
 
@@ -817,7 +854,7 @@ async fn a_deletion_landing_during_a_booking_stops_it(f: Faulty) {
 on_every_backend!(
     deletion_during_booking,
     a_deletion_landing_during_a_booking_stops_it,
-    |backend| faulty(backend),
+    |backend| ordered(backend),
     threads = 2
 );
 
@@ -830,19 +867,10 @@ async fn deletion_lands_during(
     creation: impl std::future::Future<Output = Value>,
     prepared: &PreparedDeletion,
 ) {
-    f.store.on(
-        move |c| c.op == Op::Transact && c.touches(kind),
-        Fault::Delay(HELD),
-        1,
-    );
     let client = f.world.client(&f.token);
-    let deletion = async {
-        until_held(f).await;
-        client
-            .call_tool("confirm_action", prepared.confirm_arguments.clone())
-            .await
-    };
-    let (created, deleted) = tokio::join!(creation, deletion);
+    let deletion = client.call_tool("confirm_action", prepared.confirm_arguments.clone());
+    let writing = move |c: &Call| c.op == Op::Transact && c.touches(kind);
+    let (created, deleted) = held_during(f, writing, creation, deletion).await;
     assert!(!deleted.is_error(), "{}", deleted.text());
     assert_eq!(error_code(&created), Some("not_found"), "{created}");
     assert_eq!(count(f, "acme#customer").await, 0, "Grace is gone");
@@ -866,7 +894,7 @@ async fn a_deletion_landing_during_a_quote_stops_it(f: Faulty) {
 on_every_backend!(
     deletion_during_quote,
     a_deletion_landing_during_a_quote_stops_it,
-    |backend| faulty(backend),
+    |backend| ordered(backend),
     threads = 2
 );
 
@@ -880,16 +908,9 @@ async fn a_preview_made_while_the_action_commits_does_not_run_again(f: Faulty) {
     let page = json!({"technician": tom, "message": "Burst pipe, please call"});
     let first = c.call_tool("page_technician", page.clone()).await;
     let run = |call: &Call| call.op == Op::Transact && call.touches("executed");
-    f.store
-        .on(run, Fault::Delay(Duration::from_millis(1_500)), 1);
-    let prepared_meanwhile = async {
-        while f.store.faults_met() < 1 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        c.call_tool("page_technician", page.clone()).await
-    };
     let running = crate::booking_tools::confirm(&c, &first);
-    let (ran, second) = tokio::join!(running, prepared_meanwhile);
+    let prepared_meanwhile = c.call_tool("page_technician", page.clone());
+    let (ran, second) = held_during(&f, run, running, prepared_meanwhile).await;
     assert_eq!(ran.structured()["status"], "DONE", "{}", ran.text());
     assert_eq!(
         second.structured()["status"],
@@ -912,66 +933,68 @@ async fn a_preview_made_while_the_action_commits_does_not_run_again(f: Faulty) {
 on_every_backend!(
     preview_during_run,
     a_preview_made_while_the_action_commits_does_not_run_again,
-    |backend| faulty_unlimited(backend),
+    |backend| ordered_unlimited(backend),
     threads = 2
 );
 
-/// The same confirmation sent twice while the first is committing (its commit held back): one
-/// deletes, and the other is told the action was decided already, not that the customer
-/// changed (which sends a model to read it again and delete a second time).
+/// The same confirmation sent twice, the second while the first is on its way to the store
+/// (held there until the second has answered): the second deletes, and the first is told the
+/// action was decided already, not that the customer changed (which sends a model to read it
+/// again and delete a second time).
 async fn a_confirmation_sent_twice_at_once_is_answered_as_decided(f: Faulty) {
     let c = f.world.client(&f.token);
     let prepared = crate::support::deletion::prepare(&c, "grace@example.com").await;
     let deleting = |call: &Call| call.op == Op::Transact && call.touches("customer");
-    f.store
-        .on(deleting, Fault::Delay(Duration::from_millis(1_000)), 1);
-    let again = async {
-        until_held(&f).await;
-        c.call_tool("confirm_action", prepared.confirm_arguments.clone())
-            .await
-    };
-    let first = c.call_tool("confirm_action", prepared.confirm_arguments.clone());
-    let (a, b) = tokio::join!(first, again);
-    let (done, refused): (Vec<_>, Vec<_>) = [a, b].into_iter().partition(|c| !c.is_error());
-    assert_eq!(done.len(), 1, "one deletes: {:?}", refused[0].text());
-    let refused = refused[0].structured();
-    assert_eq!(refused["code"], "conflict", "{refused}");
-    let message = refused["message"].as_str().unwrap_or_default();
-    assert!(message.contains("already confirmed"), "{refused}");
-    assert!(!message.contains("changed"), "{refused}");
+    let confirm = || c.call_tool("confirm_action", prepared.confirm_arguments.clone());
+    let (held, meanwhile) = held_during(&f, deleting, confirm(), confirm()).await;
+    assert!(!meanwhile.is_error(), "{}", meanwhile.text());
+    told_decided(held.structured());
     assert_eq!(count(&f, "acme#customer").await, 0);
     assert_eq!(audited(&f, "delete_customer").await, 1);
 }
 on_every_backend!(
     confirmed_twice_at_once,
     a_confirmation_sent_twice_at_once_is_answered_as_decided,
-    |backend| faulty(backend),
+    |backend| ordered(backend),
     threads = 2
 );
 
-/// The same, with the second confirmation's batch read answered item by item (as DynamoDB
-/// may): its pending action read before the first deleted the customer, the customer after.
+/// A refused confirmation says the action was decided already, not that its record changed
+/// or is missing.
+fn told_decided(refused: &Value) {
+    assert_eq!(refused["code"], "conflict", "{refused}");
+    let message = refused["message"].as_str().unwrap_or_default();
+    assert!(message.contains("already confirmed"), "{refused}");
+    assert!(!message.contains("changed"), "{refused}");
+}
+
+/// The same, with the first confirmation's batch read answered item by item (as DynamoDB
+/// may): its pending action read before the second deleted the customer, the customer after.
 /// It is told the action was decided, not that there is no such customer (which sends a
 /// model to look for her among the others).
 async fn a_confirmation_finding_its_record_gone_is_answered_as_decided(f: Faulty) {
     let c = f.world.client(&f.token);
     let prepared = crate::support::deletion::prepare(&c, "grace@example.com").await;
     let reading = |call: &Call| call.op == Op::BatchGet && call.touches("pending");
+    let gate = Gate::new();
     let apart = Fault::ReadApart {
         first: "pending",
-        pause: Duration::from_millis(1_000),
+        until: gate.clone(),
     };
     f.store.on(reading, apart, 1);
-    let second = c.call_tool("confirm_action", prepared.confirm_arguments.clone());
-    let first = async {
+    let held = c.call_tool("confirm_action", prepared.confirm_arguments.clone());
+    let meanwhile = async {
         until_held(&f).await;
-        c.call_tool("confirm_action", prepared.confirm_arguments.clone())
-            .await
+        let answer = c
+            .call_tool("confirm_action", prepared.confirm_arguments.clone())
+            .await;
+        gate.open();
+        answer
     };
-    let (second, first) = tokio::join!(second, first);
-    assert!(!first.is_error(), "{}", first.text());
-    let refused = second.structured();
-    assert_eq!(refused["code"], "conflict", "{refused}");
+    let (held, meanwhile) = tokio::join!(held, meanwhile);
+    assert!(!meanwhile.is_error(), "{}", meanwhile.text());
+    let refused = held.structured();
+    told_decided(refused);
     assert_eq!(refused["status"], "used", "{refused}");
     assert_eq!(count(&f, "acme#customer").await, 0);
     assert_eq!(audited(&f, "delete_customer").await, 1);
@@ -979,14 +1002,14 @@ async fn a_confirmation_finding_its_record_gone_is_answered_as_decided(f: Faulty
 on_every_backend!(
     record_gone_at_confirmation,
     a_confirmation_finding_its_record_gone_is_answered_as_decided,
-    |backend| faulty(backend),
+    |backend| ordered(backend),
     threads = 2
 );
 
 /// The same through the approvals page: a member approves on the page while the agent's own
 /// confirmation deletes the customer between the page's reads (its read of the customer held
-/// back). The page says the action
-/// was decided already, not that the customer is missing.
+/// until the agent's answer). The page says the action was decided already, not that the
+/// customer is missing.
 async fn a_page_approval_finding_its_record_gone_says_it_was_decided(f: Faulty) {
     f.world.member("acme", "bea", "owner").await;
     let c = f.world.client(&f.token);
@@ -996,22 +1019,16 @@ async fn a_page_approval_finding_its_record_gone_says_it_was_decided(f: Faulty) 
         .unwrap()
         .to_owned();
     let (cookie, csrf) = crate::web::sign_in(&f.world, "acme", "bea").await;
-    // The page reads the pending action, then the customer on its own.
-    let reading = |call: &Call| call.op == Op::Get && call.touches("customer");
-    f.store
-        .on(reading, Fault::Delay(Duration::from_millis(1_000)), 1);
     let (path, form) = (
         format!("/app/approvals/{token}"),
         format!("decision=approve&csrf={csrf}"),
     );
     let headers = [crate::web::FORM, ("cookie", &cookie)];
     let page = crate::web::send(&f.world, "POST", &path, &headers, &form);
-    let agent = async {
-        until_held(&f).await;
-        c.call_tool("confirm_action", prepared.confirm_arguments.clone())
-            .await
-    };
-    let (page, agent) = tokio::join!(page, agent);
+    let agent = c.call_tool("confirm_action", prepared.confirm_arguments.clone());
+    // The page reads the pending action, then the customer on its own.
+    let reading = |call: &Call| call.op == Op::Get && call.touches("customer");
+    let (page, agent) = held_during(&f, reading, page, agent).await;
     assert!(!agent.is_error(), "{}", agent.text());
     assert!(page.body.contains("already confirmed"), "{}", page.body);
     assert!(!page.body.contains("There is no customer"), "{}", page.body);
@@ -1020,6 +1037,6 @@ async fn a_page_approval_finding_its_record_gone_says_it_was_decided(f: Faulty) 
 on_every_backend!(
     record_gone_at_page_approval,
     a_page_approval_finding_its_record_gone_says_it_was_decided,
-    |backend| faulty(backend),
+    |backend| ordered(backend),
     threads = 2
 );

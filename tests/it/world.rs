@@ -37,12 +37,30 @@ impl World {
     /// A world on `backend`, or `None` (printed) when that backend's server is not available
     /// outside CI.
     pub(crate) async fn on(backend: Backend) -> Option<World> {
+        Self::with_settings(backend, Self::settings()).await
+    }
+
+    /// [`World::on`] with the server's time standing still: for tests that count calls in a
+    /// rate window or wait out a sign-in throttle, which a slow machine must not see turn.
+    pub(crate) async fn at_a_fixed_time(backend: Backend) -> Option<World> {
         let settings = app::Settings {
-            allowed_origins: vec!["https://app.example.com".into()],
-            oauth: Some(oauth_settings()),
-            ..app::Settings::default()
+            clock: std::sync::Arc::new(mcp_pipeline::FixedClock::starting_now()),
+            ..Self::settings()
         };
         Self::with_settings(backend, settings).await
+    }
+
+    /// The settings of [`World::on`]. The store's waits are long: the local DynamoDB server,
+    /// shared by every test, can take more than the deployed bound on a loaded machine, and an
+    /// answer lost to the bound after its commit would read as a defect of the test's subject.
+    /// The bound itself is tested in `store_faults`, under the deployed value.
+    fn settings() -> app::Settings {
+        app::Settings {
+            allowed_origins: vec!["https://app.example.com".into()],
+            oauth: Some(oauth_settings()),
+            store_wait: std::time::Duration::from_secs(20),
+            ..app::Settings::default()
+        }
     }
 
     /// A world on `backend` with `settings` (its backend name set here).

@@ -23,8 +23,29 @@ pub(crate) enum Op {
     Transact,
 }
 
+/// A gate a held call waits at until the test opens it: an order between two calls that no
+/// machine's speed changes (a fixed delay only hopes the other call is done by then).
+#[derive(Debug, Clone)]
+pub(crate) struct Gate(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Gate {
+    pub(crate) fn new() -> Gate {
+        Gate(Arc::new(tokio::sync::watch::channel(false).0))
+    }
+
+    /// Lets every call held at it (and every later one) through.
+    pub(crate) fn open(&self) {
+        self.0.send_replace(true);
+    }
+
+    async fn passed(&self) {
+        let mut open = self.0.subscribe();
+        let _ = open.wait_for(|open| *open).await;
+    }
+}
+
 /// What a rule does to the calls it picks.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) enum Fault {
     /// `StoreError::Throttled`, nothing done.
     Throttle,
@@ -32,6 +53,8 @@ pub(crate) enum Fault {
     Fail,
     /// Forwarded after this long.
     Delay(Duration),
+    /// Forwarded once the gate is open.
+    HoldUntil(Gate),
     /// Forwarded and done, then answered `Unavailable` as if the answer was lost on the way.
     LoseAnswer,
     /// Refused as the backend refuses an item over 400 KB, nothing done.
@@ -45,12 +68,9 @@ pub(crate) enum Fault {
     /// The store's code panics in the call after this long (a bug in a driver), nothing done.
     PanicAfter(Duration),
     /// A batch read answered as DynamoDB may answer one, item by item with no common snapshot:
-    /// the items in partitions of kind `first`, then, this long after, the others (elsewhere
-    /// forwarded unchanged).
-    ReadApart {
-        first: &'static str,
-        pause: Duration,
-    },
+    /// the items in partitions of kind `first`, then, once the gate is open, the others
+    /// (elsewhere forwarded unchanged).
+    ReadApart { first: &'static str, until: Gate },
 }
 
 /// One call as the rules see it: its operation and the items it addresses (a query: its
@@ -95,6 +115,8 @@ pub(crate) struct FaultyStore {
     rules: Mutex<Vec<Rule>>,
     /// Shown every call, which they leave unchanged.
     watchers: Mutex<Vec<Sees>>,
+    /// Shown every call once it has answered (transactions excepted).
+    answer_watchers: Mutex<Vec<Sees>>,
     /// Every call that met a fault, in order.
     hit: Mutex<Vec<(Op, Vec<Key>)>>,
 }
@@ -111,6 +133,7 @@ impl FaultyStore {
             inner,
             rules: Mutex::new(Vec::new()),
             watchers: Mutex::new(Vec::new()),
+            answer_watchers: Mutex::new(Vec::new()),
             hit: Mutex::new(Vec::new()),
         })
     }
@@ -132,6 +155,11 @@ impl FaultyStore {
     /// From now on `sees` is shown every call, which goes on unchanged.
     pub(crate) fn watch(&self, sees: impl Fn(&Call) + Send + Sync + 'static) {
         self.watchers.lock().unwrap().push(Box::new(sees));
+    }
+
+    /// From now on `sees` is shown every call but a transaction once it has answered.
+    pub(crate) fn watch_answers(&self, sees: impl Fn(&Call) + Send + Sync + 'static) {
+        self.answer_watchers.lock().unwrap().push(Box::new(sees));
     }
 
     /// No more faults.
@@ -158,7 +186,7 @@ impl FaultyStore {
         let rule = rules.iter_mut().find(|r| r.left > 0 && (r.picks)(&call))?;
         rule.left -= 1;
         self.hit.lock().unwrap().push((call.op, call.keys));
-        Some(rule.fault)
+        Some(rule.fault.clone())
     }
 
     /// Runs `forward` under the fault `call` meets, if any.
@@ -167,7 +195,11 @@ impl FaultyStore {
         call: Call,
         forward: impl Future<Output = Result<T, StoreError>>,
     ) -> Result<T, StoreError> {
-        self.apply(self.fault_for(call), forward).await
+        let answer = self.apply(self.fault_for(call.clone()), forward).await;
+        for sees in self.answer_watchers.lock().unwrap().iter() {
+            sees(&call);
+        }
+        answer
     }
 
     /// Runs `forward` under `fault`.
@@ -191,6 +223,10 @@ impl FaultyStore {
                 tokio::time::sleep(d).await;
                 forward.await
             }
+            Some(Fault::HoldUntil(gate)) => {
+                gate.passed().await;
+                forward.await
+            }
             Some(Fault::LoseAnswer) => {
                 let _done = forward.await;
                 Err(StoreError::Unavailable(
@@ -207,19 +243,21 @@ impl FaultyStore {
 }
 
 impl FaultyStore {
-    /// `keys` read in two batches, those of kind `first`, then after `pause` the others,
-    /// answered in the order asked.
+    /// `keys` read in two batches, those of kind `first`, then once `until` is open the
+    /// others, answered in the order asked.
     async fn read_apart(
         &self,
         keys: &[Key],
         first: &str,
-        pause: Duration,
+        until: &Gate,
     ) -> Result<Vec<Option<Item>>, StoreError> {
         let (early, late): (Vec<Key>, Vec<Key>) =
             keys.iter().cloned().partition(|k| is_kind(k, first));
         let mut read = std::collections::HashMap::new();
-        for (part, wait) in [(early, Duration::ZERO), (late, pause)] {
-            tokio::time::sleep(wait).await;
+        for (part, late) in [(early, false), (late, true)] {
+            if late {
+                until.passed().await;
+            }
             if !part.is_empty() {
                 let items = self.inner.batch_get(&part).await?;
                 read.extend(part.into_iter().zip(items));
@@ -242,7 +280,7 @@ impl Store for FaultyStore {
 
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
         match self.fault_for(call(Op::BatchGet, keys.to_vec())) {
-            Some(Fault::ReadApart { first, pause }) => self.read_apart(keys, first, pause).await,
+            Some(Fault::ReadApart { first, until }) => self.read_apart(keys, first, &until).await,
             fault => self.apply(fault, self.inner.batch_get(keys)).await,
         }
     }
