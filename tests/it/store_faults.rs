@@ -974,26 +974,7 @@ fn told_decided(refused: &Value) {
 /// It is told the action was decided, not that there is no such customer (which sends a
 /// model to look for her among the others).
 async fn a_confirmation_finding_its_record_gone_is_answered_as_decided(f: Faulty) {
-    let c = f.world.client(&f.token);
-    let prepared = crate::support::deletion::prepare(&c, "grace@example.com").await;
-    let reading = |call: &Call| call.op == Op::BatchGet && call.touches("pending");
-    let gate = Gate::new();
-    let apart = Fault::ReadApart {
-        first: "pending",
-        until: gate.clone(),
-    };
-    f.store.on(reading, apart, 1);
-    let held = c.call_tool("confirm_action", prepared.confirm_arguments.clone());
-    let meanwhile = async {
-        until_held(&f).await;
-        let answer = c
-            .call_tool("confirm_action", prepared.confirm_arguments.clone())
-            .await;
-        gate.open();
-        answer
-    };
-    let (held, meanwhile) = tokio::join!(held, meanwhile);
-    assert!(!meanwhile.is_error(), "{}", meanwhile.text());
+    let (held, _) = confirmation_finding_its_record_gone(&f, false).await;
     let refused = held.structured();
     told_decided(refused);
     assert_eq!(refused["status"], "used", "{refused}");
@@ -1006,6 +987,65 @@ on_every_backend!(
     |backend| faulty(backend),
     threads = 2
 );
+
+/// The same, with the store failing when the held confirmation reads its pending action
+/// again: whether the other call decided it is unknown, so it is told to try again (and the
+/// retry is told the decision), not that there is no such customer.
+async fn a_confirmation_unsure_of_its_decision_is_told_to_retry(f: Faulty) {
+    let (held, retry) = confirmation_finding_its_record_gone(&f, true).await;
+    let refused = held.structured();
+    assert_eq!(refused["code"], "unavailable", "{refused}");
+    assert!(refused["retry_after_seconds"].is_i64(), "{refused}");
+    told_decided(retry.await.structured());
+    assert_eq!(audited(&f, "delete_customer").await, 1);
+}
+on_every_backend!(
+    decision_unread_at_confirmation,
+    a_confirmation_unsure_of_its_decision_is_told_to_retry,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+/// Grace's deletion confirmed twice: the first confirmation's batch read answered item by item
+/// (as DynamoDB may), its pending action before the second confirmation deleted her, the
+/// customer after; with `reread_fails`, the store fails its next read of the pending action.
+/// The first confirmation's answer, and its retry (to send).
+async fn confirmation_finding_its_record_gone(
+    f: &Faulty,
+    reread_fails: bool,
+) -> (ToolCall, impl std::future::Future<Output = ToolCall>) {
+    let c = f.world.client(&f.token);
+    let prepared = crate::support::deletion::prepare(&c, "grace@example.com").await;
+    let reading = |call: &Call| call.op == Op::BatchGet && call.touches("pending");
+    let (read, gate) = (Gate::new(), Gate::new());
+    let apart = Fault::ReadApart {
+        first: "pending",
+        read: read.clone(),
+        until: gate.clone(),
+    };
+    f.store.on(reading, apart, 1);
+    let held = c.call_tool("confirm_action", prepared.confirm_arguments.clone());
+    let meanwhile = async {
+        // Once the held call has read its pending action (still pending).
+        read.passed().await;
+        let answer = c
+            .call_tool("confirm_action", prepared.confirm_arguments.clone())
+            .await;
+        if reread_fails {
+            let rereading = |call: &Call| call.op == Op::Get && call.touches("pending");
+            f.store.on(rereading, Fault::Fail, 1);
+        }
+        gate.open();
+        answer
+    };
+    let (held, meanwhile) = tokio::join!(held, meanwhile);
+    assert!(!meanwhile.is_error(), "{}", meanwhile.text());
+    let retry = async move {
+        c.call_tool("confirm_action", prepared.confirm_arguments)
+            .await
+    };
+    (held, retry)
+}
 
 /// The same through the approvals page: a member approves on the page while the agent's own
 /// confirmation deletes the customer between the page's reads (its read of the customer held
@@ -1038,6 +1078,30 @@ async fn a_page_approval_finding_its_record_gone_says_it_was_decided(f: Faulty) 
 on_every_backend!(
     record_gone_at_page_approval,
     a_page_approval_finding_its_record_gone_says_it_was_decided,
+    |backend| faulty(backend),
+    threads = 2
+);
+
+/// A rejection sent while the same action's confirmation executes (its commit held until the
+/// confirmation has answered): it is told the action was executed, not only that it is no
+/// longer pending (which leaves the user thinking their "no" may have stopped it).
+async fn a_rejection_losing_to_the_confirmation_is_told_it_ran(f: Faulty) {
+    let c = f.world.client(&f.token);
+    let prepared = crate::support::deletion::prepare(&c, "grace@example.com").await;
+    let token = json!({"confirm_token": prepared.preview["confirm_token"]});
+    let rejecting = |call: &Call| call.op == Op::Transact && call.touches("pending");
+    let reject = c.call_tool("reject_action", token);
+    let confirm = c.call_tool("confirm_action", prepared.confirm_arguments.clone());
+    let (rejected, confirmed) = held_during(&f, rejecting, reject, confirm).await;
+    assert!(!confirmed.is_error(), "{}", confirmed.text());
+    let refused = rejected.structured();
+    told_decided(refused);
+    assert_eq!(refused["status"], "used", "{refused}");
+    assert_eq!(count(&f, "acme#customer").await, 0);
+}
+on_every_backend!(
+    rejected_while_confirmed,
+    a_rejection_losing_to_the_confirmation_is_told_it_ran,
     |backend| faulty(backend),
     threads = 2
 );

@@ -289,6 +289,35 @@ pub(crate) fn consume_op(tenant: &str, token: &str, to: &str) -> store::Update {
     .when(Condition::eq("status", SV::s("pending")))
 }
 
+/// [`consume_op`] as a planned write whose failure is explained by what decided the pending
+/// action first (executed, rejected, replaced), read from the item as it is now and worded by
+/// [`check`] for this caller: of two decisions at once, the second is told the first.
+pub(crate) fn consumption(caller: &Caller, token: &str, to: &str) -> crate::writes::Planned {
+    let op = consume_op(&caller.tenant, token, to).return_old_on_failure();
+    let (caller, token) = (caller.clone(), token.to_owned());
+    crate::writes::Planned {
+        op: op.into(),
+        on_conflict: Some(Box::new(move |now: Option<&Item>| {
+            let decided = now.and_then(|item| read_pending(&token, item));
+            // Still pending, the condition cannot have failed; gone, it lapsed meanwhile.
+            check(decided, &caller, None).err().unwrap_or_else(|| {
+                no_longer_pending("Prepare the action again if it is still wanted")
+            })
+        })),
+    }
+}
+
+/// A pending action that was decided or replaced meanwhile, when what decided it is unknown.
+pub(crate) fn no_longer_pending(fix: &str) -> ToolError {
+    ToolError::new(ErrorKind::Conflict, "This action is no longer pending", fix)
+        .handover("It was decided or replaced meanwhile: tell the user, and prepare it again only if they still want it")
+}
+
+/// Whether `error` is a pending action's decision, as [`check`] words it (it names the status).
+pub(crate) fn is_decision(error: &ToolError) -> bool {
+    error.kind == ErrorKind::Conflict && error.details.contains_key("status")
+}
+
 /// The key of an action's mark: the tool and what its preview showed, so however its
 /// arguments were spelled (a technician's bare id or handle, a trailing blank).
 fn mark_key(tenant: &str, p: &Pending) -> store::Key {

@@ -38,7 +38,8 @@ impl Gate {
         self.0.send_replace(true);
     }
 
-    async fn passed(&self) {
+    /// Once the gate is open.
+    pub(crate) async fn passed(&self) {
         let mut open = self.0.subscribe();
         let _ = open.wait_for(|open| *open).await;
     }
@@ -68,9 +69,13 @@ pub(crate) enum Fault {
     /// The store's code panics in the call after this long (a bug in a driver), nothing done.
     PanicAfter(Duration),
     /// A batch read answered as DynamoDB may answer one, item by item with no common snapshot:
-    /// the items in partitions of kind `first`, then, once the gate is open, the others
-    /// (elsewhere forwarded unchanged).
-    ReadApart { first: &'static str, until: Gate },
+    /// the items in partitions of kind `first`, then (having opened `read`), once `until` is
+    /// open, the others (elsewhere forwarded unchanged).
+    ReadApart {
+        first: &'static str,
+        read: Gate,
+        until: Gate,
+    },
 }
 
 /// One call as the rules see it: its operation and the items it addresses (a query: its
@@ -115,7 +120,7 @@ pub(crate) struct FaultyStore {
     rules: Mutex<Vec<Rule>>,
     /// Shown every call, which they leave unchanged.
     watchers: Mutex<Vec<Sees>>,
-    /// Shown every call once it has answered (transactions excepted).
+    /// Shown every single-item call and query once it has answered.
     answer_watchers: Mutex<Vec<Sees>>,
     /// Every call that met a fault, in order.
     hit: Mutex<Vec<(Op, Vec<Key>)>>,
@@ -157,7 +162,8 @@ impl FaultyStore {
         self.watchers.lock().unwrap().push(Box::new(sees));
     }
 
-    /// From now on `sees` is shown every call but a transaction once it has answered.
+    /// From now on `sees` is shown every single-item call and query once it has answered
+    /// (not batch reads or transactions).
     pub(crate) fn watch_answers(&self, sees: impl Fn(&Call) + Send + Sync + 'static) {
         self.answer_watchers.lock().unwrap().push(Box::new(sees));
     }
@@ -243,19 +249,20 @@ impl FaultyStore {
 }
 
 impl FaultyStore {
-    /// `keys` read in two batches, those of kind `first`, then once `until` is open the
-    /// others, answered in the order asked.
+    /// `keys` read in two batches, those of kind `first` (then `read` is opened), and once
+    /// `until` is open the others, answered in the order asked.
     async fn read_apart(
         &self,
         keys: &[Key],
         first: &str,
-        until: &Gate,
+        (read_first, until): (&Gate, &Gate),
     ) -> Result<Vec<Option<Item>>, StoreError> {
         let (early, late): (Vec<Key>, Vec<Key>) =
             keys.iter().cloned().partition(|k| is_kind(k, first));
         let mut read = std::collections::HashMap::new();
         for (part, late) in [(early, false), (late, true)] {
             if late {
+                read_first.open();
                 until.passed().await;
             }
             if !part.is_empty() {
@@ -280,7 +287,9 @@ impl Store for FaultyStore {
 
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
         match self.fault_for(call(Op::BatchGet, keys.to_vec())) {
-            Some(Fault::ReadApart { first, until }) => self.read_apart(keys, first, &until).await,
+            Some(Fault::ReadApart { first, read, until }) => {
+                self.read_apart(keys, first, (&read, &until)).await
+            }
             fault => self.apply(fault, self.inner.batch_get(keys)).await,
         }
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
-use super::finish::{Audited, no_longer_pending};
+use super::finish::Audited;
 use super::{Call, CallPlan, Exit, Stage};
 use crate::confirm::{self, Approver, ConfirmInput, Phase, RejectInput};
 use crate::gates::Committed;
@@ -64,17 +64,18 @@ impl Call<'_> {
         caller: &Caller,
         pending: confirm::Pending,
     ) -> Stage<ToolResult> {
-        let op = WriteSet::of(confirm::consume_op(
-            &caller.tenant,
-            &pending.token,
-            "rejected",
-        ));
+        let op = WriteSet {
+            ops: vec![confirm::consumption(caller, &pending.token, "rejected")],
+            ..WriteSet::default()
+        };
         match self
             .commit(g, op, None, Audited::outcome("rejected").of(&pending.tool))
             .await
         {
-            Committed::Refused(error) if error.kind == ErrorKind::Rejected => Err(error.into()),
-            Committed::Refused(_) => Err(no_longer_pending("Nothing to reject").into()),
+            Committed::Refused(e) if e.kind == ErrorKind::Rejected || confirm::is_decision(&e) => {
+                Err(e.into())
+            }
+            Committed::Refused(_) => Err(confirm::no_longer_pending("Nothing to reject").into()),
             _ => Ok(ToolResult::success(json!({
                 "summary": "Rejected; nothing was done.",
                 "confirm_token": pending.token,

@@ -21,7 +21,12 @@ impl Call<'_> {
             return Err(self.seal_input_required(asked));
         }
         if ran.result.is_error() {
-            self.decided_already().await?;
+            // A body cut at its deadline, or told to wait, has met the store's slowness
+            // already: reading again would only add to the wait.
+            let waits = ran.result.structured.get("retry_after_seconds").is_some();
+            if !(ran.timed_out || waits) {
+                self.decided_already().await?;
+            }
             return Ok(ran.result);
         }
         if ran.timed_out || !ran.body_ran {
@@ -154,6 +159,9 @@ impl Call<'_> {
         let unread = crate::Prefetched::default();
         match confirm::load_named(store, &unread, caller, &token, None, by_id).await {
             Err(decided) if decided.kind == ErrorKind::Conflict => Err(decided.into()),
+            // Unknown whether it was decided meanwhile: the body's error may be the other
+            // call's doing, so the caller is told to try again (which reads it then).
+            Err(outage) if outage.kind == ErrorKind::Unavailable => Err(outage.into()),
             _ => Ok(()),
         }
     }
@@ -184,11 +192,16 @@ impl Call<'_> {
             confirm::Answer::Unanswered => return Err(self.ask_for_approval(&pending, token)),
             confirm::Answer::Declined => {}
         }
-        let declined = WriteSet::of(confirm::consume_op(&caller.tenant, token, "rejected"));
+        let declined = WriteSet {
+            ops: vec![confirm::consumption(caller, token, "rejected")],
+            ..WriteSet::default()
+        };
         let audit = Audited::outcome("declined").of(&pending.tool);
         match self.commit(g, declined, None, audit).await {
-            Committed::Refused(error) if error.kind == ErrorKind::Rejected => Err(error.into()),
-            Committed::Refused(_) => Err(no_longer_pending("Nothing was done").into()),
+            Committed::Refused(e) if e.kind == ErrorKind::Rejected || confirm::is_decision(&e) => {
+                Err(e.into())
+            }
+            Committed::Refused(_) => Err(confirm::no_longer_pending("Nothing was done").into()),
             _ => Err(Exit::Answer(ToolResult::success(json!({
                 "summary": "The user did not approve; nothing was done.",
                 "status": "DECLINED",
@@ -313,8 +326,14 @@ impl Call<'_> {
         (mut fresh, content): (Pending, Value),
     ) -> Stage<ToolResult> {
         fresh.in_product |= old.in_product;
-        let tenant = self.caller().map(|c| c.tenant.clone()).unwrap_or_default();
-        let mut ops = WriteSet::of(confirm::consume_op(&tenant, &old.token, "superseded"));
+        let Some(caller) = self.caller() else {
+            return Err(confirm::no_longer_pending("Prepare the action again").into());
+        };
+        let tenant = caller.tenant.clone();
+        let mut ops = WriteSet {
+            ops: vec![confirm::consumption(caller, &old.token, "superseded")],
+            ..WriteSet::default()
+        };
         ops.ops
             .push(Planned::new(confirm::store_op(&tenant, &fresh, self.now)));
         ops.ops.push(Planned::new(confirm::register_op(
@@ -324,11 +343,11 @@ impl Call<'_> {
             .commit(g, ops, None, Audited::outcome("superseded"))
             .await
         {
-            Committed::Refused(error) if error.kind == ErrorKind::Rejected => {
-                return Err(error.into());
+            Committed::Refused(e) if e.kind == ErrorKind::Rejected || confirm::is_decision(&e) => {
+                return Err(e.into());
             }
             Committed::Refused(_) => {
-                return Err(no_longer_pending("Prepare the action again").into());
+                return Err(confirm::no_longer_pending("Prepare the action again").into());
             }
             _ => {}
         }
@@ -376,17 +395,10 @@ impl Call<'_> {
         // twice at once, the loser is told the action was decided (the first failed condition
         // explains a refused commit), not that its record changed, which sends a model to read
         // it and act again.
-        let consume = Planned {
-            op: confirm::consume_op(&tenant, &old.token, "used").into(),
-            on_conflict: Some(Box::new(|_| {
-                ToolError::new(
-                    ErrorKind::Conflict,
-                    "This action was already confirmed, rejected or replaced",
-                    "Do not confirm it again",
-                )
-                .handover("It was decided already: tell the user; read the record to see its state")
-            })),
+        let Some(caller) = self.caller() else {
+            return Err(confirm::no_longer_pending("Prepare the action again").into());
         };
+        let consume = confirm::consumption(caller, &old.token, "used");
         let tool = old.tool.clone();
         let mark = Planned {
             op: confirm::executed_op(&tenant, old, self.now_micros).into(),
@@ -439,9 +451,4 @@ impl<'a> Audited<'a> {
             ..self
         }
     }
-}
-
-pub(crate) fn no_longer_pending(fix: &str) -> ToolError {
-    ToolError::new(ErrorKind::Conflict, "This action is no longer pending", fix)
-        .handover("It was decided or replaced meanwhile: tell the user, and prepare it again only if they still want it")
 }
