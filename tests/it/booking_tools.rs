@@ -958,6 +958,17 @@ pub(crate) async fn confirm(
     c.call_tool("confirm_action", args).await
 }
 
+/// `booking` (its `booking` handle and `version`) cancelled and the cancellation confirmed: the
+/// confirmation's answer.
+async fn cancel_approved(
+    c: &mcp_test_client::TestClient,
+    booking: &Value,
+) -> mcp_test_client::ToolCall {
+    let args = json!({"booking": booking["booking"], "version": booking["version"]});
+    let preview = c.call_tool("cancel_booking", args).await;
+    confirm(c, &preview).await
+}
+
 pub(crate) async fn confirmed_booking(
     c: &mcp_test_client::TestClient,
     customer: &str,
@@ -1741,13 +1752,7 @@ async fn the_largest_batch_cancellation_commits_once_approved() {
         .last()
         .unwrap()
         .clone();
-    let cancel_one = c
-        .call_tool(
-            "cancel_booking",
-            json!({"booking": last["booking"], "version": last["version"]}),
-        )
-        .await;
-    confirm(&c, &cancel_one).await;
+    cancel_approved(&c, &last).await;
     let batch = c
         .call_tool(
             "cancel_bookings",
@@ -2101,10 +2106,7 @@ async fn messages_are_limited_per_recipient(world: World) {
     assert_eq!(sent(&world, "acme", "Your booking is confirmed").await, 3);
     // A cancellation is not held back by the full limit: the customer is always told.
     let c = &prepared[0].0;
-    let b = &done[0].structured()["booking"];
-    let args = json!({"booking": b["booking"], "version": b["version"]});
-    let cancel = c.call_tool("cancel_booking", args).await;
-    let cancelled = confirm(c, &cancel).await;
+    let cancelled = cancel_approved(c, &done[0].structured()["booking"]).await;
     assert_eq!(
         cancelled.structured()["status"],
         "DONE",
@@ -2154,13 +2156,7 @@ async fn a_cancelled_booking_is_deleted_after_its_slot_is_taken(world: World) {
         .call_tool("create_booking", draft(&ada, &tom, "2055-03-02 09:00"))
         .await;
     let b = first.structured()["booking"].clone();
-    let cancel = c
-        .call_tool(
-            "cancel_booking",
-            json!({"booking": b["booking"], "version": b["version"]}),
-        )
-        .await;
-    let cancelled = confirm(&c, &cancel).await.structured()["booking"].clone();
+    let cancelled = cancel_approved(&c, &b).await.structured()["booking"].clone();
     // The same slot booked again (another service, so that the call is no replay of the first).
     let same_slot = |service: &str| {
         let mut args = draft(&ada, &tom, "2055-03-02 09:00");
@@ -2343,25 +2339,13 @@ async fn a_technician_is_booked_once_at_a_time(world: World) {
     let deliberate = c.call_tool("create_booking", both).await;
     assert!(!deliberate.is_error(), "{}", deliberate.text());
     // Once the first is cancelled, the deliberate one still holds the time.
-    let cancel = c
-        .call_tool(
-            "cancel_booking",
-            json!({"booking": first["booking"], "version": first["version"]}),
-        )
-        .await;
-    confirm(&c, &cancel).await;
+    cancel_approved(&c, &first).await;
     let still = c
         .call_tool("create_booking", create(&ada, "2055-03-02 10:30"))
         .await;
     assert_eq!(still.structured()["code"], "conflict", "{}", still.text());
     // A cancelled booking frees its time.
-    let cancel = c
-        .call_tool(
-            "cancel_booking",
-            json!({"booking": after["booking"], "version": after["version"]}),
-        )
-        .await;
-    confirm(&c, &cancel).await;
+    cancel_approved(&c, &after).await;
     let freed = c
         .call_tool("create_booking", create(&ada, "2055-03-02 12:00"))
         .await;

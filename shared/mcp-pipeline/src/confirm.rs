@@ -299,7 +299,7 @@ pub(crate) fn consumption(caller: &Caller, token: &str, to: &str) -> crate::writ
         op: op.into(),
         on_conflict: Some(Box::new(move |now: Option<&Item>| {
             let decided = now.and_then(|item| read_pending(&token, item));
-            // Still pending, the condition cannot have failed; gone, it lapsed meanwhile.
+            // `check` refuses every state but pending, in which the condition cannot fail.
             check(decided, &caller, None).err().unwrap_or_else(|| {
                 no_longer_pending("Prepare the action again if it is still wanted")
             })
@@ -313,9 +313,16 @@ pub(crate) fn no_longer_pending(fix: &str) -> ToolError {
         .handover("It was decided or replaced meanwhile: tell the user, and prepare it again only if they still want it")
 }
 
-/// Whether `error` is a pending action's decision, as [`check`] words it (it names the status).
-pub(crate) fn is_decision(error: &ToolError) -> bool {
-    error.kind == ErrorKind::Conflict && error.details.contains_key("status")
+/// What a refused consumption answers: a kill-switch refusal, or the decision that came first
+/// (as [`consumption`] words it, naming the status), as they are; anything else (a concurrent
+/// transaction, an outage) as no longer pending, with `fix`.
+pub(crate) fn consumption_refused(error: ToolError, fix: &str) -> ToolError {
+    let decided = error.kind == ErrorKind::Conflict && error.details.contains_key("status");
+    if error.kind == ErrorKind::Rejected || decided {
+        error
+    } else {
+        no_longer_pending(fix)
+    }
 }
 
 /// The key of an action's mark: the tool and what its preview showed, so however its

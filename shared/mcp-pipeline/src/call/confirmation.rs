@@ -72,10 +72,9 @@ impl Call<'_> {
             .commit(g, op, None, Audited::outcome("rejected").of(&pending.tool))
             .await
         {
-            Committed::Refused(e) if e.kind == ErrorKind::Rejected || confirm::is_decision(&e) => {
-                Err(e.into())
+            Committed::Refused(e) => {
+                Err(confirm::consumption_refused(e, "Nothing to reject").into())
             }
-            Committed::Refused(_) => Err(confirm::no_longer_pending("Nothing to reject").into()),
             _ => Ok(ToolResult::success(json!({
                 "summary": "Rejected; nothing was done.",
                 "confirm_token": pending.token,

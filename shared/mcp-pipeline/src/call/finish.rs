@@ -198,10 +198,9 @@ impl Call<'_> {
         };
         let audit = Audited::outcome("declined").of(&pending.tool);
         match self.commit(g, declined, None, audit).await {
-            Committed::Refused(e) if e.kind == ErrorKind::Rejected || confirm::is_decision(&e) => {
-                Err(e.into())
+            Committed::Refused(e) => {
+                Err(confirm::consumption_refused(e, "Nothing was done").into())
             }
-            Committed::Refused(_) => Err(confirm::no_longer_pending("Nothing was done").into()),
             _ => Err(Exit::Answer(ToolResult::success(json!({
                 "summary": "The user did not approve; nothing was done.",
                 "status": "DECLINED",
@@ -327,7 +326,9 @@ impl Call<'_> {
     ) -> Stage<ToolResult> {
         fresh.in_product |= old.in_product;
         let Some(caller) = self.caller() else {
-            return Err(confirm::no_longer_pending("Prepare the action again").into());
+            return Err(self
+                .internal_error("a replaced action without its caller")
+                .into());
         };
         let tenant = caller.tenant.clone();
         let mut ops = WriteSet {
@@ -339,17 +340,9 @@ impl Call<'_> {
         ops.ops.push(Planned::new(confirm::register_op(
             &tenant, &fresh, self.now, false,
         )));
-        match self
-            .commit(g, ops, None, Audited::outcome("superseded"))
-            .await
-        {
-            Committed::Refused(e) if e.kind == ErrorKind::Rejected || confirm::is_decision(&e) => {
-                return Err(e.into());
-            }
-            Committed::Refused(_) => {
-                return Err(confirm::no_longer_pending("Prepare the action again").into());
-            }
-            _ => {}
+        let audit = Audited::outcome("superseded");
+        if let Committed::Refused(e) = self.commit(g, ops, None, audit).await {
+            return Err(confirm::consumption_refused(e, "Prepare the action again").into());
         }
         let preview = confirm::preview_result(json!({}), &fresh, &content);
         let mut error = ToolError::new(
@@ -385,7 +378,16 @@ impl Call<'_> {
         let Ran {
             result, mut writes, ..
         } = ran;
-        let tenant = self.caller().map(|c| c.tenant.clone()).unwrap_or_default();
+        // Confirming needed the caller (`pending_scope`).
+        let Some(caller) = self.caller() else {
+            return Err(self
+                .internal_error("an approved action without its caller")
+                .into());
+        };
+        let (tenant, consume) = (
+            caller.tenant.clone(),
+            confirm::consumption(caller, &old.token, "used"),
+        );
         if self.plan.spec.effect == EffectClass::Notify {
             let sent_to = (&writes.ids[..], &writes.recipients[..]);
             let buckets = gates::object_buckets(g, &tenant, sent_to, self.now);
@@ -395,10 +397,6 @@ impl Call<'_> {
         // twice at once, the loser is told the action was decided (the first failed condition
         // explains a refused commit), not that its record changed, which sends a model to read
         // it and act again.
-        let Some(caller) = self.caller() else {
-            return Err(confirm::no_longer_pending("Prepare the action again").into());
-        };
-        let consume = confirm::consumption(caller, &old.token, "used");
         let tool = old.tool.clone();
         let mark = Planned {
             op: confirm::executed_op(&tenant, old, self.now_micros).into(),
