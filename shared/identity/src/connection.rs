@@ -399,13 +399,13 @@ impl ConnectionService {
             .directory
             .member(&actor.tenant, &actor.member)
             .await?
-            .filter(|m| m.active);
-        if !member.is_some_and(|m| m.rights.contains(MANAGE_CONNECTIONS)) {
-            return Err(IdentityError::Forbidden(format!(
-                "{} may not revoke connections in {}",
-                actor.member, actor.tenant
-            )));
-        }
+            .filter(|m| m.active && m.rights.contains(MANAGE_CONNECTIONS))
+            .ok_or_else(|| {
+                IdentityError::Forbidden(format!(
+                    "{} may not revoke connections in {}",
+                    actor.member, actor.tenant
+                ))
+            })?;
         if connection_id.trim().is_empty() {
             return Err(IdentityError::Invalid(
                 "name the connection to revoke by its id (con_..., as `token list` and the connections page show it)".into(),
@@ -418,6 +418,7 @@ impl ConnectionService {
         let mut connection = Connection::from_item(&stored).ok_or_else(|| {
             IdentityError::NotFound(format!("connection {connection_id} is unreadable"))
         })?;
+        may_revoke(&member, &connection)?;
         if connection.revoked {
             return Ok(connection);
         }
@@ -451,6 +452,36 @@ impl ConnectionService {
         connection.revoked = true;
         Ok(connection)
     }
+}
+
+/// The role whose members may revoke any connection of their workspace.
+pub const OWNER_ROLE: &str = "owner";
+
+/// Whether `member` (active, holding [`MANAGE_CONNECTIONS`]) may revoke `connection` (ADR 48):
+/// their own always; another member's only while they hold every right it holds, so that
+/// managing connections does not let a dispatcher cut off an owner's agents; an owner any.
+fn may_revoke(member: &crate::Member, connection: &Connection) -> Result<(), IdentityError> {
+    if connection.creator == member.id || member.role == OWNER_ROLE {
+        return Ok(());
+    }
+    let lacking: Vec<&str> = connection
+        .rights
+        .iter()
+        .filter(|r| !member.rights.contains(*r))
+        .map(String::as_str)
+        .collect();
+    if lacking.is_empty() {
+        return Ok(());
+    }
+    Err(IdentityError::Forbidden(format!(
+        "{} may not revoke {}'s connection {}: it holds {}, which {} does not; an owner, or a \
+         member with every right it holds, may",
+        member.id,
+        connection.creator,
+        connection.id,
+        lacking.join(", "),
+        member.id
+    )))
 }
 
 /// How long a submitted form's mark is kept: longer than anyone keeps a page open to reload.

@@ -9,7 +9,11 @@ use std::sync::Arc;
 use mcp_pipeline::{ApprovalMode, EffectClass, ProductApproval};
 use store::{Condition, ConditionCheck, Item, Put, Store, TransactOp, Update, UpdateAction, Value};
 
-use crate::{Actor, AuditEntry, IdentityError, keys};
+use crate::{Actor, AuditEntry, Directory, IdentityError, keys};
+
+/// The right that turning a workspace's agent access on or off and choosing its approval
+/// modes needs (the product's catalog grants it; checked here, whatever the door).
+pub const MANAGE_AGENT_ACCESS: &str = "agent_access:manage";
 
 /// Agent access of a tenant that never set it. Defined here and nowhere else.
 pub const AGENT_ACCESS_DEFAULT: bool = true;
@@ -63,19 +67,34 @@ pub fn write_guards(tenant: &str) -> Vec<TransactOp> {
     ]
 }
 
-/// Sets the switches, each change audited in the same transaction.
+/// Sets the switches, each change audited in the same transaction. A workspace's switches
+/// change only for an active member holding [`MANAGE_AGENT_ACCESS`] (ADR 48).
 #[derive(Debug, Clone)]
 pub struct SwitchService {
     store: Arc<dyn Store>,
+    directory: Arc<dyn Directory>,
 }
 
 /// The longest reason a flip of the kill switch keeps.
 const MOST_REASON_CHARS: usize = 500;
 
 impl SwitchService {
-    /// The service over `store`.
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        SwitchService { store }
+    /// The service over `store`, asking `directory` for members' live rights.
+    pub fn new(store: Arc<dyn Store>, directory: Arc<dyn Directory>) -> Self {
+        SwitchService { store, directory }
+    }
+
+    /// Refuses an actor who is not an active member of their workspace holding
+    /// [`MANAGE_AGENT_ACCESS`]; `what` names the change for the refusal.
+    async fn check_manager(&self, actor: &Actor, what: &str) -> Result<(), IdentityError> {
+        let member = self.directory.member(&actor.tenant, &actor.member).await?;
+        if member.is_some_and(|m| m.active && m.rights.contains(MANAGE_AGENT_ACCESS)) {
+            return Ok(());
+        }
+        Err(IdentityError::Forbidden(format!(
+            "{} may not change {what} in {}: it needs the {MANAGE_AGENT_ACCESS} right",
+            actor.member, actor.tenant
+        )))
     }
 
     /// Turns the global kill switch on (agents stopped) or off. `reason` is required.
@@ -148,6 +167,7 @@ impl SwitchService {
         actor: &Actor,
         enabled: bool,
     ) -> Result<(), IdentityError> {
+        self.check_manager(actor, "agent access").await?;
         // An update, not a put: the same item keeps the tenant's approval modes.
         let action = if enabled {
             "agent_access.on"
@@ -189,7 +209,7 @@ impl SwitchService {
     }
 
     /// Sets where the actor's tenant approves actions of `class` (notify, wake, alerting or
-    /// delete), audited in the same transaction. The caller checks the actor's right.
+    /// delete), audited in the same transaction, when the actor holds the right.
     pub async fn set_approval_mode(
         &self,
         actor: &Actor,
@@ -202,6 +222,7 @@ impl SwitchService {
                 mcp_pipeline::class_name(class)
             )));
         }
+        self.check_manager(actor, "approval modes").await?;
         let set = UpdateAction::Set(approval_attribute(class), Value::s(mode.as_str()));
         let action = format!(
             "approval_mode.{}.{}",

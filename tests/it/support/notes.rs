@@ -778,7 +778,13 @@ fn registry(
                 .requires(app::rights::BOOKINGS_WRITE)
                 .guard(TrapGuard(traps.clone()))
                 .interceptor(IncidentMidFlight {
-                    switches: identity::SwitchService::new(store.clone()),
+                    switches: identity::SwitchService::new(
+                        store.clone(),
+                        Arc::new(identity::StoreDirectory::new(
+                            store.clone(),
+                            app::rights::for_role,
+                        )),
+                    ),
                     armed: incident.clone(),
                 })
                 .interceptor(TrapInterceptor(traps.clone())),

@@ -378,6 +378,43 @@ impl Server {
 }
 
 impl<'a> Call<'a> {
+    /// Whether a person deciding on the product's page may decide `pending` (ADR 48): a
+    /// rejection needs what an approval needs, the rights of the tool that prepared it. Only
+    /// the connection that prepared an action may turn it down without them, and it does so
+    /// through `reject_action`, never here. Refused, nothing is consumed.
+    fn may_decide(
+        &self,
+        pending: &confirm::Pending,
+        caller: &Caller,
+        approving: bool,
+    ) -> Stage<()> {
+        let Some(spec) = self.server.registry().get(&pending.tool) else {
+            // The approval answers that the tool is gone; a rejection of it needs no right.
+            return Ok(());
+        };
+        let missing: Vec<&str> = spec
+            .required_rights()
+            .iter()
+            .copied()
+            .filter(|r| !caller.rights.contains(*r))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let verb = if approving { "Approving" } else { "Rejecting" };
+        Err(ToolError::new(
+            ErrorKind::Forbidden,
+            format!(
+                "{verb} this action needs {}, which you do not have",
+                missing.join(" and ")
+            ),
+            "Ask a member who has it to decide",
+        )
+        .handover("A member with the action's rights decides it on this page")
+        .detail("missing_rights", missing)
+        .into())
+    }
+
     /// Where pending actions are kept, and whose they are: a pending action belongs to a
     /// connection, so deciding one needs the caller.
     fn pending_scope(&self) -> Stage<(&'a crate::gates::Gates, &'a Caller)> {
@@ -393,12 +430,14 @@ impl<'a> Call<'a> {
         Ok((&self.server.config().gates, caller))
     }
 
-    /// The page's step: find the pending action, then execute it as `member` or reject it.
+    /// The page's step: find the pending action, check that the member may decide it, then
+    /// execute it as `member` or reject it.
     async fn page_step(&mut self, token: &str, member: Option<&str>) -> Stage<ToolResult> {
         let (g, caller) = self.pending_scope()?;
         let store = g.store.as_ref();
         let pending =
             confirm::load_named(store, &self.req.prefetched, caller, token, None, true).await?;
+        self.may_decide(&pending, caller, member.is_some())?;
         match member {
             Some(member) => {
                 self.confirm(pending, Approver::Product(member.to_owned()))
