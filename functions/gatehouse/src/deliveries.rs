@@ -42,9 +42,10 @@ fn channel() -> anyhow::Result<Arc<dyn outbox::Deliver>> {
     let Ok(url) = std::env::var("GATEHOUSE_WEBHOOK_URL") else {
         return Ok(Arc::new(outbox::LogDelivery));
     };
-    let local = url.starts_with("http://127.0.0.1") || url.starts_with("http://localhost");
-    if !url.starts_with("https://") && !local {
-        bail!("GATEHOUSE_WEBHOOK_URL must be https:// (or http:// on this machine), not {url:?}");
+    if !outside::destination::is_secure_or_loopback(&url) {
+        bail!(
+            "GATEHOUSE_WEBHOOK_URL must be https:// (or http:// to 127.0.0.1, localhost or [::1]), not {url:?}"
+        );
     }
     let Ok(secret) = std::env::var("GATEHOUSE_WEBHOOK_SECRET") else {
         bail!(

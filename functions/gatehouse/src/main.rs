@@ -8,7 +8,9 @@
 
 mod allocator;
 mod background;
+mod connection_limits;
 mod deliveries;
+mod demo;
 mod dynamo;
 mod expiry;
 mod shutdown;
@@ -92,6 +94,12 @@ enum Command {
     Operator {
         #[command(subcommand)]
         command: OperatorCommand,
+    },
+    /// The demo (two workspaces and an operator whose passwords are published): remove it
+    /// from this store so that real workspaces may be made in it.
+    Demo {
+        #[command(subcommand)]
+        command: demo::DemoCommand,
     },
     /// MCP connections and their tokens.
     Token {
@@ -251,6 +259,10 @@ struct ServeArgs {
     /// The claim that names the tenant.
     #[arg(long, env = "GATEHOUSE_OAUTH_TENANT_CLAIM", default_value = "tenant")]
     oauth_tenant_claim: String,
+    /// Also accept access tokens typed `JWT` (or not typed), for an issuer that does not type
+    /// them `at+jwt` as RFC 9068 says.
+    #[arg(long)]
+    oauth_accept_untyped: bool,
     /// Do not seed the demo tenants into an empty store, now or at any later start on this
     /// store (a new data folder seeds again).
     #[arg(long)]
@@ -259,6 +271,16 @@ struct ServeArgs {
     /// its bookings fall on known dates: the evaluations name them by date.
     #[arg(long, value_name = "DAY", conflicts_with = "no_demo", value_parser = a_day_ahead)]
     demo_as_of: Option<chrono::NaiveDate>,
+    /// Seconds a client may take to send a request's head, from its first byte; past it the
+    /// connection closes.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=600))]
+    header_timeout: u64,
+    /// Seconds a connection may stay open with no request in progress.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    idle_timeout: u64,
+    /// Connections open at once; further ones wait until one closes.
+    #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    max_connections: u32,
     /// Benchmarks only: multiply every rate limit (per connection, per tenant, per object) by
     /// this factor. Every gate stays on; windows and concurrency slots are unchanged. 1 (the
     /// default) keeps the normal limits; serve says so on stderr when it is raised.
@@ -268,8 +290,9 @@ struct ServeArgs {
     /// payload (for the side-by-side with other MCP SDKs).
     #[arg(long)]
     bench_tool: bool,
-    /// Tests only: also serve `test_panic_tool`, whose body panics (the launch gate's proof
-    /// that a server failure fails it).
+    /// Tests only (a build with the `test-tool` feature): also serve `test_panic_tool`, whose
+    /// body panics (the launch gate's proof that a server failure fails it).
+    #[cfg(feature = "test-tool")]
     #[arg(long, env = "GATEHOUSE_TEST_PANIC_TOOL", hide = true, action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new())]
     test_panic_tool: bool,
 }
@@ -310,6 +333,16 @@ enum MemberCommand {
     ApiToken {
         #[command(subcommand)]
         command: ApiTokenCommand,
+    },
+    /// Lets a member whose sign-ins wait after failures sign in again at once (audited); a
+    /// new password does the same.
+    Unlock {
+        /// The workspace (tenant) id, as `tenant list` shows it.
+        #[arg(long)]
+        tenant: String,
+        /// The member id.
+        #[arg(long)]
+        member: String,
     },
     /// Removes a member: every credential they made (connections, API tokens, sessions)
     /// stops working for good, even if the id is added again (audited).
@@ -387,6 +420,19 @@ enum OperatorCommand {
         /// it stays out of the shell history and the process list.
         #[arg(long)]
         password_stdin: bool,
+    },
+    /// Sets an operator's password from the first line of stdin; their sessions end
+    /// (audited).
+    Password {
+        /// The operator's email.
+        #[arg(long)]
+        email: String,
+    },
+    /// Removes an operator; their sessions end (audited).
+    Remove {
+        /// The operator's email.
+        #[arg(long)]
+        email: String,
     },
 }
 
@@ -598,6 +644,7 @@ fn named_workspace(command: &Command) -> Option<&str> {
         Command::Member { command } => match command {
             MemberCommand::Set { tenant, .. }
             | MemberCommand::Password { tenant, .. }
+            | MemberCommand::Unlock { tenant, .. }
             | MemberCommand::Remove { tenant, .. } => tenant,
             MemberCommand::ApiToken { command } => match command {
                 ApiTokenCommand::Create { tenant, .. }
@@ -697,6 +744,7 @@ async fn main() -> anyhow::Result<()> {
     match &cli.command {
         Command::Manifest { out } => return manifest(out.clone()).await,
         Command::Dynamodb { command } => return dynamodb(&cli.store, command).await,
+        Command::Demo { command } => return demo::run(&cli.store, command).await,
         Command::CheckManifest {
             files,
             max_tools,
@@ -720,10 +768,19 @@ async fn main() -> anyhow::Result<()> {
     } else {
         "sqlite"
     };
+    // A running server holds its data folder, so that `demo remove` cannot empty it.
+    let _folder = match (&cli.command, &embedded) {
+        (Command::Serve(_) | Command::Stdio, Some(_)) => Some(demo::hold(&cli.store.data_dir())?),
+        _ => None,
+    };
     match cli.command {
         Command::Serve(args) => {
+            let place = Place {
+                data_dir: cli.store.data_dir(),
+                args: cli.store.args(),
+                embedded: embedded.is_some(),
+            };
             expiry::spawn_sweeps(embedded);
-            let place = (cli.store.data_dir(), cli.store.args());
             serve(store, backend, &described, &place, args).await
         }
         Command::Stdio => {
@@ -754,6 +811,7 @@ async fn main() -> anyhow::Result<()> {
         } => approval_mode(store, (class, mode), &tenant, &member).await,
         Command::Manifest { out } => manifest(out).await,
         Command::Dynamodb { command } => dynamodb(&cli.store, &command).await,
+        Command::Demo { command } => demo::run(&cli.store, &command).await,
         Command::CheckManifest {
             files,
             max_tools,
@@ -789,6 +847,7 @@ fn oauth_settings(args: &ServeArgs) -> anyhow::Result<Option<app::OAuth>> {
         jwks,
         jwks_url: args.oauth_jwks_url.clone(),
         tenant_claim: Some(args.oauth_tenant_claim.clone()),
+        accept_untyped: args.oauth_accept_untyped.then(|| "1".to_owned()),
     })
     .map_err(|e| anyhow::anyhow!("OAuth settings: {}", as_flags(&e)))?;
     Ok(plan.map(|plan| plan.into_oauth(app::key_set_url::fetcher)))
@@ -826,13 +885,22 @@ async fn wait_after_failed_accept(error: &std::io::Error) {
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
 }
 
+/// Where `serve` keeps its store: the data folder, the options naming the store, and whether
+/// it is the embedded one.
+struct Place {
+    data_dir: PathBuf,
+    args: Vec<String>,
+    embedded: bool,
+}
+
 async fn serve(
     store: Arc<dyn store::Store>,
     backend: &str,
     described: &str,
-    (data_dir, store_args): &(PathBuf, Vec<String>),
+    place: &Place,
     args: ServeArgs,
 ) -> anyhow::Result<()> {
+    let (data_dir, store_args) = (&place.data_dir, &place.args);
     let store_flags = flags_of(store_args);
     let store_flags = store_flags.as_str();
     let oauth = oauth_settings(&args)?;
@@ -846,6 +914,8 @@ async fn serve(
             )
         })?;
     let local = listener.local_addr()?;
+    let no_demo_here = demo::why_not_seeded(place.embedded, local, args.public_url.as_deref());
+    demo::refuse_demo_reachable(store.as_ref(), no_demo_here.as_deref()).await?;
     let base = args
         .public_url
         .clone()
@@ -856,6 +926,10 @@ async fn serve(
         allowed_origins: args.allowed_origins,
         oauth,
         console_base: format!("{base}/app"),
+        // On loopback (or every address, loopback among them) the pages also answer to the
+        // loopback names: never to another host name (ADR 48).
+        loopback_port: (local.ip().is_loopback() || local.ip().is_unspecified())
+            .then_some(local.port()),
         mcp_url: Some(format!("{base}/mcp")),
         stdio_args: Some(store_args.clone()),
         secure_cookies: base.starts_with("https://"),
@@ -863,11 +937,14 @@ async fn serve(
         defer: Some(counted_defer(&work)),
         ..app::Settings::default()
     };
-    let (bench_tool, test_panic_tool) = (args.bench_tool, args.test_panic_tool);
+    let bench_tool = args.bench_tool;
+    #[cfg(feature = "test-tool")]
+    let test_panic_tool = args.test_panic_tool;
     let app = app::build_adding(&settings, store, |tools| {
         if bench_tool {
             tools.register(mcp_pipeline::ToolSpec::new(app::bench::BenchFixed1Kb))?;
         }
+        #[cfg(feature = "test-tool")]
         if test_panic_tool {
             tools.register(mcp_pipeline::ToolSpec::new(app::test_tool::TestPanicTool))?;
         }
@@ -896,6 +973,7 @@ async fn serve(
     if args.bench_tool {
         eprintln!("  BENCHMARK: serving {}", app::bench::FIXED_TOOL);
     }
+    #[cfg(feature = "test-tool")]
     if args.test_panic_tool {
         eprintln!(
             "  TEST ONLY: serving test_panic_tool ({}=1); never set this outside tests",
@@ -908,6 +986,9 @@ async fn serve(
         app::demo::decline(&app)
             .await
             .map_err(|e| anyhow::anyhow!(e))?;
+        None
+    } else if let Some(why) = &no_demo_here {
+        eprintln!("  no demo: {why}");
         None
     } else {
         Some(
@@ -938,13 +1019,22 @@ async fn serve(
             }
             print_first_steps(&app, store_flags, &endpoint).await?;
         }
-        Some(app::demo::Seeded::NotEmpty | app::demo::Seeded::Declined) | None => {
+        Some(
+            app::demo::Seeded::NotEmpty | app::demo::Seeded::Declined | app::demo::Seeded::Removed,
+        )
+        | None => {
             print_first_steps(&app, store_flags, &endpoint).await?;
         }
     }
     let signals = shutdown::Signals::listen();
     eprintln!("gatehouse: ready (Ctrl-C stops)");
-    let why = accept_until_stopped(&listener, &app, &work, signals).await;
+    let limits = connection_limits::Limits {
+        header: std::time::Duration::from_secs(args.header_timeout),
+        idle: std::time::Duration::from_secs(args.idle_timeout),
+        request: REQUEST_TIMEOUT,
+    };
+    let open = Arc::new(tokio::sync::Semaphore::new(args.max_connections as usize));
+    let why = accept_until_stopped(&listener, &app, (&work, limits, open), signals).await;
     drop(listener);
     eprintln!("gatehouse: {why}; finishing the calls in progress");
     match work.stop(shutdown::GRACE).await {
@@ -970,18 +1060,34 @@ fn counted_defer(work: &Arc<shutdown::Work>) -> mcp_pipeline::Defer {
     }))
 }
 
+/// The longest a request may take from its head to its answer, its body included: past the
+/// longest call (26.2 s, ADR 22), short of a client that trickles a body for good.
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Accepts connections and serves each on a task of its own, counted in `work`, until a
-/// signal to stop; returns what stopped it.
+/// signal to stop; returns what stopped it. At most `open`'s permits are served at once: at
+/// the cap, the next connection waits in the backlog until one closes.
 async fn accept_until_stopped(
     listener: &tokio::net::TcpListener,
     app: &app::App,
-    work: &Arc<shutdown::Work>,
+    (work, limits, open): (
+        &Arc<shutdown::Work>,
+        connection_limits::Limits,
+        Arc<tokio::sync::Semaphore>,
+    ),
     mut signals: shutdown::Signals,
 ) -> &'static str {
     // Shared by every connection: cloning the pages' services per request cost about 1% of a
     // read's CPU (issue 17).
     let web = Arc::new(app.web.clone());
     loop {
+        let permit = tokio::select! {
+            permit = Arc::clone(&open).acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return "stopped",
+            },
+            why = signals.recv() => return why,
+        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -997,50 +1103,92 @@ async fn accept_until_stopped(
         let connection = serve_connection(
             (stream, peer.ip()),
             (app.http.clone(), Arc::clone(&web)),
+            limits,
             work.stopping(),
         );
-        tokio::spawn(work.track(connection));
+        tokio::spawn(work.track(async move {
+            connection.await;
+            drop(permit);
+        }));
     }
 }
 
 /// Serves one connection: the product's pages and API beside the MCP endpoint, each with its
 /// own credentials. When `stopping` resolves, the request in progress is answered and the
-/// connection closes (an idle one at once).
+/// connection closes (an idle one at once); a connection that passes one of `limits` with no
+/// request in progress (a head sent too slowly, too long idle) is closed, and a request past
+/// its timeout is answered 503.
 async fn serve_connection(
     (stream, peer): (tokio::net::TcpStream, std::net::IpAddr),
     (http, web): (mcp_http::McpService, Arc<web::Web>),
+    limits: connection_limits::Limits,
     stopping: impl std::future::Future<Output = ()>,
 ) {
+    let activity = connection_limits::Activity::new();
+    let watched = Arc::clone(&activity);
     let service = service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
-        let (http, web) = (http.clone(), Arc::clone(&web));
+        let (http, web, activity) = (http.clone(), Arc::clone(&web), Arc::clone(&watched));
+        activity.started();
         async move {
-            let response = if req.uri().path() == "/" {
-                // A person who opens the server's address lands on the product's pages.
-                mcp_http::see_other("/app/")
-            } else if web::is_product_path(req.uri().path()) {
-                // Only the pages use the address (the sign-in throttle): an MCP call does not
-                // pay for writing it down.
-                req.extensions_mut()
-                    .insert(web::ClientAddress(peer.to_string()));
-                web.handle(req).await
-            } else {
-                http.handle(req).await
+            let answer = async {
+                if req.uri().path() == "/" {
+                    // A person who opens the server's address lands on the product's pages.
+                    mcp_http::see_other("/app/")
+                } else if web::is_product_path(req.uri().path()) {
+                    // Only the pages use the address (the sign-in throttle): an MCP call does
+                    // not pay for writing it down.
+                    req.extensions_mut()
+                        .insert(web::ClientAddress(peer.to_string()));
+                    web.handle(req).await
+                } else {
+                    http.handle(req).await
+                }
             };
+            let response = tokio::time::timeout(limits.request, answer)
+                .await
+                .unwrap_or_else(|_| request_timed_out());
+            activity.ended();
             Ok::<_, std::convert::Infallible>(response)
         }
     });
-    let connection = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(connection, stopping);
+    let io = TokioIo::new(connection_limits::Watched::new(
+        stream,
+        Arc::clone(&activity),
+    ));
+    let connection = http1::Builder::new().serve_connection(io, service);
+    let overdue = connection_limits::overdue(activity, limits);
+    tokio::pin!(connection, stopping, overdue);
     let ended = tokio::select! {
         ended = connection.as_mut() => ended,
         () = &mut stopping => {
             connection.as_mut().graceful_shutdown();
             connection.await
         }
+        // No request is in progress: nothing is lost by closing at once, and a graceful
+        // close would wait for the head a slow client never finishes.
+        () = &mut overdue => return,
     };
     if let Err(e) = ended {
         tracing::debug!(error = %e, "connection ended with an error");
     }
+}
+
+/// The answer to a request that took longer than [`REQUEST_TIMEOUT`] (its client sent its body
+/// too slowly): 503, and the connection closes.
+fn request_timed_out() -> http::Response<app::HttpBody> {
+    let mut r = http::Response::new(app::HttpBody::new(bytes_of(
+        "the request took too long to arrive; send it again\n",
+    )));
+    *r.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+    r.headers_mut().insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    r
+}
+
+fn bytes_of(text: &'static str) -> hyper::body::Bytes {
+    hyper::body::Bytes::from_static(text.as_bytes())
 }
 
 /// A day (YYYY-MM-DD) that is today or later: a demo seeded as of a past day would hold bookings
@@ -1347,6 +1495,10 @@ async fn member(store: Arc<dyn store::Store>, command: MemberCommand) -> anyhow:
                 .await?;
             println!("password of {member} in {tenant} set");
         }
+        MemberCommand::Unlock { tenant, member } => {
+            app.members.unlock(&console(&tenant), &member).await?;
+            println!("{member} of {tenant} may sign in again");
+        }
         MemberCommand::ApiToken { command } => api_token(&app, command).await?,
         MemberCommand::Remove { tenant, member } => {
             app.members.remove(&console(&tenant), &member).await?;
@@ -1410,6 +1562,17 @@ async fn operator(store: Arc<dyn store::Store>, command: OperatorCommand) -> any
             )
             .await?;
             println!("{email} is an operator; sign in at /app/operator/login");
+        }
+        OperatorCommand::Password { email } => {
+            let password = read_stdin_line("the password")?;
+            let actor = cli_actor("system", "cli");
+            accounts::operators::set_password(store.as_ref(), &actor, &email, &password).await?;
+            println!("password of operator {email} set; their earlier sessions have ended");
+        }
+        OperatorCommand::Remove { email } => {
+            let actor = cli_actor("system", "cli");
+            accounts::operators::remove(store.as_ref(), &actor, &email).await?;
+            println!("{email} is no longer an operator; their sessions have ended");
         }
     }
     Ok(())
@@ -1552,18 +1715,20 @@ async fn kill_switch(
     operator: &str,
     json: bool,
 ) -> anyhow::Result<()> {
-    let switches = identity::SwitchService::new(store);
-    let actor = cli_actor("system", operator);
+    let app = build(Arc::clone(&store), app::Settings::default())?;
     match state {
         SwitchState::Status => {}
         SwitchState::On | SwitchState::Off => {
             let reason = reason.context("--reason is required")?;
-            switches
-                .set_global(&actor, state == SwitchState::On, &reason)
+            // The command line holds the store's own credential: it is the deployment's
+            // administrator, audited under the name given (ADR 48).
+            let on = state == SwitchState::On;
+            app.switches
+                .set_global(&cli_actor("system", operator), on, &reason)
                 .await?;
         }
     }
-    let on = switches.global_on().await?;
+    let on = app.switches.global_on().await?;
     if json {
         println!("{}", json!({"kill_switch": if on { "on" } else { "off" }}));
     } else if on {

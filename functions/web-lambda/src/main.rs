@@ -24,6 +24,12 @@ const MCP_URL: &str = "GATEHOUSE_MCP_URL";
 /// template cannot pass the URL itself without a dependency cycle between the two functions).
 const MCP_URL_PARAMETER: &str = "GATEHOUSE_MCP_URL_PARAMETER";
 
+/// The pages' public URL itself, ending in `/app` (local tests of the binary).
+const CONSOLE_BASE: &str = app::settings::CONSOLE_BASE;
+/// The Systems Manager parameter holding the pages' public URL (the deployment's way: the
+/// function's environment cannot name its own Function URL).
+const CONSOLE_BASE_PARAMETER: &str = "GATEHOUSE_CONSOLE_BASE_PARAMETER";
+
 /// Reads the configuration: every problem named, none echoed beyond its variable.
 fn config(
     lookup: impl Fn(&str) -> Option<String>,
@@ -55,15 +61,19 @@ fn config(
     }
 }
 
-/// The MCP endpoint's URL for the pages: given, or read from its parameter through the
-/// Parameters and Secrets extension. Without it the pages still work and show a placeholder,
-/// so a failure is logged, not fatal.
-async fn mcp_url(lookup: impl Fn(&str) -> Option<String>) -> Option<String> {
+/// A URL given in the variable `direct`, or read from the parameter `parameter` names through
+/// the Parameters and Secrets extension; `Ok(None)` when neither is set.
+async fn url_setting(
+    lookup: &impl Fn(&str) -> Option<String>,
+    (direct, parameter): (&str, &str),
+) -> Result<Option<String>, String> {
     let set = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
-    if let Some(url) = set(MCP_URL) {
-        return Some(url);
+    if let Some(url) = set(direct) {
+        return Ok(Some(url));
     }
-    let name = set(MCP_URL_PARAMETER)?;
+    let Some(name) = set(parameter) else {
+        return Ok(None);
+    };
     let token = set("AWS_SESSION_TOKEN").unwrap_or_default();
     let port = set("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT")
         .and_then(|p| p.parse().ok())
@@ -72,13 +82,35 @@ async fn mcp_url(lookup: impl Fn(&str) -> Option<String>) -> Option<String> {
         let client = http_client::HttpClient::new(std::time::Duration::from_secs(3))?;
         http_client::lambda_parameter(&client, port, &name, &token).await
     };
-    match read.await {
-        Ok(url) => Some(url),
+    read.await
+        .map(Some)
+        .map_err(|e| format!("could not read the parameter {name}: {e}"))
+}
+
+/// The MCP endpoint's URL for the pages. Without it the pages still work and show a
+/// placeholder, so a failure is logged, not fatal.
+async fn mcp_url(lookup: &impl Fn(&str) -> Option<String>) -> Option<String> {
+    match url_setting(lookup, (MCP_URL, MCP_URL_PARAMETER)).await {
+        Ok(url) => url,
         Err(e) => {
-            tracing::warn!(parameter = %name, error = %e, "could not read the MCP endpoint's URL; pages show a placeholder");
+            tracing::warn!(error = %e, "no MCP endpoint URL; pages show a placeholder");
             None
         }
     }
+}
+
+/// The pages' public URL (ending in `/app`): the only host the pages answer (ADR 48), so the
+/// function does not start without it.
+async fn console_base(lookup: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let url = url_setting(lookup, (CONSOLE_BASE, CONSOLE_BASE_PARAMETER))
+        .await?
+        .ok_or_else(|| {
+            format!(
+                "{CONSOLE_BASE_PARAMETER} (or {CONSOLE_BASE}) is missing: it names the pages' \
+                 public URL, the only host they answer"
+            )
+        })?;
+    app::settings::console_base(Some(url))?.ok_or_else(|| format!("{CONSOLE_BASE} is empty"))
 }
 
 /// The caller's address as the Function URL saw it (for the sign-in throttle).
@@ -112,10 +144,19 @@ async fn main() -> ExitCode {
     })
     .await;
     let store: Arc<dyn store::Store> = Arc::new(store);
+    let env = |name: &str| std::env::var(name).ok();
+    let console_base = match console_base(&env).await {
+        Ok(base) => base,
+        Err(problem) => {
+            tracing::error!("invalid configuration: {problem}");
+            return ExitCode::FAILURE;
+        }
+    };
     let settings = app::Settings {
         backend: "dynamodb".into(),
         secure_cookies: true,
-        mcp_url: mcp_url(|name| std::env::var(name).ok()).await,
+        console_base,
+        mcp_url: mcp_url(&env).await,
         ..app::Settings::default()
     };
     let app = match app::build(&settings, store) {

@@ -36,14 +36,22 @@ pub fn operator(email: &str) -> Key {
     Key::new("operator", email)
 }
 
-/// Failed sign-ins of one member.
-pub fn sign_in_member(tenant: &str, member: &str) -> Key {
-    Key::new(format!("{tenant}#signin"), member)
+/// Sign-in attempts of one member: the account's count and the count of the account from
+/// `address` (the account's sort key, `#`, the address), in the tenant's partition.
+pub fn sign_in_member(tenant: &str, member: &str, address: &str) -> (Key, Key) {
+    let partition = format!("{tenant}#signin");
+    (
+        Key::new(partition.clone(), member),
+        Key::new(partition, format!("{member}#{address}")),
+    )
 }
 
-/// Failed sign-ins of one operator.
-pub fn sign_in_operator(email: &str) -> Key {
-    Key::new("signin#operator", email)
+/// Sign-in attempts of one operator: the account's count and its count from `address`.
+pub fn sign_in_operator(email: &str, address: &str) -> (Key, Key) {
+    (
+        Key::new("signin#operator", email),
+        Key::new("signin#operator", format!("{email}#{address}")),
+    )
 }
 
 /// Failed sign-ins from one client address.

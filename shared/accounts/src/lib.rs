@@ -8,6 +8,7 @@
 //! person made, for good, even if the id is added again.
 
 pub mod api_tokens;
+pub mod demo;
 pub mod keys;
 pub mod members;
 pub mod operators;

@@ -88,7 +88,9 @@ impl Members {
         }
     }
 
-    /// Sets `member`'s sign-in password, audited (the password itself never is).
+    /// Sets `member`'s sign-in password, audited (the password itself never is). Every
+    /// session the member started before ends (it was started with the old password), and the
+    /// account's sign-in counts are cleared: a reset also unlocks.
     pub async fn set_password(
         &self,
         actor: &Actor,
@@ -104,20 +106,35 @@ impl Members {
         let audit = crate::audit(actor, "member.password", vec![member.to_owned()]);
         match self.store.transact_write(vec![change.into(), audit]).await {
             Err(store::StoreError::TransactionCancelled { .. }) => {
-                Err(not_a_member(member, &actor.tenant))
+                return Err(not_a_member(member, &actor.tenant));
             }
-            other => Ok(other?),
+            other => other?,
         }
+        crate::sign_in::clear_member(self.store.as_ref(), &actor.tenant, member).await
     }
 
-    /// The member, when they are active and `password` is theirs (`None` otherwise, after
-    /// the same work, so that timing does not tell members apart).
+    /// Lets `member` sign in again at once: clears every sign-in count of their account
+    /// (after failures from anywhere), audited. A member that does not exist is an error.
+    pub async fn unlock(&self, actor: &Actor, member: &str) -> Result<(), AccountsError> {
+        let key = identity::keys::member(&actor.tenant, member);
+        if self.store.get(&key).await?.is_none() {
+            return Err(not_a_member(member, &actor.tenant));
+        }
+        crate::sign_in::clear_member(self.store.as_ref(), &actor.tenant, member).await?;
+        let audit = crate::audit(actor, "member.unlock", vec![member.to_owned()]);
+        self.store.transact_write(vec![audit]).await?;
+        Ok(())
+    }
+
+    /// The member with the tag of their password hash, when they are active and `password`
+    /// is theirs (`None` otherwise, after the same work, so that timing does not tell members
+    /// apart). The check runs away from the request threads.
     pub async fn check_password(
         &self,
         tenant: &str,
         member: &str,
         password: &str,
-    ) -> Result<Option<identity::Member>, AccountsError> {
+    ) -> Result<Option<(identity::Member, String)>, AccountsError> {
         let key = identity::keys::member(tenant, member);
         let item = self.store.get(&key).await?;
         let hash = item
@@ -125,10 +142,36 @@ impl Members {
             .and_then(|i| i.get("password_hash"))
             .and_then(Value::as_s)
             .unwrap_or(passwords::DUMMY_HASH);
-        let matches = passwords::verify(password, hash);
+        let matches = passwords::verify_aside(password, hash).await;
+        let tag = passwords::credential_tag(hash);
         let directory = StoreDirectory::new(Arc::clone(&self.store), self.catalog);
         let found = directory.member_from_item(member, item.as_ref());
-        Ok(found.filter(|m| matches && item.is_some() && m.active))
+        Ok(found
+            .filter(|m| matches && item.is_some() && m.active)
+            .map(|m| (m, tag)))
+    }
+
+    /// Signs `member` of `tenant` in from `address`: the attempt is counted first
+    /// ([`crate::Throttle::begin`], refused while the account waits), then the password is
+    /// checked; a match starts a session (its id for the cookie, and the session), a mismatch
+    /// is `None` and stays counted.
+    pub async fn sign_in(
+        &self,
+        throttle: &crate::Throttle,
+        (tenant, member, password): (&str, &str, &str),
+        address: Option<&str>,
+    ) -> Result<Option<(String, crate::Session)>, AccountsError> {
+        let attempt = crate::Attempt::member(tenant, member, address);
+        throttle.begin(&attempt).await?;
+        let Some((found, tag)) = self.check_password(tenant, member, password).await? else {
+            return Ok(None);
+        };
+        if let Err(e) = throttle.succeeded(&attempt).await {
+            tracing::warn!(error = %e, "could not clear a member's sign-in count");
+        }
+        Ok(Some(
+            crate::sessions::start_member(self.store.as_ref(), tenant, &found, &tag).await?,
+        ))
     }
 }
 

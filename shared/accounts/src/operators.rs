@@ -23,9 +23,22 @@ pub fn normalize_email(email: &str) -> Result<String, AccountsError> {
     }
 }
 
-/// Creates an operator; refuses an email that is an operator already. `actor` is who does it
-/// (audited in the global trail, in the same transaction).
+/// Creates an operator; refuses an email that is an operator already, and any operator in a
+/// store that holds the demo. `actor` is who does it (audited in the global trail, in the
+/// same transaction).
 pub async fn create(
+    store: &dyn Store,
+    actor: &Actor,
+    email: &str,
+    password: &str,
+) -> Result<String, AccountsError> {
+    crate::demo::refuse_beside_demo(store, "an operator").await?;
+    create_in_demo(store, actor, email, password).await
+}
+
+/// [`create`] for the demo's seed, which makes its operator in the store it marked as the
+/// demo's.
+pub async fn create_in_demo(
     store: &dyn Store,
     actor: &Actor,
     email: &str,
@@ -38,10 +51,7 @@ pub async fn create(
     item.insert("active".into(), Value::Bool(true));
     item.insert("created_at".into(), Value::s(identity::now_rfc3339()));
     let audit = crate::audit(
-        &Actor {
-            tenant: "system".into(),
-            ..actor.clone()
-        },
+        &in_global_trail(actor),
         "operator.create",
         vec![email.clone()],
     );
@@ -61,24 +71,133 @@ pub async fn any(store: &dyn Store) -> Result<bool, AccountsError> {
     Ok(!store.query(query).await?.items.is_empty())
 }
 
-/// Checks an operator's password; `true` only for an active operator with that password.
+/// The global trail's actor for a change made by `actor`.
+fn in_global_trail(actor: &Actor) -> Actor {
+    Actor {
+        tenant: "system".into(),
+        ..actor.clone()
+    }
+}
+
+fn not_an_operator(email: &str) -> AccountsError {
+    AccountsError::NotFound(format!("{email} is not an operator"))
+}
+
+/// Removes an operator, audited in the global trail: their sessions end at their next
+/// request (a session lives only while its operator does). An email that is no operator is
+/// an error.
+pub async fn remove(store: &dyn Store, actor: &Actor, email: &str) -> Result<(), AccountsError> {
+    let email = normalize_email(email)?;
+    let delete = store::Delete::new(keys::operator(&email)).when(Condition::item_exists());
+    let audit = crate::audit(
+        &in_global_trail(actor),
+        "operator.remove",
+        vec![email.clone()],
+    );
+    match store.transact_write(vec![delete.into(), audit]).await {
+        Err(store::StoreError::TransactionCancelled { .. }) => Err(not_an_operator(&email)),
+        other => Ok(other?),
+    }
+}
+
+/// Sets an operator's password, audited in the global trail: their sessions started with the
+/// old one end, and their sign-in counts are cleared.
+pub async fn set_password(
+    store: &dyn Store,
+    actor: &Actor,
+    email: &str,
+    password: &str,
+) -> Result<(), AccountsError> {
+    let email = normalize_email(email)?;
+    let change = store::Update::new(
+        keys::operator(&email),
+        vec![store::UpdateAction::Set(
+            "password_hash".into(),
+            Value::s(passwords::hash(password)?),
+        )],
+    )
+    .when(Condition::item_exists());
+    let audit = crate::audit(
+        &in_global_trail(actor),
+        "operator.password",
+        vec![email.clone()],
+    );
+    match store.transact_write(vec![change.into(), audit]).await {
+        Err(store::StoreError::TransactionCancelled { .. }) => {
+            return Err(not_an_operator(&email));
+        }
+        other => other?,
+    }
+    crate::sign_in::clear_operator(store, &email).await
+}
+
+/// The tag of an active operator's password hash when `password` is theirs (`None`
+/// otherwise, after the same work). The check runs away from the request threads.
 pub async fn check_password(
     store: &dyn Store,
     email: &str,
     password: &str,
-) -> Result<bool, AccountsError> {
+) -> Result<Option<String>, AccountsError> {
     let item = match normalize_email(email) {
         Ok(e) => store.get(&keys::operator(&e)).await?,
         Err(_) => None,
     };
     let Some(item) = item else {
-        let _ = passwords::verify(password, passwords::DUMMY_HASH);
-        return Ok(false);
+        let _ = passwords::verify_aside(password, passwords::DUMMY_HASH).await;
+        return Ok(None);
     };
     let active = matches!(item.get("active"), Some(Value::Bool(true)));
     let hash = item
         .get("password_hash")
         .and_then(Value::as_s)
         .unwrap_or_default();
-    Ok(passwords::verify(password, hash) && active)
+    let matches = passwords::verify_aside(password, hash).await;
+    Ok((matches && active).then(|| passwords::credential_tag(hash)))
+}
+
+/// Signs an operator in from `address`, as [`crate::Members::sign_in`] does a member.
+pub async fn sign_in(
+    store: &dyn Store,
+    throttle: &crate::Throttle,
+    (email, password): (&str, &str),
+    address: Option<&str>,
+) -> Result<Option<(String, crate::Session)>, AccountsError> {
+    let attempt = crate::Attempt::operator(email, address);
+    throttle.begin(&attempt).await?;
+    let Some(tag) = check_password(store, email, password).await? else {
+        return Ok(None);
+    };
+    if let Err(e) = throttle.succeeded(&attempt).await {
+        tracing::warn!(error = %e, "could not clear an operator's sign-in count");
+    }
+    Ok(Some(
+        crate::sessions::start_operator(store, email, &tag).await?,
+    ))
+}
+
+/// Turns the global kill switch on or off as the operator `email` (ADR 48: only an existing,
+/// active operator flips it, whatever the door: their page or `gatehouse kill-switch`).
+pub async fn set_kill_switch(
+    store: &dyn Store,
+    switches: &identity::SwitchService,
+    (email, channel): (&str, identity::Channel),
+    on: bool,
+    reason: &str,
+) -> Result<(), AccountsError> {
+    let email = normalize_email(email)?;
+    let active = store
+        .get(&keys::operator(&email))
+        .await?
+        .is_some_and(|item| matches!(item.get("active"), Some(Value::Bool(true))));
+    if !active {
+        return Err(AccountsError::Forbidden(format!(
+            "{email} is not an active operator: only operators flip the global kill switch              (gatehouse operator create makes one)"
+        )));
+    }
+    let actor = Actor {
+        tenant: "system".into(),
+        member: email,
+        channel,
+    };
+    Ok(switches.set_global(&actor, on, reason).await?)
 }

@@ -37,3 +37,40 @@ pub fn verify(password: &str, hash: &str) -> bool {
             .is_ok()
     })
 }
+
+/// [`verify`] away from the threads that serve requests: on tokio's blocking threads, at most
+/// `checks_at_once_limit()` at a time, so that a burst of sign-ins queues instead of taking every
+/// core from the MCP calls beside it. Without tokio (the edge) it runs in place.
+pub async fn verify_aside(password: &str, hash: &str) -> bool {
+    #[cfg(feature = "tokio")]
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let Ok(_permit) = checks_at_once().acquire().await else {
+            return false;
+        };
+        let (password, hash) = (password.to_owned(), hash.to_owned());
+        return runtime
+            .spawn_blocking(move || verify(&password, &hash))
+            .await
+            .unwrap_or(false);
+    }
+    verify(password, hash)
+}
+
+/// How many password checks run at once: all cores but one, at least one.
+#[cfg(feature = "tokio")]
+pub fn checks_at_once_limit() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
+}
+
+#[cfg(feature = "tokio")]
+fn checks_at_once() -> &'static tokio::sync::Semaphore {
+    static CHECKS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    CHECKS.get_or_init(|| tokio::sync::Semaphore::new(checks_at_once_limit()))
+}
+
+/// What a session remembers of the password it was started with: a digest of its hash, so
+/// that a new password (a new hash, with a new salt) ends every session started before it.
+pub fn credential_tag(hash: &str) -> String {
+    use sha2::Digest as _;
+    hex::encode(&sha2::Sha256::digest(hash.as_bytes())[..16])
+}

@@ -1,4 +1,8 @@
 //! Sign-in sessions of members and operators, kept in the store by the hash of the cookie.
+//! A session lives while its account does as it was at sign-in: a member's while the member is
+//! active, the same person, with the same password; an operator's while the operator exists,
+//! is active, with the same password (ADR 48). So a password change or reset, a removal or a
+//! deactivation ends every session at the next request.
 
 use store::{Condition, Item, Put, Store, Value};
 
@@ -25,13 +29,18 @@ pub struct Session {
     pub operator: bool,
     /// The token every form of this session must carry.
     pub csrf: String,
+    /// A digest of the password hash the session was started with
+    /// ([`crate::passwords::credential_tag`]).
+    pub credential: String,
 }
 
-/// Starts a session for a member who just signed in; returns its id (for the cookie).
+/// Starts a session for a member who just signed in with the password whose hash's tag is
+/// `credential`; returns its id (for the cookie).
 pub async fn start_member(
     store: &dyn Store,
     tenant: &str,
     member: &identity::Member,
+    credential: &str,
 ) -> Result<(String, Session), AccountsError> {
     let session = Session {
         tenant: tenant.into(),
@@ -39,6 +48,7 @@ pub async fn start_member(
         person: member.person.clone(),
         operator: false,
         csrf: crate::random_id(32),
+        credential: credential.to_owned(),
     };
     start(store, session).await
 }
@@ -47,6 +57,7 @@ pub async fn start_member(
 pub async fn start_operator(
     store: &dyn Store,
     email: &str,
+    credential: &str,
 ) -> Result<(String, Session), AccountsError> {
     let session = Session {
         tenant: String::new(),
@@ -54,6 +65,7 @@ pub async fn start_operator(
         person: None,
         operator: true,
         csrf: crate::random_id(32),
+        credential: credential.to_owned(),
     };
     start(store, session).await
 }
@@ -64,6 +76,7 @@ async fn start(store: &dyn Store, session: Session) -> Result<(String, Session),
     item.insert("tenant".into(), Value::s(&session.tenant));
     item.insert("member".into(), Value::s(&session.member));
     item.insert("csrf".into(), Value::s(&session.csrf));
+    item.insert("credential".into(), Value::s(&session.credential));
     let role = if session.operator {
         OPERATOR_ROLE
     } else {
@@ -84,7 +97,8 @@ async fn start(store: &dyn Store, session: Session) -> Result<(String, Session),
     Ok((id, session))
 }
 
-/// The live session of a cookie value.
+/// The stored session of a cookie value, whether or not its account still holds it (see
+/// [`live`]).
 pub async fn get(store: &dyn Store, id: &str) -> Result<Option<Session>, AccountsError> {
     let key = keys::session(&identity::token::hash(id));
     let Some(item) = store.get(&key).await? else {
@@ -97,7 +111,30 @@ pub async fn get(store: &dyn Store, id: &str) -> Result<Option<Session>, Account
         person: s("person"),
         operator: s("role").as_deref() == Some(OPERATOR_ROLE),
         csrf: s("csrf").unwrap_or_default(),
+        credential: s("credential").unwrap_or_default(),
     }))
+}
+
+/// The session of a cookie value while its account holds it: the member active, the same
+/// person, the same password; the operator existing, active, the same password.
+pub async fn live(store: &dyn Store, id: &str) -> Result<Option<Session>, AccountsError> {
+    let Some(session) = get(store, id).await? else {
+        return Ok(None);
+    };
+    let account = if session.operator {
+        keys::operator(&session.member)
+    } else {
+        identity::keys::member(&session.tenant, &session.member)
+    };
+    let Some(item) = store.get(&account).await? else {
+        return Ok(None);
+    };
+    let text = |k: &str| item.get(k).and_then(Value::as_s);
+    let active = item.get("active") != Some(&Value::Bool(false));
+    let same_person = session.operator || text("person") == session.person.as_deref();
+    let same_password = text("password_hash")
+        .is_some_and(|hash| crate::passwords::credential_tag(hash) == session.credential);
+    Ok((active && same_person && same_password).then_some(session))
 }
 
 /// Ends a session.

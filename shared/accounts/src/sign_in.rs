@@ -1,46 +1,69 @@
-//! Throttling of sign-in attempts, per account and per client address: after a few failures
-//! each further attempt must wait, twice as long after each failure, up to a quarter of an
-//! hour; the wait applies to the right password too (otherwise guessing goes on unhindered),
-//! and a success clears the account's count. Counts are kept in the store, so every instance
-//! sees them, and expire with their window.
+//! Throttling of sign-in attempts (ADR 48). An attempt is counted *before* its password is
+//! checked, by conditional adds in one transaction: one count per account and client address
+//! (5 within a quarter hour), one per account (50) and one per address over every account
+//! (100). An attempt that would pass a limit is refused unchecked, the right password too, so
+//! that concurrent guesses cannot outrun the count. A success takes its own attempt back and
+//! clears its account and address's count; failures are forgotten a quarter hour after the
+//! last one (the counts' time to live). `member unlock` and a password change clear an
+//! account's counts. Counts are kept in the store, so every instance sees them.
 
 use std::sync::Arc;
 
-use store::{Key, Store, UpdateAction, Value};
+use store::{Condition, Key, Store, StoreError, TransactOp, Update, UpdateAction, Value};
 
 use crate::{AccountsError, keys};
 
-/// Failures of one account before attempts must wait.
-pub const ACCOUNT_FREE_FAILURES: i64 = 5;
-/// Failures from one address (over every account) before attempts must wait.
-pub const ADDRESS_FREE_FAILURES: i64 = 20;
-/// The longest wait, and how long failures are remembered after the last one.
-pub const MAX_WAIT_SECONDS: i64 = 900;
+/// Attempts of one account from one address within [`WINDOW_SECONDS`].
+pub const PAIR_ATTEMPTS: i64 = 5;
+/// Failed attempts of one account, from every address, within [`WINDOW_SECONDS`].
+pub const ACCOUNT_ATTEMPTS: i64 = 50;
+/// Failed attempts from one address, over every account, within [`WINDOW_SECONDS`].
+pub const ADDRESS_ATTEMPTS: i64 = 100;
+/// How long failures are remembered after the last one, and so the longest wait.
+pub const WINDOW_SECONDS: i64 = 900;
 
-/// The counts one sign-in attempt is held to: its account's and its client address's.
+/// Which count a limit keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// One account from one address: cleared by that account's success.
+    Pair,
+    /// One account from everywhere.
+    Account,
+    /// One address over every account.
+    Address,
+}
+
+/// The counts one sign-in attempt is held to.
 #[derive(Debug, Clone)]
 pub struct Attempt {
-    counts: Vec<(Key, i64)>,
+    counts: Vec<(Scope, Key, i64)>,
 }
 
 impl Attempt {
     /// A member's sign-in from `address` (the client's address, when known).
     pub fn member(tenant: &str, member: &str, address: Option<&str>) -> Self {
-        Self::of(keys::sign_in_member(tenant, member), address)
+        let (account, pair) = keys::sign_in_member(tenant, member, address.unwrap_or_default());
+        Self::of(account, pair, address)
     }
 
     /// An operator's sign-in from `address`.
     pub fn operator(email: &str, address: Option<&str>) -> Self {
-        Self::of(
-            keys::sign_in_operator(&email.trim().to_lowercase()),
-            address,
-        )
+        let email = email.trim().to_lowercase();
+        let (account, pair) = keys::sign_in_operator(&email, address.unwrap_or_default());
+        Self::of(account, pair, address)
     }
 
-    fn of(account: Key, address: Option<&str>) -> Self {
-        let mut counts = vec![(account, ACCOUNT_FREE_FAILURES)];
+    fn of(account: Key, pair: Key, address: Option<&str>) -> Self {
+        let mut counts = vec![
+            (Scope::Pair, pair, PAIR_ATTEMPTS),
+            (Scope::Account, account, ACCOUNT_ATTEMPTS),
+        ];
         if let Some(address) = address.filter(|a| !a.is_empty()) {
-            counts.push((keys::sign_in_address(address), ADDRESS_FREE_FAILURES));
+            counts.push((
+                Scope::Address,
+                keys::sign_in_address(address),
+                ADDRESS_ATTEMPTS,
+            ));
         }
         Attempt { counts }
     }
@@ -59,80 +82,132 @@ impl Throttle {
         Throttle { store, clock }
     }
 
-    /// Refuses the attempt while one of its counts says to wait.
-    pub async fn check(&self, attempt: &Attempt) -> Result<(), AccountsError> {
-        let keys: Vec<Key> = attempt.counts.iter().map(|(k, _)| k.clone()).collect();
-        let got = self.store.batch_get(&keys).await?;
+    /// Counts the attempt before its password is checked: every count grows by one in one
+    /// transaction, on the condition that each is under its limit; when one is not, nothing
+    /// is counted and the attempt is refused with how long to wait.
+    pub async fn begin(&self, attempt: &Attempt) -> Result<(), AccountsError> {
         let now = self.clock.now();
-        let wait = got
+        let ops: Vec<TransactOp> = attempt
+            .counts
             .iter()
-            .zip(&attempt.counts)
-            .filter_map(|(item, (_, free))| {
-                let item = item.as_ref()?;
-                let failures = crate::int(item, "failures")?;
-                let last = crate::int(item, "last")?;
-                Some(wait_seconds(failures, *free) - (now - last))
+            .map(|(_, key, limit)| {
+                let under = Condition::NotExists("failures".into()).or(Condition::Cmp(
+                    "failures".into(),
+                    store::CmpOp::Lt,
+                    Value::n(*limit),
+                ));
+                Update::new(key.clone(), count_actions(now))
+                    .when(under)
+                    .return_old_on_failure()
+                    .into()
             })
-            .max()
-            .unwrap_or(0);
-        if wait > 0 {
-            return Err(AccountsError::Throttled {
-                retry_after_seconds: wait.unsigned_abs(),
-            });
+            .collect();
+        match self.store.transact_write(ops).await {
+            Ok(()) => Ok(()),
+            Err(StoreError::TransactionCancelled { reasons }) => {
+                let wait = reasons
+                    .iter()
+                    .filter_map(|r| match r {
+                        store::CancelReason::ConditionFailed { old: Some(old) } => {
+                            crate::int(old, "last")
+                        }
+                        _ => None,
+                    })
+                    .map(|last| last + WINDOW_SECONDS - now)
+                    .max();
+                match wait {
+                    Some(wait) => Err(AccountsError::Throttled {
+                        retry_after_seconds: wait.max(1).unsigned_abs(),
+                    }),
+                    // Another sign-in counted at the same moment: a wait of a second.
+                    None => Err(AccountsError::Throttled {
+                        retry_after_seconds: 1,
+                    }),
+                }
+            }
+            Err(e) => Err(e.into()),
         }
-        Ok(())
     }
 
-    /// Counts a failed attempt against its account and address.
-    pub async fn failed(&self, attempt: &Attempt) -> Result<(), AccountsError> {
-        let now = self.clock.now();
-        for (key, _) in &attempt.counts {
-            let count = store::Update::new(
-                key.clone(),
-                vec![
-                    UpdateAction::Add("failures".into(), store::Number::from(1_i64)),
-                    UpdateAction::Set("last".into(), Value::n(now)),
-                    UpdateAction::Set(
-                        store::TTL_ATTRIBUTE.into(),
-                        Value::n(now + MAX_WAIT_SECONDS),
-                    ),
-                ],
-            );
-            self.store.update(count).await?;
-        }
-        Ok(())
-    }
-
-    /// A successful sign-in clears its account's count (not its address's).
+    /// A successful sign-in: its account and address start afresh, and its own attempt is
+    /// taken back from the wider counts (which count failures).
     pub async fn succeeded(&self, attempt: &Attempt) -> Result<(), AccountsError> {
-        if let Some((account, _)) = attempt.counts.first() {
-            self.store
-                .delete(store::Delete::new(account.clone()))
-                .await?;
+        // The window is the failures': a success does not lengthen it.
+        let take_back = vec![UpdateAction::Add(
+            "failures".into(),
+            store::Number::from(-1_i64),
+        )];
+        let ops: Vec<TransactOp> = attempt
+            .counts
+            .iter()
+            .map(|(scope, key, _)| match scope {
+                Scope::Pair => store::Delete::new(key.clone()).into(),
+                Scope::Account | Scope::Address => Update::new(key.clone(), take_back.clone())
+                    .when(Condition::Cmp(
+                        "failures".into(),
+                        store::CmpOp::Gt,
+                        Value::n(0),
+                    ))
+                    .into(),
+            })
+            .collect();
+        // A wider count gone meanwhile (expired) leaves nothing to take back: write the rest.
+        match self.store.transact_write(ops).await {
+            Err(StoreError::TransactionCancelled { .. }) => {
+                let pair = attempt.counts.iter().find(|(s, _, _)| *s == Scope::Pair);
+                if let Some((_, key, _)) = pair {
+                    self.store.delete(store::Delete::new(key.clone())).await?;
+                }
+                Ok(())
+            }
+            other => Ok(other?),
         }
-        Ok(())
     }
 }
 
-/// How long after the last failure the next attempt must wait: nothing for the first `free`
-/// failures, then 2 seconds, doubling with each failure, at most [`MAX_WAIT_SECONDS`].
-fn wait_seconds(failures: i64, free: i64) -> i64 {
-    if failures < free {
-        return 0;
-    }
-    let doublings = u32::try_from(failures - free).unwrap_or(u32::MAX).min(10);
-    (2_i64 << doublings).min(MAX_WAIT_SECONDS)
+/// Clears every count of a member's account (`member unlock`, a password change): the account's
+/// own and those of each address it was tried from.
+pub async fn clear_member(
+    store: &dyn Store,
+    tenant: &str,
+    member: &str,
+) -> Result<(), AccountsError> {
+    let (account, _) = keys::sign_in_member(tenant, member, "");
+    clear_account(store, &account).await
 }
 
-#[cfg(test)]
-mod tests {
-    use super::wait_seconds;
+/// Clears every count of an operator's account.
+pub async fn clear_operator(store: &dyn Store, email: &str) -> Result<(), AccountsError> {
+    let (account, _) = keys::sign_in_operator(&email.trim().to_lowercase(), "");
+    clear_account(store, &account).await
+}
 
-    #[test]
-    fn waits_double_up_to_a_quarter_hour() {
-        assert_eq!(wait_seconds(4, 5), 0);
-        assert_eq!(wait_seconds(5, 5), 2);
-        assert_eq!(wait_seconds(6, 5), 4);
-        assert_eq!(wait_seconds(30, 5), 900);
+/// Deletes the account's count and its pairs, which share its partition and extend its sort
+/// key with `#` and the address.
+async fn clear_account(store: &dyn Store, account: &Key) -> Result<(), AccountsError> {
+    store.delete(store::Delete::new(account.clone())).await?;
+    let mut cursor = None;
+    loop {
+        let query = store::Query::partition(account.pk.clone())
+            .sort(store::SortCondition::BeginsWith(format!("{}#", account.sk)))
+            .limit(100)
+            .after(cursor);
+        let page = store.query(query).await?;
+        for (key, _) in &page.items {
+            store.delete(store::Delete::new(key.clone())).await?;
+        }
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(()),
+        }
     }
+}
+
+/// Adds one to a count, stamped `now`, remembered for the window after.
+fn count_actions(now: i64) -> Vec<UpdateAction> {
+    vec![
+        UpdateAction::Add("failures".into(), store::Number::from(1_i64)),
+        UpdateAction::Set("last".into(), Value::n(now)),
+        UpdateAction::Set(store::TTL_ATTRIBUTE.into(), Value::n(now + WINDOW_SECONDS)),
+    ]
 }

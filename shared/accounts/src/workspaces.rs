@@ -19,8 +19,19 @@ pub async fn require(store: &dyn Store, tenant: &str) -> Result<(), AccountsErro
 }
 
 /// Creates a workspace with its settings, audited in the same transaction. `actor` names who
-/// does it; its tenant is the new workspace's id.
+/// does it; its tenant is the new workspace's id. Refused in a store that holds the demo.
 pub async fn create(
+    store: &Arc<dyn Store>,
+    actor: &identity::Actor,
+    tenant: &booking::Tenant,
+) -> Result<(), AccountsError> {
+    crate::demo::refuse_beside_demo(store.as_ref(), "a workspace").await?;
+    create_in_demo(store, actor, tenant).await
+}
+
+/// [`create`] for the demo's seed, which makes its workspaces in the store it marked as the
+/// demo's.
+pub async fn create_in_demo(
     store: &Arc<dyn Store>,
     actor: &identity::Actor,
     tenant: &booking::Tenant,

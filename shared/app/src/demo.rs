@@ -6,14 +6,13 @@ use std::collections::BTreeSet;
 
 use booking::{
     Actor, Bookings, Customers, LineInput, NewBooking, NewCustomer, NewTechnician, Quotes,
-    Technicians, Tenant, Tenants, When,
+    Technicians, Tenant, When,
 };
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use identity::{Channel, NewConnection};
 use mcp_pipeline::Toolset;
 use rust_decimal::Decimal;
 use serde::Serialize;
-use store::{Condition, Item, Key, Put};
 
 use crate::App;
 
@@ -132,35 +131,29 @@ pub enum Seeded {
     NotEmpty,
     /// An earlier start was told not to seed (`serve --no-demo`).
     Declined,
-}
-
-/// The item that records the seed: claimed as `seeding` before anything is made (so that two
-/// processes starting at once seed once), marked `done` after the last write.
-fn marker_key() -> Key {
-    Key::new("system", "demo_seeded")
+    /// The demo was seeded and removed (`gatehouse demo remove`).
+    Removed,
 }
 
 /// Seeds the demo data into an empty store, once: a store without the demo's marker, without
-/// a workspace and without an operator. `now` places the bookings (the caller's clock: the system's, or a
-/// test's).
+/// a workspace and without an operator. `now` places the bookings (the caller's clock: the
+/// system's, or a test's). The marker is claimed first (so that two processes starting at once
+/// seed once), and marks the store as the demo's: no real workspace or operator is made beside
+/// it (`accounts::demo`). Where the demo may be seeded is the caller's rule (`serve`: only its
+/// embedded store, only on loopback).
 pub async fn seed_if_empty(app: &App, now: DateTime<Utc>) -> Result<Seeded, DemoError> {
-    match app.store.put(marker("seeding")).await {
-        Ok(()) => {}
-        Err(store::StoreError::ConditionFailed { .. }) => return earlier_seed(app).await,
-        Err(e) => return Err(e.into()),
+    use accounts::demo::state;
+    if !accounts::demo::claim(app.store.as_ref(), state::SEEDING).await? {
+        return earlier_seed(app).await;
     }
     // Checked once the marker is ours, so that nothing made meanwhile is missed; a store in
     // use stays unseeded at every later start too.
     if in_use(app).await? {
-        set_state(app, "in_use").await?;
+        accounts::demo::set_state(app.store.as_ref(), state::IN_USE).await?;
         return Ok(Seeded::NotEmpty);
     }
     let mut connections = Vec::new();
     for t in &TENANTS {
-        // Made meanwhile by an administration command: the operator's own, left alone.
-        if Tenants::new(app.store.clone()).exists(t.id).await? {
-            continue;
-        }
         seed_workspace(app, t).await?;
         seed_records(app, t, now).await?;
         connections.extend(demo_connections(app, t).await?);
@@ -170,8 +163,9 @@ pub async fn seed_if_empty(app: &App, now: DateTime<Utc>) -> Result<Seeded, Demo
         member: "demo seed".into(),
         channel: Channel::Cli,
     };
-    accounts::operators::create(app.store.as_ref(), &seeder, DEMO_OPERATOR, DEMO_PASSWORD).await?;
-    set_state(app, "done").await?;
+    let (email, password) = (DEMO_OPERATOR, DEMO_PASSWORD);
+    accounts::operators::create_in_demo(app.store.as_ref(), &seeder, email, password).await?;
+    accounts::demo::set_state(app.store.as_ref(), state::DONE).await?;
     Ok(Seeded::Now(connections))
 }
 
@@ -181,51 +175,24 @@ async fn in_use(app: &App) -> Result<bool, DemoError> {
         || accounts::operators::any(app.store.as_ref()).await?)
 }
 
-/// Sets the marker's state.
-async fn set_state(app: &App, state: &str) -> Result<(), DemoError> {
-    let set = vec![store::UpdateAction::Set(
-        "state".into(),
-        store::Value::s(state),
-    )];
-    app.store
-        .update(store::Update::new(marker_key(), set))
-        .await?;
-    Ok(())
-}
-
 /// Records that this store is not to be seeded (`serve --no-demo`), so that a later start
 /// without the flag does not seed it either; a store seeded before keeps its marker.
 pub async fn decline(app: &App) -> Result<(), DemoError> {
-    match app.store.put(marker("declined")).await {
-        Ok(()) | Err(store::StoreError::ConditionFailed { .. }) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    accounts::demo::claim(app.store.as_ref(), accounts::demo::state::DECLINED).await?;
+    Ok(())
 }
 
-/// The marker in `state`, written only where there is none.
-fn marker(state: &str) -> Put {
-    let mut item = Item::new();
-    item.insert("seeded_at".into(), store::Value::s(identity::now_rfc3339()));
-    item.insert("state".into(), store::Value::s(state));
-    Put::new(marker_key(), item).when(Condition::item_not_exists())
-}
-
-/// What an earlier start's marker says. A marker without a state is from a gatehouse that
-/// marked the seed only before it began, and is taken as done.
+/// What an earlier start's marker says.
 async fn earlier_seed(app: &App) -> Result<Seeded, DemoError> {
-    let marker = app.store.get(&marker_key()).await?.unwrap_or_default();
-    let text = |name: &str| {
-        marker
-            .get(name)
-            .and_then(store::Value::as_s)
-            .map(str::to_owned)
-    };
-    Ok(match text("state").as_deref() {
-        Some("seeding") => Seeded::Unfinished {
-            started_at: text("seeded_at").unwrap_or_default(),
-        },
-        Some("declined") => Seeded::Declined,
-        Some("in_use") => Seeded::NotEmpty,
+    use accounts::demo::state;
+    let (state, started_at) = accounts::demo::marker(app.store.as_ref())
+        .await?
+        .unwrap_or_default();
+    Ok(match state.as_str() {
+        state::SEEDING => Seeded::Unfinished { started_at },
+        state::DECLINED => Seeded::Declined,
+        state::REMOVED => Seeded::Removed,
+        state::IN_USE => Seeded::NotEmpty,
         _ => Seeded::Before,
     })
 }
@@ -273,7 +240,7 @@ async fn seed_workspace(app: &App, t: &DemoTenant) -> Result<(), DemoError> {
         member: "demo seed".into(),
         channel: Channel::Cli,
     };
-    accounts::workspaces::create(&app.store, &seeding, &tenant).await?;
+    accounts::workspaces::create_in_demo(&app.store, &seeding, &tenant).await?;
     for (member, role) in ROLES {
         app.members
             .set(&seeding, member, (role, Some(true)))

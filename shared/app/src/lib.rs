@@ -11,6 +11,7 @@ mod recent;
 pub mod rights;
 pub mod settings;
 mod status;
+#[cfg(feature = "test-tool")]
 pub mod test_tool;
 
 use std::sync::Arc;
@@ -36,8 +37,12 @@ pub struct Settings {
     pub limits: mcp_pipeline::Limits,
     /// How long a sealed `requestState` (an approval asked in the client) stays valid.
     pub state_ttl_seconds: i64,
-    /// Base URL of the product's pages, for console links in results.
+    /// Base URL of the product's pages, for console links in results; its host is the one
+    /// the pages answer (ADR 48).
     pub console_base: String,
+    /// The port a server listening on loopback listens on: the pages also answer to the
+    /// loopback names there (`serve`); `None` elsewhere.
+    pub loopback_port: Option<u16>,
     /// Whether the product's session cookies carry `Secure` (all but plain local HTTP).
     pub secure_cookies: bool,
     /// The MCP endpoint's URL, for the client configurations the pages show (`None`: unknown
@@ -107,6 +112,7 @@ impl Default for Settings {
             limits: mcp_pipeline::Limits::default(),
             state_ttl_seconds: 600,
             console_base: "http://127.0.0.1:8787/app".into(),
+            loopback_port: None,
             store_wait: STORE_WAIT,
             secure_cookies: true,
             mcp_url: None,
@@ -291,7 +297,7 @@ fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> 
     )
     .with_authenticator(Arc::new(authenticator));
     let connections = identity::ConnectionService::new(Arc::clone(&store), directory.clone());
-    let switches = identity::SwitchService::new(Arc::clone(&store));
+    let switches = identity::SwitchService::new(Arc::clone(&store), directory.clone());
     let members = accounts::Members::new(Arc::clone(&store), rights::for_role);
     let api_tokens = accounts::ApiTokens::new(Arc::clone(&store), rights::for_role)
         .with_clock(Arc::clone(&settings.clock));
@@ -318,6 +324,7 @@ fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> 
         secure_cookies: settings.secure_cookies,
         mcp_url: settings.mcp_url.clone(),
         stdio_args: settings.stdio_args.clone(),
+        site: site(settings),
     };
     App {
         server,
@@ -330,6 +337,15 @@ fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> 
         directory,
         store,
     }
+}
+
+/// Where the pages are served: the console base's host, and loopback names at the loopback
+/// port. A base that is no URL (the entry points check theirs) closes the pages.
+fn site(settings: &Settings) -> web::Site {
+    web::Site::new(&settings.console_base, settings.loopback_port).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "the pages' public URL is not a URL; they answer nothing");
+        web::Site::closed()
+    })
 }
 
 /// The body type of the HTTP service's responses.

@@ -13,6 +13,9 @@ pub const OAUTH_JWKS: &str = "GATEHOUSE_OAUTH_JWKS";
 pub const OAUTH_JWKS_URL: &str = "GATEHOUSE_OAUTH_JWKS_URL";
 /// The access-token claim naming the tenant (default `tenant`).
 pub const OAUTH_TENANT_CLAIM: &str = "GATEHOUSE_OAUTH_TENANT_CLAIM";
+/// `1`: accept access tokens typed `JWT` (or not typed) beside `at+jwt`, for an issuer that
+/// does not type them as RFC 9068 says.
+pub const OAUTH_ACCEPT_UNTYPED: &str = "GATEHOUSE_OAUTH_ACCEPT_UNTYPED";
 
 /// Comma-separated browser origins allowed to call.
 pub const ALLOWED_ORIGINS: &str = "GATEHOUSE_ALLOWED_ORIGINS";
@@ -149,6 +152,8 @@ pub struct OAuthVariables {
     pub jwks_url: Option<String>,
     /// [`OAUTH_TENANT_CLAIM`].
     pub tenant_claim: Option<String>,
+    /// [`OAUTH_ACCEPT_UNTYPED`].
+    pub accept_untyped: Option<String>,
 }
 
 impl OAuthVariables {
@@ -160,6 +165,7 @@ impl OAuthVariables {
             jwks: read(OAUTH_JWKS),
             jwks_url: read(OAUTH_JWKS_URL),
             tenant_claim: read(OAUTH_TENANT_CLAIM),
+            accept_untyped: read(OAUTH_ACCEPT_UNTYPED),
         }
     }
 }
@@ -184,6 +190,16 @@ pub fn oauth(vars: OAuthVariables) -> Result<Option<OAuthPlan>, String> {
     if !is_http_url(&issuer) {
         errors.push(format!("{OAUTH_ISSUER}={issuer:?} is not a URL"));
     }
+    let accept_untyped = match vars.accept_untyped.as_deref() {
+        None | Some("" | "0") => false,
+        Some("1") => true,
+        Some(other) => {
+            errors.push(format!(
+                "{OAUTH_ACCEPT_UNTYPED}={other:?}: must be 1, 0 or unset"
+            ));
+            false
+        }
+    };
     let resource = resource(vars.resource, &mut errors);
     let keys = keys(vars.jwks, vars.jwks_url, &mut errors);
     let (Some(resource), Some(keys), true) = (resource, keys, errors.is_empty()) else {
@@ -194,6 +210,7 @@ pub fn oauth(vars: OAuthVariables) -> Result<Option<OAuthPlan>, String> {
             issuer,
             audience: resource,
             tenant_claim: vars.tenant_claim.unwrap_or_else(|| "tenant".to_owned()),
+            accept_untyped,
         },
         keys,
     }))
@@ -254,13 +271,5 @@ fn keys(inline: Option<String>, url: Option<String>, errors: &mut Vec<String>) -
 
 /// Keys travel over https; plain http is accepted only to this machine (local tests).
 fn is_key_set_url(url: &str) -> bool {
-    if url.starts_with("https://") {
-        return is_http_url(url);
-    }
-    let Some(rest) = url.strip_prefix("http://") else {
-        return false;
-    };
-    let host = rest.split(['/', '?']).next().unwrap_or_default();
-    let host = host.rsplit_once(':').map_or(host, |(h, _)| h);
-    matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+    outside::destination::is_secure_or_loopback(url) && is_http_url(url)
 }

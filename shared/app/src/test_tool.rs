@@ -1,30 +1,17 @@
 //! TEST ONLY: `test_panic_tool`, a tool whose body panics.
 //!
-//! The production app has no tool that panics, yet two tests must see one: the Lambda runtime
-//! contract test (`tests/it/lambda_runtime.rs`: a panic inside a tool leaves the function
-//! serving and gives the client a generic error with a request id), and the launch gate's
-//! failure recording `server-failure` (a generic error must fail the gate). The tool is
-//! registered only when `GATEHOUSE_TEST_PANIC_TOOL=1`, by the MCP Lambda function and by
-//! `gatehouse serve`; the template never sets that variable, and both log a warning at start
-//! when it is set. Never set it in a deployment.
+//! The production app has no tool that panics, yet the launch gate's failure recording
+//! `server-failure` must see one (a generic error must fail the gate). This module exists only
+//! in a build with the `test-tool` feature (ADR 48): `tests/run` builds the debug `gatehouse`
+//! with it, whose `serve` registers the tool when `GATEHOUSE_TEST_PANIC_TOOL=1`; no release
+//! build (`cargo install`, the Lambda functions, the worker) has it, whatever its variables.
 
 use mcp_pipeline::{CallError, EffectClass, Success, Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The variable that registers the tool (`1`); test-only.
+/// The variable that has `serve` register the tool (`1`).
 pub const VAR: &str = "GATEHOUSE_TEST_PANIC_TOOL";
-
-/// Whether the tool is wanted: `1` yes, unset or empty no, anything else is a mistake.
-pub fn enabled(value: Option<&str>) -> Result<bool, String> {
-    match value {
-        None => Ok(false),
-        Some("1") => Ok(true),
-        Some(other) => Err(format!(
-            "{VAR}={other:?}: must be 1 or unset (it registers a test-only tool that panics)"
-        )),
-    }
-}
 
 /// Arguments: a note the test uses to check that arguments never reach the logs.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -62,18 +49,5 @@ impl Tool for TestPanicTool {
         _input: PanicInput,
     ) -> Result<Success<PanicOutput>, CallError> {
         panic!("test_panic_tool panicked on purpose")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_one_enables_it() {
-        assert_eq!(enabled(None), Ok(false));
-        assert_eq!(enabled(Some("1")), Ok(true));
-        let err = enabled(Some("yes")).unwrap_err();
-        assert!(err.contains("GATEHOUSE_TEST_PANIC_TOOL"), "{err}");
     }
 }

@@ -115,14 +115,19 @@ impl KeyCache {
 
     /// The key for `kid` at `now` (Unix seconds): from the cache while it is fresh and knows
     /// the id, after at most one refresh otherwise.
-    pub async fn key(&self, kid: Option<&str>, now: i64) -> Option<DecodingKey> {
+    pub async fn key(
+        &self,
+        kid: Option<&str>,
+        alg: jsonwebtoken::Algorithm,
+        now: i64,
+    ) -> Option<DecodingKey> {
         let (keys, generation, fresh) = self.snapshot(now);
-        if fresh && let Some(key) = keys.as_deref().and_then(|set| find(set, kid)) {
+        if fresh && let Some(key) = keys.as_deref().and_then(|set| find(set, kid, alg)) {
             return Some(key);
         }
         self.refresh(generation, now).await;
         let (keys, ..) = self.snapshot(now);
-        keys.as_deref().and_then(|set| find(set, kid))
+        keys.as_deref().and_then(|set| find(set, kid, alg))
     }
 
     /// Whether any key set was ever fetched: without one, no token can be checked at all (an
@@ -228,13 +233,29 @@ async fn fetch_into(
     }
 }
 
-/// The key named `kid`; without a `kid`, the set's only key.
-fn find(set: &JwkSet, kid: Option<&str>) -> Option<DecodingKey> {
+/// The key named `kid` (without a `kid`, the set's only key), when it may verify a signature
+/// made with `alg`: a key published for encryption, or for another algorithm, never does
+/// (ADR 48).
+fn find(set: &JwkSet, kid: Option<&str>, alg: jsonwebtoken::Algorithm) -> Option<DecodingKey> {
+    use jsonwebtoken::jwk::{KeyAlgorithm, PublicKeyUse};
     let jwk = match kid {
         Some(kid) => set.find(kid)?,
         None if set.keys.len() == 1 => &set.keys[0],
         None => return None,
     };
+    let common = &jwk.common;
+    if !matches!(common.public_key_use, None | Some(PublicKeyUse::Signature)) {
+        return None;
+    }
+    let same_alg = match common.key_algorithm {
+        None => true,
+        Some(KeyAlgorithm::RS256) => alg == jsonwebtoken::Algorithm::RS256,
+        Some(KeyAlgorithm::ES256) => alg == jsonwebtoken::Algorithm::ES256,
+        Some(_) => false,
+    };
+    if !same_alg {
+        return None;
+    }
     DecodingKey::from_jwk(jwk).ok()
 }
 
@@ -297,16 +318,16 @@ mod tests {
         let cache = KeyCache::new(Arc::new(StuckOnce::default()));
         let retry = seconds(FIRST_FETCH_RETRY);
         assert!(
-            !ends_at_once(cache.key(Some("k"), 0)),
+            !ends_at_once(cache.key(Some("k"), jsonwebtoken::Algorithm::RS256, 0)),
             "the first fetch hangs"
         );
         assert!(
-            !ends_at_once(cache.key(Some("k"), retry - 1)),
+            !ends_at_once(cache.key(Some("k"), jsonwebtoken::Algorithm::RS256, retry - 1)),
             "joined, still hanging"
         );
         assert_eq!(lock(&cache.held).started, 1, "one fetch for both");
         assert!(
-            ends_at_once(cache.key(Some("k"), retry)),
+            ends_at_once(cache.key(Some("k"), jsonwebtoken::Algorithm::RS256, retry)),
             "replaced, and answered"
         );
         assert!(cache.has_keys());
@@ -320,7 +341,7 @@ mod tests {
     #[test]
     fn a_source_that_panics_fails_its_fetch_and_nothing_else() {
         let cache = KeyCache::new(Arc::new(Panics));
-        assert!(run(cache.key(Some("k"), 0)).is_none());
+        assert!(run(cache.key(Some("k"), jsonwebtoken::Algorithm::RS256, 0)).is_none());
         let held = lock(&cache.held);
         assert!(held.in_flight.is_none() && held.keys.is_none());
         assert_eq!((held.generation, held.last_attempt), (1, Some(0)));

@@ -56,3 +56,16 @@ pub fn tenant_switch(tenant: &str) -> Key {
 pub fn audit_partition(tenant: &str) -> String {
     concat(&[tenant, "#audit"])
 }
+
+/// Bearers the edge's admin route refused from `address` in the window numbered `window`.
+pub fn admin_refusals(address: &str, window: i64) -> Key {
+    Key::new(
+        "system",
+        concat(&["adminrefused#", address, "#", &window.to_string()]),
+    )
+}
+
+/// Calls the edge's admin route took in the minute numbered `minute`.
+pub fn admin_calls(minute: i64) -> Key {
+    Key::new("system", concat(&["admincalls#", &minute.to_string()]))
+}

@@ -2,6 +2,9 @@
 //!
 //! Asymmetric algorithms only (RS256, ES256); `none` and HMAC are refused before any key is
 //! looked at, so a token "signed" with the public key as an HMAC secret never verifies. The
+//! token must be typed as an access token (`typ: at+jwt`, RFC 9068; `JWT` only where the
+//! deployment says its issuer sends that), and the key must be published for signatures with
+//! the token's algorithm. The
 //! audience must be this server's resource URL, the issuer must be the configured one, and
 //! `exp` is required, with a small explicit leeway.
 
@@ -28,7 +31,13 @@ pub struct OAuthConfig {
     pub audience: String,
     /// The claim naming the tenant.
     pub tenant_claim: String,
+    /// Whether a token typed `JWT` (or not typed) is accepted beside `at+jwt`, for issuers
+    /// that do not type access tokens as RFC 9068 says; off by default.
+    pub accept_untyped: bool,
 }
+
+/// The token types an access token may declare (`typ`, RFC 9068), compared without case.
+const ACCESS_TOKEN_TYPES: [&str; 2] = ["at+jwt", "application/at+jwt"];
 
 /// The claims gatehouse uses from a valid token.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,9 +93,23 @@ impl OAuthValidator {
                 header.alg
             ));
         }
+        let typed = header
+            .typ
+            .as_deref()
+            .is_some_and(|t| ACCESS_TOKEN_TYPES.iter().any(|a| t.eq_ignore_ascii_case(a)));
+        let untyped = header
+            .typ
+            .as_deref()
+            .is_none_or(|t| t.eq_ignore_ascii_case("JWT"));
+        if !(typed || (self.config.accept_untyped && untyped)) {
+            return Err(format!(
+                "the token is not an access token (typ {:?}; at+jwt expected)",
+                header.typ.as_deref().unwrap_or("")
+            ));
+        }
         let key = self
             .keys
-            .key(header.kid.as_deref(), now)
+            .key(header.kid.as_deref(), header.alg, now)
             .await
             .ok_or_else(|| "the access token's signing key is unknown".to_owned())?;
         let mut validation = Validation::new(header.alg);

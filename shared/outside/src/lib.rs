@@ -6,6 +6,8 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
+pub mod destination;
+
 /// Where the time is read.
 pub trait Clock: std::fmt::Debug + Send + Sync {
     /// Microseconds since the Unix epoch.

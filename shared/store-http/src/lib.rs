@@ -14,6 +14,20 @@ pub const STORE_PATH: &str = "/admin/store";
 /// The header (test configuration only) that picks the store object of a request.
 pub const TEST_OBJECT_HEADER: &str = "x-gatehouse-test-store";
 
+/// Why the store could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The URL would carry the admin token in the clear.
+    #[error(
+        "{0} is not an https URL (plain http only to 127.0.0.1, localhost or [::1]): the \
+         deployment's admin token would cross the network in the clear"
+    )]
+    Insecure(String),
+    /// The HTTP client could not be made.
+    #[error("cannot make the HTTP client: {0}")]
+    Client(String),
+}
+
 /// Where and how to reach the store.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
@@ -66,10 +80,14 @@ impl Transport for HttpTransport {
     }
 }
 
-/// The store behind `endpoint`.
-pub fn connect(endpoint: Endpoint) -> Result<RemoteStore, StoreError> {
+/// The store behind `endpoint`. The admin token travels only over https, or plain http to
+/// this machine (a local `workerd`): any other URL is refused before anything is sent.
+pub fn connect(endpoint: Endpoint) -> Result<RemoteStore, ConnectError> {
+    if !outside::destination::is_secure_or_loopback(&endpoint.url) {
+        return Err(ConnectError::Insecure(endpoint.url));
+    }
     let client = http_client::HttpClient::new(Duration::from_secs(30))
-        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        .map_err(|e| ConnectError::Client(e.to_string()))?;
     Ok(RemoteStore::new(Arc::new(HttpTransport {
         client,
         endpoint,

@@ -14,6 +14,9 @@ mod pages;
 mod records;
 mod session;
 mod sign_in;
+mod site;
+
+pub use site::Site;
 
 use std::sync::Arc;
 
@@ -63,6 +66,8 @@ pub struct Web {
     /// What `gatehouse stdio` needs to open this deployment's store on this machine (`serve`
     /// knows it); `None`: no local store, so no stdio configurations are shown.
     pub stdio_args: Option<Vec<String>>,
+    /// The hosts and origin the pages and the API answer (ADR 48).
+    pub site: Site,
 }
 
 /// `value` as one word of a shell command: as it is when it holds nothing a shell reads
@@ -102,11 +107,37 @@ pub(crate) fn respond(
         "content-security-policy",
         HeaderValue::from_static("default-src 'self'; style-src 'unsafe-inline'"),
     );
+    r.headers_mut().insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    // Links out of the pages (a record's page, an approval link) carry no path of ours.
+    r.headers_mut()
+        .insert("referrer-policy", HeaderValue::from_static("same-origin"));
     r
 }
 
 pub(crate) fn json_response(status: StatusCode, body: &serde_json::Value) -> WebResponse {
     respond(status, "application/json", body.to_string())
+}
+
+/// The answer to a request refused by the site's checks: 421 for a host this site is not,
+/// 403 for a change from another origin; as JSON on the API.
+fn refused_before_reading(refusal: site::Refusal, api: bool) -> WebResponse {
+    let (status, text) = match refusal {
+        site::Refusal::Host => (
+            StatusCode::MISDIRECTED_REQUEST,
+            "This server does not serve that host name: open it at its own address.",
+        ),
+        site::Refusal::Origin => (
+            StatusCode::FORBIDDEN,
+            "This change did not come from this server's own pages: open the page here and retry.",
+        ),
+    };
+    if api {
+        return json_response(status, &serde_json::json!({"error": text}));
+    }
+    respond(status, "text/plain; charset=utf-8", format!("{text}\n"))
 }
 
 /// Whether a path belongs to the product (pages or API).
@@ -132,6 +163,11 @@ impl Web {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (parts, body) = req.into_parts();
+        let path = parts.uri.path().to_owned();
+        let has_cookie = session::cookie_value(&parts).is_some();
+        if let Err(refusal) = self.site.check(&parts, has_cookie) {
+            return refused_before_reading(refusal, path.starts_with("/api/"));
+        }
         // MCP credentials never open a product route.
         if let Some(auth) = parts
             .headers
@@ -156,7 +192,6 @@ impl Web {
                 );
             }
         };
-        let path = parts.uri.path().to_owned();
         if path.starts_with("/api/") {
             return api::handle(self, &parts, &path, &bytes).await;
         }

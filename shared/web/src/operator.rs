@@ -37,37 +37,35 @@ pub(crate) async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -
         return html(StatusCode::OK, "Operator sign-in", form_html(None));
     }
     let form = parse(body);
-    let (email, password) = (
-        form.get("email").cloned().unwrap_or_default(),
-        form.get("password").cloned().unwrap_or_default(),
-    );
-    let attempt = accounts::Attempt::operator(&email, client_address(parts).as_deref());
-    if let Err(accounts::AccountsError::Throttled {
-        retry_after_seconds,
-    }) = web.throttle.check(&attempt).await
-    {
-        return throttled("Operator sign-in", retry_after_seconds);
-    }
-    let ok = accounts::operators::check_password(web.store.as_ref(), &email, &password)
-        .await
-        .unwrap_or(false);
-    if !ok {
-        if let Err(e) = web.throttle.failed(&attempt).await {
-            tracing::warn!(error = %e, "could not count a failed sign-in");
+    let field = |name: &str| form.get(name).map_or("", String::as_str);
+    let address = client_address(parts);
+    let signed_in = accounts::operators::sign_in(
+        web.store.as_ref(),
+        &web.throttle,
+        (field("email"), field("password")),
+        address.as_deref(),
+    )
+    .await;
+    let id = match signed_in {
+        Ok(Some((id, _))) => id,
+        Ok(None) => {
+            return html(
+                StatusCode::UNAUTHORIZED,
+                "Operator sign-in",
+                form_html(Some("Those details do not match an active operator.")),
+            );
         }
-        return html(
-            StatusCode::UNAUTHORIZED,
-            "Operator sign-in",
-            form_html(Some("Those details do not match an active operator.")),
-        );
-    }
-    let _ = web.throttle.succeeded(&attempt).await;
-    let Ok((id, _)) = accounts::sessions::start_operator(web.store.as_ref(), &email).await else {
-        return message(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Operator sign-in",
-            "Sign-in is unavailable; try again.",
-        );
+        Err(accounts::AccountsError::Throttled {
+            retry_after_seconds,
+        }) => return throttled("Operator sign-in", retry_after_seconds),
+        Err(e) => {
+            tracing::warn!(error = %e, "an operator's sign-in failed");
+            return message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Operator sign-in",
+                "Sign-in is unavailable; try again.",
+            );
+        }
     };
     let mut r = redirect(PAGE);
     if let Ok(v) = HeaderValue::from_str(&session_cookie(web, &id)) {
@@ -154,13 +152,16 @@ async fn set(web: &Web, s: &Session, form: &BTreeMap<String, String>) -> WebResp
             return page(web, s, Some((StatusCode::BAD_REQUEST, "Choose on or off."))).await;
         }
     };
-    let actor = identity::Actor {
-        tenant: "system".into(),
-        member: s.member.clone(),
-        channel: identity::Channel::Web,
-    };
     let reason = form.get("reason").map(String::as_str).unwrap_or_default();
-    match web.switches.set_global(&actor, on, reason).await {
+    let flipped = accounts::operators::set_kill_switch(
+        web.store.as_ref(),
+        &web.switches,
+        (&s.member, identity::Channel::Web),
+        on,
+        reason,
+    )
+    .await;
+    match flipped {
         Ok(()) => {
             let done = if on {
                 "The kill switch is ON: agents' next calls are refused."
@@ -169,8 +170,11 @@ async fn set(web: &Web, s: &Session, form: &BTreeMap<String, String>) -> WebResp
             };
             page(web, s, Some((StatusCode::OK, done))).await
         }
-        Err(identity::IdentityError::Invalid(m)) => {
+        Err(accounts::AccountsError::Invalid(m)) => {
             page(web, s, Some((StatusCode::BAD_REQUEST, &m))).await
+        }
+        Err(accounts::AccountsError::Forbidden(m)) => {
+            page(web, s, Some((StatusCode::FORBIDDEN, &m))).await
         }
         Err(e) => {
             page(

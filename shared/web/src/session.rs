@@ -28,20 +28,14 @@ pub(crate) fn cookie_value(parts: &Parts) -> Option<String> {
         })
 }
 
-/// The live session of the request's cookie. A member's session lives only while the member
-/// is active and is the same person who signed in (a member removed and added again signs in
-/// afresh).
+/// The live session of the request's cookie: while its account holds it (a member active,
+/// the same person who signed in, with the same password; an operator existing, active, with
+/// the same password: `accounts::sessions::live`).
 pub(crate) async fn session(web: &Web, parts: &Parts) -> Option<(String, Session)> {
     let id = cookie_value(parts)?;
-    let s = accounts::sessions::get(web.store.as_ref(), &id)
+    let s = accounts::sessions::live(web.store.as_ref(), &id)
         .await
         .ok()??;
-    if !s.operator {
-        let member = web.directory.member(&s.tenant, &s.member).await.ok()??;
-        if !member.active || member.person != s.person {
-            return None;
-        }
-    }
     Some((id, s))
 }
 
@@ -68,9 +62,18 @@ pub(crate) fn throttled(title: &str, retry_after_seconds: u64) -> WebResponse {
     r
 }
 
+/// Whether the form carries the session's CSRF token, compared in constant time (as digests,
+/// so that neither the comparison's time nor the lengths say how much of a guess was right).
 pub(crate) fn csrf_ok(s: &Session, form: &std::collections::BTreeMap<String, String>) -> bool {
-    form.get("csrf")
-        .is_some_and(|t| !t.is_empty() && *t == s.csrf)
+    use sha2::Digest as _;
+    let Some(given) = form.get("csrf").filter(|t| !t.is_empty()) else {
+        return false;
+    };
+    let (a, b) = (
+        sha2::Sha256::digest(given.as_bytes()),
+        sha2::Sha256::digest(s.csrf.as_bytes()),
+    );
+    a.iter().zip(b.iter()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0 && !s.csrf.is_empty()
 }
 
 pub(crate) fn forbidden_csrf() -> WebResponse {

@@ -1,5 +1,6 @@
-//! A member's sign-in: throttled per account and per client address, so that guessing a
-//! password costs time; the wait holds for the right password too.
+//! A member's sign-in: each attempt counted before its password is checked (per account and
+//! address, per account, per address: `accounts::Throttle`), so that guessing a password
+//! costs time; the wait holds for the right password too.
 
 use http::request::Parts;
 use http::{HeaderValue, StatusCode, header};
@@ -31,42 +32,36 @@ pub(crate) async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -
         return html(StatusCode::OK, "Sign in", form_html(None));
     }
     let form = parse(body);
-    let (tenant, member, password) = (
-        form.get("tenant").cloned().unwrap_or_default(),
-        form.get("member").cloned().unwrap_or_default(),
-        form.get("password").cloned().unwrap_or_default(),
-    );
-    let attempt = accounts::Attempt::member(&tenant, &member, client_address(parts).as_deref());
-    if let Err(accounts::AccountsError::Throttled {
-        retry_after_seconds,
-    }) = web.throttle.check(&attempt).await
-    {
-        return throttled("Sign in", retry_after_seconds);
-    }
-    let found = web
+    let field = |name: &str| form.get(name).map_or("", String::as_str);
+    let address = client_address(parts);
+    let signed_in = web
         .members
-        .check_password(&tenant, &member, &password)
-        .await
-        .ok()
-        .flatten();
-    let Some(found) = found else {
-        if let Err(e) = web.throttle.failed(&attempt).await {
-            tracing::warn!(error = %e, "could not count a failed sign-in");
+        .sign_in(
+            &web.throttle,
+            (field("tenant"), field("member"), field("password")),
+            address.as_deref(),
+        )
+        .await;
+    let id = match signed_in {
+        Ok(Some((id, _))) => id,
+        Ok(None) => {
+            return html(
+                StatusCode::UNAUTHORIZED,
+                "Sign in",
+                form_html(Some("Those details do not match an active member.")),
+            );
         }
-        return html(
-            StatusCode::UNAUTHORIZED,
-            "Sign in",
-            form_html(Some("Those details do not match an active member.")),
-        );
-    };
-    let _ = web.throttle.succeeded(&attempt).await;
-    let Ok((id, _)) = accounts::sessions::start_member(web.store.as_ref(), &tenant, &found).await
-    else {
-        return message(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Sign in",
-            "Sign-in is unavailable; try again.",
-        );
+        Err(accounts::AccountsError::Throttled {
+            retry_after_seconds,
+        }) => return throttled("Sign in", retry_after_seconds),
+        Err(e) => {
+            tracing::warn!(error = %e, "a sign-in failed");
+            return message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Sign in",
+                "Sign-in is unavailable; try again.",
+            );
+        }
     };
     let cookie = session_cookie(web, &id);
     let mut r = redirect(&next);
