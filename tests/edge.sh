@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # The edge build and its local runtime (ADR 20).
 #
-#   tests/edge.sh build    builds functions/mcp-worker for wasm32 with worker-build into
-#                          functions/mcp-worker/build/ and prints its size
+#   tests/edge.sh build    builds functions/mcp-worker for wasm32 with worker-build: the
+#                          release build into functions/mcp-worker/build/ (what wrangler
+#                          deploys) and the test build (--features test-routes) into
+#                          build-test/, and prints their sizes
 #   tests/edge.sh dry-run  builds, then checks wrangler.toml with `wrangler deploy --dry-run`
 #                          (no account needed: nothing is uploaded)
 #   tests/edge.sh start    builds, dry-runs, then serves it in workerd (Durable Objects with
-#                          SQLite on a temporary disk) four times, on free ports: with the test
-#                          routes on; configured as a deployment (admin token, no test routes);
-#                          with OAuth keys fetched from an issuer that stalls for a minute; and
-#                          with settings that are wrong;
+#                          SQLite on a temporary disk) five times, on free ports: the test build;
+#                          the release build configured as a deployment (admin token, every
+#                          test variable set); the test build with OAuth keys fetched from an
+#                          issuer that stalls for a minute; the release build with settings
+#                          that are wrong; and the release build with a low ceiling of admin
+#                          calls;
 #                          prints, for `eval`, GATEHOUSE_TEST_EDGE_URL,
 #                          GATEHOUSE_TEST_EDGE_DEPLOYED_URL, GATEHOUSE_TEST_EDGE_STALLED_KEYS_URL,
-#                          GATEHOUSE_TEST_EDGE_MISCONFIGURED_URL, GATEHOUSE_TEST_EDGE_LOG,
-#                          GATEHOUSE_TEST_EDGE_ADMIN_TOKEN and GATEHOUSE_EDGE_PID
+#                          GATEHOUSE_TEST_EDGE_MISCONFIGURED_URL, GATEHOUSE_TEST_EDGE_CEILING_URL,
+#                          GATEHOUSE_TEST_EDGE_LOG, GATEHOUSE_TEST_EDGE_ADMIN_TOKEN,
+#                          GATEHOUSE_TEST_EDGE_ADMIN_CALLS_PER_MINUTE and GATEHOUSE_EDGE_PID
 #
 # The toolchain comes from crates.io and npm only, cached outside the clone and keyed by
 # version (nothing depends on the cache being there):
@@ -36,6 +41,7 @@ WRANGLER_VERSION=4.86.0
 WASM_BINDGEN_VERSION=$(sed -n '/^name = "wasm-bindgen"$/{n;s/^version = "\(.*\)"$/\1/p;}' Cargo.lock)
 CRATE=functions/mcp-worker
 OUT=$ROOT/$CRATE/build
+OUT_TEST=$ROOT/$CRATE/build-test
 RUN_DIR=$ROOT/target/edge
 
 say() { echo "edge: $*" >&2; }
@@ -87,16 +93,28 @@ install_tools() {
     with_lock "$CACHE/edge-tools.lock" npm_tools "$NPM_DIR"
 }
 
-build() {
-    install_tools
-    say "building $CRATE for wasm32 (worker-build --release)"
+# build_one OUT_DIR [CARGO FLAGS...]: worker-build --release into $CRATE/OUT_DIR.
+build_one() {
+    local out=$1
+    shift
     local started=$SECONDS
     (cd "$CRATE" && WASM_BINDGEN_BIN="$CACHE/wasm-bindgen-cli-$WASM_BINDGEN_VERSION/bin/wasm-bindgen" \
         ESBUILD_BIN="$NPM_DIR/node_modules/.bin/esbuild" \
-        "$CACHE/worker-build-$WORKER_BUILD_VERSION/bin/worker-build" --release >&2)
+        "$CACHE/worker-build-$WORKER_BUILD_VERSION/bin/worker-build" --release --out-dir "$out" . "$@" >&2)
     local wasm
-    wasm=$(find "$OUT" -name '*.wasm' | head -1)
-    say "built in $((SECONDS - started)) s: $(basename "$wasm") is $(stat -c %s "$wasm") bytes ($(gzip -c "$wasm" | wc -c) gzipped)"
+    wasm=$(find "$ROOT/$CRATE/$out" -name '*.wasm' | head -1)
+    say "built $out in $((SECONDS - started)) s: $(basename "$wasm") is $(stat -c %s "$wasm") bytes ($(gzip -c "$wasm" | wc -c) gzipped)"
+}
+
+# Two builds (ADR 48): the release build (build/, what `wrangler deploy` uploads: no test
+# route, whatever its variables) and the test build (build-test/, with the `test-routes`
+# feature: the admin route open to the tests, each test's store object named by a header).
+build() {
+    install_tools
+    say "building $CRATE for wasm32 (worker-build --release): the release build"
+    build_one build
+    say "building $CRATE for wasm32 with --features test-routes: the test build"
+    build_one build-test --features test-routes
 }
 
 dry_run() {
@@ -110,16 +128,23 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # The workerd configuration: the built modules, the store's Durable Object class with SQLite,
 # its storage on a disk folder, and the test settings.
 ADMIN_TOKEN=edge-test-admin-token-0123456789abcdef0123456789
+# The ceiling worker's admin calls per minute (tests/it/edge.rs floods past it).
+ADMIN_CALLS_PER_MINUTE=400
 
 # worker NAME OBJECT_KEY MODULES BINDINGS [FIELD]: one worker of the configuration: the built
 # modules, the store's Durable Object class with SQLite on the shared disk, its own settings,
 # and any further field of the worker.
+# MODULES is the list of one build's modules ($release_modules or $test_modules); the
+# worker's index.js is the same build's (its folder is the list's).
 worker() {
+    local dir
+    dir=$(sed -n 's/.*embed "\([^/]*\)\/.*/\1/p' <<<"$3" | head -1)
     cat <<EOF
 const $1 :Workerd.Worker = (
   modules = [
-    (name = "index.js", esModule = embed "worker/index.js"),
-$3  ],
+    (name = "index.js", esModule = embed "$dir/index.js"),
+$3
+  ],
   compatibilityDate = "2025-09-01",
   bindings = [
     (name = "STORE", durableObjectNamespace = "StoreObject"),
@@ -134,21 +159,30 @@ $3  ],
 EOF
 }
 
+# copy_modules BUILD DIR: copies a build into $RUN_DIR/DIR and prints its modules (all but
+# index.js) as capnp list entries.
+copy_modules() {
+    local build=$1 dir=$2 f
+    mkdir -p "$RUN_DIR/$dir"
+    cp -r "$build"/. "$RUN_DIR/$dir/"
+    for f in $(cd "$RUN_DIR/$dir" && find . -type f \( -name '*.js' -o -name '*.mjs' -o -name '*.wasm' \) | sed 's|^\./||' | sort); do
+        case $f in
+            *.wasm) echo "    (name = \"$f\", wasm = embed \"$dir/$f\")," ;;
+            index.js) ;;
+            *) echo "    (name = \"$f\", esModule = embed \"$dir/$f\")," ;;
+        esac
+    done
+}
+
 write_config() {
-    local port=$1 deployed_port=$2 stalled_port=$3 misconfigured_port=$4
+    local port=$1 deployed_port=$2 stalled_port=$3 misconfigured_port=$4 ceiling_port=$5
     # The test issuer's keys (tests/fixtures/oauth), as a capnp text literal.
     local jwks
     jwks=$(tr -d '\n' <tests/fixtures/oauth/jwks.json | sed 's/\\/\\\\/g; s/"/\\"/g')
     rm -rf "$RUN_DIR" && mkdir -p "$RUN_DIR/do-storage"
-    cp -r "$OUT"/. "$RUN_DIR/worker/"
-    local modules="" f
-    for f in $(cd "$RUN_DIR/worker" && find . -type f \( -name '*.js' -o -name '*.mjs' -o -name '*.wasm' \) | sed 's|^\./||' | sort); do
-        case $f in
-            *.wasm) modules+="    (name = \"$f\", wasm = embed \"worker/$f\"),"$'\n' ;;
-            index.js) ;;
-            *) modules+="    (name = \"$f\", esModule = embed \"worker/$f\"),"$'\n' ;;
-        esac
-    done
+    local release_modules test_modules
+    release_modules=$(copy_modules "$OUT" worker)
+    test_modules=$(copy_modules "$OUT_TEST" worker-test)
     cat >"$RUN_DIR/config.capnp" <<EOF
 using Workerd = import "/workerd/workerd.capnp";
 
@@ -159,6 +193,7 @@ const config :Workerd.Config = (
     (name = "stalled-keys", worker = .stalledKeys),
     (name = "stalled-issuer", worker = .stalledIssuer),
     (name = "misconfigured", worker = .misconfigured),
+    (name = "ceiling", worker = .ceiling),
     (name = "do-storage", disk = (path = "$RUN_DIR/do-storage", writable = true)),
   ],
   sockets = [
@@ -166,6 +201,7 @@ const config :Workerd.Config = (
     (name = "deployed", address = "127.0.0.1:$deployed_port", http = (), service = "deployed"),
     (name = "stalled-keys", address = "127.0.0.1:$stalled_port", http = (), service = "stalled-keys"),
     (name = "misconfigured", address = "127.0.0.1:$misconfigured_port", http = (), service = "misconfigured"),
+    (name = "ceiling", address = "127.0.0.1:$ceiling_port", http = (), service = "ceiling"),
   ],
 );
 
@@ -178,44 +214,60 @@ const stalledIssuer :Workerd.Worker = (
   compatibilityDate = "2025-09-01",
 );
 
-$(worker gatehouse gatehouse-store "$modules" \
+# The test build, for the contract tests: each test on a store object of its own.
+$(worker gatehouse gatehouse-store "$test_modules" \
     "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-test-state-key-0123456789abcdef0123456789\"),
-    (name = \"GATEHOUSE_TEST_ROUTES\", text = \"1\"),
+    (name = \"GATEHOUSE_CONSOLE_BASE\", text = \"https://pages.example.com/app\"),
     (name = \"GATEHOUSE_OAUTH_ISSUER\", text = \"https://auth.example.com\"),
     (name = \"GATEHOUSE_OAUTH_RESOURCE\", text = \"https://mcp.example.com/mcp\"),
     (name = \"GATEHOUSE_OAUTH_JWKS\", text = \"$jwks\"),")
 
 # OAuth with keys fetched from the issuer's URL, which stalls (tests/it/edge.rs).
-$(worker stalledKeys gatehouse-store-stalled-keys "$modules" \
+$(worker stalledKeys gatehouse-store-stalled-keys "$test_modules" \
     "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-stalled-state-key-0123456789abcdef01234567\"),
+    (name = \"GATEHOUSE_CONSOLE_BASE\", text = \"https://pages.example.com/app\"),
     (name = \"GATEHOUSE_OAUTH_ISSUER\", text = \"https://auth.example.com\"),
     (name = \"GATEHOUSE_OAUTH_RESOURCE\", text = \"https://mcp.example.com/mcp\"),
     (name = \"GATEHOUSE_OAUTH_JWKS_URL\", text = \"https://auth.example.com/jwks.json\")," \
     'globalOutbound = "stalled-issuer",')
 
-# Settings that are wrong: a short sealing key, an origin with a path, a body limit in words
-# (tests/it/edge.rs: /healthz and every call name the problems).
-$(worker misconfigured gatehouse-store-misconfigured "$modules" \
+# The release build with settings that are wrong: a short sealing key, an origin with a path,
+# a body limit in words, no public URL (tests/it/edge.rs: /healthz and every call answer only
+# "misconfigured", the log names the problems).
+$(worker misconfigured gatehouse-store-misconfigured "$release_modules" \
     "(name = \"GATEHOUSE_STATE_KEY\", text = \"short-key\"),
     (name = \"GATEHOUSE_ALLOWED_ORIGINS\", text = \"https://app.example.com/\"),
     (name = \"GATEHOUSE_MAX_BODY_BYTES\", text = \"1MB\"),")
 
-# As a deployment is configured: no test routes, the admin route behind the admin token.
-$(worker deployed gatehouse-store-deployed "$modules" \
+# The release build as a deployment is configured: the admin route behind the admin token,
+# with every test variable a build ever read set (it opens nothing).
+$(worker deployed gatehouse-store-deployed "$release_modules" \
     "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-deployed-state-key-0123456789abcdef012345\"),
-    (name = \"GATEHOUSE_ADMIN_TOKEN\", text = \"$ADMIN_TOKEN\"),")
+    (name = \"GATEHOUSE_CONSOLE_BASE\", text = \"https://pages.example.com/app\"),
+    (name = \"GATEHOUSE_ADMIN_TOKEN\", text = \"$ADMIN_TOKEN\"),
+    (name = \"GATEHOUSE_TEST_ROUTES\", text = \"1\"),
+    (name = \"GATEHOUSE_TEST_PANIC_TOOL\", text = \"1\"),")
+
+# The same with a low ceiling of admin calls per minute, on objects of its own, for the test
+# that floods past it without holding the deployed worker's administration up.
+$(worker ceiling gatehouse-store-ceiling "$release_modules" \
+    "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-ceiling-state-key-0123456789abcdef0123456\"),
+    (name = \"GATEHOUSE_CONSOLE_BASE\", text = \"https://pages.example.com/app\"),
+    (name = \"GATEHOUSE_ADMIN_TOKEN\", text = \"$ADMIN_TOKEN\"),
+    (name = \"GATEHOUSE_ADMIN_CALLS_PER_MINUTE\", text = \"$ADMIN_CALLS_PER_MINUTE\"),")
 EOF
 }
 
 start() {
     build
     dry_run
-    local port deployed_port stalled_port misconfigured_port
+    local port deployed_port stalled_port misconfigured_port ceiling_port
     port=$(free_port)
+    ceiling_port=$(free_port)
     deployed_port=$(free_port)
     stalled_port=$(free_port)
     misconfigured_port=$(free_port)
-    write_config "$port" "$deployed_port" "$stalled_port" "$misconfigured_port"
+    write_config "$port" "$deployed_port" "$stalled_port" "$misconfigured_port" "$ceiling_port"
     local started=$SECONDS
     "$NPM_DIR/node_modules/.bin/workerd" serve "$RUN_DIR/config.capnp" \
         >"$RUN_DIR/workerd.log" 2>&1 &
@@ -229,6 +281,8 @@ start() {
             echo "export GATEHOUSE_TEST_EDGE_MISCONFIGURED_URL=http://127.0.0.1:$misconfigured_port"
             echo "export GATEHOUSE_TEST_EDGE_LOG=$RUN_DIR/workerd.log"
             echo "export GATEHOUSE_TEST_EDGE_ADMIN_TOKEN=$ADMIN_TOKEN"
+            echo "export GATEHOUSE_TEST_EDGE_CEILING_URL=http://127.0.0.1:$ceiling_port"
+            echo "export GATEHOUSE_TEST_EDGE_ADMIN_CALLS_PER_MINUTE=$ADMIN_CALLS_PER_MINUTE"
             echo "export GATEHOUSE_EDGE_PID=$pid"
             return 0
         fi

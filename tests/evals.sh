@@ -27,7 +27,7 @@ finish() {
     exit
 }
 
-if ! cargo build --locked -p gatehouse -p evals; then
+if ! cargo build --locked -p gatehouse -p evals --features gatehouse/test-tool; then
     fail "build gatehouse and evals"
     finish
 fi

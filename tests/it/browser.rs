@@ -35,13 +35,7 @@ fn browser_env() -> Option<(String, String)> {
 }
 
 async fn approve_by_form(addr: std::net::SocketAddr, path: &str, cookie: &str, csrf: &str) -> u16 {
-    let headers = [
-        (
-            "content-type".to_owned(),
-            "application/x-www-form-urlencoded".to_owned(),
-        ),
-        ("cookie".to_owned(), cookie.to_owned()),
-    ];
+    let headers = crate::support::pages::form_headers(addr, cookie);
     TestClient::http(addr)
         .send(
             http::Method::POST,
@@ -231,13 +225,7 @@ async fn prepare_cancellation_in_product_mode(
     agent: &TestClient,
 ) -> String {
     let (owner, csrf) = form_login(addr, "olivia").await;
-    let headers = [
-        (
-            "content-type".to_owned(),
-            "application/x-www-form-urlencoded".to_owned(),
-        ),
-        ("cookie".to_owned(), owner),
-    ];
+    let headers = crate::support::pages::form_headers(addr, &owner);
     let set = TestClient::http(addr)
         .send(
             http::Method::POST,

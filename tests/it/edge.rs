@@ -144,7 +144,12 @@ async fn the_cli_administers_a_deployed_worker_with_its_admin_token() {
     let http = http_client::HttpClient::new(std::time::Duration::from_secs(30)).unwrap();
     let probe = r#"{"op":"get","args":{"pk":"system#switch","sk":"global"}}"#;
     for bearer in [None, Some("Bearer wrong-token-0123456789abcdef0123456789")] {
-        let mut headers = vec![("content-type", "application/json")];
+        // The release build takes no store object from a request, whatever its variables say
+        // (this worker has GATEHOUSE_TEST_ROUTES=1 set).
+        let mut headers = vec![
+            ("content-type", "application/json"),
+            (store_http::TEST_OBJECT_HEADER, "test-object"),
+        ];
         if let Some(b) = bearer {
             headers.push(("authorization", b));
         }
@@ -201,7 +206,123 @@ async fn the_cli_administers_a_deployed_worker_with_its_admin_token() {
     let status = agent.call_tool("get_server_status", json!({})).await;
     assert!(!status.is_error(), "{}", status.text());
     assert_eq!(status.structured()["store_backend"], "durable-object");
+    // Nor does it serve a test tool, though GATEHOUSE_TEST_PANIC_TOOL=1 is set.
+    let list = agent.request("tools/list", json!({})).await.json();
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(!names.contains(&"test_panic_tool"), "{names:?}");
     passed("the_cli_administers_a_deployed_worker_with_its_admin_token");
+}
+
+/// A store message to the admin route of the worker at `url` from `address`.
+async fn admin_post(url: &str, address: &str, bearer: Option<&str>, message: &str) -> u16 {
+    let http = http_client::HttpClient::new(std::time::Duration::from_secs(30)).unwrap();
+    let bearer = bearer.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![
+        ("content-type", "application/json"),
+        ("cf-connecting-ip", address),
+    ];
+    if let Some(b) = &bearer {
+        headers.push(("authorization", b));
+    }
+    http.post(
+        &format!("{url}{}", store_http::STORE_PATH),
+        &headers,
+        message.to_owned().into(),
+    )
+    .await
+    .unwrap()
+    .status
+}
+
+/// Lines of the workerd log that contain `needle`, waiting up to five seconds for one.
+async fn log_lines(needle: &str) -> Vec<String> {
+    let log = std::env::var("GATEHOUSE_TEST_EDGE_LOG").expect("tests/edge.sh sets it");
+    for _ in 0..50 {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let found: Vec<String> = text
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(str::to_owned)
+            .collect();
+        if !found.is_empty() {
+            return found;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    Vec::new()
+}
+
+/// The admin route logs each call (its operation and outcome, never the message) and each
+/// refused bearer; an address whose bearers were refused ten times waits, even with the right
+/// token, while another address is served. Before, nothing was logged or limited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_route_logs_every_call_and_limits_wrong_bearers() {
+    let Some(_) = crate::support::edge::edge_url("edge admin route limits") else {
+        return;
+    };
+    let url = std::env::var("GATEHOUSE_TEST_EDGE_DEPLOYED_URL").expect("tests/edge.sh sets it");
+    let token = std::env::var("GATEHOUSE_TEST_EDGE_ADMIN_TOKEN").expect("tests/edge.sh sets it");
+    let secret = format!("never-logged-{}", crate::support::store::unique_suffix());
+    let probe = format!(r#"{{"op":"get","args":{{"pk":"system","sk":"{secret}"}}}}"#);
+    let guesser = format!("198.51.100.{}", std::process::id() % 200 + 1);
+    for _ in 0..crate::edge::REFUSALS_ALLOWED {
+        assert_eq!(admin_post(&url, &guesser, Some("wrong"), &probe).await, 404);
+    }
+    assert_eq!(admin_post(&url, &guesser, Some(&token), &probe).await, 429);
+    assert_eq!(
+        admin_post(&url, "203.0.113.8", Some(&token), &probe).await,
+        200
+    );
+    let refused = log_lines("a wrong or missing bearer was refused").await;
+    assert!(refused.iter().any(|l| l.contains(&guesser)), "{refused:?}");
+    let calls = log_lines("admin route call").await;
+    assert!(
+        calls
+            .iter()
+            .any(|l| l.contains("operation=get") && l.contains("203.0.113.8")),
+        "{calls:?}"
+    );
+    assert!(
+        log_lines(&secret).await.is_empty(),
+        "a message reached the log"
+    );
+    passed("the_admin_route_logs_every_call_and_limits_wrong_bearers");
+}
+
+/// The refusals an address may have before it waits (`functions/mcp-worker/src/admin.rs`).
+const REFUSALS_ALLOWED: usize = 10;
+
+/// Authenticated admin calls meet a ceiling per minute (a worker configured with 400): a
+/// flood past it is refused with 429, while a workspace's administration from the CLI stays
+/// under it on the default ceiling (the test above).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_route_has_a_ceiling() {
+    let Some(_) = crate::support::edge::edge_url("edge admin ceiling") else {
+        return;
+    };
+    let url = std::env::var("GATEHOUSE_TEST_EDGE_CEILING_URL").expect("tests/edge.sh sets it");
+    let token = std::env::var("GATEHOUSE_TEST_EDGE_ADMIN_TOKEN").expect("tests/edge.sh sets it");
+    let ceiling: usize = std::env::var("GATEHOUSE_TEST_EDGE_ADMIN_CALLS_PER_MINUTE")
+        .expect("tests/edge.sh sets it")
+        .parse()
+        .unwrap();
+    let probe = r#"{"op":"get","args":{"pk":"system","sk":"probe"}}"#;
+    let mut refused_at = None;
+    // A minute may turn during the flood: two ceilings and some.
+    for n in 0..(2 * ceiling + 20) {
+        if admin_post(&url, "192.0.2.44", Some(&token), probe).await == 429 {
+            refused_at = Some(n);
+            break;
+        }
+    }
+    let n = refused_at.expect("a flood past the ceiling is refused");
+    assert!(n >= ceiling / 2, "refused after only {n} calls");
+    passed("the_admin_route_has_a_ceiling");
 }
 
 /// A stalled issuer holds no request at the edge (ADR 39): a key fetch ends at its own deadline
@@ -274,10 +395,10 @@ async fn edge_an_oversized_body_is_refused_before_it_is_read() {
     passed("edge_an_oversized_body_is_refused_before_it_is_read");
 }
 
-/// A deployment whose settings are wrong says so at `/healthz` and on every call, naming each
-/// problem, as the Lambda function refuses to start: a sealing key under 32 bytes, an origin
-/// with a path, a body limit that is no number (review of 2026-12-05: the edge took them, and
-/// `/healthz` answered ok).
+/// A deployment whose settings are wrong answers only "misconfigured" at `/healthz` and on
+/// every call, and its log names each problem: a sealing key under 32 bytes, an origin with a
+/// path, a body limit that is no number, no public URL (review of 2026-12-05: the edge took
+/// them; issue 44: `/healthz` told anyone which settings were wrong).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_a_misconfigured_deployment_says_so() {
     let Some(_) = crate::support::edge::edge_url("edge misconfigured") else {
@@ -291,21 +412,25 @@ async fn edge_a_misconfigured_deployment_says_so() {
         .await;
     let text = String::from_utf8_lossy(&health.body).into_owned();
     assert_eq!(health.status, 500, "{text}");
+    assert_eq!(text.trim(), "misconfigured");
+    let logged = log_lines("misconfigured:").await.join("\n");
     for problem in [
         "GATEHOUSE_STATE_KEY is too short",
         "GATEHOUSE_ALLOWED_ORIGINS",
         "GATEHOUSE_MAX_BODY_BYTES",
+        "GATEHOUSE_CONSOLE_BASE",
     ] {
-        assert!(text.contains(problem), "{problem}: {text}");
+        assert!(logged.contains(problem), "{problem}: {logged}");
     }
     assert!(
-        !text.contains("short-key"),
-        "the key is never echoed: {text}"
+        !logged.contains("short-key"),
+        "the key is never echoed: {logged}"
     );
     let call = mcp_test_client::TestClient::http(addr)
         .request("tools/list", json!({}))
         .await;
     assert_eq!(call.status, 500, "{}", String::from_utf8_lossy(&call.body));
+    assert_eq!(String::from_utf8_lossy(&call.body).trim(), "misconfigured");
     passed("edge_a_misconfigured_deployment_says_so");
 }
 

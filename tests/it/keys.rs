@@ -100,10 +100,18 @@ fn every_key_builder_uses_its_owners_kinds() {
         ("accounts", accounts::keys::api_token("ab")),
         ("accounts", accounts::keys::api_token_record(t, "tok_1")),
         ("accounts", accounts::keys::operator("ops@example.com")),
-        ("accounts", accounts::keys::sign_in_member(t, "ana")),
+        ("accounts", accounts::keys::sign_in_member(t, "ana", "").0),
         (
             "accounts",
-            accounts::keys::sign_in_operator("ops@example.com"),
+            accounts::keys::sign_in_member(t, "ana", "192.0.2.1").1,
+        ),
+        (
+            "accounts",
+            accounts::keys::sign_in_operator("ops@example.com", "").0,
+        ),
+        (
+            "accounts",
+            accounts::keys::sign_in_operator("ops@example.com", "192.0.2.1").1,
         ),
         ("accounts", accounts::keys::sign_in_address("192.0.2.1")),
         ("booking", booking::keys::tenant(t)),

@@ -667,6 +667,11 @@ fn the_release_binary_serves_the_lambda_runtime_api() {
 
     let rt = runtime();
     let (app, table, token) = setup(&rt, &endpoint, "gatehouse-lambda");
+    let spoiled = rt.block_on(async {
+        let agent = mcp_test_client::TestClient::in_process(app.http.clone())
+            .with_header("authorization", &format!("Bearer {token}"));
+        crate::support::created_customer(&agent, "Spoiled Item", "spoiled@example.com").await
+    });
 
     let mut api = RuntimeApi::start();
     let max_body = MAX_BODY_BYTES.to_string();
@@ -675,7 +680,10 @@ fn the_release_binary_serves_the_lambda_runtime_api() {
         ("GATEHOUSE_STATE_KEY", STATE_KEY),
         ("GATEHOUSE_MAX_BODY_BYTES", &max_body),
         ("GATEHOUSE_LOG", "info"),
+        // Every test variable a build has ever read: the release build serves nothing for
+        // them (ADR 48).
         ("GATEHOUSE_TEST_PANIC_TOOL", "1"),
+        ("GATEHOUSE_TEST_ROUTES", "1"),
     ]);
     let mut function = Function::start(&api, &vars);
     // Ids of the invocations that call a tool, with the tool.
@@ -699,17 +707,13 @@ fn the_release_binary_serves_the_lambda_runtime_api() {
     let mut want = in_process(&rt, &app, &event);
     assert_eq!(got.status, 200, "{payload}");
     assert_eq!(got.body["id"], "list-1");
-    // The function lists the test-only tool last; otherwise it lists what the app lists.
+    // The release build has no test tool, whatever its variables: it lists what the app lists.
     let tools = got.body["result"]["tools"].as_array().expect("tools");
-    assert_eq!(
-        tools.last().map(|t| &t["name"]),
-        Some(&json!("test_panic_tool")),
-        "GATEHOUSE_TEST_PANIC_TOOL=1 registers the test tool"
+    assert!(
+        !tools.iter().any(|t| t["name"] == "test_panic_tool"),
+        "a release build lists a test tool"
     );
-    want.body["result"]["tools"]
-        .as_array_mut()
-        .unwrap()
-        .push(tools.last().unwrap().clone());
+    want.body["result"]["tools"].as_array_mut().unwrap();
     assert_eq!(got, want, "the Function URL answer");
 
     // An API Gateway HTTP API event (tools/call get_server_status).
@@ -742,34 +746,41 @@ fn the_release_binary_serves_the_lambda_runtime_api() {
         millis(warm[warm.len() - 1])
     ));
 
-    // A tool that panics: a generic error result with a request id, and the function serves on.
+    // A tool that fails (an item of the store it cannot read, put there behind the app's
+    // back): a generic error result with a request id, the cause only in the log, and the
+    // function serves on.
     let marker = format!("argument-never-logged-{:08x}", rand_u32());
-    let event = api_gateway_call(&token, 7, "test_panic_tool", &json!({"note": marker}));
+    rt.block_on(crate::support::store::spoil_an_item(
+        &endpoint,
+        &table,
+        &booking::keys::of_handle("acme", &spoiled).expect("a customer's key"),
+    ));
+    let event = api_gateway_call(&token, 7, "find_customers", &json!({"query": marker}));
     let (id, payload, _) = api.invoke(&event);
-    calls.push((id, "test_panic_tool"));
+    calls.push((id, "find_customers"));
     let got = from_lambda(&payload);
     assert_eq!(got.status, 200, "a tool error is a result: {payload}");
     assert_eq!(got.body["id"], 7);
     let result = &got.body["result"];
     assert_eq!(result["isError"], true, "{result}");
-    let panic_request_id = result["structuredContent"]["request_id"]
+    let failed_request_id = result["structuredContent"]["request_id"]
         .as_str()
         .unwrap_or_else(|| panic!("a request id in the details: {result}"))
         .to_owned();
     let text = result["content"][0]["text"].as_str().unwrap();
     assert!(
         text.starts_with(&format!(
-            "Error: The server failed while running test_panic_tool (request {panic_request_id})"
+            "Error: The server failed while running find_customers (request {failed_request_id})"
         )),
         "{text}"
     );
     assert!(
-        !text.contains("panicked on purpose"),
+        !text.contains("WrongType"),
         "the cause stays in the logs: {text}"
     );
     assert!(
         function.is_running(),
-        "a panicking tool does not stop the function"
+        "a failing tool does not stop the function"
     );
     let event = api_gateway_call(&token, 8, "get_server_status", &json!({}));
     let (id, payload, _) = api.invoke(&event);
@@ -803,7 +814,7 @@ fn the_release_binary_serves_the_lambda_runtime_api() {
     assert!(function.is_running());
     let (stdout, stderr) = function.stop();
     drop(api);
-    check_logs(&stdout, &stderr, &calls, &marker, &panic_request_id);
+    check_logs(&stdout, &stderr, &calls, &marker, &failed_request_id);
 }
 
 /// Every line is JSON; one log line and one EMF object per tool call, with the call's Lambda
@@ -813,7 +824,7 @@ fn check_logs(
     stderr: &[String],
     calls: &[(String, &str)],
     marker: &str,
-    panic_request_id: &str,
+    failed_request_id: &str,
 ) {
     let nonempty = |lines: &[String]| -> Vec<Value> {
         lines
@@ -899,17 +910,11 @@ fn check_logs(
         .collect();
     report(&format!("tool call outcomes logged: {outcomes:?}"));
 
-    // The panic: an ERROR line through the panic hook, and the pipeline's "tool failed" line
-    // with the request id the client was given.
-    assert!(
-        logs.iter()
-            .any(|l| l["target"] == "gatehouse::panic" && l["level"] == "ERROR"),
-        "the panic is a JSON ERROR line: {logs:?}"
-    );
+    // The pipeline's "tool failed" line with the request id the client was given.
     assert!(
         logs.iter().any(|l| l["level"] == "ERROR"
             && l["message"] == "tool failed"
-            && l["fields"]["request_id"] == panic_request_id),
+            && l["fields"]["request_id"] == failed_request_id),
         "the client's request id finds the failure in the logs: {logs:?}"
     );
 }
@@ -965,6 +970,9 @@ fn a_broken_configuration_is_reported_to_init_error() {
 // ---- the product's web function ------------------------------------------------------------
 
 /// A Function URL event for the pages: `method` on `path` with a form body.
+/// The host of the test's Function URL event, which the web function's public URL names.
+const PAGES_HOST: &str = "x7k2p9q4r1s8t3u6v5w0y2z4a1b3c5d7.lambda-url.eu-west-1.on.aws";
+
 fn page_event(method: &str, path: &str, query: &str, body: &str, cookie: Option<&str>) -> Value {
     let mut event: Value =
         serde_json::from_str(include_str!("../fixtures/lambda_function_url_event.json")).unwrap();
@@ -983,6 +991,9 @@ fn page_event(method: &str, path: &str, query: &str, body: &str, cookie: Option<
     event["isBase64Encoded"] = json!(false);
     if let Some(cookie) = cookie {
         event["cookies"] = json!([cookie]);
+    }
+    if method != "GET" {
+        event["headers"]["origin"] = json!(format!("https://{PAGES_HOST}"));
     }
     event
 }
@@ -1031,10 +1042,16 @@ fn the_release_web_function_serves_the_pages_on_the_runtime_api() {
     ))
     .unwrap();
 
-    let extension = crate::support::lambda_extension::ParameterExtension::start(
-        "/gatehouse/test/mcp-endpoint",
-        "https://abc.lambda-url.eu-west-1.on.aws/mcp",
-    );
+    let extension = crate::support::lambda_extension::ParameterExtension::serving(&[
+        (
+            "/gatehouse/test/mcp-endpoint",
+            "https://abc.lambda-url.eu-west-1.on.aws/mcp",
+        ),
+        (
+            "/gatehouse/test/pages-url",
+            &format!("https://{PAGES_HOST}/app"),
+        ),
+    ]);
     let port = extension.port.to_string();
     let mut env = table_env(&table, &endpoint);
     env.extend([
@@ -1045,8 +1062,28 @@ fn the_release_web_function_serves_the_pages_on_the_runtime_api() {
         ("PARAMETERS_SECRETS_EXTENSION_HTTP_PORT", port.as_str()),
         ("AWS_SESSION_TOKEN", "session-token"),
     ]);
+    // Without its public URL the function does not start (ADR 48): it would not know the one
+    // host its pages answer.
     let mut api = RuntimeApi::start();
+    let mut refused = Function::start_binary(&release_binary_named("web-lambda"), &api, &env);
+    assert!(!refused.wait_exit(Duration::from_secs(20)).success());
+    let (out, err) = refused.stop();
+    assert!(
+        out.iter()
+            .chain(&err)
+            .any(|l| l.contains("GATEHOUSE_CONSOLE_BASE_PARAMETER")),
+        "{out:?} {err:?}"
+    );
+    env.push((
+        "GATEHOUSE_CONSOLE_BASE_PARAMETER",
+        "/gatehouse/test/pages-url",
+    ));
     let function = Function::start_binary(&release_binary_named("web-lambda"), &api, &env);
+    // A host the pages are not served as (a name rebound to this address) reaches nothing.
+    let mut rebound = page_event("GET", "/app/login", "", "", None);
+    rebound["headers"]["host"] = json!("attacker.example");
+    let (_, payload, _) = api.invoke(&rebound);
+    assert_eq!(page_answer(&payload).0, 421, "{payload}");
 
     let (_, payload, _) = api.invoke(&page_event("GET", "/app/login", "", "", None));
     let (status, headers, _, body) = page_answer(&payload);
@@ -1098,6 +1135,7 @@ fn the_release_web_function_serves_the_pages_on_the_runtime_api() {
     assert_eq!(
         extension.asked(),
         [
+            "/systemsmanager/parameters/get?name=%2Fgatehouse%2Ftest%2Fpages-url with session-token",
             "/systemsmanager/parameters/get?name=%2Fgatehouse%2Ftest%2Fmcp-endpoint with session-token"
         ]
     );

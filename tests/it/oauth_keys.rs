@@ -27,6 +27,7 @@ async fn world(server: &KeyServer, clock: &Arc<FixedClock>) -> World {
             issuer: ISSUER.into(),
             audience: RESOURCE.into(),
             tenant_claim: "tenant".into(),
+            accept_untyped: false,
         },
         keys: app::settings::KeysFrom::Url(server.url.clone()),
     };

@@ -592,6 +592,7 @@ async fn has_demo_operator(place: &Place) -> bool {
     accounts::operators::check_password(store.as_ref(), email, password)
         .await
         .unwrap()
+        .is_some()
 }
 
 /// `serve` printed no demo seed, and the store at `data` holds only the workspace `mycompany`.
@@ -906,13 +907,7 @@ async fn the_pages_stdio_configuration_works_as_shown() {
     let (_server, addr, _) = start_serve_printing(&Place::Folder(data.clone()), &[]);
     let (cookie, csrf) = crate::support::pages::form_login(addr, "olivia").await;
     let pages = TestClient::http(addr);
-    let form = [
-        (
-            "content-type".to_owned(),
-            "application/x-www-form-urlencoded".to_owned(),
-        ),
-        ("cookie".to_owned(), cookie),
-    ];
+    let form = crate::support::pages::form_headers(addr, &cookie);
     let body = format!("client=desktop&toolset=core&form=f-stdio&csrf={csrf}");
     let made = pages
         .send(http::Method::POST, "/app/connections", &form, body.into())

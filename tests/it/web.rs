@@ -37,6 +37,15 @@ pub(crate) async fn send_from(
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
+    // As a browser on the pages sends them: the host of the console base, and on a change the
+    // pages' origin (tests of the site's checks send their own).
+    let named = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    if !named("host") {
+        req = req.header("host", crate::support::pages::HOST);
+    }
+    if method != "GET" && !named("origin") && !named("x-no-origin") {
+        req = req.header("origin", crate::support::pages::ORIGIN);
+    }
     let mut req = req
         .body(http_body_util::Full::new(Bytes::from(body.to_owned())))
         .unwrap();
@@ -61,9 +70,14 @@ pub(crate) async fn send_from(
 pub(crate) const FORM: (&str, &str) = ("content-type", "application/x-www-form-urlencoded");
 
 pub(crate) async fn sign_in(world: &World, tenant: &str, member: &str) -> (String, String) {
-    crate::support::set_password(&world.app, tenant, member, "correct horse battery")
-        .await
-        .unwrap();
+    // A new password ends the member's other sessions: set it only where there is none.
+    let key = identity::keys::member(tenant, member);
+    let stored = world.app.store.get(&key).await.unwrap();
+    if !stored.is_some_and(|item| item.contains_key("password_hash")) {
+        crate::support::set_password(&world.app, tenant, member, "correct horse battery")
+            .await
+            .unwrap();
+    }
     let r = send(
         world,
         "POST",

@@ -28,6 +28,7 @@ pub(crate) fn oauth_settings() -> app::OAuth {
             issuer: ISSUER.into(),
             audience: RESOURCE.into(),
             tenant_claim: "tenant".into(),
+            accept_untyped: false,
         },
         std::sync::Arc::new(identity::oauth::StaticJwks(jwks)),
     )

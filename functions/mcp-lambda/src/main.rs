@@ -58,8 +58,6 @@ struct Config {
     log_filter: String,
     max_body_bytes: usize,
     console_base: Option<String>,
-    /// Test-only: registers `test_panic_tool` (see `test_tool`).
-    test_panic_tool: bool,
 }
 
 /// Every missing or malformed variable, each named.
@@ -156,10 +154,6 @@ impl Config {
         let log_filter = ok(&mut errors, parse_log(var(LOG)));
         let max_body_bytes = ok(&mut errors, app::settings::max_body(var(MAX_BODY_BYTES)));
         let console_base = ok(&mut errors, app::settings::console_base(var(CONSOLE_BASE)));
-        let test_panic_tool = ok(
-            &mut errors,
-            app::test_tool::enabled(var(app::test_tool::VAR).as_deref()),
-        );
         let (
             Some(table),
             Some(dynamodb_endpoint),
@@ -169,7 +163,6 @@ impl Config {
             Some(log_filter),
             Some(max_body_bytes),
             Some(console_base),
-            Some(test_panic_tool),
             true,
         ) = (
             table,
@@ -180,7 +173,6 @@ impl Config {
             log_filter,
             max_body_bytes,
             console_base,
-            test_panic_tool,
             errors.is_empty(),
         )
         else {
@@ -195,7 +187,6 @@ impl Config {
             log_filter,
             max_body_bytes,
             console_base,
-            test_panic_tool,
         })
     }
 
@@ -256,16 +247,7 @@ async fn start(config: &Config) -> anyhow::Result<app::App> {
     .await;
     let store: Arc<dyn store::Store> = Arc::new(store);
     let settings = config.settings(state_key);
-    let app = app::build_adding(&settings, store, |tools| {
-        if config.test_panic_tool {
-            tools.register(mcp_pipeline::ToolSpec::new(app::test_tool::TestPanicTool))?;
-            tracing::warn!(
-                variable = app::test_tool::VAR,
-                "test-only tool test_panic_tool is registered; never set this in a deployment"
-            );
-        }
-        Ok(())
-    })?;
+    let app = app::build(&settings, store)?;
     tracing::info!(
         table = %config.table,
         oauth = config.oauth.is_some(),
@@ -381,7 +363,6 @@ mod tests {
         assert!(config.oauth.is_none());
         assert_eq!(config.log_filter, "info");
         assert_eq!(config.max_body_bytes, 1024 * 1024);
-        assert!(!config.test_panic_tool);
     }
 
     #[test]
@@ -478,11 +459,6 @@ mod tests {
                 ALLOWED_ORIGINS,
                 "a.example",
                 "GATEHOUSE_ALLOWED_ORIGINS: [\"a.example\"]",
-            ),
-            (
-                app::test_tool::VAR,
-                "true",
-                "GATEHOUSE_TEST_PANIC_TOOL=\"true\": must be 1 or unset",
             ),
         ];
         for (name, value, expected) in cases {
@@ -640,15 +616,5 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(config.oauth.unwrap().config.tenant_claim, "org_id");
-    }
-
-    #[test]
-    fn the_test_panic_tool_is_opt_in() {
-        assert!(!parse(&with_base(&[])).unwrap().test_panic_tool);
-        assert!(
-            parse(&with_base(&[(app::test_tool::VAR, "1")]))
-                .unwrap()
-                .test_panic_tool
-        );
     }
 }

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
-use sha2::{Digest as _, Sha256};
 use store::StoreError;
 use store::remote::{RemoteStore, Transport};
 use worker::send::{SendFuture, SendWrapper};
@@ -20,25 +19,27 @@ use worker::{
 /// The Durable Object namespace binding that holds the store (wrangler.toml).
 pub(crate) const STORE_BINDING: &str = "STORE";
 /// The one object every request's store messages go to (ADR 20: one object per deployment).
-const STORE_OBJECT: &str = "store";
-/// With the test routes on, a request may name its own store object, so that tests sharing
-/// one served worker never share data.
+pub(crate) const STORE_OBJECT: &str = "store";
+/// In the test build, a request may name its own store object, so that tests sharing one
+/// served worker never share data.
+#[cfg(feature = "test-routes")]
 const TEST_OBJECT_HEADER: &str = "x-gatehouse-test-store";
 
-/// Whether the test-only routes are on (`GATEHOUSE_TEST_ROUTES=1`, the local test setup).
-pub(crate) fn test_routes(env: &Env) -> bool {
-    env.var("GATEHOUSE_TEST_ROUTES")
-        .is_ok_and(|v| v.to_string() == "1")
-}
-
-/// The store object of this request: the deployment's one object, or in the test setup the
-/// one the request names.
-fn store_object(req: &Request, env: &Env) -> String {
-    let named = test_routes(env)
-        .then(|| req.headers().get(TEST_OBJECT_HEADER).ok().flatten())
+/// The store object of this request: the deployment's one object, or in the test build (only)
+/// the one the request names.
+pub(crate) fn store_object(req: &Request) -> String {
+    #[cfg(feature = "test-routes")]
+    if let Some(name) = req
+        .headers()
+        .get(TEST_OBJECT_HEADER)
+        .ok()
         .flatten()
-        .filter(|name| !name.is_empty() && name.len() <= 100);
-    named.unwrap_or_else(|| STORE_OBJECT.to_owned())
+        .filter(|name| !name.is_empty() && name.len() <= 100)
+    {
+        return name;
+    }
+    let _ = req;
+    STORE_OBJECT.to_owned()
 }
 
 /// A variable or secret, when set and not empty.
@@ -61,7 +62,7 @@ struct DurableTransport {
 }
 
 /// One store message to the object; its answer's text.
-async fn post_to_store(
+pub(crate) async fn post_to_store(
     namespace: &ObjectNamespace,
     object: &str,
     message: String,
@@ -85,43 +86,15 @@ impl Transport for DurableTransport {
     }
 }
 
-/// Whether the request may post store messages: the test setup, or the deployment's admin
-/// token (compared as SHA-256 digests, so the comparison's time says nothing of the token).
-fn may_administer(req: &Request, env: &Env) -> bool {
-    if test_routes(env) {
-        return true;
-    }
-    let Some(token) =
-        setting(env, "GATEHOUSE_ADMIN_TOKEN").filter(|t| t.len() >= MIN_ADMIN_TOKEN_CHARS)
-    else {
-        return false;
-    };
-    let given = req
-        .headers()
-        .get("authorization")
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let Some(given) = given.strip_prefix("Bearer ") else {
-        return false;
-    };
-    Sha256::digest(given.as_bytes()) == Sha256::digest(token.as_bytes())
-}
-
-/// `POST /admin/store`: the message goes to the object as it came; 404 to anyone else, so
-/// the route's existence says nothing.
-pub(crate) async fn forward_to_store(mut req: Request, env: &Env) -> Result<Response> {
-    if req.method() != Method::Post || !may_administer(&req, env) {
-        return Response::error("not found", 404);
-    }
-    let object = store_object(&req, env);
-    let message = req.text().await?;
+/// A store on the object named `object`, for the worker's own counts.
+pub(crate) fn object_store(env: &Env, object: &str) -> Result<RemoteStore> {
     let namespace = env.durable_object(STORE_BINDING)?;
-    Response::ok(post_to_store(&namespace, &object, message).await?)
+    let transport: Arc<dyn Transport> = Arc::new(DurableTransport {
+        namespace: SendWrapper::new(namespace),
+        object: object.to_owned(),
+    });
+    Ok(RemoteStore::new(transport))
 }
-
-/// The admin token's shortest length: a shorter one leaves the admin route off.
-const MIN_ADMIN_TOKEN_CHARS: usize = 32;
 
 /// The deployment's variables and secrets, checked as the Lambda function checks its own
 /// (`app::settings`), every problem named at once; a secret's value is never echoed.
@@ -156,10 +129,17 @@ pub(crate) fn variables(env: &Env) -> std::result::Result<Variables, String> {
         app::settings::console_base(var(CONSOLE_BASE)),
     );
     let max_body_bytes = keep(&mut problems, app::settings::max_body(var(MAX_BODY_BYTES)));
-    if var("GATEHOUSE_ADMIN_TOKEN").is_some_and(|t| t.len() < MIN_ADMIN_TOKEN_CHARS) {
+    use crate::admin::{ADMIN_TOKEN, MIN_ADMIN_TOKEN_CHARS};
+    if var(ADMIN_TOKEN).is_some_and(|t| t.len() < MIN_ADMIN_TOKEN_CHARS) {
         problems.push(format!(
-            "GATEHOUSE_ADMIN_TOKEN is too short (at least {MIN_ADMIN_TOKEN_CHARS} characters): \
+            "{ADMIN_TOKEN} is too short (at least {MIN_ADMIN_TOKEN_CHARS} characters): \
              the admin route stays off"
+        ));
+    }
+    if console_base.as_ref().is_some_and(Option::is_none) {
+        problems.push(format!(
+            "{CONSOLE_BASE} is not set: it names the product pages' public URL, where approval \
+             links point (ADR 48)"
         ));
     }
     match (state_key, allowed_origins, console_base, max_body_bytes) {
@@ -212,12 +192,7 @@ fn settings(env: &Env, ctx: Context) -> Result<app::Settings> {
 /// Serves one request with the app.
 pub(crate) async fn serve(req: Request, env: Env, ctx: Context) -> Result<Response> {
     let settings = settings(&env, ctx)?;
-    let namespace = env.durable_object(STORE_BINDING)?;
-    let transport: Arc<dyn Transport> = Arc::new(DurableTransport {
-        namespace: SendWrapper::new(namespace),
-        object: store_object(&req, &env),
-    });
-    let store: Arc<dyn store::Store> = Arc::new(RemoteStore::new(transport));
+    let store: Arc<dyn store::Store> = Arc::new(object_store(&env, &store_object(&req))?);
     let app = app::build(&settings, store)
         .map_err(|e| worker::Error::RustError(format!("the tools did not register: {e}")))?;
     let request = into_http(req, settings.max_body_bytes).await?;

@@ -7,12 +7,15 @@
 //! (`Date.now()`), randomness the host's `crypto.getRandomValues`, the deadline timer
 //! `setTimeout`, and work after the answer runs under the request's `waitUntil`.
 //!
-//! Routes: the MCP endpoint and its metadata (the app's), `/healthz`, and `POST /admin/store`,
-//! which hands a store message straight to the object: for the CLI with the deployment's admin
-//! token (`GATEHOUSE_ADMIN_TOKEN`, a secret; without it the route does not exist), and in the
-//! local test configuration (`GATEHOUSE_TEST_ROUTES=1`) for the conformance suite.
+//! Routes: the MCP endpoint and its metadata (the app's), `/healthz` ("ok", or only
+//! "misconfigured" to the world, the problems in the log), and `POST /admin/store` ([`admin`]),
+//! which hands a store message to the object: for the CLI with the deployment's admin token
+//! (a secret; without it the route does not exist). The test build (`--features test-routes`,
+//! `tests/edge.sh` only) opens it to the tests and lets each request pick its store object; no
+//! variable does.
 #![cfg(target_arch = "wasm32")]
 
+mod admin;
 mod assembly;
 mod durable;
 mod keys;
@@ -32,9 +35,19 @@ async fn fetch(req: Request, env: Env, ctx: Context) -> Result<Response> {
     match req.path().as_str() {
         "/healthz" => match assembly::check(&env) {
             Ok(()) => Response::ok("ok"),
-            Err(problem) => Response::error(problem, 500),
+            Err(problem) => misconfigured(&problem),
         },
-        STORE_PATH => assembly::forward_to_store(req, &env).await,
-        _ => assembly::serve(req, env, ctx).await,
+        STORE_PATH => admin::handle(req, &env).await,
+        _ => match assembly::check(&env) {
+            Ok(()) => assembly::serve(req, env, ctx).await,
+            Err(problem) => misconfigured(&problem),
+        },
     }
+}
+
+/// The answer of a deployment whose settings are wrong: only that, to anyone; what is wrong goes
+/// to the log, where the deployment's owner reads it.
+fn misconfigured(problem: &str) -> Result<Response> {
+    tracing::error!("misconfigured: {problem}");
+    Response::error("misconfigured", 500)
 }

@@ -1,5 +1,5 @@
-//! The AWS Parameters and Secrets Lambda Extension as a function sees it: one Systems Manager
-//! parameter served on 127.0.0.1, every request remembered (path and session token).
+//! The AWS Parameters and Secrets Lambda Extension as a function sees it: Systems Manager
+//! parameters served on 127.0.0.1, every request remembered (path and session token).
 
 use std::io::{BufReader, Write as _};
 use std::net::TcpListener;
@@ -12,12 +12,16 @@ pub(crate) struct ParameterExtension {
 }
 
 impl ParameterExtension {
-    /// Serves parameter `name` with `value`; any other name is 400, as the extension answers.
-    pub(crate) fn start(name: &str, value: &str) -> ParameterExtension {
+    /// Serves each `(name, value)`; any other name is 400, as the extension answers.
+    pub(crate) fn serving(parameters: &[(&str, &str)]) -> ParameterExtension {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let asked = Arc::new(Mutex::new(Vec::new()));
-        let (name, value, log) = (name.to_owned(), value.to_owned(), Arc::clone(&asked));
+        let parameters: Vec<(String, String)> = parameters
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect();
+        let log = Arc::clone(&asked);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { return };
@@ -25,11 +29,16 @@ impl ParameterExtension {
                     continue;
                 };
                 log.lock().unwrap().push(format!("{path} with {token}"));
-                let body = serde_json::json!({"Parameter": {"Name": name, "Value": value}});
-                let (status, body) = if path.ends_with(&encode(&name)) {
-                    ("200 OK", body.to_string())
-                } else {
-                    ("400 Bad Request", String::new())
+                let found = parameters
+                    .iter()
+                    .find(|(name, _)| path.ends_with(&encode(name)));
+                let (status, body) = match found {
+                    Some((name, value)) => (
+                        "200 OK",
+                        serde_json::json!({"Parameter": {"Name": name, "Value": value}})
+                            .to_string(),
+                    ),
+                    None => ("400 Bad Request", String::new()),
                 };
                 let _ = write!(
                     stream,

@@ -2,6 +2,11 @@
 
 use mcp_test_client::TestClient;
 
+/// The host the pages of a test world answer (its console base's, `app::Settings::default`).
+pub(crate) const HOST: &str = "127.0.0.1:8787";
+/// The pages' origin in a test world: what a browser sends with each form.
+pub(crate) const ORIGIN: &str = "http://127.0.0.1:8787";
+
 /// Signs a demo member of `acme` in on the server at `addr`; returns the session cookie and
 /// the session's CSRF token.
 pub(crate) async fn form_login(addr: std::net::SocketAddr, member: &str) -> (String, String) {
@@ -45,4 +50,17 @@ pub(crate) fn form_value(page: &str, name: &str) -> String {
         .and_then(|rest| rest.split('"').next())
         .unwrap_or_else(|| panic!("no {name} field in {page}"))
         .to_owned()
+}
+
+/// The headers a browser sends with a form of the pages of the server at `addr`: the form's
+/// type, the session's cookie and the pages' own origin.
+pub(crate) fn form_headers(addr: std::net::SocketAddr, cookie: &str) -> [(String, String); 3] {
+    [
+        (
+            "content-type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        ),
+        ("cookie".to_owned(), cookie.to_owned()),
+        ("origin".to_owned(), format!("http://{addr}")),
+    ]
 }

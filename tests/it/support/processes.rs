@@ -95,6 +95,21 @@ pub(crate) const ACME: [&str; 11] = [
     "19",
 ];
 
+/// `tenant create` of a workspace named otherwise than the demo's.
+pub(crate) const MYCOMPANY: [&str; 11] = [
+    "tenant",
+    "create",
+    "mycompany",
+    "--name",
+    "My Company",
+    "--zone",
+    "Europe/Berlin",
+    "--currency",
+    "EUR",
+    "--tax-rate",
+    "19",
+];
+
 /// Runs `command` (a `gatehouse` command whose arguments are `args`), which must succeed;
 /// returns its stdout.
 pub(crate) fn succeed(command: &mut Command, args: &[&str]) -> String {
@@ -347,4 +362,30 @@ pub(crate) fn stdio_child(dir: &Path, token: &str) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start gatehouse stdio")
+}
+
+/// Runs `gatehouse` with `args` on the data folder `data`, `stdin` on its standard input;
+/// returns whether it succeeded, its stdout and its stderr (for commands that must fail).
+pub(crate) fn run_on_folder(args: &[&str], data: &Path, stdin: &str) -> (bool, String, String) {
+    use std::io::Write as _;
+    let mut child = Command::new(gatehouse_binary())
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run gatehouse");
+    let _ = child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes());
+    let out = child.wait_with_output().expect("gatehouse ran");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }

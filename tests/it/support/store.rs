@@ -88,6 +88,37 @@ pub(crate) async fn fresh_table(endpoint: &str, prefix: &str) -> (DynamoStore, S
     (store, table)
 }
 
+/// Gives the item at `key` in `table` an attribute of a DynamoDB type the store never writes
+/// (a number set), straight through the local server's API: a read of it fails as a store
+/// that holds something unreadable does, for tests of how a failure is answered.
+pub(crate) async fn spoil_an_item(endpoint: &str, table: &str, key: &store::Key) {
+    let body = serde_json::json!({
+        "TableName": table,
+        "Key": {store::PK: {"S": key.pk}, store::SK: {"S": key.sk}},
+        "UpdateExpression": "SET spoiled = :v",
+        "ExpressionAttributeValues": {":v": {"NS": ["1", "2"]}},
+    });
+    let client = http_client::HttpClient::new(std::time::Duration::from_secs(10)).unwrap();
+    let headers = [
+        ("content-type", "application/x-amz-json-1.0"),
+        ("x-amz-target", "DynamoDB_20120810.UpdateItem"),
+        (
+            "authorization",
+            "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0",
+        ),
+    ];
+    let answer = client
+        .post(endpoint, &headers, body.to_string().into())
+        .await
+        .unwrap();
+    assert_eq!(
+        answer.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+}
+
 /// Unique in this process and, by the time, across runs against the same server.
 pub(crate) fn unique_suffix() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};

@@ -4,10 +4,12 @@
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::Value;
 
-/// `claims` signed with the test key for `alg`, under key id `kid`.
+/// `claims` signed with the test key for `alg`, under key id `kid`, typed as an access token
+/// (RFC 9068).
 pub(crate) fn sign(alg: Algorithm, kid: &str, claims: &Value) -> String {
     let mut header = Header::new(alg);
     header.kid = Some(kid.into());
+    header.typ = Some("at+jwt".into());
     sign_with(header, claims)
 }
 

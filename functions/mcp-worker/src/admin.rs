@@ -1,0 +1,207 @@
+//! `POST /admin/store` (ADR 48): a store message handed to the store object as it came, for
+//! the CLI's `--edge-url` with the deployment's admin token (a secret of at least 32
+//! characters; without one the route does not exist). Every call is logged (the operation's
+//! kind and its outcome, never the message), and so is every refused bearer. An address whose
+//! bearers were refused [`REFUSALS_ALLOWED`] times waits out the window, and the authenticated
+//! calls of the whole deployment meet a ceiling per minute (`GATEHOUSE_ADMIN_CALLS_PER_MINUTE`,
+//! [`DEFAULT_CALLS_PER_MINUTE`] by default) that administration, however large a workspace,
+//! stays under. The counts live in the store object, so every isolate sees them.
+//!
+//! The test build (feature `test-routes`, turned on only by `tests/edge.sh`) opens the route
+//! to every request and lets a request pick its store object; a release build has neither.
+
+// The test build leaves the guard unused; the release build has no test route at all.
+#![cfg_attr(feature = "test-routes", allow(dead_code, unused_imports))]
+
+use sha2::{Digest as _, Sha256};
+use store::{CmpOp, Condition, Key, Store as _, Update, UpdateAction, Value};
+use worker::{Env, Method, Request, Response, Result};
+
+use crate::assembly::{self, STORE_BINDING};
+
+/// Refused bearers from one address in one window before it waits the window out.
+pub(crate) const REFUSALS_ALLOWED: i64 = 10;
+/// The window of refused bearers.
+const REFUSAL_WINDOW_SECONDS: i64 = 600;
+/// Authenticated store messages per minute, over the whole deployment, by default.
+pub(crate) const DEFAULT_CALLS_PER_MINUTE: i64 = 6000;
+/// The variable that changes the ceiling.
+const CALLS_PER_MINUTE: &str = "GATEHOUSE_ADMIN_CALLS_PER_MINUTE";
+/// The admin token's variable (a secret), and its shortest length: a shorter one leaves the
+/// route off.
+pub(crate) const ADMIN_TOKEN: &str = "GATEHOUSE_ADMIN_TOKEN";
+pub(crate) const MIN_ADMIN_TOKEN_CHARS: usize = 32;
+
+/// The route's answer to a request.
+pub(crate) async fn handle(#[allow(unused_mut)] mut req: Request, env: &Env) -> Result<Response> {
+    if req.method() != Method::Post {
+        return Response::error("not found", 404);
+    }
+    #[cfg(feature = "test-routes")]
+    {
+        let object = assembly::store_object(&req);
+        let message = req.text().await?;
+        return forward(env, &object, message).await;
+    }
+    #[cfg(not(feature = "test-routes"))]
+    guarded(req, env).await
+}
+
+/// The route of a release build: the admin token's, guarded and logged.
+#[cfg(not(feature = "test-routes"))]
+async fn guarded(mut req: Request, env: &Env) -> Result<Response> {
+    let Some(token) =
+        assembly::setting(env, ADMIN_TOKEN).filter(|t| t.len() >= MIN_ADMIN_TOKEN_CHARS)
+    else {
+        return Response::error("not found", 404);
+    };
+    let address = req
+        .headers()
+        .get("cf-connecting-ip")
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| "unknown".to_owned());
+    let guard = Guard::new(env)?;
+    if guard.refusals_exhausted(&address).await {
+        tracing::warn!(%address, "admin route: refused, too many wrong bearers from this address");
+        return Response::error("too many requests", 429);
+    }
+    if !bearer_matches(&req, &token) {
+        guard.count_refusal(&address).await;
+        tracing::warn!(%address, "admin route: a wrong or missing bearer was refused");
+        return Response::error("not found", 404);
+    }
+    let message = req.text().await?;
+    let kind = operation(&message);
+    if !guard.count_call(calls_per_minute(env)).await {
+        tracing::warn!(%address, operation = %kind, "admin route: refused, the ceiling of calls per minute is reached");
+        return Response::error("too many requests", 429);
+    }
+    let answer = forward(env, assembly::STORE_OBJECT, message).await;
+    let outcome = match &answer {
+        Ok(r) if r.status_code() == 200 => "answered",
+        Ok(_) => "refused",
+        Err(_) => "failed",
+    };
+    tracing::info!(%address, operation = %kind, outcome, "admin route call");
+    answer
+}
+
+/// Hands `message` to the store object `object`.
+async fn forward(env: &Env, object: &str, message: String) -> Result<Response> {
+    let namespace = env.durable_object(STORE_BINDING)?;
+    Response::ok(assembly::post_to_store(&namespace, object, message).await?)
+}
+
+/// Whether the request's bearer is the admin token (compared as SHA-256 digests, so that the
+/// comparison's time says nothing of the token).
+fn bearer_matches(req: &Request, token: &str) -> bool {
+    let given = req
+        .headers()
+        .get("authorization")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    given
+        .strip_prefix("Bearer ")
+        .is_some_and(|given| Sha256::digest(given.as_bytes()) == Sha256::digest(token.as_bytes()))
+}
+
+/// The operation a store message names (`get`, `transact_write`, ...), for the log; the rest
+/// of the message is never read here.
+fn operation(message: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct Op {
+        op: String,
+    }
+    serde_json::from_str::<Op>(message)
+        .map(|o| o.op)
+        .ok()
+        .filter(|o| o.len() <= 32 && o.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        .unwrap_or_else(|| "unreadable".to_owned())
+}
+
+/// The ceiling of authenticated calls per minute.
+fn calls_per_minute(env: &Env) -> i64 {
+    assembly::setting(env, CALLS_PER_MINUTE)
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(DEFAULT_CALLS_PER_MINUTE)
+}
+
+/// The route's counts, in the deployment's store object.
+struct Guard {
+    store: store::remote::RemoteStore,
+    now: i64,
+}
+
+impl Guard {
+    fn new(env: &Env) -> Result<Guard> {
+        let now = outside::Clock::now(&outside::SystemClock);
+        Ok(Guard {
+            store: assembly::object_store(env, assembly::STORE_OBJECT)?,
+            now,
+        })
+    }
+
+    fn refusal_key(&self, address: &str) -> Key {
+        identity::keys::admin_refusals(address, self.now / REFUSAL_WINDOW_SECONDS)
+    }
+
+    async fn refusals_exhausted(&self, address: &str) -> bool {
+        let item = self
+            .store
+            .get(&self.refusal_key(address))
+            .await
+            .ok()
+            .flatten();
+        item.and_then(|i| {
+            i.get("count")
+                .and_then(Value::as_n)
+                .map(|n| n.as_str().to_owned())
+        })
+        .and_then(|n| n.parse::<i64>().ok())
+        .is_some_and(|n| n >= REFUSALS_ALLOWED)
+    }
+
+    async fn count_refusal(&self, address: &str) {
+        let add = Update::new(
+            self.refusal_key(address),
+            counting(self.now + REFUSAL_WINDOW_SECONDS),
+        );
+        if let Err(e) = self.store.update(add).await {
+            tracing::error!(error = %e, "admin route: could not count a refused bearer");
+        }
+    }
+
+    /// Counts an authenticated call, unless the minute's ceiling is reached (then `false`).
+    async fn count_call(&self, ceiling: i64) -> bool {
+        let under = Condition::NotExists("count".into()).or(Condition::Cmp(
+            "count".into(),
+            CmpOp::Lt,
+            Value::n(ceiling),
+        ));
+        let add = Update::new(
+            identity::keys::admin_calls(self.now / 60),
+            counting(self.now + 120),
+        )
+        .when(under);
+        match self.store.update(add).await {
+            Ok(_) => true,
+            Err(store::StoreError::ConditionFailed { .. }) => false,
+            // The count could not be kept: the call is not refused for it.
+            Err(e) => {
+                tracing::error!(error = %e, "admin route: could not count a call");
+                true
+            }
+        }
+    }
+}
+
+/// One more, remembered until `expires`.
+fn counting(expires: i64) -> Vec<UpdateAction> {
+    vec![
+        UpdateAction::Add("count".into(), store::Number::from(1_i64)),
+        UpdateAction::Set(store::TTL_ATTRIBUTE.into(), Value::n(expires)),
+    ]
+}
