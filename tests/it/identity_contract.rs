@@ -23,7 +23,7 @@ fn now() -> i64 {
     mcp_pipeline::Clock::now(&mcp_pipeline::SystemClock)
 }
 
-fn claims(tenant: &str, sub: &str) -> Value {
+pub(crate) fn claims(tenant: &str, sub: &str) -> Value {
     json!({"iss": ISSUER, "aud": RESOURCE, "sub": sub, "tenant": tenant, "exp": now() + 600, "iat": now()})
 }
 
@@ -129,11 +129,17 @@ pub(crate) async fn credentials_that_must_fail_get_401(world: World) {
     // the real public key under the token's key id, so following `jku` would accept it.
     let elsewhere = KeyServer::start(&elsewhere_keys(), std::time::Duration::ZERO).await;
     let mut pointing = Header::new(Algorithm::RS256);
+    pointing.typ = Some("at+jwt".into());
     pointing.kid = Some("elsewhere".into());
     pointing.jku = Some(elsewhere.url.clone());
     pointing.x5u = Some(elsewhere.url.clone());
     let mut embedding = Header::new(Algorithm::RS256);
+    embedding.typ = Some("at+jwt".into());
     embedding.kid = Some("elsewhere".into());
+    // Typed JWT, not as an access token (RFC 9068): an ID token or any other JWT the issuer
+    // signs is not a credential here (ADR 48).
+    let mut plain_jwt = Header::new(Algorithm::RS256);
+    plain_jwt.kid = Some("test-rs256".into());
     embedding.jwk = Some(serde_json::from_value(elsewhere_keys()["keys"][0].clone()).unwrap());
     let bearer = |t: String| Some(format!("Bearer {t}"));
     type Case<'a> = (&'a str, Option<String>, Vec<(&'a str, &'a str)>);
@@ -271,6 +277,20 @@ pub(crate) async fn credentials_that_must_fail_get_401(world: World) {
         (
             "JWT carrying its own key (jwk)",
             bearer(sign_with(embedding, &claims("acme", "user-olga"))),
+            vec![],
+        ),
+        (
+            "JWT typed JWT, not at+jwt",
+            bearer(sign_with(plain_jwt, &claims("acme", "user-olga"))),
+            vec![],
+        ),
+        (
+            "JWT signed ES256 under a key published for RS256",
+            bearer(sign(
+                Algorithm::ES256,
+                "test-rs256",
+                &claims("acme", "user-olga"),
+            )),
             vec![],
         ),
         (

@@ -668,9 +668,29 @@ fn the_release_binary_serves_the_lambda_runtime_api() {
     let rt = runtime();
     let (app, table, token) = setup(&rt, &endpoint, "gatehouse-lambda");
     let spoiled = rt.block_on(async {
-        let agent = mcp_test_client::TestClient::in_process(app.http.clone())
-            .with_header("authorization", &format!("Bearer {token}"));
-        crate::support::created_customer(&agent, "Spoiled Item", "spoiled@example.com").await
+        let seed = booking::Actor {
+            tenant: "acme".into(),
+            member: "seed".into(),
+            rights: booking::rights::ALL
+                .iter()
+                .map(|r| (*r).to_owned())
+                .collect(),
+        };
+        let new = booking::NewCustomer {
+            name: "Spoiled Item".into(),
+            email: "spoiled@example.com".into(),
+            phone: None,
+            address: None,
+            notes: None,
+        };
+        let change = booking::Customers::new(app.store.clone())
+            .create(&seed, new, None)
+            .unwrap();
+        change
+            .commit(app.store.as_ref(), vec![])
+            .await
+            .unwrap()
+            .handle()
     });
 
     let mut api = RuntimeApi::start();

@@ -454,3 +454,72 @@ async fn no_real_workspace_beside_the_demo(world: World) {
     );
 }
 on_every_backend!(demo_alone, no_real_workspace_beside_the_demo);
+
+/// The OAuth settings of a world whose issuer publishes the RS256 test key for `use` and types
+/// its tokens as `accept_untyped` says.
+fn oauth_with(key_use: &str, accept_untyped: bool) -> app::Settings {
+    let mut keys = crate::support::tokens::key_set(&["test-rs256"]);
+    keys["keys"][0]["use"] = json!(key_use);
+    let oauth = app::OAuth::new(
+        identity::oauth::OAuthConfig {
+            issuer: crate::world::ISSUER.into(),
+            audience: crate::world::RESOURCE.into(),
+            tenant_claim: "tenant".into(),
+            accept_untyped,
+        },
+        std::sync::Arc::new(identity::oauth::StaticJwks(
+            serde_json::from_value(keys).unwrap(),
+        )),
+    );
+    app::Settings {
+        oauth: Some(oauth),
+        ..app::Settings::default()
+    }
+}
+
+/// An access token's status at `world`'s endpoint, signed RS256 with `typ`.
+async fn token_status(world: &World, typ: &str) -> u16 {
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    header.kid = Some("test-rs256".into());
+    header.typ = Some(typ.into());
+    let claims = crate::identity_contract::claims("acme", "user-olga");
+    let token = crate::support::tokens::sign_with(header, &claims);
+    world
+        .anonymous()
+        .with_header("authorization", &format!("Bearer {token}"))
+        .request("tools/list", json!({}))
+        .await
+        .status
+}
+
+/// A key published for encryption verifies no access token, and a token typed `JWT` passes only
+/// where the deployment accepts untyped tokens (`GATEHOUSE_OAUTH_ACCEPT_UNTYPED=1`).
+async fn oauth_keys_and_token_types(backend: crate::support::store::Backend) {
+    let Some(world) = World::with_settings(backend, oauth_with("enc", true)).await else {
+        return;
+    };
+    world.member("acme", "olga", "owner").await;
+    crate::identity_contract::oauth_connection(&world, "acme", "olga", "user-olga").await;
+    assert_eq!(
+        token_status(&world, "at+jwt").await,
+        401,
+        "a key for encryption"
+    );
+    let Some(world) = World::with_settings(backend, oauth_with("sig", true)).await else {
+        return;
+    };
+    world.member("acme", "olga", "owner").await;
+    crate::identity_contract::oauth_connection(&world, "acme", "olga", "user-olga").await;
+    assert_eq!(token_status(&world, "at+jwt").await, 200);
+    assert_eq!(
+        token_status(&world, "JWT").await,
+        200,
+        "accepted when configured"
+    );
+    assert_eq!(token_status(&world, "id_token+jwt").await, 401);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_keys_and_token_types_sqlite() {
+    oauth_keys_and_token_types(crate::support::store::Backend::Sqlite).await;
+}

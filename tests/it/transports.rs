@@ -690,19 +690,16 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// The first booking link a demo dispatcher's `find_bookings` answers with, from `addr`.
-async fn a_booking_link(addr: std::net::SocketAddr, data: &std::path::Path) -> String {
-    let demo: Value =
-        serde_json::from_str(&std::fs::read_to_string(data.join("demo-connections.json")).unwrap())
-            .unwrap();
-    let token = demo["connections"][0]["token"].as_str().unwrap().to_owned();
-    let found = TestClient::http(addr)
-        .with_header("authorization", &format!("Bearer {token}"))
-        .call_tool("find_bookings", json!({}))
+/// The link of a customer the connection of `token` makes at `addr` (named `name`).
+async fn a_customer_link(addr: std::net::SocketAddr, token: &str, name: &str) -> String {
+    let client = TestClient::http(addr).with_header("authorization", &format!("Bearer {token}"));
+    let email = format!("{}@example.com", name.to_lowercase().replace(' ', "."));
+    let made = client
+        .call_tool("create_customer", json!({"name": name, "email": email}))
         .await;
-    found.structured()["bookings"][0]["link"]
+    made.structured()["customer"]["link"]
         .as_str()
-        .unwrap_or_else(|| panic!("{}", found.text()))
+        .unwrap_or_else(|| panic!("{}", made.text()))
         .to_owned()
 }
 
@@ -716,6 +713,7 @@ async fn links_point_where_clients_reach_the_server() {
     let data = dir.path().join("data");
     let place = Place::Folder(data.clone());
     let port = free_port();
+    let token = cli_token(&data);
     let (server, addr, printed) = start_serve_printing_on(&place, &format!("0.0.0.0:{port}"), &[]);
     assert_eq!(
         addr.to_string(),
@@ -726,14 +724,9 @@ async fn links_point_where_clients_reach_the_server() {
         printed.iter().any(|l| l.contains("--public-url")),
         "{printed:#?}"
     );
-    let named = "Cursor's .cursor/mcp.json";
-    assert!(
-        printed.iter().any(|l| l.contains(named)),
-        "says which client: {printed:#?}"
-    );
-    let config = format!("\"url\":\"http://127.0.0.1:{port}/mcp\"");
+    let config = format!("gatehouse http://127.0.0.1:{port}/mcp");
     assert!(printed.iter().any(|l| l.contains(&config)), "{printed:#?}");
-    let link = a_booking_link(addr, &data).await;
+    let link = a_customer_link(addr, &token, "Ada Lovelace").await;
     assert!(
         link.starts_with(&format!("http://127.0.0.1:{port}/app/")),
         "{link}"
@@ -752,7 +745,7 @@ async fn links_point_where_clients_reach_the_server() {
         format!("127.0.0.2:{port}"),
         "{printed:#?}"
     );
-    let link = a_booking_link(addr, &data).await;
+    let link = a_customer_link(addr, &token, "Grace Hopper").await;
     assert!(link.starts_with(&format!("{public}/app/")), "{link}");
     assert!(
         printed

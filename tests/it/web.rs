@@ -40,10 +40,11 @@ pub(crate) async fn send_from(
     // As a browser on the pages sends them: the host of the console base, and on a change the
     // pages' origin (tests of the site's checks send their own).
     let named = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
-    if !named("host") {
+    let page = web::is_product_path(path);
+    if page && !named("host") {
         req = req.header("host", crate::support::pages::HOST);
     }
-    if method != "GET" && !named("origin") && !named("x-no-origin") {
+    if page && method != "GET" && !named("origin") && !named("x-no-origin") {
         req = req.header("origin", crate::support::pages::ORIGIN);
     }
     let mut req = req

@@ -170,8 +170,9 @@ pub async fn sign_in(
     if let Err(e) = throttle.succeeded(&attempt).await {
         tracing::warn!(error = %e, "could not clear an operator's sign-in count");
     }
+    let email = normalize_email(email)?;
     Ok(Some(
-        crate::sessions::start_operator(store, email, &tag).await?,
+        crate::sessions::start_operator(store, &email, &tag).await?,
     ))
 }
 

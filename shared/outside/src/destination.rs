@@ -37,7 +37,10 @@ fn split(url: &str) -> Option<(&'static str, &str)> {
     let (host, port) = match authority.strip_prefix('[') {
         Some(v6) => {
             let (host, after) = v6.split_once(']')?;
-            (host, after.strip_prefix(':'))
+            match after {
+                "" => (host, None),
+                _ => (host, Some(after.strip_prefix(':')?)),
+            }
         }
         None => match authority.rsplit_once(':') {
             Some((host, port)) => (host, Some(port)),

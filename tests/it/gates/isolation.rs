@@ -345,6 +345,12 @@ async fn a_tenant_switch_stops_its_replays_and_no_other_tenant(n: Notes) {
     let args = json!({"title": "Before", "body": "x"});
     assert!(!c.call_tool("create_note", args.clone()).await.is_error());
     let other = writer(&n, "globex", "gus").await;
+    // Switching a workspace's agent access needs a member who may (ADR 48).
+    n.app
+        .directory
+        .put_member("acme", "olivia", "owner", true)
+        .await
+        .unwrap();
     let owner = identity::Actor {
         tenant: "acme".into(),
         member: "olivia".into(),
