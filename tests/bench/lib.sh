@@ -16,7 +16,7 @@ bench_step() { printf '\n==> %s\n' "$*" >&2; }
 # Builds the release gatehouse and loadgen binaries (once per script run).
 bench_build() {
     if [[ -z ${GATEHOUSE_BIN:-} || -z ${LOADGEN_BIN:-} ]]; then
-        (cd "$BENCH_ROOT" && cargo build --release --locked -p gatehouse -p loadgen >&2)
+        (cd "$BENCH_ROOT" && cargo build --release --locked -p gatehouse -p loadgen --features gatehouse/bench >&2)
     fi
 }
 

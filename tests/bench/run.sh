@@ -32,7 +32,7 @@ done
 source tests/bench/lib.sh
 trap - EXIT
 echo "machine: $(bench_machine)"
-cargo build --release --locked -p gatehouse -p loadgen
+cargo build --release --locked -p gatehouse -p loadgen --features gatehouse/bench
 export GATEHOUSE_BIN=$GATEHOUSE LOADGEN_BIN=$LOADGEN
 failed=()
 for part in "${PARTS[@]}"; do

@@ -281,9 +281,11 @@ struct ServeArgs {
     /// Connections open at once; further ones wait until one closes.
     #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     max_connections: u32,
-    /// Benchmarks only: multiply every rate limit (per connection, per tenant, per object) by
-    /// this factor. Every gate stays on; windows and concurrency slots are unchanged. 1 (the
-    /// default) keeps the normal limits; serve says so on stderr when it is raised.
+    /// Benchmarks only (a build with the `bench` feature): multiply every rate limit (per
+    /// connection, per tenant, per object) by this factor. Every gate stays on; windows and
+    /// concurrency slots are unchanged. 1 (the default) keeps the normal limits; serve says so
+    /// on stderr when it is raised. A release build has no way to raise them (ADR 48).
+    #[cfg(feature = "bench")]
     #[arg(long, env = "GATEHOUSE_RATE_LIMIT_SCALE", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     rate_limit_scale: u32,
     /// Benchmarks only: also serve `bench_fixed_1kb`, a read tool returning a fixed 1 KB
@@ -920,6 +922,7 @@ async fn serve(
         .public_url
         .clone()
         .unwrap_or_else(|| reachable_base(local));
+    let limits = limits(&args);
     // Links point at where clients reach this server; cookies are Secure only behind https.
     let settings = app::Settings {
         backend: backend.into(),
@@ -933,7 +936,7 @@ async fn serve(
         mcp_url: Some(format!("{base}/mcp")),
         stdio_args: Some(store_args.clone()),
         secure_cookies: base.starts_with("https://"),
-        limits: app::bench::scaled_limits(mcp_pipeline::Limits::default(), args.rate_limit_scale),
+        limits,
         defer: Some(counted_defer(&work)),
         ..app::Settings::default()
     };
@@ -964,6 +967,7 @@ async fn serve(
             local.port()
         );
     }
+    #[cfg(feature = "bench")]
     if args.rate_limit_scale > 1 {
         eprintln!(
             "  BENCHMARK: rate limits raised {}x (every gate still on)",
@@ -1058,6 +1062,17 @@ fn counted_defer(work: &Arc<shutdown::Work>) -> mcp_pipeline::Defer {
             runtime.spawn(work.track(job));
         }
     }))
+}
+
+/// The rate limits: the defaults, raised only by a benchmark build's `--rate-limit-scale`.
+fn limits(args: &ServeArgs) -> mcp_pipeline::Limits {
+    #[cfg(feature = "bench")]
+    return app::bench::scaled_limits(mcp_pipeline::Limits::default(), args.rate_limit_scale);
+    #[cfg(not(feature = "bench"))]
+    {
+        let _ = args;
+        mcp_pipeline::Limits::default()
+    }
 }
 
 /// The longest a request may take from its head to its answer, its body included: past the
