@@ -17,7 +17,7 @@ use sha2::{Digest as _, Sha256};
 use store::{CmpOp, Condition, Key, Store as _, Update, UpdateAction, Value};
 use worker::{Env, Method, Request, Response, Result};
 
-use crate::assembly::{self, STORE_BINDING};
+use crate::assembly::{self, ADMIN_TOKEN, MIN_ADMIN_TOKEN_CHARS, STORE_BINDING};
 
 /// Refused bearers from one address in one window before it waits the window out.
 pub(crate) const REFUSALS_ALLOWED: i64 = 10;
@@ -27,10 +27,6 @@ const REFUSAL_WINDOW_SECONDS: i64 = 600;
 pub(crate) const DEFAULT_CALLS_PER_MINUTE: i64 = 6000;
 /// The variable that changes the ceiling.
 const CALLS_PER_MINUTE: &str = "GATEHOUSE_ADMIN_CALLS_PER_MINUTE";
-/// The admin token's variable (a secret), and its shortest length: a shorter one leaves the
-/// route off.
-pub(crate) const ADMIN_TOKEN: &str = "GATEHOUSE_ADMIN_TOKEN";
-pub(crate) const MIN_ADMIN_TOKEN_CHARS: usize = 32;
 
 /// The route's answer to a request.
 pub(crate) async fn handle(#[allow(unused_mut)] mut req: Request, env: &Env) -> Result<Response> {

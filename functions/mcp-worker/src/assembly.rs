@@ -96,6 +96,11 @@ pub(crate) fn object_store(env: &Env, object: &str) -> Result<RemoteStore> {
     Ok(RemoteStore::new(transport))
 }
 
+/// The admin token's variable (a secret), and its shortest length: a shorter one leaves the
+/// admin route off.
+pub(crate) const ADMIN_TOKEN: &str = "GATEHOUSE_ADMIN_TOKEN";
+pub(crate) const MIN_ADMIN_TOKEN_CHARS: usize = 32;
+
 /// The deployment's variables and secrets, checked as the Lambda function checks its own
 /// (`app::settings`), every problem named at once; a secret's value is never echoed.
 pub(crate) struct Variables {
@@ -129,7 +134,6 @@ pub(crate) fn variables(env: &Env) -> std::result::Result<Variables, String> {
         app::settings::console_base(var(CONSOLE_BASE)),
     );
     let max_body_bytes = keep(&mut problems, app::settings::max_body(var(MAX_BODY_BYTES)));
-    use crate::admin::{ADMIN_TOKEN, MIN_ADMIN_TOKEN_CHARS};
     if var(ADMIN_TOKEN).is_some_and(|t| t.len() < MIN_ADMIN_TOKEN_CHARS) {
         problems.push(format!(
             "{ADMIN_TOKEN} is too short (at least {MIN_ADMIN_TOKEN_CHARS} characters): \
