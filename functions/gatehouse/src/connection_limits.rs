@@ -1,13 +1,14 @@
 //! What one client may hold of `serve` (ADR 48): a connection that has begun a request's head
 //! must finish it within the header timeout, a connection with no request in progress is
-//! closed after the idle timeout, a request is answered (or cut) within the request timeout,
-//! and at most so many connections are open at once (further ones wait in the kernel's
-//! backlog until one closes). Without these, a few sockets that send half a request and stop
-//! hold the server's connections and memory for good.
+//! closed after the idle timeout, a request in progress longer than the request timeout (a
+//! body trickled for good) has its connection closed, and at most so many connections are open
+//! at once (further ones wait in the kernel's backlog until one closes). Without these, a few
+//! sockets that send half a request and stop hold the server's connections and memory for good.
 //!
-//! A watchdog per connection reads two facts the connection's stream and service record: when
-//! bytes last arrived with no request in progress (a head being sent), and when the last
-//! request ended; it asks the connection to close gracefully when a bound is passed.
+//! A watchdog per connection reads what the connection's stream and service record (when a
+//! head began arriving, when the request in progress began, when the last one ended) and closes
+//! the connection when a bound is passed. Requests carry no timer of their own: the watchdog's
+//! tick is the only clock, so a call pays two atomic stores for the bounds.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -36,6 +37,8 @@ pub(crate) struct Activity {
     busy: AtomicUsize,
     /// When the last request ended (ms after `opened`).
     last_done_ms: AtomicU64,
+    /// When the request in progress began (ms after `opened`).
+    busy_since_ms: AtomicU64,
     /// When bytes of a head first arrived with no request in progress (ms after `opened`,
     /// plus one; 0: none).
     head_started_ms: AtomicU64,
@@ -47,6 +50,7 @@ impl Activity {
             opened: Instant::now(),
             busy: AtomicUsize::new(0),
             last_done_ms: AtomicU64::new(0),
+            busy_since_ms: AtomicU64::new(0),
             head_started_ms: AtomicU64::new(0),
         })
     }
@@ -73,6 +77,11 @@ impl Activity {
 
     /// A request's head was read: its service runs.
     pub(crate) fn started(&self) {
+        self.started_at(self.now_ms());
+    }
+
+    fn started_at(&self, now_ms: u64) {
+        self.busy_since_ms.store(now_ms, Ordering::Relaxed);
         self.busy.fetch_add(1, Ordering::Relaxed);
         self.head_started_ms.store(0, Ordering::Relaxed);
     }
@@ -90,11 +99,11 @@ impl Activity {
     /// Whether the connection has passed a bound at `now` (ms after it opened) and should
     /// close.
     fn overdue_at(&self, now: u64, limits: &Limits) -> bool {
-        if self.busy.load(Ordering::Relaxed) > 0 {
-            // The request's own timeout bounds it.
-            return false;
-        }
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        if self.busy.load(Ordering::Relaxed) > 0 {
+            let since = self.busy_since_ms.load(Ordering::Relaxed);
+            return now.saturating_sub(since) > ms(limits.request);
+        }
         match self.head_started_ms.load(Ordering::Relaxed) {
             0 => now.saturating_sub(self.last_done_ms.load(Ordering::Relaxed)) > ms(limits.idle),
             started => now.saturating_sub(started - 1) > ms(limits.header),
@@ -102,10 +111,10 @@ impl Activity {
     }
 }
 
-/// Resolves once the connection has passed a bound (checked every quarter of the shorter one,
+/// Resolves once the connection has passed a bound (checked every quarter of the shortest one,
 /// at least every second).
 pub(crate) async fn overdue(activity: Arc<Activity>, limits: Limits) {
-    let every = (limits.header.min(limits.idle) / 4)
+    let every = (limits.header.min(limits.idle).min(limits.request) / 4)
         .clamp(Duration::from_millis(50), Duration::from_secs(1));
     loop {
         tokio::time::sleep(every).await;
@@ -192,13 +201,17 @@ mod tests {
     }
 
     #[test]
-    fn a_request_in_progress_is_never_overdue_and_idle_counts_from_its_end() {
+    fn a_request_in_progress_is_bounded_by_its_own_timeout_and_idle_counts_from_its_end() {
         let a = Activity::new();
         assert!(!a.overdue_at(300, &LIMITS), "a new connection, idle 300 ms");
         assert!(a.overdue_at(301, &LIMITS), "idle 301 ms, nothing sent");
         a.read_at(10);
-        a.started();
-        assert!(!a.overdue_at(10_000, &LIMITS), "busy");
+        a.started_at(10);
+        assert!(!a.overdue_at(10_000, &LIMITS), "busy 10 s of 60");
+        assert!(
+            a.overdue_at(60_011, &LIMITS),
+            "busy past the request timeout"
+        );
         a.read_at(10_001);
         a.ended_at(20_000);
         assert!(!a.overdue_at(20_300, &LIMITS), "idle 300 ms of 300");
