@@ -644,7 +644,12 @@ fn setup(rt: &tokio::runtime::Runtime, endpoint: &str, prefix: &str) -> (app::Ap
             state_key: Some(STATE_KEY.as_bytes().to_vec()),
             ..app::Settings::default()
         };
-        let app = app::build(&settings, std::sync::Arc::new(store)).expect("app");
+        let app = app::build(
+            &settings,
+            std::sync::Arc::new(store),
+            app::booking::Booking::shared(),
+        )
+        .expect("app");
         let token = crate::support::owner_connection(&app, "lambda runtime test").await;
         (app, table, token)
     })

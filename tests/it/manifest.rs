@@ -6,9 +6,13 @@ use mcp_pipeline::Toolset;
 use serde_json::Value;
 
 async fn dump(toolset: Toolset) -> Value {
-    app::manifest::dump(&app::Settings::default(), toolset)
-        .await
-        .unwrap()
+    app::manifest::dump(
+        &app::Settings::default(),
+        app::booking::Booking::shared(),
+        toolset,
+    )
+    .await
+    .unwrap()
 }
 
 fn snapshot(toolset: Toolset) -> Value {

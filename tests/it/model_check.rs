@@ -27,7 +27,12 @@ struct Model {
 async fn model() -> Model {
     let deferred = Deferred::default();
     let store = Arc::new(YieldingStore::default());
-    let app = app::build(&model::settings(&deferred), store.clone()).unwrap();
+    let app = app::build(
+        &model::settings(&deferred),
+        store.clone(),
+        app::booking::Booking::shared(),
+    )
+    .unwrap();
     app.directory
         .put_member("acme", "ana", "owner", true)
         .await

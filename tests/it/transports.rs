@@ -19,7 +19,12 @@ async fn app_with_token() -> (app::App, String) {
     let (store, _) = crate::support::store::fresh(crate::support::store::Backend::Memory)
         .await
         .unwrap();
-    let app = app::build(&app::Settings::default(), store).expect("app");
+    let app = app::build(
+        &app::Settings::default(),
+        store,
+        app::booking::Booking::shared(),
+    )
+    .expect("app");
     let token = crate::support::owner_connection(&app, "lambda test").await;
     (app, token)
 }

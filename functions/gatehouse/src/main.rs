@@ -824,7 +824,11 @@ async fn main() -> anyhow::Result<()> {
 }
 
 fn build(store: Arc<dyn store::Store>, settings: app::Settings) -> anyhow::Result<app::App> {
-    Ok(app::build(&settings, store)?)
+    Ok(app::build(
+        &settings,
+        store,
+        app::booking::Booking::shared(),
+    )?)
 }
 
 fn cli_actor(tenant: &str, member: &str) -> Actor {
@@ -943,7 +947,7 @@ async fn serve(
     let bench_tool = args.bench_tool;
     #[cfg(feature = "test-tool")]
     let test_panic_tool = args.test_panic_tool;
-    let app = app::build_adding(&settings, store, |tools| {
+    let app = app::build_adding(&settings, store, app::booking::Booking::shared(), |tools| {
         if bench_tool {
             tools.register(mcp_pipeline::ToolSpec::new(app::bench::BenchFixed1Kb))?;
         }
@@ -1311,7 +1315,12 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
 
 async fn manifest(out: Option<PathBuf>) -> anyhow::Result<()> {
     for toolset in [Toolset::Core, Toolset::Standard, Toolset::Full] {
-        let dump = app::manifest::dump(&app::Settings::default(), toolset).await?;
+        let dump = app::manifest::dump(
+            &app::Settings::default(),
+            app::booking::Booking::shared(),
+            toolset,
+        )
+        .await?;
         let text = serde_json::to_string_pretty(&dump)? + "\n";
         match &out {
             Some(dir) => {
@@ -1732,20 +1741,6 @@ async fn kill_switch(
     Ok(())
 }
 
-/// Whether `member` of `tenant` is active and holds `agent_access:manage`.
-async fn may_manage_agent_access(
-    app: &app::App,
-    tenant: &str,
-    member: &str,
-) -> anyhow::Result<bool> {
-    use identity::Directory as _;
-    Ok(app
-        .directory
-        .member(tenant, member)
-        .await?
-        .is_some_and(|m| m.active && m.rights.contains(app::rights::AGENT_ACCESS_MANAGE)))
-}
-
 async fn approval_mode(
     store: Arc<dyn store::Store>,
     change: (Option<ApprovalClass>, Option<Approval>),
@@ -1756,11 +1751,7 @@ async fn approval_mode(
     match change {
         (None, None) => {}
         (Some(class), Some(mode)) => {
-            if !may_manage_agent_access(&app, tenant, member).await? {
-                bail!(
-                    "{member} may not change approval modes in {tenant} (needs agent_access:manage)"
-                );
-            }
+            // The switch service checks the member's right (ADR 48).
             app.switches
                 .set_approval_mode(&cli_actor(tenant, member), class.effect(), mode.mode())
                 .await?;
@@ -1791,9 +1782,7 @@ async fn agent_access(
         // Reading it changes nothing: any member may.
         SwitchState::Status => app.switches.agent_access(tenant).await?,
         SwitchState::On | SwitchState::Off => {
-            if !may_manage_agent_access(&app, tenant, member).await? {
-                bail!("{member} may not change agent access in {tenant}");
-            }
+            // The switch service checks the member's right (ADR 48).
             let on = state == SwitchState::On;
             app.switches
                 .set_agent_access(&cli_actor(tenant, member), on)

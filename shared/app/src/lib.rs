@@ -3,10 +3,12 @@
 //! Entry points read their environment and hand typed settings here; this crate reads none.
 
 pub mod bench;
+pub mod booking;
 pub mod demo;
 #[cfg(feature = "tokio")]
 pub mod key_set_url;
 pub mod manifest;
+pub mod product;
 mod recent;
 pub mod rights;
 pub mod settings;
@@ -21,6 +23,8 @@ use identity::{McpAuthenticator, StoreDirectory};
 use mcp_http::{HttpConfig, McpService, ProtectedResource};
 use mcp_pipeline::{Registry, RegistryError, Server, ServerConfig, ToolSpec};
 use store::Store;
+
+pub use product::{Product, ProductContext, SharedProduct};
 
 /// Settings of one deployment.
 #[derive(Debug, Clone)]
@@ -146,58 +150,65 @@ pub struct App {
     pub members: accounts::Members,
     /// Product API tokens.
     pub api_tokens: accounts::ApiTokens,
-    /// The product's pages and JSON API.
+    /// The pages and the product's JSON API.
     pub web: web::Web,
+    /// The product served.
+    pub product: SharedProduct,
 }
 
-/// The product's services as the tools see them: reading through the read-ahead wrapper, which
-/// serves the records a call named from the credential's batch (`ServerConfig::read_ahead`).
-fn tool_services(settings: &Settings, store: &Arc<dyn Store>) -> booking_tools::Services {
-    let store: Arc<dyn Store> = Arc::new(store::read_ahead::ReadAheadStore::new(Arc::clone(store)));
-    booking_tools::Services {
-        customers: booking::Customers::new(Arc::clone(&store))
-            .with_randomness(Arc::clone(&settings.randomness)),
-        technicians: booking::Technicians::new(Arc::clone(&store))
-            .with_randomness(Arc::clone(&settings.randomness)),
-        bookings: booking::Bookings::new(Arc::clone(&store))
-            .with_randomness(Arc::clone(&settings.randomness)),
-        quotes: booking::Quotes::new(Arc::clone(&store))
-            .with_randomness(Arc::clone(&settings.randomness)),
-        alerts: booking::Alerts::new(Arc::clone(&store)),
+/// What the product is given: the store serving each call's read-ahead (the records a call
+/// named, read with its credential: `ServerConfig::read_ahead`), and the settings' links and
+/// randomness.
+fn product_context(settings: &Settings, store: &Arc<dyn Store>) -> ProductContext {
+    ProductContext {
+        store: Arc::new(store::read_ahead::ReadAheadStore::new(Arc::clone(store))),
+        plain_store: Arc::clone(store),
         console_base: settings.console_base.clone(),
+        randomness: Arc::clone(&settings.randomness),
     }
 }
 
-/// The tools every gatehouse serves, in `tools/list` order.
-pub fn registry(settings: &Settings, store: &Arc<dyn Store>) -> Result<Registry, RegistryError> {
+/// The tools every gatehouse serves, in `tools/list` order: the platform's status, the
+/// product's tools, the platform's recent changes (which show the product's records, so they
+/// need the product's read right).
+pub fn registry(
+    settings: &Settings,
+    store: &Arc<dyn Store>,
+    product: &dyn Product,
+) -> Result<Registry, RegistryError> {
     let mut registry = Registry::new();
     registry.register(ToolSpec::new(status::GetServerStatus {
         backend: settings.backend.clone(),
     }))?;
-    let services = tool_services(settings, store);
-    booking_tools::register(&mut registry, &services)?;
-    registry.register(ToolSpec::new(recent::ListRecentChanges {
+    product.register(&mut registry, &product_context(settings, store))?;
+    let recent = recent::ListRecentChanges {
         store: Arc::clone(store),
-    }))?;
+    };
+    registry.register(ToolSpec::new(recent).requires(product.read_right()))?;
     Ok(registry)
 }
 
-/// Builds the application on `store`.
-pub fn build(settings: &Settings, store: Arc<dyn Store>) -> Result<App, RegistryError> {
-    build_adding(settings, store, |_| Ok(()))
+/// Builds the application of `product` on `store`.
+pub fn build(
+    settings: &Settings,
+    store: Arc<dyn Store>,
+    product: SharedProduct,
+) -> Result<App, RegistryError> {
+    build_adding(settings, store, product, |_| Ok(()))
 }
 
-/// Builds the application on `store` with every tool of [`registry`] and those `add`
-/// registers (the benchmark's and test-only tools of the entry points that offer them).
+/// Builds the application of `product` on `store` with every tool of [`registry`] and those
+/// `add` registers (the benchmark's and test-only tools of the entry points that offer them).
 pub fn build_adding(
     settings: &Settings,
     store: Arc<dyn Store>,
+    product: SharedProduct,
     add: impl FnOnce(&mut Registry) -> Result<(), RegistryError>,
 ) -> Result<App, RegistryError> {
     let store = bounded(settings, store);
-    let mut tools = registry(settings, &store)?;
+    let mut tools = registry(settings, &store, product.as_ref())?;
     add(&mut tools)?;
-    Ok(assemble_on(settings, store, tools))
+    Ok(assemble_on(settings, store, product, tools))
 }
 
 /// The longest wait for one store call by default: with the default tool deadline (20 s), the
@@ -205,13 +216,20 @@ pub fn build_adding(
 /// 30 s timeout (ADR 22).
 pub const STORE_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// Builds the application on `store` with these tools (tests use it for example tools).
+/// Builds the application of `product` on `store` with these tools in place of the product's
+/// own (tests use it for example tools).
 pub fn build_with(
     settings: &Settings,
     store: Arc<dyn Store>,
+    product: SharedProduct,
     tools: Registry,
 ) -> Result<App, RegistryError> {
-    Ok(assemble_on(settings, bounded(settings, store), tools))
+    Ok(assemble_on(
+        settings,
+        bounded(settings, store),
+        product,
+        tools,
+    ))
 }
 
 /// `store` with every call bounded by `settings.store_wait`.
@@ -220,32 +238,34 @@ fn bounded(settings: &Settings, store: Arc<dyn Store>) -> Arc<dyn Store> {
     Arc::new(store::BoundedStore::new(store, settings.store_wait, timer))
 }
 
-fn assemble_on(settings: &Settings, store: Arc<dyn Store>, tools: Registry) -> App {
-    let server = Server::new(server_config(settings, &store), tools);
-    assemble(settings, store, server)
+fn assemble_on(
+    settings: &Settings,
+    store: Arc<dyn Store>,
+    product: SharedProduct,
+    tools: Registry,
+) -> App {
+    let server = Server::new(server_config(settings, &store, product.as_ref()), tools);
+    assemble(settings, store, server, &product)
 }
 
-/// The pipeline's configuration for this deployment.
-fn server_config(settings: &Settings, store: &Arc<dyn Store>) -> ServerConfig {
+/// The pipeline's configuration for this deployment of `product`.
+fn server_config(
+    settings: &Settings,
+    store: &Arc<dyn Store>,
+    product: &dyn Product,
+) -> ServerConfig {
     let gates = mcp_pipeline::Gates {
         hooks: Some(Arc::new(identity::McpCommitHooks)),
         limits: settings.limits,
         ..mcp_pipeline::Gates::new(Arc::clone(store))
     };
     let mut config = ServerConfig::new(gates, runtime(settings));
-    config.names = Some(Arc::new(booking_tools::NameLookup::new(tool_services(
-        settings, store,
-    ))));
-    config.instructions = Some(
-        "gatehouse exposes a field-service booking product. Read before you write; \
-         every write tool says what it changes."
-            .into(),
-    );
+    config.names = product.names(&product_context(settings, store));
+    config.instructions = Some(product.instructions());
     if let Some(key) = &settings.state_key {
         config.state_key.clone_from(key);
     }
-    // Handles in a call's arguments name the product's records, read with the credential.
-    config.read_ahead = mcp_pipeline::ReadAhead(Arc::new(booking::keys::of_handle));
+    config.read_ahead = product.read_ahead();
     config.state_ttl_seconds = settings.state_ttl_seconds;
     config.approval_url_base = format!("{}/approvals", settings.console_base);
     config.clock = Arc::clone(&settings.clock);
@@ -273,8 +293,14 @@ fn runtime(settings: &Settings) -> mcp_pipeline::Runtime {
 }
 
 /// The application around its pipeline: the HTTP service with its authenticator, the pages.
-fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> App {
-    let directory = Arc::new(StoreDirectory::new(Arc::clone(&store), rights::for_role));
+fn assemble(
+    settings: &Settings,
+    store: Arc<dyn Store>,
+    server: Arc<Server>,
+    product: &SharedProduct,
+) -> App {
+    let roles = product.roles();
+    let directory = Arc::new(StoreDirectory::new(Arc::clone(&store), roles));
     let mut authenticator = McpAuthenticator::new(Arc::clone(&store), directory.clone())
         .with_clock(Arc::clone(&settings.clock));
     let mut protected_resource = None;
@@ -283,7 +309,7 @@ fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> 
         protected_resource = Some(ProtectedResource {
             resource: oauth.resource().to_owned(),
             authorization_servers: vec![oauth.issuer().to_owned()],
-            scopes: rights::ALL.iter().map(|r| (*r).to_owned()).collect(),
+            scopes: product.rights().iter().map(|r| (*r).to_owned()).collect(),
         });
     }
     let http = McpService::new(
@@ -298,24 +324,16 @@ fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> 
     .with_authenticator(Arc::new(authenticator));
     let connections = identity::ConnectionService::new(Arc::clone(&store), directory.clone());
     let switches = identity::SwitchService::new(Arc::clone(&store), directory.clone());
-    let members = accounts::Members::new(Arc::clone(&store), rights::for_role);
-    let api_tokens = accounts::ApiTokens::new(Arc::clone(&store), rights::for_role)
-        .with_clock(Arc::clone(&settings.clock));
+    let members = accounts::Members::new(Arc::clone(&store), roles);
+    let api_tokens =
+        accounts::ApiTokens::new(Arc::clone(&store), roles).with_clock(Arc::clone(&settings.clock));
     let web = web::Web {
         store: Arc::clone(&store),
         approvals: server.clone(),
         directory: directory.clone(),
         connections: connections.clone(),
         switches: switches.clone(),
-        customers: booking::Customers::new(Arc::clone(&store))
-            .with_randomness(Arc::clone(&settings.randomness)),
-        bookings: booking::Bookings::new(Arc::clone(&store))
-            .with_randomness(Arc::clone(&settings.randomness)),
-        technicians: booking::Technicians::new(Arc::clone(&store))
-            .with_randomness(Arc::clone(&settings.randomness)),
-        quotes: booking::Quotes::new(Arc::clone(&store))
-            .with_randomness(Arc::clone(&settings.randomness)),
-        alerts: booking::Alerts::new(Arc::clone(&store)),
+        product: product.pages(&product_context(settings, &store)),
         members: members.clone(),
         api_tokens: api_tokens.clone(),
         throttle: accounts::Throttle::new(Arc::clone(&store), Arc::clone(&settings.clock)),
@@ -336,6 +354,7 @@ fn assemble(settings: &Settings, store: Arc<dyn Store>, server: Arc<Server>) -> 
         web,
         directory,
         store,
+        product: Arc::clone(product),
     }
 }
 

@@ -10,16 +10,14 @@ use serde_json::{Map, Value, json};
 
 use crate::Settings;
 
-/// `tools/list` for a connection of `toolset` holding every right.
+/// `tools/list` of `product` for a connection of `toolset` holding every right.
 pub async fn dump(
     settings: &Settings,
+    product: crate::SharedProduct,
     toolset: Toolset,
 ) -> Result<Value, mcp_pipeline::RegistryError> {
-    let app = crate::build(settings, Arc::new(store::MemoryStore::new()))?;
-    let rights: BTreeSet<String> = booking::rights::ALL
-        .iter()
-        .map(|r| (*r).to_owned())
-        .collect();
+    let rights: BTreeSet<String> = product.rights().iter().map(|r| (*r).to_owned()).collect();
+    let app = crate::build(settings, Arc::new(store::MemoryStore::new()), product)?;
     let caller = Caller {
         tenant: "manifest".into(),
         connection: "con_manifest".into(),

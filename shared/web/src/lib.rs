@@ -4,14 +4,13 @@
 //! on every route here, as product credentials are refused at the MCP endpoint.
 
 mod agent_access;
-mod api;
 mod approvals;
+pub mod booking;
 mod connections;
 mod form;
 mod html;
 mod operator;
 mod pages;
-mod records;
 mod session;
 mod sign_in;
 mod site;
@@ -38,16 +37,8 @@ pub struct Web {
     pub connections: identity::ConnectionService,
     /// Switches.
     pub switches: identity::SwitchService,
-    /// Customers (the API).
-    pub customers: booking::Customers,
-    /// Bookings (the API).
-    pub bookings: booking::Bookings,
-    /// Technicians (the API).
-    pub technicians: booking::Technicians,
-    /// Quotes (the API).
-    pub quotes: booking::Quotes,
-    /// Alert rules (the API).
-    pub alerts: booking::Alerts,
+    /// The product's pages of records and its JSON API, when it has them (ADR 49).
+    pub product: Option<Arc<dyn ProductPages>>,
     /// Members and their passwords.
     pub members: accounts::Members,
     /// Product API tokens.
@@ -145,17 +136,32 @@ pub fn is_product_path(path: &str) -> bool {
     path == "/app" || path.starts_with("/app/") || path.starts_with("/api/")
 }
 
-impl Web {
-    /// The product's notifying writes, which the API routes call like the tools do.
-    pub(crate) fn use_cases(&self) -> booking::UseCases {
-        booking::UseCases {
-            customers: self.customers.clone(),
-            technicians: self.technicians.clone(),
-            bookings: self.bookings.clone(),
-            quotes: self.quotes.clone(),
-        }
-    }
+/// What the pages need of the product (ADR 49): its JSON API under `/api/`, and the pages of
+/// its records that tool results link to. The platform's pages (sign-in, approvals,
+/// connections, agent access, activity, operators) are the same for every product.
+pub trait ProductPages: std::fmt::Debug + Send + Sync {
+    /// Answers a request to `/api/...` (`path`, with its head and body); the product
+    /// authenticates its API token through `web.api_tokens` and admits the call through
+    /// `web.gates`.
+    fn api<'a>(
+        &'a self,
+        web: &'a Web,
+        parts: &'a http::request::Parts,
+        path: &'a str,
+        body: &'a [u8],
+    ) -> futures_util::future::BoxFuture<'a, WebResponse>;
 
+    /// The page of the record at `path` (`/app/<kind>/<handle>`) for the signed-in member of
+    /// `session`, with their live rights; not found when it names no record of theirs.
+    fn record<'a>(
+        &'a self,
+        web: &'a Web,
+        session: &'a accounts::Session,
+        path: &'a str,
+    ) -> futures_util::future::BoxFuture<'a, WebResponse>;
+}
+
+impl Web {
     /// Handles one request to `/app/...` or `/api/...`.
     pub async fn handle<B>(&self, req: http::Request<B>) -> WebResponse
     where
@@ -193,7 +199,13 @@ impl Web {
             }
         };
         if path.starts_with("/api/") {
-            return api::handle(self, &parts, &path, &bytes).await;
+            return match &self.product {
+                Some(product) => product.api(self, &parts, &path, &bytes).await,
+                None => json_response(
+                    StatusCode::NOT_FOUND,
+                    &serde_json::json!({"error": "no such API route"}),
+                ),
+            };
         }
         if parts.method == http::Method::POST && !form::well_formed(&bytes) {
             // Nothing is read from a body that is not a form: no sign-in attempt, no change.

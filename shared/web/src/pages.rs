@@ -77,7 +77,10 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
             Some(token) if method == "POST" => decide(web, &s, token, &form).await,
             _ => match methods_of(path) {
                 Some(allowed) => not_allowed(allowed),
-                None if method == "GET" => crate::records::page(web, &s, path).await,
+                None if method == "GET" => match &web.product {
+                    Some(product) => product.record(web, &s, path).await,
+                    None => message(StatusCode::NOT_FOUND, "Not found", "There is no such page."),
+                },
                 None => message(StatusCode::NOT_FOUND, "Not found", "There is no such page."),
             },
         },

@@ -939,7 +939,13 @@ impl Notes {
             defer: Some(held.defer()),
             ..app::Settings::default()
         };
-        let app = app::build_with(&settings, Arc::clone(&store), registry).unwrap();
+        let app = app::build_with(
+            &settings,
+            Arc::clone(&store),
+            app::booking::Booking::shared(),
+            registry,
+        )
+        .unwrap();
         app.directory
             .put_member("acme", "dan", "dispatcher", true)
             .await
@@ -979,7 +985,13 @@ impl Notes {
             defer: None,
             ..self.settings.clone()
         };
-        let app = app::build_with(&settings, Arc::clone(&self.store), registry).unwrap();
+        let app = app::build_with(
+            &settings,
+            Arc::clone(&self.store),
+            app::booking::Booking::shared(),
+            registry,
+        )
+        .unwrap();
         TestClient::in_process(app.http.clone())
             .with_header("authorization", &format!("Bearer {}", self.token))
     }

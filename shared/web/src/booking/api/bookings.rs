@@ -14,7 +14,8 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{Answer, Body, commit, error, no_route, path_id};
-use crate::{Web, json_response};
+use crate::booking::BookingApi;
+use crate::json_response;
 
 fn booking_json(b: &Booking) -> Value {
     json!({
@@ -37,14 +38,14 @@ fn ok(status: StatusCode, body: &Value) -> Answer {
 
 /// What every booking route gets: who calls, the body, and the time it started.
 struct Route<'a> {
-    web: &'a Web,
+    web: &'a BookingApi<'a>,
     actor: &'a Actor,
     body: &'a [u8],
     now: chrono::DateTime<chrono::Utc>,
 }
 
 pub(super) async fn route(
-    web: &Web,
+    web: &BookingApi<'_>,
     actor: &Actor,
     method: &str,
     rest: &[&str],
@@ -262,7 +263,7 @@ async fn mute(r: &Route<'_>, handle: &str) -> Answer {
 
 /// `POST /api/technicians/{handle}/pages`: `page_technician`.
 pub(super) async fn technicians(
-    web: &Web,
+    web: &BookingApi<'_>,
     actor: &Actor,
     method: &str,
     rest: &[&str],

@@ -6,7 +6,8 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{Answer, Body, commit, error, no_route, path_id};
-use crate::{Web, json_response};
+use crate::booking::BookingApi;
+use crate::json_response;
 
 pub(crate) fn customer_json(c: &booking::Customer) -> Value {
     json!({"customer": c.handle(), "version": c.version, "name": c.name, "email": c.email, "phone": c.phone, "address": c.address})
@@ -22,7 +23,11 @@ pub(super) struct Request<'a> {
     pub(super) body: &'a [u8],
 }
 
-pub(super) async fn route(web: &Web, actor: &booking::Actor, request: Request<'_>) -> Answer {
+pub(super) async fn route(
+    web: &BookingApi<'_>,
+    actor: &booking::Actor,
+    request: Request<'_>,
+) -> Answer {
     let customers = &web.customers;
     let Request {
         method,

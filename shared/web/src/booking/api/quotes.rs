@@ -13,7 +13,8 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{Answer, Body, commit, error, invalid, no_route, path_id};
-use crate::{Web, WebResponse, json_response};
+use crate::booking::BookingApi;
+use crate::{WebResponse, json_response};
 
 fn quote_json(q: &Quote) -> Value {
     json!({
@@ -46,7 +47,7 @@ fn lines(b: &Body) -> Result<Vec<LineInput>, WebResponse> {
 }
 
 pub(super) async fn route(
-    web: &Web,
+    web: &BookingApi<'_>,
     actor: &Actor,
     method: &str,
     rest: &[&str],

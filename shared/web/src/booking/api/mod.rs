@@ -20,7 +20,8 @@ use serde_json::{Map, Value, json};
 
 use booking::ids::Kind;
 
-use crate::{Web, WebResponse, json_response};
+use crate::booking::BookingApi;
+use crate::{WebResponse, json_response};
 
 /// What a route answers: the response, or the error response to send instead.
 type Answer = Result<WebResponse, WebResponse>;
@@ -103,7 +104,10 @@ fn no_route() -> WebResponse {
 }
 
 /// The token's member with their live rights, and the token's id.
-async fn actor(web: &Web, parts: &Parts) -> Result<(booking::Actor, String), WebResponse> {
+async fn actor(
+    web: &BookingApi<'_>,
+    parts: &Parts,
+) -> Result<(booking::Actor, String), WebResponse> {
     let unauthorized = |m: &str| json_response(StatusCode::UNAUTHORIZED, &json!({"error": m}));
     let bearer = parts
         .headers
@@ -158,7 +162,7 @@ fn class_of(method: &str, segments: &[&str]) -> EffectClass {
 /// Counts the call in its token's and its tenant's buckets (shared with MCP); 429 with
 /// `Retry-After` when one is full, before anything is done.
 async fn admit(
-    web: &Web,
+    web: &BookingApi<'_>,
     (tenant, token): (&str, &str),
     class: EffectClass,
 ) -> Result<(), WebResponse> {
@@ -302,7 +306,7 @@ fn path_id(handle: &str, kind: Kind) -> Result<String, WebResponse> {
 
 /// Commits a planned change with its audit row (`api.<tool name>`), in one transaction.
 async fn commit<T>(
-    web: &Web,
+    web: &BookingApi<'_>,
     actor: &booking::Actor,
     tool: &str,
     change: booking::Change<T>,
@@ -324,7 +328,12 @@ async fn commit<T>(
         .map_err(error)
 }
 
-pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) -> WebResponse {
+pub(crate) async fn handle(
+    web: &BookingApi<'_>,
+    parts: &Parts,
+    path: &str,
+    body: &[u8],
+) -> WebResponse {
     let (actor, token) = match actor(web, parts).await {
         Ok(a) => a,
         Err(r) => return r,

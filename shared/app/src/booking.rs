@@ -1,0 +1,80 @@
+//! The booking product behind the seam (ADR 49): its tools, rights, roles, records and pages,
+//! handed to the platform through [`Product`] like any team's product.
+
+use std::sync::Arc;
+
+use mcp_pipeline::{NameResolver, ReadAhead, Registry, RegistryError};
+
+use crate::product::{Product, ProductContext};
+
+/// The field-service booking product: bookings, customers, technicians, quotes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Booking;
+
+impl Booking {
+    /// The product, shared.
+    pub fn shared() -> crate::SharedProduct {
+        Arc::new(Booking)
+    }
+
+    /// The services the tools call, reading through the call's read-ahead.
+    fn services(cx: &ProductContext) -> booking_tools::Services {
+        let store = &cx.store;
+        let randomness = &cx.randomness;
+        booking_tools::Services {
+            customers: booking::Customers::new(Arc::clone(store))
+                .with_randomness(Arc::clone(randomness)),
+            technicians: booking::Technicians::new(Arc::clone(store))
+                .with_randomness(Arc::clone(randomness)),
+            bookings: booking::Bookings::new(Arc::clone(store))
+                .with_randomness(Arc::clone(randomness)),
+            quotes: booking::Quotes::new(Arc::clone(store)).with_randomness(Arc::clone(randomness)),
+            alerts: booking::Alerts::new(Arc::clone(store)),
+            console_base: cx.console_base.clone(),
+        }
+    }
+}
+
+impl Product for Booking {
+    fn name(&self) -> &'static str {
+        "booking"
+    }
+
+    fn instructions(&self) -> String {
+        "gatehouse exposes a field-service booking product. Read before you write; every write \
+         tool says what it changes."
+            .into()
+    }
+
+    fn rights(&self) -> &'static [&'static str] {
+        booking::rights::ALL
+    }
+
+    fn roles(&self) -> identity::RoleCatalog {
+        booking::rights::for_role
+    }
+
+    fn read_right(&self) -> &'static str {
+        booking::rights::BOOKINGS_READ
+    }
+
+    fn register(&self, registry: &mut Registry, cx: &ProductContext) -> Result<(), RegistryError> {
+        booking_tools::register(registry, &Self::services(cx))
+    }
+
+    fn names(&self, cx: &ProductContext) -> Option<Arc<dyn NameResolver>> {
+        Some(Arc::new(booking_tools::NameLookup::new(Self::services(cx))))
+    }
+
+    fn read_ahead(&self) -> ReadAhead {
+        // Handles in a call's arguments name the product's records, read with the credential.
+        ReadAhead(Arc::new(booking::keys::of_handle))
+    }
+
+    fn pages(&self, cx: &ProductContext) -> Option<Arc<dyn web::ProductPages>> {
+        Some(Arc::new(web::booking::BookingPages::new(
+            Arc::clone(&cx.plain_store),
+            Arc::clone(&cx.randomness),
+        )))
+    }
+}
