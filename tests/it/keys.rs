@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 /// (owner, tenant kinds, global first segments)
-const OWNERS: [(&str, &[&str], &[&str]); 4] = [
+const OWNERS: [(&str, &[&str], &[&str]); 5] = [
     ("mcp-pipeline", mcp_pipeline::keys::TENANT_KINDS, &[]),
     (
         "identity",
@@ -24,6 +24,11 @@ const OWNERS: [(&str, &[&str], &[&str]); 4] = [
         "booking",
         booking::keys::TENANT_KINDS,
         booking::keys::GLOBAL,
+    ),
+    (
+        "outbox-format",
+        outbox_format::keys::TENANT_KINDS,
+        outbox_format::keys::GLOBAL,
     ),
 ];
 
@@ -128,7 +133,8 @@ fn every_key_builder_uses_its_owners_kinds() {
             "booking",
             booking::keys::unique(t, "customer-email", "a@b.c"),
         ),
-        ("booking", booking::keys::outbox(t, "m1")),
+        ("outbox-format", outbox_format::keys::outbox(t, "m1")),
+        ("outbox-format", outbox_format::keys::outbox_due(t, "m1")),
         ("booking", booking::keys::alert_rule(t, "b")),
         ("booking", booking::keys::schedule(t, "tec_1")),
     ];

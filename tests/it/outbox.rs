@@ -8,8 +8,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use booking::outbox::{Message, Status};
 use mcp_pipeline::FixedClock;
+use outbox_format::{Message, Status};
 use serde_json::json;
 
 use crate::booking_tools::{confirm, draft, seeded_customer, seeded_technician, setup};
@@ -62,7 +62,7 @@ async fn due_entries(world: &World) -> usize {
     world
         .app
         .store
-        .query(store::Query::partition(booking::keys::OUTBOX_DUE))
+        .query(store::Query::partition(outbox_format::keys::OUTBOX_DUE))
         .await
         .unwrap()
         .items
@@ -212,7 +212,7 @@ async fn a_crashed_delivery_is_taken_over_when_its_lease_lapses(world: World) {
     let d = dispatcher(&world, &receiver, &clock, Duration::from_secs(5));
     // A delivery claims the message and dies before it sends.
     let now = mcp_pipeline::Clock::now(clock.as_ref());
-    let crashed = booking::outbox::claim(&key, "a-crashed-claim", (now, now - 300));
+    let crashed = outbox_format::claim(&key, "a-crashed-claim", (now, now - 300));
     world.app.store.update(crashed).await.unwrap();
     assert_eq!(d.sweep().await.unwrap().skipped, 1, "its lease still holds");
     assert!(receiver.received().is_empty());
@@ -229,8 +229,8 @@ async fn a_crashed_delivery_is_taken_over_when_its_lease_lapses(world: World) {
     // longer the message's), and the taken-over result stands.
     let now = mcp_pipeline::Clock::now(clock.as_ref());
     for late in [
-        booking::outbox::sent(&delivered, "a-crashed-claim", now),
-        booking::outbox::failed(&delivered, "a-crashed-claim", Some(now + 60), "late"),
+        outbox_format::sent(&delivered, "a-crashed-claim", now),
+        outbox_format::failed(&delivered, "a-crashed-claim", Some(now + 60), "late"),
     ] {
         let refused = world.app.store.transact_write(late).await;
         assert!(

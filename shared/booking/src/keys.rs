@@ -3,8 +3,8 @@
 use store::Key;
 
 /// The second segment of the product's tenant partitions (`<tenant>#<kind>`): its settings,
-/// each kind of record ([`crate::ids::Kind::noun`]), duplicate claims, outbox messages and
-/// alert rules.
+/// each kind of record ([`crate::ids::Kind::noun`]), duplicate claims and alert rules (its
+/// messages are in the platform's outbox, `outbox_format::keys`).
 pub const TENANT_KINDS: &[&str] = &[
     "tenant",
     "customer",
@@ -13,12 +13,11 @@ pub const TENANT_KINDS: &[&str] = &[
     "quote",
     "message",
     "unique",
-    "outbox",
     "alert",
 ];
 
 /// The first segment of the product's partitions that belong to no tenant.
-pub const GLOBAL: &[&str] = &["tenants", "outbox"];
+pub const GLOBAL: &[&str] = &["tenants"];
 
 /// A tenant's settings.
 pub fn tenant(tenant: &str) -> Key {
@@ -64,31 +63,7 @@ pub fn unique(tenant: &str, what: &str, value: &str) -> Key {
     Key::new(format!("{tenant}#unique#{what}"), value)
 }
 
-/// An outbox message.
-pub fn outbox(tenant: &str, id: &str) -> Key {
-    Key::new(outbox_partition(tenant), id)
-}
-
-/// The partition of a tenant's outbox (what the dispatcher reads).
-pub fn outbox_partition(tenant: &str) -> String {
-    format!("{tenant}#outbox")
-}
-
 /// The alert rule of a booking.
 pub fn alert_rule(tenant: &str, booking: &str) -> Key {
     Key::new(format!("{tenant}#alert"), booking)
-}
-
-/// The partition of the outbox's due index: one entry per message not yet sent, across
-/// tenants, which the dispatcher's sweep reads (it belongs to no tenant: `outbox` is reserved).
-pub const OUTBOX_DUE: &str = "outbox";
-
-/// A message's entry in the due index.
-pub fn outbox_due(tenant: &str, id: &str) -> Key {
-    Key::new(OUTBOX_DUE, format!("{tenant}#{id}"))
-}
-
-/// The tenant of an outbox partition (`None`: `pk` is no outbox partition).
-pub fn outbox_tenant(pk: &str) -> Option<&str> {
-    pk.strip_suffix("#outbox")
 }

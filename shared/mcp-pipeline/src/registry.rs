@@ -434,8 +434,9 @@ impl ToolSpec {
     }
 
     /// The `tools/list` entry for a connection of `toolset`: the core toolset gets the short
-    /// description where the tool has one.
-    pub fn descriptor(&self, toolset: crate::Toolset) -> Value {
+    /// description where the tool has one; `metadata` (the tool's own over the server's
+    /// defaults) is its `_meta`.
+    pub fn descriptor(&self, toolset: crate::Toolset, metadata: &BTreeMap<String, Value>) -> Value {
         let description = match (toolset, self.core_description) {
             (crate::Toolset::Core, Some(short)) => short,
             _ => self.description,
@@ -448,8 +449,15 @@ impl ToolSpec {
             "outputSchema": self.output_schema,
             "annotations": self.shown_effect().annotations(self.title),
         });
+        let mut meta: Map<String, Value> = metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         if self.executes_in_one_step() {
-            descriptor["_meta"] = json!({crate::META_REQUIRES_USER_INTERACTION: true});
+            meta.insert(crate::META_REQUIRES_USER_INTERACTION.into(), json!(true));
+        }
+        if !meta.is_empty() {
+            descriptor["_meta"] = Value::Object(meta);
         }
         descriptor
     }

@@ -192,13 +192,19 @@ impl Server {
                 }
             }
         }
-        let tool_list = registry
-            .iter()
-            .map(|t| [Toolset::Core, Toolset::Full].map(|set| t.descriptor(set).to_string()))
-            .collect();
-        let metadata = registry
+        let metadata: crate::FastMap<&'static str, Arc<BTreeMap<String, Value>>> = registry
             .iter()
             .map(|t| (t.name, Arc::new(merged_metadata(&config, t))))
+            .collect();
+        let tool_list = registry
+            .iter()
+            .map(|t| {
+                let shown = metadata.get(t.name).map(Arc::as_ref);
+                [Toolset::Core, Toolset::Full].map(|set| {
+                    t.descriptor(set, shown.unwrap_or(&BTreeMap::new()))
+                        .to_string()
+                })
+            })
             .collect();
         Arc::new(Server {
             config,

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use booking::outbox::Message;
 use futures_util::future::BoxFuture;
 use hmac::{Hmac, Mac as _};
+use outbox_format::Message;
 use sha2::Sha256;
 
 /// Why a delivery did not land.

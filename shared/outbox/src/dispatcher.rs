@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use booking::outbox::{self as format, Due, Message, Status};
 use futures_util::StreamExt as _;
+use outbox_format::{self as format, Due, Message, Status};
 use serde_json::{Value, json};
 use store::{Key, Store, StoreError, TransactOp};
 
@@ -189,7 +189,7 @@ impl Dispatcher {
                 continue;
             };
             let key = Key::new(pk, sk);
-            if booking::keys::outbox_tenant(pk).is_none() {
+            if outbox_format::keys::outbox_tenant(pk).is_none() {
                 continue;
             }
             if let Err(e) = self.deliver(&key).await {
@@ -242,7 +242,7 @@ impl Dispatcher {
         loop {
             let page = self
                 .store
-                .query(store::Query::partition(booking::keys::OUTBOX_DUE).after(cursor))
+                .query(store::Query::partition(outbox_format::keys::OUTBOX_DUE).after(cursor))
                 .await?;
             out.extend(page.items.iter().filter_map(|(k, i)| Due::read(k, i)));
             match page.next {
@@ -282,7 +282,7 @@ impl Dispatcher {
         id: &str,
         extra: Vec<TransactOp>,
     ) -> Result<(), OutboxError> {
-        let key = booking::keys::outbox(tenant, id);
+        let key = outbox_format::keys::outbox(tenant, id);
         let message = self
             .store
             .get(&key)

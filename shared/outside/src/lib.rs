@@ -7,6 +7,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 
 pub mod destination;
+pub mod untrusted;
 
 /// Where the time is read.
 pub trait Clock: std::fmt::Debug + Send + Sync {
