@@ -54,19 +54,7 @@ struct Fixture {
 async fn fixture(world: &World) -> Fixture {
     let store = world.app.store.clone();
     let seed = seed_actor();
-    let tenant = booking::Tenant {
-        id: "acme".into(),
-        name: "Acme".into(),
-        zone: "Europe/Berlin".into(),
-        currency: "EUR".into(),
-        tax_rate: "19".parse().unwrap(),
-    };
-    booking::Tenants::new(store.clone())
-        .create(&seed, &tenant)
-        .unwrap()
-        .commit(store.as_ref(), vec![])
-        .await
-        .unwrap();
+    crate::support::workspaces::create(&store, "acme", "EUR", "19").await;
     let customers = booking::Customers::new(store.clone());
     let customer = customers
         .create(

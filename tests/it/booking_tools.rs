@@ -864,20 +864,7 @@ on_every_backend!(
 // ===== quotes =====
 
 pub(crate) async fn tenant_settings(world: &World, tenant: &str, currency: &str, tax: &str) {
-    let t = booking::Tenant {
-        id: tenant.into(),
-        name: "Test".into(),
-        zone: "Europe/Berlin".into(),
-        currency: currency.into(),
-        tax_rate: tax.parse().unwrap(),
-    };
-    let change = booking::Tenants::new(world.app.store.clone())
-        .create(&owner(tenant), &t)
-        .unwrap();
-    change
-        .commit(world.app.store.as_ref(), vec![])
-        .await
-        .unwrap();
+    crate::support::workspaces::create(&world.app.store, tenant, currency, tax).await;
 }
 
 async fn quotes_compute_money_on_the_server(world: World) {

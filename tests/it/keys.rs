@@ -119,8 +119,9 @@ fn every_key_builder_uses_its_owners_kinds() {
             accounts::keys::sign_in_operator("ops@example.com", "192.0.2.1").1,
         ),
         ("accounts", accounts::keys::sign_in_address("192.0.2.1")),
-        ("booking", booking::keys::tenant(t)),
-        ("booking", booking::keys::listed_tenant(t)),
+        ("accounts", accounts::keys::workspace(t)),
+        ("accounts", accounts::keys::listed_workspace(t)),
+        ("booking", booking::keys::prices(t)),
         (
             "booking",
             booking::keys::object(t, booking::ids::Kind::Booking, "b"),

@@ -426,19 +426,16 @@ async fn no_real_workspace_beside_the_demo(world: World) {
         matches!(seeded, Ok(app::demo::Seeded::Now(_))),
         "{seeded:?}"
     );
-    let console = identity::Actor {
-        tenant: "mycompany".into(),
-        member: "cli".into(),
-        channel: identity::Channel::Cli,
-    };
-    let workspace = booking::Tenant {
-        id: "mycompany".into(),
-        name: "My Company".into(),
-        zone: "Europe/Berlin".into(),
-        currency: "EUR".into(),
-        tax_rate: "19".parse().unwrap(),
-    };
-    let refused = accounts::workspaces::create(&world.app.store, &console, &workspace).await;
+    use crate::support::workspaces::{console, named, prices};
+    let console = console("mycompany");
+    let workspace = named("mycompany", "Europe/Berlin");
+    let refused = accounts::workspaces::create(
+        &world.app.store,
+        &console,
+        &workspace,
+        vec![prices("mycompany", "EUR", "19")],
+    )
+    .await;
     assert!(
         matches!(&refused, Err(accounts::AccountsError::Invalid(m)) if m.contains("gatehouse demo remove")),
         "{refused:?}"

@@ -685,20 +685,13 @@ async fn the_bound_starts_a_timer_only_for_calls_that_wait() {
 async fn a_workspace_made_while_the_store_fails_is_a_store_failure() {
     let store = FaultyStore::new(Arc::new(store::MemoryStore::new()));
     let shared: Arc<dyn store::Store> = store.clone();
-    let console = identity::Actor {
-        tenant: "acme".into(),
-        member: "cli".into(),
-        channel: identity::Channel::Cli,
-    };
-    let acme = |zone: &str| booking::Tenant {
-        id: "acme".into(),
-        name: "Acme".into(),
-        zone: zone.into(),
-        currency: "EUR".into(),
-        tax_rate: "19".parse().unwrap(),
-    };
+    use crate::support::workspaces::{console, named, prices};
+    let console = console("acme");
+    let acme = |zone: &str| named("acme", zone);
+    let ops = || vec![prices("acme", "EUR", "19")];
     store.on(|c| c.op == Op::Transact, Fault::Fail, 1);
-    let failed = accounts::workspaces::create(&shared, &console, &acme("Europe/Berlin")).await;
+    let failed =
+        accounts::workspaces::create(&shared, &console, &acme("Europe/Berlin"), ops()).await;
     assert!(
         matches!(failed, Err(accounts::AccountsError::Store(_))),
         "{failed:?}"
@@ -709,15 +702,16 @@ async fn a_workspace_made_while_the_store_fails_is_a_store_failure() {
             .unwrap()
             .is_empty()
     );
-    let bad = accounts::workspaces::create(&shared, &console, &acme("CEST")).await;
+    let bad = accounts::workspaces::create(&shared, &console, &acme("CEST"), ops()).await;
     assert!(
         matches!(bad, Err(accounts::AccountsError::Invalid(_))),
         "{bad:?}"
     );
-    accounts::workspaces::create(&shared, &console, &acme("Europe/Berlin"))
+    accounts::workspaces::create(&shared, &console, &acme("Europe/Berlin"), ops())
         .await
         .unwrap();
-    let again = accounts::workspaces::create(&shared, &console, &acme("Europe/Berlin")).await;
+    let again =
+        accounts::workspaces::create(&shared, &console, &acme("Europe/Berlin"), ops()).await;
     assert!(
         matches!(again, Err(accounts::AccountsError::Invalid(_))),
         "{again:?}"

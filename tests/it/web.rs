@@ -319,27 +319,7 @@ async fn money_is_approved_in_the_product_by_a_member_with_the_right(world: Worl
     world.member("acme", "vic", "viewer").await;
     let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
     let agent = world.client(&token);
-    let tenant = booking::Tenant {
-        id: "acme".into(),
-        name: "Acme".into(),
-        zone: "Europe/Berlin".into(),
-        currency: "EUR".into(),
-        tax_rate: "19".parse().unwrap(),
-    };
-    let seed = booking::Actor {
-        tenant: "acme".into(),
-        member: "seed".into(),
-        rights: booking::rights::ALL
-            .iter()
-            .map(|r| (*r).to_owned())
-            .collect(),
-    };
-    booking::Tenants::new(world.app.store.clone())
-        .create(&seed, &tenant)
-        .unwrap()
-        .commit(world.app.store.as_ref(), vec![])
-        .await
-        .unwrap();
+    crate::support::workspaces::create(&world.app.store, "acme", "EUR", "19").await;
     let customer = agent
         .call_tool(
             "create_customer",
@@ -536,27 +516,7 @@ async fn links_in_tool_results_open_the_records_pages(world: World) {
     assert!(!foreign.body.contains("grace@example.com"));
 
     // A quote's page shows the money the server computed.
-    let owner = booking::Actor {
-        tenant: "acme".into(),
-        member: "ana".into(),
-        rights: booking::rights::ALL
-            .iter()
-            .map(|r| (*r).to_owned())
-            .collect(),
-    };
-    let settings = booking::Tenant {
-        id: "acme".into(),
-        name: "Acme".into(),
-        zone: "Europe/Berlin".into(),
-        currency: "EUR".into(),
-        tax_rate: "19".parse().unwrap(),
-    };
-    booking::Tenants::new(world.app.store.clone())
-        .create(&owner, &settings)
-        .unwrap()
-        .commit(world.app.store.as_ref(), vec![])
-        .await
-        .unwrap();
+    crate::support::workspaces::create(&world.app.store, "acme", "EUR", "19").await;
     let customer = created.structured()["customer"]["customer"].clone();
     let quoted = agent
         .call_tool(

@@ -1444,17 +1444,20 @@ async fn tenant(store: Arc<dyn store::Store>, command: TenantCommand) -> anyhow:
             currency,
             tax_rate,
         } => {
-            let tax_rate = tax_rate.parse().map_err(|_| {
-                anyhow::anyhow!("--tax-rate {tax_rate:?} is not a number like 19 or 7.5")
-            })?;
-            let workspace = booking::Tenant {
+            let workspace = accounts::workspaces::Workspace {
                 id: id.clone(),
                 name,
                 zone,
-                currency,
-                tax_rate,
             };
-            accounts::workspaces::create(&store, &console(&id), &workspace).await?;
+            let settings = [("currency", currency), ("tax_rate", tax_rate)]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect();
+            let product = app::booking::Booking::shared();
+            let ops = product
+                .new_workspace(&id, &settings)
+                .map_err(|e| anyhow::anyhow!(e.replace("tax_rate", "--tax-rate")))?;
+            accounts::workspaces::create(&store, &console(&id), &workspace, ops).await?;
             println!(
                 "workspace {id} created; add its first member with `gatehouse member set --tenant {id} --member NAME --role owner`"
             );

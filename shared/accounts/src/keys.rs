@@ -5,10 +5,23 @@
 use store::Key;
 
 /// The second segment of this crate's tenant partitions (`<tenant>#<kind>`).
-pub const TENANT_KINDS: &[&str] = &["apitoken", "signin"];
+pub const TENANT_KINDS: &[&str] = &["tenant", "apitoken", "signin"];
 
 /// The first segment of this crate's partitions that belong to no tenant.
-pub const GLOBAL: &[&str] = &["session", "apitoken", "operator", "signin"];
+pub const GLOBAL: &[&str] = &["session", "apitoken", "operator", "signin", WORKSPACES];
+
+/// The partition listing every workspace (no tenant's: `tenants` is reserved).
+pub const WORKSPACES: &str = "tenants";
+
+/// A workspace: its name and zone.
+pub fn workspace(tenant: &str) -> Key {
+    Key::new(format!("{tenant}#tenant"), "settings")
+}
+
+/// A workspace's entry in the list of workspaces.
+pub fn listed_workspace(tenant: &str) -> Key {
+    Key::new(WORKSPACES, tenant)
+}
 
 /// A sign-in session, by the hash of its cookie value.
 pub fn session(id_hash: &str) -> Key {

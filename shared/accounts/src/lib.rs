@@ -45,19 +45,6 @@ pub enum AccountsError {
     },
 }
 
-impl From<booking::BookingError> for AccountsError {
-    /// A store failure stays one (a caller may retry it); what the product refuses is the
-    /// caller's input, named as the product names it.
-    fn from(e: booking::BookingError) -> Self {
-        match e {
-            booking::BookingError::Store(e) => AccountsError::Store(e),
-            booking::BookingError::Forbidden { .. } => AccountsError::Forbidden(e.to_string()),
-            booking::BookingError::NotFound { .. } => AccountsError::NotFound(e.to_string()),
-            other => AccountsError::Invalid(other.to_string()),
-        }
-    }
-}
-
 impl From<identity::IdentityError> for AccountsError {
     fn from(e: identity::IdentityError) -> Self {
         match e {

@@ -1,11 +1,24 @@
 //! The booking product behind the seam (ADR 49): its tools, rights, roles, records and pages,
 //! handed to the platform through [`Product`] like any team's product.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use mcp_pipeline::{NameResolver, ReadAhead, Registry, RegistryError};
 
-use crate::product::{Product, ProductContext};
+use crate::product::{Product, ProductContext, WorkspaceSetting};
+
+/// What a booking workspace takes beside its name and zone: how it writes prices.
+const SETTINGS: &[WorkspaceSetting] = &[
+    WorkspaceSetting {
+        name: "currency",
+        help: "The currency of its quotes, ISO 4217, e.g. EUR",
+    },
+    WorkspaceSetting {
+        name: "tax_rate",
+        help: "The tax rate of its quotes in percent, e.g. 19",
+    },
+];
 
 /// The field-service booking product: bookings, customers, technicians, quotes.
 #[derive(Debug, Clone, Copy, Default)]
@@ -69,6 +82,39 @@ impl Product for Booking {
     fn read_ahead(&self) -> ReadAhead {
         // Handles in a call's arguments name the product's records, read with the credential.
         ReadAhead(Arc::new(booking::keys::of_handle))
+    }
+
+    fn workspace_settings(&self) -> &'static [WorkspaceSetting] {
+        SETTINGS
+    }
+
+    fn new_workspace(
+        &self,
+        tenant: &str,
+        settings: &BTreeMap<String, String>,
+    ) -> Result<Vec<store::TransactOp>, String> {
+        if let Some(other) = settings
+            .keys()
+            .find(|k| !SETTINGS.iter().any(|s| s.name == *k))
+        {
+            return Err(format!("a booking workspace takes no setting {other:?}"));
+        }
+        let given = |name: &str| {
+            settings
+                .get(name)
+                .filter(|v| !v.trim().is_empty())
+                .ok_or_else(|| format!("a booking workspace needs its {name}"))
+        };
+        let tax = given("tax_rate")?;
+        let prices = booking::Prices {
+            currency: given("currency")?.trim().to_owned(),
+            tax_rate: tax
+                .trim()
+                .parse()
+                .map_err(|_| format!("the tax rate {tax:?} is not a number like 19 or 7.5"))?,
+        };
+        let op = prices.plan(tenant).map_err(|e| e.to_string())?;
+        Ok(vec![op])
     }
 
     fn pages(&self, cx: &ProductContext) -> Option<Arc<dyn web::ProductPages>> {

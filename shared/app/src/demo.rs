@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use booking::{
     Actor, Bookings, Customers, LineInput, NewBooking, NewCustomer, NewTechnician, Quotes,
-    Technicians, Tenant, When,
+    Technicians, When,
 };
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use identity::{Channel, NewConnection};
@@ -228,10 +228,12 @@ fn seed_actor(t: &DemoTenant) -> Actor {
 /// The workspace with its settings and its members (audited, as `gatehouse tenant create` and
 /// `member set` do it).
 async fn seed_workspace(app: &App, t: &DemoTenant) -> Result<(), DemoError> {
-    let tenant = Tenant {
+    let workspace = accounts::workspaces::Workspace {
         id: t.id.into(),
         name: t.name.into(),
         zone: t.zone.into(),
+    };
+    let prices = booking::Prices {
         currency: t.currency.into(),
         tax_rate: t.tax_rate.parse::<Decimal>()?,
     };
@@ -240,7 +242,8 @@ async fn seed_workspace(app: &App, t: &DemoTenant) -> Result<(), DemoError> {
         member: "demo seed".into(),
         channel: Channel::Cli,
     };
-    accounts::workspaces::create_in_demo(&app.store, &seeding, &tenant).await?;
+    let ops = vec![prices.plan(t.id)?];
+    accounts::workspaces::create_in_demo(&app.store, &seeding, &workspace, ops).await?;
     for (member, role) in ROLES {
         app.members
             .set(&seeding, member, (role, Some(true)))

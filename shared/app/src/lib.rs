@@ -24,7 +24,7 @@ use mcp_http::{HttpConfig, McpService, ProtectedResource};
 use mcp_pipeline::{Registry, RegistryError, Server, ServerConfig, ToolSpec};
 use store::Store;
 
-pub use product::{Product, ProductContext, SharedProduct};
+pub use product::{Product, ProductContext, SharedProduct, WorkspaceSetting};
 
 /// Settings of one deployment.
 #[derive(Debug, Clone)]

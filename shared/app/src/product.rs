@@ -3,10 +3,21 @@
 //! never names a product's types; the booking product ([`crate::booking::Booking`]) is built
 //! on this seam like any other.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use mcp_pipeline::{NameResolver, Randomness, ReadAhead, Registry, RegistryError};
-use store::Store;
+use store::{Store, TransactOp};
+
+/// A setting a workspace of a product takes beside the platform's id, name and zone (a flag of
+/// `gatehouse tenant create`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkspaceSetting {
+    /// Its name (`tax_rate`; the flag is `--tax-rate`).
+    pub name: &'static str,
+    /// What it is, with an example.
+    pub help: &'static str,
+}
 
 /// What the platform hands a product when it registers its tools and services.
 #[derive(Debug, Clone)]
@@ -52,6 +63,26 @@ pub trait Product: std::fmt::Debug + Send + Sync + 'static {
 
     /// The store keys of the records a call's handles name, read with its credential.
     fn read_ahead(&self) -> ReadAhead;
+
+    /// The settings a new workspace of this product takes (none by default).
+    fn workspace_settings(&self) -> &'static [WorkspaceSetting] {
+        &[]
+    }
+
+    /// The writes that store a new workspace's settings (`settings`: each of
+    /// [`Product::workspace_settings`] by name, as given), once they are checked; committed
+    /// with the workspace. The error names what is wrong and how to give it.
+    fn new_workspace(
+        &self,
+        tenant: &str,
+        settings: &BTreeMap<String, String>,
+    ) -> Result<Vec<TransactOp>, String> {
+        let _ = tenant;
+        match settings.keys().next() {
+            Some(name) => Err(format!("this product takes no workspace setting {name:?}")),
+            None => Ok(Vec::new()),
+        }
+    }
 
     /// The product's own pages of records and its JSON API, when it has them.
     fn pages(&self, cx: &ProductContext) -> Option<Arc<dyn web::ProductPages>> {

@@ -6,7 +6,7 @@ use store::Key;
 /// each kind of record ([`crate::ids::Kind::noun`]), duplicate claims and alert rules (its
 /// messages are in the platform's outbox, `outbox_format::keys`).
 pub const TENANT_KINDS: &[&str] = &[
-    "tenant",
+    "prices",
     "customer",
     "technician",
     "booking",
@@ -17,19 +17,17 @@ pub const TENANT_KINDS: &[&str] = &[
 ];
 
 /// The first segment of the product's partitions that belong to no tenant.
-pub const GLOBAL: &[&str] = &["tenants"];
+pub const GLOBAL: &[&str] = &[];
 
-/// A tenant's settings.
-pub fn tenant(tenant: &str) -> Key {
-    Key::new(format!("{tenant}#tenant"), "settings")
+/// How a workspace writes prices (currency, tax rate): the product's own settings.
+pub fn prices(tenant: &str) -> Key {
+    Key::new(format!("{tenant}#prices"), "settings")
 }
 
-/// The partition listing every workspace (it belongs to no tenant: `tenants` is reserved).
-pub const LISTED_TENANTS: &str = "tenants";
-
-/// A workspace in the list of workspaces.
-pub fn listed_tenant(tenant: &str) -> Key {
-    Key::new(LISTED_TENANTS, tenant)
+/// Where stores made before prices had their own item kept them: the platform's workspace
+/// item (`accounts::keys::workspace`), read for them only.
+pub(crate) fn workspace_of_earlier_stores(tenant: &str) -> Key {
+    Key::new(format!("{tenant}#tenant"), "settings")
 }
 
 /// The partition of a kind of object.

@@ -35,5 +35,5 @@ pub use customers::{Customer, CustomerPatch, Customers, NewCustomer};
 pub use error::BookingError;
 pub use quotes::{LineInput, Quote, Quotes};
 pub use technicians::{NewTechnician, Technician, Technicians};
-pub use tenants::{Tenant, Tenants};
+pub use tenants::{Prices, Tenants};
 pub use use_cases::UseCases;

@@ -266,7 +266,9 @@ impl Quotes {
                 id: Kind::Customer.handle(customer),
             });
         }
-        let tenant = Tenants::new(self.store.clone()).get(actor).await?;
+        let tenant = Tenants::new(self.store.clone())
+            .prices(&actor.tenant)
+            .await?;
         let currency = Currency::parse(&tenant.currency).map_err(|e| BookingError::Money {
             field: "currency",
             error: e,

@@ -5,6 +5,10 @@ use store::{Item, Key, Put, Query, Store, StoreError, TransactOp, Value};
 
 use crate::keys;
 
+/// The right that reading a whole workspace's audit trail needs (every connection's changes;
+/// the product's catalogue grants it).
+pub const AUDIT_READ: &str = "audit:read";
+
 /// Where an action came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Channel {

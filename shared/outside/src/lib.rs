@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 pub mod destination;
 pub mod untrusted;
+pub mod when;
 
 /// Where the time is read.
 pub trait Clock: std::fmt::Debug + Send + Sync {

@@ -21,7 +21,7 @@ pub(crate) async fn agent_access_page(web: &Web, s: &Session, notice: Option<&st
     let modes = identity::switch::approval_modes(on.as_ref());
     let may_manage = rights(web, s)
         .await
-        .contains(booking::rights::AGENT_ACCESS_MANAGE);
+        .contains(identity::switch::MANAGE_AGENT_ACCESS);
     let body = maud::html! {
         @if let Some(notice) = notice { div.box { (notice) } }
         p { "Agent access for " strong { (s.tenant) } " is " strong { (if enabled { "on" } else { "off" }) } "." }
@@ -84,7 +84,7 @@ fn approval_modes_table(
 async fn needs_agent_access_manage(web: &Web, s: &Session, what: &str) -> Option<WebResponse> {
     let allowed = rights(web, s)
         .await
-        .contains(booking::rights::AGENT_ACCESS_MANAGE);
+        .contains(identity::switch::MANAGE_AGENT_ACCESS);
     (!allowed).then(|| {
         message(
             StatusCode::FORBIDDEN,

@@ -26,15 +26,7 @@ struct Context {
 
 /// The workspace's time zone (UTC when it has none).
 pub(crate) async fn workspace_zone(web: &Web, s: &Session) -> String {
-    let actor = booking::Actor {
-        tenant: s.tenant.clone(),
-        member: s.member.clone(),
-        rights: BTreeSet::new(),
-    };
-    booking::Tenants::new(web.store.clone())
-        .get(&actor)
-        .await
-        .map_or_else(|_| "UTC".to_owned(), |t| t.zone)
+    accounts::workspaces::zone(web.store.as_ref(), &s.tenant).await
 }
 
 impl Context {
@@ -68,7 +60,7 @@ impl Context {
             .and_then(|t| chrono::DateTime::from_timestamp(t, 0))
             .map_or_else(
                 || "when it is used".to_owned(),
-                |t| booking::time::in_words(t, &self.zone, self.now),
+                |t| outside::when::in_words(t, &self.zone, self.now),
             )
     }
 

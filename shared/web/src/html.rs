@@ -81,6 +81,6 @@ pub(crate) fn csrf_field(s: &Session) -> Markup {
 pub(crate) fn when(text: &str, zone: &str, now: chrono::DateTime<chrono::Utc>) -> String {
     chrono::DateTime::parse_from_rfc3339(text).map_or_else(
         |_| text.to_owned(),
-        |t| booking::time::in_words(t.to_utc(), zone, now),
+        |t| outside::when::in_words(t.to_utc(), zone, now),
     )
 }

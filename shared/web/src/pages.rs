@@ -132,7 +132,7 @@ async fn activity(web: &Web, s: &Session) -> WebResponse {
     const TITLE: &str = "Recent agent activity";
     if !crate::session::rights(web, s)
         .await
-        .contains(booking::rights::AUDIT_READ)
+        .contains(identity::audit::AUDIT_READ)
     {
         let why = "Reading the workspace's agent activity needs the audit:read right. Ask an owner of the workspace for it.";
         return message(StatusCode::FORBIDDEN, TITLE, why);

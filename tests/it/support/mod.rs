@@ -26,6 +26,7 @@ pub(crate) mod sqlite_file;
 pub(crate) mod store;
 pub(crate) mod template;
 pub(crate) mod tokens;
+pub(crate) mod workspaces;
 
 /// The local DynamoDB-compatible server's endpoint, from `GATEHOUSE_TEST_DYNAMODB_ENDPOINT`
 /// (set by `tests/run`, which starts the server).
