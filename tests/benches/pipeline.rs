@@ -75,7 +75,7 @@ fn setup() -> Bench {
             limits: app::bench::scaled_limits(mcp_pipeline::Limits::default(), 1_000_000),
             ..app::Settings::default()
         };
-        let app = app::build(&settings, store, app::booking::Booking::shared()).expect("app");
+        let app = app::build(&settings, store, booking_product::Booking::shared()).expect("app");
         let seeded = app::demo::seed_if_empty(&app, chrono::Utc::now()).await;
         let Ok(app::demo::Seeded::Now(demo)) = seeded else {
             panic!("an empty store is seeded: {seeded:?}")

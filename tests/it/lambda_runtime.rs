@@ -647,7 +647,7 @@ fn setup(rt: &tokio::runtime::Runtime, endpoint: &str, prefix: &str) -> (app::Ap
         let app = app::build(
             &settings,
             std::sync::Arc::new(store),
-            app::booking::Booking::shared(),
+            booking_product::Booking::shared(),
         )
         .expect("app");
         let token = crate::support::owner_connection(&app, "lambda runtime test").await;

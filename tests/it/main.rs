@@ -33,6 +33,7 @@ mod oauth_keys;
 mod operator;
 mod outbox;
 mod processes;
+mod product_seam;
 mod release_hygiene;
 mod rollout;
 mod round_trips;

@@ -8,7 +8,7 @@ use serde_json::Value;
 async fn dump(toolset: Toolset) -> Value {
     app::manifest::dump(
         &app::Settings::default(),
-        app::booking::Booking::shared(),
+        booking_product::Booking::shared(),
         toolset,
     )
     .await

@@ -30,7 +30,7 @@ async fn model() -> Model {
     let app = app::build(
         &model::settings(&deferred),
         store.clone(),
-        app::booking::Booking::shared(),
+        booking_product::Booking::shared(),
     )
     .unwrap();
     app.directory

@@ -50,7 +50,7 @@ async fn counted_demo() -> Counted {
         }))),
         ..app::Settings::default()
     };
-    let app = app::build(&settings, store.clone(), app::booking::Booking::shared()).unwrap();
+    let app = app::build(&settings, store.clone(), booking_product::Booking::shared()).unwrap();
     let seeded = app::demo::seed_if_empty(&app, chrono::Utc::now()).await;
     let Ok(app::demo::Seeded::Now(demo)) = seeded else {
         panic!("an empty store is seeded: {seeded:?}")

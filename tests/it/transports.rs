@@ -22,7 +22,7 @@ async fn app_with_token() -> (app::App, String) {
     let app = app::build(
         &app::Settings::default(),
         store,
-        app::booking::Booking::shared(),
+        booking_product::Booking::shared(),
     )
     .expect("app");
     let token = crate::support::owner_connection(&app, "lambda test").await;

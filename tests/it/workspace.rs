@@ -86,6 +86,41 @@ fn only_the_dynamodb_crate_depends_on_the_aws_sdk() {
 }
 
 #[test]
+fn only_the_booking_product_depends_on_booking() {
+    // ADR 49: the platform serves any product through one seam; the booking product is built
+    // on it like any other. Its own crates (services, tools, binaries, tests, evaluations) may
+    // name it; no platform crate and no other product may.
+    let own = |m: &Member| {
+        ["/products/booking/", "/functions/", "/tests/", "/evals/"]
+            .iter()
+            .any(|folder| m.manifest.contains(folder))
+    };
+    let all = members();
+    let offenders: Vec<String> = all
+        .iter()
+        .filter(|m| !own(m))
+        .flat_map(|m| {
+            m.deps
+                .iter()
+                .filter(|d| *d == "booking" || *d == "booking-product")
+                .map(move |d| format!("{} -> {d}", m.name))
+        })
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "crates outside the booking product that depend on it: {offenders:?}"
+    );
+    let platform = all
+        .iter()
+        .filter(|m| m.manifest.contains("/shared/"))
+        .count();
+    assert!(
+        platform >= 15,
+        "the platform's crates are found: {platform}"
+    );
+}
+
+#[test]
 fn library_crates_do_not_depend_on_binary_crates() {
     let all = members();
     let binaries: BTreeSet<&str> = all
@@ -120,6 +155,8 @@ fn crates_live_where_the_layout_says() {
     for m in &all {
         let folder = if m.manifest.contains("/shared/") {
             "shared"
+        } else if m.manifest.contains("/products/") {
+            "products"
         } else if m.manifest.contains("/functions/") {
             "functions"
         } else {
@@ -137,6 +174,14 @@ fn crates_live_where_the_layout_says() {
                 m.manifest
                     .ends_with(&format!("/shared/{}/Cargo.toml", m.name)),
                 "{}",
+                m.manifest
+            );
+        }
+        if folder == "products" {
+            // products/<product>/<crate>/: a product's own libraries, found by name too.
+            assert!(
+                m.is_lib && m.manifest.ends_with(&format!("/{}/Cargo.toml", m.name)),
+                "{} under products/ must be a library in a folder of its name",
                 m.manifest
             );
         }
@@ -203,28 +248,35 @@ fn tool_code_has_no_ambient_user_or_policy_helpers() {
 #[test]
 fn product_tools_never_reach_the_store() {
     // The booking tools are adapters on the booking services; persistence is the services'
-    // job, so the tools crate neither depends on the store nor names it.
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/booking-tools");
-    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
-    for banned in ["store", "store-sqlite", "store-dynamodb"] {
-        assert!(
-            !manifest
-                .lines()
-                .any(|l| l.trim_start().starts_with(&format!("{banned}."))
-                    || l.trim_start().starts_with(&format!("{banned} "))),
-            "booking-tools depends on {banned}"
-        );
-    }
+    // job, so no tool's file (nor the adapters and presenters they share) names the store. The
+    // product's other parts (its records' pages, its API, its demo) commit what the services
+    // plan, as the pipeline does for the tools.
+    let glue = ["product.rs", "records.rs", "demo.rs"];
     let mut offenders = Vec::new();
-    for entry in std::fs::read_dir(root.join("src")).unwrap().flatten() {
-        let text = std::fs::read_to_string(entry.path()).unwrap();
-        for word in ["store::", "dyn Store", "transact_write", ".batch_get("] {
+    let src = src_of("booking-product");
+    for entry in std::fs::read_dir(&src).unwrap().flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() || glue.contains(&name.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for word in [
+            "store::",
+            "dyn Store",
+            "transact_write",
+            ".batch_get(",
+            ".commit(",
+        ] {
             if text.contains(word) {
-                offenders.push(format!("{} uses {word}", entry.path().display()));
+                offenders.push(format!("{} uses {word}", path.display()));
             }
         }
     }
-    assert!(offenders.is_empty(), "{offenders:?}");
+    assert!(
+        offenders.is_empty() && src.join("create_booking.rs").exists(),
+        "{offenders:?}"
+    );
 }
 
 #[test]
@@ -272,11 +324,9 @@ fn sources(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
     texts(dir, "rs")
 }
 
-fn shared(crate_dir: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared")
-        .join(crate_dir)
-        .join("src")
+/// The `src` folder of the workspace's crate `name`, wherever it lives.
+fn src_of(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(&member(name).manifest).with_file_name("src")
 }
 
 #[test]
@@ -284,7 +334,7 @@ fn the_product_pages_do_not_use_the_mcp_server() {
     // Approvals reach the pipeline through the `Approvals` port; the pipeline's vocabulary
     // (`Caller`, `Toolset`) may stay.
     let mut offenders = Vec::new();
-    for (path, text) in sources(&shared("web")) {
+    for (path, text) in sources(&src_of("web")) {
         for (i, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or_default();
             let names_server = code.contains("mcp_pipeline::Server")
@@ -429,13 +479,13 @@ fn the_crates_a_call_passes_through_read_no_system_clock_or_generator() {
     for dir in [
         "mcp-pipeline",
         "booking",
-        "booking-tools",
+        "booking-product",
         "store",
         "store-sqlite",
         "store-dynamodb",
         "identity",
     ] {
-        for (path, text) in sources(&shared(dir)) {
+        for (path, text) in sources(&src_of(dir)) {
             for (i, line) in text.lines().enumerate() {
                 let code = line.split("//").next().unwrap_or_default();
                 let clock = code.contains("SystemTime::now")
@@ -580,7 +630,7 @@ const EDGE_CRATES: &[&str] = &[
     "mcp-pipeline",
     "identity",
     "booking",
-    "booking-tools",
+    "booking-product",
 ];
 
 const EDGE_TARGET: &str = "wasm32-unknown-unknown";
@@ -985,8 +1035,18 @@ fn no_test_or_evaluation_expires_with_the_calendar() {
     files.extend(texts(&root.join("evals/src"), "rs"));
     files.extend(texts(&root.join("evals/scenarios"), "json"));
     files.extend(texts(&root.join("evals/recordings"), "json"));
-    files.extend(texts(&root.join("shared/booking-tools/src"), "rs"));
-    files.extend(texts(&root.join("shared/booking/src"), "rs"));
+    // The products' code (their tools' descriptions, their demos); unit tests there pass their
+    // own fixed instants to pure functions.
+    for name in ["booking-product", "booking", "helpdesk"] {
+        files.extend(texts(&src_of(name), "rs").into_iter().map(|(path, text)| {
+            let code = text
+                .split("#[cfg(test)]")
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            (path, code)
+        }));
+    }
     let expiring: Vec<String> = files
         .iter()
         .flat_map(|(path, text)| {

@@ -84,7 +84,7 @@ impl World {
         dir: Option<tempfile::TempDir>,
         settings: &app::Settings,
     ) -> World {
-        let app = app::build(settings, store, app::booking::Booking::shared()).unwrap();
+        let app = app::build(settings, store, booking_product::Booking::shared()).unwrap();
         World {
             app,
             backend,
@@ -99,7 +99,7 @@ impl World {
         let url = crate::support::edge::edge_url("tests on [edge]")?;
         let (store, object) = crate::support::edge::fresh_edge_store(&url);
         settings.oauth = None;
-        let app = app::build(&settings, store, app::booking::Booking::shared()).unwrap();
+        let app = app::build(&settings, store, booking_product::Booking::shared()).unwrap();
         Some(World {
             app,
             backend: Backend::Edge,

@@ -7,12 +7,14 @@
 //! metadata, an interceptor, and the helpdesk's exception handler on every tool.
 
 pub mod decorators;
+pub mod pages;
 pub mod tickets;
 pub mod tools;
 
 use std::sync::Arc;
 
 use app::{Product, ProductContext};
+use mcp_pipeline::records::Records;
 use mcp_pipeline::{ReadAhead, Registry, RegistryError, ToolSpec};
 
 /// The helpdesk's rights, and the platform's its roles grant.
@@ -133,5 +135,17 @@ impl Product for Helpdesk {
 
     fn read_ahead(&self) -> ReadAhead {
         ReadAhead(Arc::new(tickets::of_handle))
+    }
+
+    fn records(&self, cx: &ProductContext) -> Option<Arc<dyn Records>> {
+        let tickets = tickets::Tickets::new(Arc::clone(&cx.plain_store));
+        Some(Arc::new(pages::TicketRecords(tickets)))
+    }
+
+    fn api(&self, cx: &ProductContext) -> Option<Arc<dyn web::ProductApi>> {
+        Some(Arc::new(pages::TicketApi {
+            store: Arc::clone(&cx.plain_store),
+            tickets: tickets::Tickets::new(Arc::clone(&cx.plain_store)),
+        }))
     }
 }

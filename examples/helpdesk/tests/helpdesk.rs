@@ -99,6 +99,50 @@ impl Desk {
             .with_header("authorization", &format!("Bearer {token}"))
     }
 
+    /// Signs `member` of `tenant` in on the pages; the session cookie.
+    async fn sign_in(&self, tenant: &str, member: &str) -> String {
+        let console = identity::Actor {
+            tenant: tenant.into(),
+            member: "cli".into(),
+            channel: identity::Channel::Cli,
+        };
+        let password = "correct horse battery";
+        self.app
+            .members
+            .set_password(&console, member, password)
+            .await
+            .unwrap();
+        let form = format!("tenant={tenant}&member={member}&password=correct+horse+battery");
+        let form_type = ("content-type", "application/x-www-form-urlencoded");
+        let (status, headers, _) = self.web("POST", "/app/login", &[form_type], &form).await;
+        assert_eq!(status, 303);
+        let cookie = headers.get("set-cookie").unwrap().to_str().unwrap();
+        cookie.split(';').next().unwrap().to_owned()
+    }
+
+    /// A request to the pages or the API, as a browser on the pages sends it.
+    async fn web(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, http::HeaderMap, String) {
+        let mut req = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "127.0.0.1:8787")
+            .header("origin", "http://127.0.0.1:8787");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let body = http_body_util::Full::new(bytes::Bytes::from(body.to_owned()));
+        let response = self.app.web.handle(req.body(body).unwrap()).await;
+        let (parts, body) = response.into_parts();
+        let text = String::from_utf8_lossy(&app::body_bytes(body).await).into_owned();
+        (parts.status.as_u16(), parts.headers, text)
+    }
+
     /// The messages waiting in `tenant`'s outbox.
     async fn outbox(&self, tenant: &str) -> Vec<store::Item> {
         let partition = outbox_format::keys::outbox_partition(tenant);
@@ -282,6 +326,73 @@ async fn a_reply_goes_out_once_and_its_decorators_answer(desk: Desk) {
     assert!(after.text().contains("is closed"), "{}", after.text());
 }
 on_both_backends!(replies, a_reply_goes_out_once_and_its_decorators_answer);
+
+/// A ticket's page shows its typed attributes, what the customer wrote marked as written
+/// outside the workspace, and only to its own workspace. The API's routes take the effect
+/// classes of the tools they name: deleting counts in the delete bucket (ten a minute per
+/// token), so the eleventh deletion is refused before anything is deleted, while closing, a
+/// silent write, goes on.
+async fn pages_and_the_api_take_the_tools_kinds_and_classes(desk: Desk) {
+    let agent = desk.agent("acme", "ana", "owner").await;
+    desk.agent("globex", "gus", "owner").await;
+    let mut handles = Vec::new();
+    for i in 0..12 {
+        let ticket = open_ticket(&agent, &format!("Question {i}")).await;
+        handles.push(ticket["ticket"].as_str().unwrap().to_owned());
+    }
+    let ana = desk.sign_in("acme", "ana").await;
+    let path = format!("/app/tickets/{}", handles[0]);
+    let (status, _, page) = desk.web("GET", &path, &[("cookie", &ana)], "").await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Ticket tkt_"), "{page}");
+    assert!(
+        page.contains("What the customer wrote (written outside the workspace)"),
+        "{page}"
+    );
+    assert!(
+        page.contains(INJECTION) && page.contains("<td>1</td>"),
+        "{page}"
+    );
+    let gus = desk.sign_in("globex", "gus").await;
+    let (status, _, page) = desk.web("GET", &path, &[("cookie", &gus)], "").await;
+    assert_eq!(status, 404, "another workspace's ticket: {page}");
+
+    let ana_actor = identity::Actor {
+        tenant: "acme".into(),
+        member: "ana".into(),
+        channel: identity::Channel::Cli,
+    };
+    let (_, token) = desk.app.api_tokens.create(&ana_actor, None).await.unwrap();
+    let bearer = format!("Bearer {token}");
+    let auth = [("authorization", bearer.as_str())];
+    let version = r#"{"version": 1}"#;
+    for handle in &handles[..10] {
+        let path = format!("/api/tickets/{handle}");
+        let (status, _, body) = desk.web("DELETE", &path, &auth, version).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let eleventh = format!("/api/tickets/{}", handles[10]);
+    let (status, headers, body) = desk.web("DELETE", &eleventh, &auth, version).await;
+    assert_eq!(status, 429, "{body}");
+    assert!(headers.contains_key("retry-after"));
+    let kept = agent
+        .call_tool("get_ticket", json!({"ticket": handles[10]}))
+        .await;
+    assert!(!kept.is_error(), "nothing was deleted: {}", kept.text());
+    let close = format!("/api/tickets/{}/close", handles[11]);
+    let (status, _, body) = desk.web("POST", &close, &auth, version).await;
+    assert_eq!(
+        status, 200,
+        "a silent write counts in its own bucket: {body}"
+    );
+    let (_, _, listed) = desk.web("GET", "/api/tickets", &auth, "").await;
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed["tickets"].as_array().unwrap().len(), 2, "{listed}");
+}
+on_both_backends!(
+    pages_and_api,
+    pages_and_the_api_take_the_tools_kinds_and_classes
+);
 
 /// Paging on-call is a wake: three a minute per connection, the fourth refused with how long
 /// to wait; a credit moves money, so it is approved only in the product; muting and deletion

@@ -827,7 +827,7 @@ fn build(store: Arc<dyn store::Store>, settings: app::Settings) -> anyhow::Resul
     Ok(app::build(
         &settings,
         store,
-        app::booking::Booking::shared(),
+        booking_product::Booking::shared(),
     )?)
 }
 
@@ -947,16 +947,21 @@ async fn serve(
     let bench_tool = args.bench_tool;
     #[cfg(feature = "test-tool")]
     let test_panic_tool = args.test_panic_tool;
-    let app = app::build_adding(&settings, store, app::booking::Booking::shared(), |tools| {
-        if bench_tool {
-            tools.register(mcp_pipeline::ToolSpec::new(app::bench::BenchFixed1Kb))?;
-        }
-        #[cfg(feature = "test-tool")]
-        if test_panic_tool {
-            tools.register(mcp_pipeline::ToolSpec::new(app::test_tool::TestPanicTool))?;
-        }
-        Ok(())
-    })?;
+    let app = app::build_adding(
+        &settings,
+        store,
+        booking_product::Booking::shared(),
+        |tools| {
+            if bench_tool {
+                tools.register(mcp_pipeline::ToolSpec::new(app::bench::BenchFixed1Kb))?;
+            }
+            #[cfg(feature = "test-tool")]
+            if test_panic_tool {
+                tools.register(mcp_pipeline::ToolSpec::new(app::test_tool::TestPanicTool))?;
+            }
+            Ok(())
+        },
+    )?;
     deliveries::spawn_sweeps(deliveries::dispatcher(Arc::clone(&app.store))?);
     eprintln!(
         "gatehouse {} serving MCP at {base}/mcp",
@@ -1028,7 +1033,10 @@ async fn serve(
             print_first_steps(&app, store_flags, &endpoint).await?;
         }
         Some(
-            app::demo::Seeded::NotEmpty | app::demo::Seeded::Declined | app::demo::Seeded::Removed,
+            app::demo::Seeded::NotEmpty
+            | app::demo::Seeded::Declined
+            | app::demo::Seeded::Removed
+            | app::demo::Seeded::NoDemo,
         )
         | None => {
             print_first_steps(&app, store_flags, &endpoint).await?;
@@ -1317,7 +1325,7 @@ async fn manifest(out: Option<PathBuf>) -> anyhow::Result<()> {
     for toolset in [Toolset::Core, Toolset::Standard, Toolset::Full] {
         let dump = app::manifest::dump(
             &app::Settings::default(),
-            app::booking::Booking::shared(),
+            booking_product::Booking::shared(),
             toolset,
         )
         .await?;
@@ -1453,7 +1461,7 @@ async fn tenant(store: Arc<dyn store::Store>, command: TenantCommand) -> anyhow:
                 .into_iter()
                 .map(|(k, v)| (k.to_owned(), v))
                 .collect();
-            let product = app::booking::Booking::shared();
+            let product = booking_product::Booking::shared();
             let ops = product
                 .new_workspace(&id, &settings)
                 .map_err(|e| anyhow::anyhow!(e.replace("tax_rate", "--tax-rate")))?;

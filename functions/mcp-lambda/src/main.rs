@@ -247,7 +247,7 @@ async fn start(config: &Config) -> anyhow::Result<app::App> {
     .await;
     let store: Arc<dyn store::Store> = Arc::new(store);
     let settings = config.settings(state_key);
-    let app = app::build(&settings, store, app::booking::Booking::shared())?;
+    let app = app::build(&settings, store, booking_product::Booking::shared())?;
     tracing::info!(
         table = %config.table,
         oauth = config.oauth.is_some(),

@@ -197,7 +197,7 @@ fn settings(env: &Env, ctx: Context) -> Result<app::Settings> {
 pub(crate) async fn serve(req: Request, env: Env, ctx: Context) -> Result<Response> {
     let settings = settings(&env, ctx)?;
     let store: Arc<dyn store::Store> = Arc::new(object_store(&env, &store_object(&req))?);
-    let app = app::build(&settings, store, app::booking::Booking::shared())
+    let app = app::build(&settings, store, booking_product::Booking::shared())
         .map_err(|e| worker::Error::RustError(format!("the tools did not register: {e}")))?;
     let request = into_http(req, settings.max_body_bytes).await?;
     let response = app.http.handle(request).await;

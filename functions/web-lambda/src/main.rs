@@ -159,7 +159,7 @@ async fn main() -> ExitCode {
         mcp_url: mcp_url(&env).await,
         ..app::Settings::default()
     };
-    let app = match app::build(&settings, store, app::booking::Booking::shared()) {
+    let app = match app::build(&settings, store, booking_product::Booking::shared()) {
         Ok(app) => app,
         Err(e) => {
             tracing::error!("cold start failed: {e}");

@@ -3,25 +3,24 @@
 //! Entry points read their environment and hand typed settings here; this crate reads none.
 
 pub mod bench;
-pub mod booking;
 pub mod demo;
 #[cfg(feature = "tokio")]
 pub mod key_set_url;
 pub mod manifest;
 pub mod product;
 mod recent;
-pub mod rights;
 pub mod settings;
 mod status;
 #[cfg(feature = "test-tool")]
 pub mod test_tool;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use identity::oauth::OAuthValidator;
 use identity::{McpAuthenticator, StoreDirectory};
 use mcp_http::{HttpConfig, McpService, ProtectedResource};
-use mcp_pipeline::{Registry, RegistryError, Server, ServerConfig, ToolSpec};
+use mcp_pipeline::{EffectClass, Registry, RegistryError, Server, ServerConfig, ToolSpec};
 use store::Store;
 
 pub use product::{Product, ProductContext, SharedProduct, WorkspaceSetting};
@@ -208,7 +207,30 @@ pub fn build_adding(
     let store = bounded(settings, store);
     let mut tools = registry(settings, &store, product.as_ref())?;
     add(&mut tools)?;
-    Ok(assemble_on(settings, store, product, tools))
+    check_api(settings, &store, product.as_ref(), &tools)?;
+    assemble_on(settings, store, product, tools)
+}
+
+/// Every route of the product's API does the work of a registered tool (it takes that tool's
+/// effect class), so a route cannot name a tool that is not there.
+fn check_api(
+    settings: &Settings,
+    store: &Arc<dyn Store>,
+    product: &dyn Product,
+    tools: &Registry,
+) -> Result<(), RegistryError> {
+    let Some(api) = product.api(&product_context(settings, store)) else {
+        return Ok(());
+    };
+    match api.routes().iter().find(|r| tools.get(r.tool).is_none()) {
+        Some(r) => Err(RegistryError::Product(format!(
+            "the API route {} /api/{} names the tool {:?}, which is not registered",
+            r.method,
+            r.path.join("/"),
+            r.tool
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The longest wait for one store call by default: with the default tool deadline (20 s), the
@@ -224,12 +246,7 @@ pub fn build_with(
     product: SharedProduct,
     tools: Registry,
 ) -> Result<App, RegistryError> {
-    Ok(assemble_on(
-        settings,
-        bounded(settings, store),
-        product,
-        tools,
-    ))
+    assemble_on(settings, bounded(settings, store), product, tools)
 }
 
 /// `store` with every call bounded by `settings.store_wait`.
@@ -243,9 +260,18 @@ fn assemble_on(
     store: Arc<dyn Store>,
     product: SharedProduct,
     tools: Registry,
-) -> App {
+) -> Result<App, RegistryError> {
+    let cx = product_context(settings, &store);
+    if let Some(records) = product.records(&cx) {
+        mcp_pipeline::records::check_kinds(records.kinds()).map_err(RegistryError::Product)?;
+    }
+    let effects = tools.iter().map(|t| (t.name(), t.effect())).collect();
     let server = Server::new(server_config(settings, &store, product.as_ref()), tools);
-    assemble(settings, store, server, &product)
+    let built = Built {
+        server,
+        tool_effects: Arc::new(effects),
+    };
+    Ok(assemble(settings, store, built, &product))
 }
 
 /// The pipeline's configuration for this deployment of `product`.
@@ -292,13 +318,23 @@ fn runtime(settings: &Settings) -> mcp_pipeline::Runtime {
     }
 }
 
+/// The pipeline as built, with each registered tool's effect class (for the product's API).
+struct Built {
+    server: Arc<Server>,
+    tool_effects: Arc<BTreeMap<&'static str, EffectClass>>,
+}
+
 /// The application around its pipeline: the HTTP service with its authenticator, the pages.
 fn assemble(
     settings: &Settings,
     store: Arc<dyn Store>,
-    server: Arc<Server>,
+    built: Built,
     product: &SharedProduct,
 ) -> App {
+    let Built {
+        server,
+        tool_effects,
+    } = built;
     let roles = product.roles();
     let directory = Arc::new(StoreDirectory::new(Arc::clone(&store), roles));
     let mut authenticator = McpAuthenticator::new(Arc::clone(&store), directory.clone())
@@ -333,7 +369,9 @@ fn assemble(
         directory: directory.clone(),
         connections: connections.clone(),
         switches: switches.clone(),
-        product: product.pages(&product_context(settings, &store)),
+        tool_effects,
+        records: product.records(&product_context(settings, &store)),
+        api: product.api(&product_context(settings, &store)),
         members: members.clone(),
         api_tokens: api_tokens.clone(),
         throttle: accounts::Throttle::new(Arc::clone(&store), Arc::clone(&settings.clock)),

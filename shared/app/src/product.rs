@@ -1,13 +1,16 @@
 //! The seam a product plugs into (ADR 49): one value of [`Product`] supplies everything the
 //! platform needs from a product, and every entry point builds its app from one. The platform
-//! never names a product's types; the booking product ([`crate::booking::Booking`]) is built
-//! on this seam like any other.
+//! never names a product's types; the booking product (`booking_product::Booking`) is built on
+//! this seam like any other.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use mcp_pipeline::records::Records;
 use mcp_pipeline::{NameResolver, Randomness, ReadAhead, Registry, RegistryError};
 use store::{Store, TransactOp};
+
+use crate::demo::Demo;
 
 /// A setting a workspace of a product takes beside the platform's id, name and zone (a flag of
 /// `gatehouse tenant create`).
@@ -84,9 +87,20 @@ pub trait Product: std::fmt::Debug + Send + Sync + 'static {
         }
     }
 
-    /// The product's own pages of records and its JSON API, when it has them.
-    fn pages(&self, cx: &ProductContext) -> Option<Arc<dyn web::ProductPages>> {
+    /// The product's records, whose pages tool results link to (none by default).
+    fn records(&self, cx: &ProductContext) -> Option<Arc<dyn Records>> {
         let _ = cx;
+        None
+    }
+
+    /// The product's JSON API under `/api` (none by default).
+    fn api(&self, cx: &ProductContext) -> Option<Arc<dyn web::ProductApi>> {
+        let _ = cx;
+        None
+    }
+
+    /// The demo a local server seeds into an empty store (none by default).
+    fn demo(&self) -> Option<Demo> {
         None
     }
 }

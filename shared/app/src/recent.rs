@@ -97,10 +97,10 @@ impl Tool for ListRecentChanges {
             .handover("The client is not connected to a workspace; the user connects it with an MCP token")
             .into());
         };
-        let limit = booking_tools::search_limit(input.limit, 20)?;
+        let limit = mcp_pipeline::search_limit(input.limit, 20)?;
         let connection = match input.scope {
             Scope::Connection => Some(caller.connection.as_str()),
-            Scope::Tenant if caller.rights.contains(crate::rights::AUDIT_READ) => None,
+            Scope::Tenant if caller.rights.contains(identity::audit::AUDIT_READ) => None,
             Scope::Tenant => {
                 return Err(ToolError::new(
                     ErrorKind::Forbidden,

@@ -33,6 +33,9 @@ pub enum RegistryError {
     /// Title or description missing.
     #[error("tool {0:?}: title and description must not be empty")]
     MissingText(String),
+    /// What the product hands the platform beside its tools cannot be used.
+    #[error("the product: {0}")]
+    Product(String),
 }
 
 pub(crate) type Parsed = Box<dyn Any + Send>;

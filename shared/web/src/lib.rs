@@ -4,17 +4,19 @@
 //! on every route here, as product credentials are refused at the MCP endpoint.
 
 mod agent_access;
+pub mod api;
 mod approvals;
-pub mod booking;
 mod connections;
 mod form;
 mod html;
 mod operator;
 mod pages;
+mod records;
 mod session;
 mod sign_in;
 mod site;
 
+pub use api::{ApiCall, ApiCaller, ApiRoute, ProductApi};
 pub use site::Site;
 
 use std::sync::Arc;
@@ -37,8 +39,12 @@ pub struct Web {
     pub connections: identity::ConnectionService,
     /// Switches.
     pub switches: identity::SwitchService,
-    /// The product's pages of records and its JSON API, when it has them (ADR 49).
-    pub product: Option<Arc<dyn ProductPages>>,
+    /// The effect class of each registered tool, which the product's API routes take.
+    pub tool_effects: Arc<std::collections::BTreeMap<&'static str, mcp_pipeline::EffectClass>>,
+    /// The product's records, whose pages tool results link to (ADR 49).
+    pub records: Option<Arc<dyn mcp_pipeline::records::Records>>,
+    /// The product's JSON API, when it has one (ADR 49).
+    pub api: Option<Arc<dyn ProductApi>>,
     /// Members and their passwords.
     pub members: accounts::Members,
     /// Product API tokens.
@@ -136,31 +142,6 @@ pub fn is_product_path(path: &str) -> bool {
     path == "/app" || path.starts_with("/app/") || path.starts_with("/api/")
 }
 
-/// What the pages need of the product (ADR 49): its JSON API under `/api/`, and the pages of
-/// its records that tool results link to. The platform's pages (sign-in, approvals,
-/// connections, agent access, activity, operators) are the same for every product.
-pub trait ProductPages: std::fmt::Debug + Send + Sync {
-    /// Answers a request to `/api/...` (`path`, with its head and body); the product
-    /// authenticates its API token through `web.api_tokens` and admits the call through
-    /// `web.gates`.
-    fn api<'a>(
-        &'a self,
-        web: &'a Web,
-        parts: &'a http::request::Parts,
-        path: &'a str,
-        body: &'a [u8],
-    ) -> futures_util::future::BoxFuture<'a, WebResponse>;
-
-    /// The page of the record at `path` (`/app/<kind>/<handle>`) for the signed-in member of
-    /// `session`, with their live rights; not found when it names no record of theirs.
-    fn record<'a>(
-        &'a self,
-        web: &'a Web,
-        session: &'a accounts::Session,
-        path: &'a str,
-    ) -> futures_util::future::BoxFuture<'a, WebResponse>;
-}
-
 impl Web {
     /// Handles one request to `/app/...` or `/api/...`.
     pub async fn handle<B>(&self, req: http::Request<B>) -> WebResponse
@@ -199,12 +180,9 @@ impl Web {
             }
         };
         if path.starts_with("/api/") {
-            return match &self.product {
-                Some(product) => product.api(self, &parts, &path, &bytes).await,
-                None => json_response(
-                    StatusCode::NOT_FOUND,
-                    &serde_json::json!({"error": "no such API route"}),
-                ),
+            return match &self.api {
+                Some(api) => api::handle(self, api, &parts, &path, &bytes).await,
+                None => api::no_such_route(),
             };
         }
         if parts.method == http::Method::POST && !form::well_formed(&bytes) {

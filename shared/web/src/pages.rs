@@ -77,14 +77,20 @@ pub(crate) async fn handle(web: &Web, parts: &Parts, path: &str, body: &[u8]) ->
             Some(token) if method == "POST" => decide(web, &s, token, &form).await,
             _ => match methods_of(path) {
                 Some(allowed) => not_allowed(allowed),
-                None if method == "GET" => match &web.product {
-                    Some(product) => product.record(web, &s, path).await,
-                    None => message(StatusCode::NOT_FOUND, "Not found", "There is no such page."),
+                None if method == "GET" => match &web.records {
+                    Some(records) => crate::records::page(web, records.as_ref(), &s, path)
+                        .await
+                        .unwrap_or_else(no_page),
+                    None => no_page(),
                 },
-                None => message(StatusCode::NOT_FOUND, "Not found", "There is no such page."),
+                None => no_page(),
             },
         },
     }
+}
+
+fn no_page() -> WebResponse {
+    message(StatusCode::NOT_FOUND, "Not found", "There is no such page.")
 }
 
 /// The methods a page path takes, for a request that used another one.

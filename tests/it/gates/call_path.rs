@@ -378,7 +378,7 @@ async fn an_approval_log_line_times_the_approval() {
         connection: n.connection.clone(),
         creator: "dan".into(),
         client_name: "product page".into(),
-        rights: crate::support::rights(&[app::rights::CUSTOMERS_NOTIFY]),
+        rights: crate::support::rights(&[booking::rights::CUSTOMERS_NOTIFY]),
         toolset: mcp_pipeline::Toolset::Full,
         product_approval: mcp_pipeline::ProductApproval::NONE,
     };

@@ -20,9 +20,9 @@ async fn writer(n: &Notes, tenant: &str, member: &str) -> TestClient {
         .await
         .unwrap();
     let rights = rights(&[
-        app::rights::BOOKINGS_READ,
-        app::rights::BOOKINGS_WRITE,
-        app::rights::CUSTOMERS_NOTIFY,
+        booking::rights::BOOKINGS_READ,
+        booking::rights::BOOKINGS_WRITE,
+        booking::rights::CUSTOMERS_NOTIFY,
     ]);
     let (_, token) = connect(&n.app, (tenant, member), rights, Toolset::Full, "isolation").await;
     TestClient::in_process(n.app.http.clone())

@@ -15,6 +15,7 @@ pub(crate) mod hint_follower;
 pub(crate) mod key_server;
 pub(crate) mod lambda_extension;
 pub(crate) mod load;
+pub(crate) mod misdescribed;
 pub(crate) mod model;
 pub(crate) mod notes;
 pub(crate) mod pages;

@@ -775,14 +775,14 @@ fn registry(
     registry
         .register(
             ToolSpec::new(CreateNote)
-                .requires(app::rights::BOOKINGS_WRITE)
+                .requires(booking::rights::BOOKINGS_WRITE)
                 .guard(TrapGuard(traps.clone()))
                 .interceptor(IncidentMidFlight {
                     switches: identity::SwitchService::new(
                         store.clone(),
                         Arc::new(identity::StoreDirectory::new(
                             store.clone(),
-                            app::rights::for_role,
+                            booking::rights::for_role,
                         )),
                     ),
                     armed: incident.clone(),
@@ -795,7 +795,7 @@ fn registry(
             ToolSpec::new(UpdateNote {
                 store: store.clone(),
             })
-            .requires(app::rights::BOOKINGS_WRITE),
+            .requires(booking::rights::BOOKINGS_WRITE),
         )
         .unwrap();
     registry
@@ -803,7 +803,7 @@ fn registry(
             ToolSpec::new(GetNote {
                 store: store.clone(),
             })
-            .requires(app::rights::BOOKINGS_READ),
+            .requires(booking::rights::BOOKINGS_READ),
         )
         .unwrap();
     registry
@@ -811,7 +811,7 @@ fn registry(
             ToolSpec::new(ArchiveNotes {
                 store: store.clone(),
             })
-            .requires(app::rights::BOOKINGS_WRITE),
+            .requires(booking::rights::BOOKINGS_WRITE),
         )
         .unwrap();
     registry
@@ -819,7 +819,7 @@ fn registry(
             ToolSpec::new(SendNote {
                 store: store.clone(),
             })
-            .requires(app::rights::CUSTOMERS_NOTIFY),
+            .requires(booking::rights::CUSTOMERS_NOTIFY),
         )
         .unwrap();
     registry
@@ -827,7 +827,7 @@ fn registry(
             ToolSpec::new(DeleteNote {
                 store: store.clone(),
             })
-            .requires(app::rights::BOOKINGS_WRITE),
+            .requires(booking::rights::BOOKINGS_WRITE),
         )
         .unwrap();
     registry
@@ -835,7 +835,7 @@ fn registry(
             ToolSpec::new(ChargeNote {
                 store: store.clone(),
             })
-            .requires(app::rights::CUSTOMERS_NOTIFY)
+            .requires(booking::rights::CUSTOMERS_NOTIFY)
             .approval_in_product()
             .interceptor(SlowCharge {
                 traps: traps.clone(),
@@ -846,14 +846,14 @@ fn registry(
     registry
         .register(
             ToolSpec::new(SlowRead)
-                .requires(app::rights::BOOKINGS_READ)
+                .requires(booking::rights::BOOKINGS_READ)
                 .expensive(),
         )
         .unwrap();
     registry
         .register(
             ToolSpec::new(SlowWrite)
-                .requires(app::rights::BOOKINGS_WRITE)
+                .requires(booking::rights::BOOKINGS_WRITE)
                 .deadline(std::time::Duration::from_secs(3)),
         )
         .unwrap();
@@ -942,7 +942,7 @@ impl Notes {
         let app = app::build_with(
             &settings,
             Arc::clone(&store),
-            app::booking::Booking::shared(),
+            booking_product::Booking::shared(),
             registry,
         )
         .unwrap();
@@ -954,9 +954,9 @@ impl Notes {
             &app,
             ("acme", "dan"),
             rights(&[
-                app::rights::BOOKINGS_READ,
-                app::rights::BOOKINGS_WRITE,
-                app::rights::CUSTOMERS_NOTIFY,
+                booking::rights::BOOKINGS_READ,
+                booking::rights::BOOKINGS_WRITE,
+                booking::rights::CUSTOMERS_NOTIFY,
             ]),
             Toolset::Full,
             "gates",
@@ -988,7 +988,7 @@ impl Notes {
         let app = app::build_with(
             &settings,
             Arc::clone(&self.store),
-            app::booking::Booking::shared(),
+            booking_product::Booking::shared(),
             registry,
         )
         .unwrap();
@@ -1030,7 +1030,10 @@ impl Notes {
         let (_, token) = connect(
             &self.app,
             ("acme", "dan"),
-            rights(&[app::rights::BOOKINGS_READ, app::rights::CUSTOMERS_NOTIFY]),
+            rights(&[
+                booking::rights::BOOKINGS_READ,
+                booking::rights::CUSTOMERS_NOTIFY,
+            ]),
             Toolset::Full,
             "other",
         )

@@ -1,7 +1,8 @@
-//! The product's JSON API under `/api`, authenticated by product API tokens (`gha_`). Every
-//! route calls the same booking service function as the matching MCP tool, with the token's
-//! member as the actor and their live rights, and commits the planned change with an audit row
-//! (channel `api`). The API is the product's own adapter: a person's token, so actions that a
+//! The booking product's JSON API under `/api` (ADR 49). The platform authenticates the product
+//! API token (`gha_`) and admits the call with the effect class of the tool each route names in
+//! [`ROUTES`]; the route calls the same booking service function as that tool, with the token's
+//! member as the actor and their live rights, and commits the planned change with the call's
+//! audit row (channel `api`). The API is the product's own adapter: a person's token, so actions that a
 //! tool only prepares (notify, wake, alerting, delete) run at once for a member holding the
 //! right; sending a quote binds a price and is never done here (see `quotes`).
 //!
@@ -13,15 +14,155 @@ mod bookings;
 mod customers;
 mod quotes;
 
-use http::request::Parts;
-use http::{StatusCode, header};
-use mcp_pipeline::EffectClass;
-use serde_json::{Map, Value, json};
+use std::sync::Arc;
 
 use booking::ids::Kind;
+use http::StatusCode;
+use serde_json::{Map, Value, json};
+use web::api::answer as json_response;
+use web::{ApiCall, ApiRoute, WebResponse};
 
-use crate::booking::BookingApi;
-use crate::{WebResponse, json_response};
+/// Each route: its method, its path after `/api/`, and the tool whose work it does (and whose
+/// effect class it takes).
+pub(crate) const ROUTES: &[ApiRoute] = &[
+    route("GET", &["customers"], "find_customers"),
+    route("POST", &["customers"], "create_customer"),
+    route("PATCH", &["customers", "{handle}"], "update_customer"),
+    route("DELETE", &["customers", "{handle}"], "delete_customer"),
+    route("POST", &["bookings"], "create_booking"),
+    route("POST", &["bookings", "cancellations"], "cancel_bookings"),
+    route("PATCH", &["bookings", "{handle}"], "update_booking"),
+    route("DELETE", &["bookings", "{handle}"], "delete_booking"),
+    route(
+        "POST",
+        &["bookings", "{handle}", "notes"],
+        "add_booking_note",
+    ),
+    route(
+        "POST",
+        &["bookings", "{handle}", "confirmation"],
+        "send_booking_confirmation",
+    ),
+    route(
+        "POST",
+        &["bookings", "{handle}", "cancellation"],
+        "cancel_booking",
+    ),
+    route(
+        "POST",
+        &["bookings", "{handle}", "reschedule"],
+        "reschedule_booking",
+    ),
+    route(
+        "POST",
+        &["bookings", "{handle}", "mute"],
+        "mute_booking_alerts",
+    ),
+    route(
+        "POST",
+        &["technicians", "{handle}", "pages"],
+        "page_technician",
+    ),
+    route("POST", &["quotes"], "create_quote"),
+    route("PATCH", &["quotes", "{handle}"], "update_quote"),
+    route("POST", &["quotes", "{handle}", "send"], "send_quote"),
+];
+
+const fn route(
+    method: &'static str,
+    path: &'static [&'static str],
+    tool: &'static str,
+) -> ApiRoute {
+    ApiRoute { method, path, tool }
+}
+
+/// The booking product's JSON API: the services, and the store their changes are committed
+/// to.
+#[derive(Debug, Clone)]
+pub(crate) struct BookingApi {
+    pub(crate) store: Arc<dyn store::Store>,
+    pub(crate) services: crate::Services,
+}
+
+impl web::ProductApi for BookingApi {
+    fn routes(&self) -> &'static [ApiRoute] {
+        ROUTES
+    }
+
+    fn handle<'a>(&'a self, call: ApiCall<'a>) -> futures_util::future::BoxFuture<'a, WebResponse> {
+        Box::pin(handle(self, call))
+    }
+}
+
+/// One admitted call: the services, the token's member as the actor, and the call.
+pub(crate) struct Route<'a> {
+    pub(crate) api: &'a BookingApi,
+    pub(crate) services: &'a crate::Services,
+    pub(crate) actor: booking::Actor,
+    pub(crate) call: ApiCall<'a>,
+}
+
+impl Route<'_> {
+    /// The handle in the route's path (its second segment).
+    fn handle(&self) -> &str {
+        self.call.route.get(1).copied().unwrap_or_default()
+    }
+
+    /// The body, with only the fields the route takes.
+    fn body(&self, allowed: &[&str]) -> Result<Body, WebResponse> {
+        Body::parse(self.call.body, allowed)
+    }
+
+    /// The call's time.
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.call.now
+    }
+
+    /// Commits a planned change with the call's audit row, in one transaction.
+    async fn commit<T>(&self, change: booking::Change<T>) -> Result<T, WebResponse> {
+        let audit = self.call.audit(change.ids.clone());
+        change
+            .commit(self.api.store.as_ref(), vec![audit])
+            .await
+            .map_err(error)
+    }
+}
+
+/// Answers an admitted call through the route of its tool.
+pub(crate) async fn handle(api: &BookingApi, call: ApiCall<'_>) -> WebResponse {
+    let actor = booking::Actor {
+        tenant: call.caller.tenant.clone(),
+        member: call.caller.member.clone(),
+        rights: call.caller.rights.clone(),
+    };
+    let r = Route {
+        api,
+        services: &api.services,
+        actor,
+        call,
+    };
+    let answer = match r.call.tool {
+        "find_customers" => customers::find(&r).await,
+        "create_customer" => customers::create(&r).await,
+        "update_customer" => customers::update(&r).await,
+        "delete_customer" => customers::delete(&r).await,
+        "create_booking" => bookings::create(&r).await,
+        "cancel_bookings" => bookings::cancel_many(&r).await,
+        "update_booking" => bookings::update(&r).await,
+        "delete_booking" => bookings::delete(&r).await,
+        "add_booking_note" => bookings::add_note(&r).await,
+        "send_booking_confirmation" => bookings::confirm(&r).await,
+        "cancel_booking" => bookings::cancel(&r).await,
+        "reschedule_booking" => bookings::reschedule(&r).await,
+        "mute_booking_alerts" => bookings::mute(&r).await,
+        "page_technician" => bookings::page(&r).await,
+        "create_quote" => quotes::create(&r).await,
+        "update_quote" => quotes::update(&r).await,
+        "send_quote" => quotes::send(&r).await,
+        _ => Err(web::api::no_such_route()),
+    };
+    answer.unwrap_or_else(|e| e)
+}
 
 /// What a route answers: the response, or the error response to send instead.
 type Answer = Result<WebResponse, WebResponse>;
@@ -96,103 +237,9 @@ fn invalid(field: &str, reason: &str) -> WebResponse {
     )
 }
 
-fn no_route() -> WebResponse {
-    json_response(
-        StatusCode::NOT_FOUND,
-        &json!({"error": "no such API route"}),
-    )
-}
-
-/// The token's member with their live rights, and the token's id.
-async fn actor(
-    web: &BookingApi<'_>,
-    parts: &Parts,
-) -> Result<(booking::Actor, String), WebResponse> {
-    let unauthorized = |m: &str| json_response(StatusCode::UNAUTHORIZED, &json!({"error": m}));
-    let bearer = parts
-        .headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .ok_or_else(|| {
-            unauthorized("a product API token is required (Authorization: Bearer gha_...)")
-        })?;
-    // The token's member, active, the same person, with their live rights: read once, by the
-    // token service.
-    let Ok(Some(accounts::Bearer {
-        tenant,
-        member,
-        token,
-        rights,
-    })) = web.api_tokens.authenticate(bearer.trim()).await
-    else {
-        return Err(unauthorized(
-            "the product API token is unknown, expired or revoked, or its member has left",
-        ));
-    };
-    let actor = booking::Actor {
-        tenant,
-        member,
-        rights,
-    };
-    Ok((actor, token))
-}
-
-/// The effect class of an API route, as its tool's: reads, silent writes, messages to
-/// customers (notify), paging (wake), muting alerts (alerting), deletions.
-fn class_of(method: &str, segments: &[&str]) -> EffectClass {
-    match (method, segments) {
-        ("GET", _) => EffectClass::Read,
-        ("DELETE", _) => EffectClass::Delete,
-        (_, ["technicians", _, "pages"]) => EffectClass::Wake,
-        (_, ["bookings", _, "mute"]) => EffectClass::Alerting,
-        (_, ["bookings", "cancellations"] | ["quotes", _, "send"])
-        | (
-            _,
-            [
-                "bookings",
-                _,
-                "confirmation" | "cancellation" | "reschedule",
-            ],
-        ) => EffectClass::Notify,
-        _ => EffectClass::SilentWrite,
-    }
-}
-
-/// Counts the call in its token's and its tenant's buckets (shared with MCP); 429 with
-/// `Retry-After` when one is full, before anything is done.
-async fn admit(
-    web: &BookingApi<'_>,
-    (tenant, token): (&str, &str),
-    class: EffectClass,
-) -> Result<(), WebResponse> {
-    let request = outside::random_text(&outside::SystemRandomness, 16);
-    let now = web.clock.now();
-    let Err(refused) = web
-        .gates
-        .admit_product_call((tenant, token), class, &request, now)
-        .await
-    else {
-        return Ok(());
-    };
-    let retry = refused
-        .details
-        .get("retry_after_seconds")
-        .and_then(Value::as_i64)
-        .unwrap_or(60);
-    let mut r = json_response(
-        StatusCode::TOO_MANY_REQUESTS,
-        &json!({"error": "rate_limited", "reason": refused.message, "retry_after_seconds": retry}),
-    );
-    if let Ok(v) = http::HeaderValue::from_str(&retry.to_string()) {
-        r.headers_mut().insert(header::RETRY_AFTER, v);
-    }
-    Err(r)
-}
-
 /// A JSON object body, with only the fields a route takes (like the tools, which refuse
 /// unknown arguments with the allowed list).
-pub(crate) struct Body(Map<String, Value>);
+pub(crate) struct Body(pub(crate) Map<String, Value>);
 
 impl Body {
     fn parse(bytes: &[u8], allowed: &[&str]) -> Result<Body, WebResponse> {
@@ -302,69 +349,4 @@ fn path_id(handle: &str, kind: Kind) -> Result<String, WebResponse> {
             id: handle.to_owned(),
         })
     })
-}
-
-/// Commits a planned change with its audit row (`api.<tool name>`), in one transaction.
-async fn commit<T>(
-    web: &BookingApi<'_>,
-    actor: &booking::Actor,
-    tool: &str,
-    change: booking::Change<T>,
-) -> Result<T, WebResponse> {
-    let audit = identity::AuditEntry {
-        tenant: actor.tenant.clone(),
-        actor: actor.member.clone(),
-        channel: identity::Channel::Api,
-        action: format!("api.{tool}"),
-        outcome: "ok".into(),
-        approval: None,
-        ids: change.ids.clone(),
-        reason: None,
-        at: identity::now_rfc3339(),
-    };
-    change
-        .commit(web.store.as_ref(), vec![audit.op()])
-        .await
-        .map_err(error)
-}
-
-pub(crate) async fn handle(
-    web: &BookingApi<'_>,
-    parts: &Parts,
-    path: &str,
-    body: &[u8],
-) -> WebResponse {
-    let (actor, token) = match actor(web, parts).await {
-        Ok(a) => a,
-        Err(r) => return r,
-    };
-    let segments: Vec<&str> = path
-        .trim_start_matches("/api/")
-        .trim_end_matches('/')
-        .split('/')
-        .collect();
-    let method = parts.method.as_str();
-    let class = class_of(method, &segments);
-    if let Err(refused) = admit(web, (&actor.tenant, &token), class).await {
-        return refused;
-    }
-    let answer = match segments.split_first() {
-        Some((&"customers", rest)) => {
-            let query = crate::form::parse(parts.uri.query().unwrap_or_default().as_bytes());
-            let request = customers::Request {
-                method,
-                rest,
-                query: &query,
-                body,
-            };
-            customers::route(web, &actor, request).await
-        }
-        Some((&"bookings", rest)) => bookings::route(web, &actor, method, rest, body).await,
-        Some((&"technicians", rest)) => {
-            bookings::technicians(web, &actor, method, rest, body).await
-        }
-        Some((&"quotes", rest)) => quotes::route(web, &actor, method, rest, body).await,
-        _ => Err(no_route()),
-    };
-    answer.unwrap_or_else(|e| e)
 }

@@ -1,4 +1,6 @@
-//! The booking product's MCP tools: thin adapters on `booking`'s services, one file per tool.
+//! The booking product behind gatehouse (ADR 49): [`Booking`] hands the platform its MCP tools
+//! (thin adapters on `booking`'s services, one file per tool), rights and roles, record kinds,
+//! JSON API and demo, through the same seam as any team's product.
 //!
 //! A tool turns its typed input into a service call with the caller as the actor, hands the
 //! service's planned change to the pipeline (which commits it with the gates), and presents
@@ -6,6 +8,7 @@
 
 mod adapter;
 mod add_booking_note;
+mod api;
 mod cancel_booking;
 mod cancel_bookings;
 mod create_booking;
@@ -13,6 +16,7 @@ mod create_customer;
 mod create_quote;
 mod delete_booking;
 mod delete_customer;
+mod demo;
 mod find_available_slots;
 mod find_bookings;
 mod find_customers;
@@ -25,7 +29,9 @@ mod mute_booking_alerts;
 mod names;
 mod page_technician;
 mod present;
+mod product;
 mod quote_lines;
+mod records;
 mod reschedule_booking;
 mod send_booking_confirmation;
 mod send_quote;
@@ -38,7 +44,7 @@ use mcp_pipeline::{Registry, RegistryError, ToolSpec};
 
 pub use adapter::{BookingKind, CustomerKind, QuoteKind, Services, TechnicianKind};
 pub use names::NameLookup;
-pub use present::search_limit;
+pub use product::Booking;
 
 /// Registers the booking tools, in `tools/list` order. Each tool states its own policy
 /// (rights, toolset, expensive, approval in the product) beside its code.

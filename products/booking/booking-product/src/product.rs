@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use app::demo::Demo;
+use app::{Product, ProductContext, WorkspaceSetting};
+use mcp_pipeline::records::Records;
 use mcp_pipeline::{NameResolver, ReadAhead, Registry, RegistryError};
-
-use crate::product::{Product, ProductContext, WorkspaceSetting};
 
 /// What a booking workspace takes beside its name and zone: how it writes prices.
 const SETTINGS: &[WorkspaceSetting] = &[
@@ -26,15 +27,19 @@ pub struct Booking;
 
 impl Booking {
     /// The product, shared.
-    pub fn shared() -> crate::SharedProduct {
+    pub fn shared() -> app::SharedProduct {
         Arc::new(Booking)
     }
 
     /// The services the tools call, reading through the call's read-ahead.
-    fn services(cx: &ProductContext) -> booking_tools::Services {
-        let store = &cx.store;
+    fn services(cx: &ProductContext) -> crate::Services {
+        Self::services_on(&cx.store, cx)
+    }
+
+    /// The services over `store`.
+    fn services_on(store: &Arc<dyn store::Store>, cx: &ProductContext) -> crate::Services {
         let randomness = &cx.randomness;
-        booking_tools::Services {
+        crate::Services {
             customers: booking::Customers::new(Arc::clone(store))
                 .with_randomness(Arc::clone(randomness)),
             technicians: booking::Technicians::new(Arc::clone(store))
@@ -72,11 +77,11 @@ impl Product for Booking {
     }
 
     fn register(&self, registry: &mut Registry, cx: &ProductContext) -> Result<(), RegistryError> {
-        booking_tools::register(registry, &Self::services(cx))
+        crate::register(registry, &Self::services(cx))
     }
 
     fn names(&self, cx: &ProductContext) -> Option<Arc<dyn NameResolver>> {
-        Some(Arc::new(booking_tools::NameLookup::new(Self::services(cx))))
+        Some(Arc::new(crate::NameLookup::new(Self::services(cx))))
     }
 
     fn read_ahead(&self) -> ReadAhead {
@@ -117,10 +122,20 @@ impl Product for Booking {
         Ok(vec![op])
     }
 
-    fn pages(&self, cx: &ProductContext) -> Option<Arc<dyn web::ProductPages>> {
-        Some(Arc::new(web::booking::BookingPages::new(
-            Arc::clone(&cx.plain_store),
-            Arc::clone(&cx.randomness),
-        )))
+    fn records(&self, cx: &ProductContext) -> Option<Arc<dyn Records>> {
+        Some(Arc::new(crate::records::BookingRecords {
+            store: Arc::clone(&cx.plain_store),
+        }))
+    }
+
+    fn api(&self, cx: &ProductContext) -> Option<Arc<dyn web::ProductApi>> {
+        Some(Arc::new(crate::api::BookingApi {
+            store: Arc::clone(&cx.plain_store),
+            services: Self::services_on(&cx.plain_store, cx),
+        }))
+    }
+
+    fn demo(&self) -> Option<Demo> {
+        Some(crate::demo::DEMO)
     }
 }
