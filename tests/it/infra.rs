@@ -507,6 +507,16 @@ fn dynamodb_client_calls() -> BTreeSet<String> {
 /// The functions that run the whole app on the table: the MCP endpoint and the product's pages.
 const APP_FUNCTIONS: [&str; 2] = ["mcp-lambda", "web-lambda"];
 
+/// Where a function's code is: the app functions' in the entry-point library (their binaries
+/// only name the product), the dispatcher's in its binary.
+fn function_source(binary: &str) -> String {
+    match binary {
+        "mcp-lambda" => "shared/gatehouse-server/src/lambda/mod.rs".to_owned(),
+        "web-lambda" => "shared/gatehouse-server/src/web_lambda.rs".to_owned(),
+        other => format!("functions/{other}/src/main.rs"),
+    }
+}
+
 #[test]
 fn the_app_roles_grant_exactly_what_the_dynamodb_backend_calls() {
     let calls = dynamodb_client_calls();
@@ -525,9 +535,8 @@ fn the_app_roles_grant_exactly_what_the_dynamodb_backend_calls() {
         needed.extend(actions.iter().map(|a| (*a).to_owned()));
     }
     for binary in APP_FUNCTIONS {
-        let lambda =
-            std::fs::read_to_string(root().join(format!("functions/{binary}/src/main.rs")))
-                .expect("read the function");
+        let lambda = std::fs::read_to_string(root().join(function_source(binary)))
+            .expect("read the function");
         assert!(
             !lambda.contains("create_table"),
             "{binary} creates its table: its role then needs CreateTable, DescribeTable, \
@@ -813,8 +822,7 @@ fn the_template_sets_what_the_app_functions_read() {
 
 fn the_template_sets_what_it_reads(binary: &str) {
     let mut source =
-        std::fs::read_to_string(root().join(format!("functions/{binary}/src/main.rs")))
-            .expect("read the function");
+        std::fs::read_to_string(root().join(function_source(binary))).expect("read the function");
     if binary == "mcp-lambda" {
         // The variables it shares with the edge Worker are named in `app::settings`.
         source += &std::fs::read_to_string(root().join("shared/app/src/settings.rs")).unwrap();

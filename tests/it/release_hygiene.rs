@@ -30,11 +30,19 @@ fn value<'a>(lines: &[&'a str], key: &str) -> Option<&'a str> {
     })
 }
 
+/// The command line's code (`gatehouse_server::cli`), which serves the test tool when built
+/// with its feature.
+const CLI: &str = "shared/gatehouse-server/src/cli/mod.rs";
+
 /// The test-only tool exists only under a feature no default turns on, and every line that
 /// names it in `gatehouse` is under that feature; the Lambda function has none at all.
 #[test]
 fn the_test_tool_is_only_in_test_builds() {
-    for manifest in ["functions/gatehouse/Cargo.toml", "shared/app/Cargo.toml"] {
+    for manifest in [
+        "functions/gatehouse/Cargo.toml",
+        "shared/gatehouse-server/Cargo.toml",
+        "shared/app/Cargo.toml",
+    ] {
         let text = read(manifest);
         let features = section(&text, "[features]");
         let default = value(&features, "default").unwrap_or_default();
@@ -46,7 +54,7 @@ fn the_test_tool_is_only_in_test_builds() {
             .contains("#[cfg(feature = \"test-tool\")]\npub mod test_tool;"),
         "the module is compiled only with the feature"
     );
-    let main = read("functions/gatehouse/src/main.rs");
+    let main = read(CLI);
     let lines: Vec<&str> = main.lines().collect();
     // What weakens a check (a panicking tool, raised rate limits) is compiled only under a
     // feature no default turns on, never behind a variable alone.
@@ -70,10 +78,12 @@ fn the_test_tool_is_only_in_test_builds() {
                 .rev()
                 .take(6)
                 .any(|l| l.contains(&attribute));
-            assert!(gated, "functions/gatehouse/src/main.rs:{}: {line}", i + 1);
+            assert!(gated, "{CLI}:{}: {line}", i + 1);
         }
     }
     for file in [
+        "shared/gatehouse-server/src/lambda/mod.rs",
+        "shared/gatehouse-server/src/web_lambda.rs",
         "functions/mcp-lambda/src/main.rs",
         "functions/mcp-worker/src/lib.rs",
     ] {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use clap::Subcommand;
 
-use crate::StoreArgs;
+use super::StoreArgs;
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum DemoCommand {

@@ -13,7 +13,7 @@ const SWEEP_EVERY: Duration = Duration::from_secs(3600);
 /// Sweeps `embedded` in the background, when the store is the embedded one.
 pub(crate) fn spawn_sweeps(embedded: Option<store_sqlite::SqliteStore>) {
     let Some(store) = embedded else { return };
-    crate::background::repeat("expiry sweep", Duration::ZERO, SWEEP_EVERY, move || {
+    super::background::repeat("expiry sweep", Duration::ZERO, SWEEP_EVERY, move || {
         let store = store.clone();
         async move {
             match store.sweep_expired().await {

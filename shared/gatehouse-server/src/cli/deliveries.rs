@@ -71,7 +71,7 @@ pub(crate) fn dispatcher(store: Arc<dyn store::Store>) -> anyhow::Result<outbox:
 
 /// Sweeps the outbox every few seconds for as long as the server runs.
 pub(crate) fn spawn_sweeps(dispatcher: outbox::Dispatcher) {
-    crate::background::repeat("outbox sweep", SWEEP_EVERY, SWEEP_EVERY, move || {
+    super::background::repeat("outbox sweep", SWEEP_EVERY, SWEEP_EVERY, move || {
         let dispatcher = dispatcher.clone();
         async move {
             match dispatcher.sweep().await {
