@@ -46,18 +46,48 @@ impl Place {
 
 /// The `gatehouse` binary built next to this test binary (tests/run builds it first).
 pub(crate) fn gatehouse_binary() -> PathBuf {
+    binary("gatehouse")
+}
+
+/// The binary `name` (a package's of the same name) built next to this test binary (tests/run
+/// builds it first).
+pub(crate) fn binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     let dir = exe
         .parent()
         .and_then(|deps| deps.parent())
         .expect("target dir");
-    let bin = dir.join("gatehouse");
+    let bin = dir.join(name);
     assert!(
         bin.exists(),
-        "{} is missing: run `cargo build -p gatehouse` first (tests/run does)",
+        "{} is missing: run `cargo build -p {name}` first (tests/run does)",
         bin.display()
     );
     bin
+}
+
+/// Runs `binary` with `args` on the data folder `data`; returns whether it succeeded, its
+/// stdout and its stderr.
+pub(crate) fn run_binary(binary: &Path, args: &[&str], data: &Path) -> (bool, String, String) {
+    let out = Command::new(binary)
+        .args(args)
+        .arg("--data-dir")
+        .arg(data)
+        .output()
+        .expect("run the binary");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Starts `binary serve` on a free loopback port on the data folder `data`; returns the
+/// process and its address.
+pub(crate) fn start_binary_serve(binary: &Path, data: &Path) -> (Running, std::net::SocketAddr) {
+    let mut command = Command::new(binary);
+    command.args(["serve", "--addr", "127.0.0.1:0"]);
+    spawn_serve(&Place::Folder(data.to_owned()), &mut command)
 }
 
 /// A child process killed when dropped.
