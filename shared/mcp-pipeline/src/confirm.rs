@@ -187,10 +187,7 @@ pub(crate) fn is_id(reference: &str) -> bool {
 /// The record handles a confirmation token names (see [`new_token`]), at most as many as a
 /// call reads ahead.
 pub(crate) fn token_handles(token: &str) -> impl Iterator<Item = &str> {
-    token
-        .split('.')
-        .skip(1)
-        .take(crate::prefetch::MAX_READ_AHEAD)
+    token.split('.').skip(1).take(crate::MAX_READ_AHEAD)
 }
 
 /// Whether `token` has the shape [`new_token`] gives: `cfm_`, 24 letters or digits, and at
@@ -205,7 +202,7 @@ pub(crate) fn well_formed(token: &str) -> bool {
         .is_some_and(|id| id.len() == 24 && id.bytes().all(|b| b.is_ascii_alphanumeric()));
     let handles: Vec<&str> = parts.collect();
     id_ok
-        && handles.len() <= crate::prefetch::MAX_READ_AHEAD
+        && handles.len() <= crate::MAX_READ_AHEAD
         && handles.iter().all(|h| {
             (1..=64).contains(&h.len()) && h.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
         })
@@ -215,12 +212,9 @@ pub(crate) fn pending_item(p: &Pending, now: i64) -> Item {
     let mut item = Item::new();
     item.insert("connection".into(), SV::s(&p.connection));
     item.insert("tool".into(), SV::s(&p.tool));
-    item.insert("args".into(), SV::s(crate::json_text::object_text(&p.args)));
+    item.insert("args".into(), SV::s(crate::object_text(&p.args)));
     item.insert("content_hash".into(), SV::s(&p.content_hash));
-    item.insert(
-        "content".into(),
-        SV::s(crate::json_text::to_text(&p.content)),
-    );
+    item.insert("content".into(), SV::s(crate::to_text(&p.content)));
     item.insert("summary".into(), SV::s(&p.summary));
     item.insert("status".into(), SV::s(&p.status));
     if p.in_product {
@@ -292,10 +286,10 @@ pub(crate) fn consume_op(tenant: &str, token: &str, to: &str) -> store::Update {
 /// [`consume_op`] as a planned write whose failure is explained by what decided the pending
 /// action first (executed, rejected, replaced), read from the item as it is now and worded by
 /// [`check`] for this caller: of two decisions at once, the second is told the first.
-pub(crate) fn consumption(caller: &Caller, token: &str, to: &str) -> crate::writes::Planned {
+pub(crate) fn consumption(caller: &Caller, token: &str, to: &str) -> crate::PlannedWrite {
     let op = consume_op(&caller.tenant, token, to).return_old_on_failure();
     let (caller, token) = (caller.clone(), token.to_owned());
-    crate::writes::Planned {
+    crate::PlannedWrite {
         op: op.into(),
         on_conflict: Some(Box::new(move |now: Option<&Item>| {
             let decided = now.and_then(|item| read_pending(&token, item));
@@ -328,7 +322,7 @@ pub(crate) fn consumption_refused(error: ToolError, fix: &str) -> ToolError {
 /// The key of an action's mark: the tool and what its preview showed, so however its
 /// arguments were spelled (a technician's bare id or handle, a trailing blank).
 fn mark_key(tenant: &str, p: &Pending) -> store::Key {
-    let action = crate::canonical::digest(&json!({"tool": p.tool, "content": p.content_hash}));
+    let action = crate::digest(&json!({"tool": p.tool, "content": p.content_hash}));
     crate::keys::executed(tenant, &action)
 }
 
@@ -554,7 +548,7 @@ pub(crate) fn check(
 
 /// The confirmation tools, registered by the server when it has two-step tools and a store.
 pub(crate) fn tools() -> [crate::ToolSpec; 2] {
-    use crate::registry::Builtin;
+    use crate::Builtin;
     [
         crate::ToolSpec::builtin(ConfirmAction, Builtin::Confirm),
         crate::ToolSpec::builtin(RejectAction, Builtin::Reject),

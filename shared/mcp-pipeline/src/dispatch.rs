@@ -224,7 +224,7 @@ impl Server {
         if era == Era::Modern
             && let Some(headers) = &req.headers
             && let Err(e) =
-                check_param_headers(&plan.spec.input_schema, arguments(&req.message), headers)
+                check_param_headers(plan.spec.input_schema(), arguments(&req.message), headers)
         {
             return Outcome::error(Some(&id), &e);
         }
@@ -233,7 +233,7 @@ impl Server {
         if req.request_id.is_none() {
             req.request_id = Some(self.new_request_id());
         }
-        let name = plan.spec.name;
+        let name = plan.spec.name();
         let (result, notifications) = Call::new(self, &req, plan, Phase::Call).run().await;
         log_call(&req, name, &result, self.took_ms(started));
         self.answer(&req, era, result, notifications)
@@ -446,12 +446,12 @@ fn check_optional_meta(msg: &Message) -> Result<(), RpcError> {
     if let Some(level) = msg.meta_field(mcp_protocol::META_LOG_LEVEL)
         && !level
             .as_str()
-            .is_some_and(|l| crate::context::LOG_LEVELS.contains(&l))
+            .is_some_and(|l| crate::LOG_LEVELS.contains(&l))
     {
         return Err(RpcError::malformed_params(format!(
             "params._meta[\"{}\"] must be one of {}",
             mcp_protocol::META_LOG_LEVEL,
-            crate::context::LOG_LEVELS.join(", ")
+            crate::LOG_LEVELS.join(", ")
         )));
     }
     if let Some(token) = msg.meta_field("progressToken")
@@ -511,7 +511,7 @@ fn result_response_text(
 
 /// Appends the fields of the object `fields` as `,"name":value` (nothing when it has none).
 fn push_more_fields(out: &mut String, fields: &Value) {
-    let text = crate::json_text::to_text(fields);
+    let text = crate::to_text(fields);
     if let Some(inner) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}'))
         && !inner.is_empty()
     {

@@ -13,7 +13,7 @@ use store::{
     UpdateAction, Value as SV,
 };
 
-use crate::{Caller, EffectClass, ErrorKind, ToolError, ToolResult};
+use crate::{Caller, EffectClass, ErrorKind, IDEMPOTENCY_KEY, ToolError, ToolResult};
 
 /// Operations a deployment adds to every MCP write transaction.
 pub trait CommitHooks: std::fmt::Debug + Send + Sync + 'static {
@@ -207,7 +207,7 @@ impl Brake {
 /// The idempotency fingerprint of a silent write: its client's key, or its arguments.
 pub(crate) fn fingerprint(idempotency_key: Option<&str>, args_digest: &str) -> String {
     match idempotency_key {
-        Some(key) => format!("key-{}", crate::canonical::digest(&json!(key))),
+        Some(key) => format!("key-{}", crate::digest(&json!(key))),
         None => args_digest.to_owned(),
     }
 }
@@ -649,7 +649,7 @@ pub(crate) fn object_buckets(
     tenant: &str,
     (ids, recipients): (&[String], &[String]),
     now: i64,
-) -> Vec<crate::writes::Planned> {
+) -> Vec<crate::PlannedWrite> {
     let window = gates.limits.object_window_seconds.max(1);
     let start = now - now.rem_euclid(window);
     let retry = start + window - now;
@@ -685,7 +685,7 @@ pub(crate) fn object_buckets(
                 ],
             )
             .when(under);
-            crate::writes::Planned {
+            crate::PlannedWrite {
                 op: op.into(),
                 on_conflict: Some(Box::new(move |_| {
                     ToolError::new(
@@ -762,15 +762,9 @@ pub(crate) struct ReplayRecord<'a> {
 impl ReplayRecord<'_> {
     fn put(&self, expires: i64) -> TransactOp {
         let mut item = Item::new();
-        item.insert(
-            "result".into(),
-            SV::s(crate::json_text::to_text(self.result)),
-        );
+        item.insert("result".into(), SV::s(crate::to_text(self.result)));
         item.insert("digest".into(), SV::s(self.digest));
-        item.insert(
-            "args".into(),
-            SV::s(crate::json_text::object_text(self.args)),
-        );
+        item.insert("args".into(), SV::s(crate::object_text(self.args)));
         item.insert(store::TTL_ATTRIBUTE.into(), SV::n(expires));
         Put::new(self.key.clone(), item)
             .when(Condition::item_not_exists())
@@ -805,7 +799,7 @@ impl ReplayRecord<'_> {
 pub(crate) async fn commit(
     gates: &Gates,
     call: &CommitContext<'_>,
-    writes: crate::writes::WriteSet,
+    writes: crate::WriteSet,
     replay: Option<ReplayRecord<'_>>,
     now: i64,
     held: &HeldSlot,
@@ -895,18 +889,6 @@ pub(crate) fn strip_idempotency_key(
             "Send a short unique text, or leave it out",
         )),
     }
-}
-
-/// The argument every silent write accepts for client-chosen idempotency.
-pub const IDEMPOTENCY_KEY: &str = "idempotency_key";
-
-/// The schema of [`IDEMPOTENCY_KEY`].
-pub(crate) fn idempotency_property() -> Value {
-    json!({
-        "type": "string",
-        "maxLength": 128,
-        "description": "Optional. A key of your choice for this change; repeating the call with the same key and arguments returns the first result instead of writing again."
-    })
 }
 
 #[cfg(test)]

@@ -39,14 +39,13 @@ impl CallPlan {
         arguments: Map<String, Value>,
         read_ahead: &ReadAhead,
     ) -> Self {
-        let normalized =
-            crate::args::normalize(&spec.input_schema, arguments.clone(), &spec.synonyms);
+        let normalized = crate::normalize(spec.input_schema(), arguments.clone(), spec.synonyms());
         let (mut args, warnings) = match normalized {
             Ok(n) => (Ok(n.args), n.warnings),
             Err(e) => (Err(without_unknown(&spec, e, arguments)), Vec::new()),
         };
         let mut idempotency_key = None;
-        if spec.effect == EffectClass::SilentWrite
+        if spec.effect() == EffectClass::SilentWrite
             && let Ok(a) = &mut args
         {
             match gates::strip_idempotency_key(a) {
@@ -56,7 +55,7 @@ impl CallPlan {
         }
         let empty = Map::new();
         let named = args.as_ref().unwrap_or(&empty);
-        let digest = crate::canonical::digest(&Value::Object(named.clone()));
+        let digest = crate::digest(&Value::Object(named.clone()));
         let records = read_ahead.handles(named);
         CallPlan {
             spec,
@@ -70,14 +69,14 @@ impl CallPlan {
 
     /// The loop brake's name for this exact call.
     pub(crate) fn brake_call(&self) -> String {
-        store::concat(&[self.spec.name, "#", &self.digest])
+        store::concat(&[self.spec.name(), "#", &self.digest])
     }
 
     /// The replay record of this call for `tenant`'s `connection` (silent writes only).
     pub(crate) fn replay_key(&self, tenant: &str, connection: &str) -> Option<Key> {
-        (self.spec.effect == EffectClass::SilentWrite).then(|| {
+        (self.spec.effect() == EffectClass::SilentWrite).then(|| {
             let fingerprint = gates::fingerprint(self.idempotency_key.as_deref(), &self.digest);
-            crate::keys::replay(tenant, connection, self.spec.name, &fingerprint)
+            crate::keys::replay(tenant, connection, self.spec.name(), &fingerprint)
         })
     }
 
@@ -119,7 +118,7 @@ impl CallPlan {
 
     /// The pending action's token a confirmation or rejection names (when well formed).
     pub(crate) fn confirm_token(&self) -> Option<&str> {
-        self.spec.builtin?;
+        self.spec.builtin_step()?;
         let token = self.args.as_ref().ok()?.get("confirm_token")?.as_str()?;
         crate::confirm::well_formed(token).then_some(token)
     }
@@ -147,13 +146,13 @@ fn without_unknown(
     for name in &unknown {
         let value = arguments.remove(name);
         if let (Some(value), [_]) = (value, unknown.as_slice())
-            && let Some(target) = left_out_fitting(&spec.input_schema, &arguments, &value)
+            && let Some(target) = left_out_fitting(spec.input_schema(), &arguments, &value)
         {
             moved.push(format!("`{name}` as `{target}`"));
             arguments.insert(target, value);
         }
     }
-    let missing = missing_required(&spec.input_schema, &arguments);
+    let missing = missing_required(spec.input_schema(), &arguments);
     if !missing.is_empty() {
         return error.handover(format!(
             "The call also needs {}; ask the user for what the conversation does not say",
@@ -164,7 +163,7 @@ fn without_unknown(
         [] => error,
         _ => error.detail("moved", moved.join(", ")),
     };
-    error.next_call(format!("{} {}", spec.name, Value::Object(arguments)))
+    error.next_call(format!("{} {}", spec.name(), Value::Object(arguments)))
 }
 
 /// The one argument `value` could stand for: not sent, of the value's JSON type, a
@@ -172,7 +171,7 @@ fn without_unknown(
 fn left_out_fitting(schema: &Value, sent: &Map<String, Value>, value: &Value) -> Option<String> {
     let props = schema.get("properties")?.as_object()?;
     let fits = |p: &Value| {
-        let p = crate::schema::resolve(schema, p);
+        let p = crate::resolve(schema, p);
         let types = match p.get("type") {
             Some(Value::String(t)) => vec![t.as_str()],
             Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
@@ -181,7 +180,7 @@ fn left_out_fitting(schema: &Value, sent: &Map<String, Value>, value: &Value) ->
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .filter_map(|o| crate::schema::resolve(schema, o).get("type")?.as_str())
+                .filter_map(|o| crate::resolve(schema, o).get("type")?.as_str())
                 .collect(),
         };
         match value {
@@ -193,9 +192,7 @@ fn left_out_fitting(schema: &Value, sent: &Map<String, Value>, value: &Value) ->
     };
     let open: Vec<&String> = props
         .iter()
-        .filter(|(name, p)| {
-            !sent.contains_key(*name) && *name != crate::gates::IDEMPOTENCY_KEY && fits(p)
-        })
+        .filter(|(name, p)| !sent.contains_key(*name) && *name != crate::IDEMPOTENCY_KEY && fits(p))
         .map(|(name, _)| name)
         .collect();
     let required = missing_required(schema, sent);

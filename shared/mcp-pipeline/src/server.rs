@@ -184,7 +184,7 @@ pub struct Server {
 impl Server {
     /// A server with these tools.
     pub fn new(config: ServerConfig, mut registry: Registry) -> Arc<Self> {
-        let two_step = registry.iter().any(|t| t.effect.needs_confirmation());
+        let two_step = registry.iter().any(|t| t.effect().needs_confirmation());
         if two_step {
             for spec in crate::confirm::tools() {
                 if let Err(e) = registry.register(spec) {
@@ -194,12 +194,12 @@ impl Server {
         }
         let metadata: crate::FastMap<&'static str, Arc<BTreeMap<String, Value>>> = registry
             .iter()
-            .map(|t| (t.name, Arc::new(merged_metadata(&config, t))))
+            .map(|t| (t.name(), Arc::new(merged_metadata(&config, t))))
             .collect();
         let tool_list = registry
             .iter()
             .map(|t| {
-                let shown = metadata.get(t.name).map(Arc::as_ref);
+                let shown = metadata.get(t.name()).map(Arc::as_ref);
                 [Toolset::Core, Toolset::Full].map(|set| {
                     t.descriptor(set, shown.unwrap_or(&BTreeMap::new()))
                         .to_string()
@@ -217,7 +217,7 @@ impl Server {
 
     /// `spec`'s metadata over the server-wide defaults.
     pub(crate) fn metadata_of(&self, spec: &ToolSpec) -> Arc<BTreeMap<String, Value>> {
-        match self.metadata.get(spec.name) {
+        match self.metadata.get(spec.name()) {
             Some(merged) => Arc::clone(merged),
             None => Arc::new(merged_metadata(&self.config, spec)),
         }
@@ -235,14 +235,14 @@ impl Server {
         spec: &ToolSpec,
         caller: &crate::Caller,
     ) -> Option<crate::Hidden> {
-        if spec.builtin.is_none() {
+        if spec.builtin_step().is_none() {
             return spec.hidden_from(caller);
         }
         let mut first_hidden = None;
         for tool in self
             .registry
             .iter()
-            .filter(|t| t.effect.needs_confirmation())
+            .filter(|t| t.effect().needs_confirmation())
         {
             match tool.hidden_from(caller) {
                 None => return None,
@@ -361,7 +361,7 @@ pub(crate) fn log_call(
             .get("arguments")
             .cloned()
             .unwrap_or(Value::Null);
-        crate::canonical::digest(&args)
+        crate::digest(&args)
     } else {
         String::new()
     };
@@ -390,6 +390,10 @@ pub(crate) enum Interrupt {
 /// `spec`'s metadata over the server-wide defaults (the tool's own value wins).
 fn merged_metadata(config: &ServerConfig, spec: &ToolSpec) -> BTreeMap<String, Value> {
     let mut metadata = config.default_metadata.clone();
-    metadata.extend(spec.metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+    metadata.extend(
+        spec.metadata_map()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
     metadata
 }

@@ -11,14 +11,36 @@ pub const UNTRUSTED_NOTE: &str =
 
 /// Third-party text as results carry it: a product's output type holds this field type, so
 /// that its schema and its answers show the text wrapped.
+///
+/// It is made only by [`untrusted`] (cleaned and cut) and gives its text up only through
+/// [`UntrustedText::as_untrusted_str`], a call a review can find (`gatehouse-tool`'s doctests
+/// show what does not compile).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct UntrustedText {
     /// The cleaned, possibly shortened text.
-    pub untrusted_text: String,
+    untrusted_text: String,
     /// Whether it was cut.
-    pub truncated: bool,
+    truncated: bool,
     /// How to treat it.
-    pub note: &'static str,
+    note: &'static str,
+}
+
+impl UntrustedText {
+    /// The text itself, for code that must handle it as text (a search, a page that escapes
+    /// it): never to be placed where a model reads it as instructions.
+    pub fn as_untrusted_str(&self) -> &str {
+        &self.untrusted_text
+    }
+
+    /// Whether it was cut to its length.
+    pub fn truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// The note it carries.
+    pub fn note(&self) -> &'static str {
+        self.note
+    }
 }
 
 fn invisible(c: char) -> bool {
@@ -78,9 +100,9 @@ mod tests {
     #[test]
     fn strips_invisible_and_control_characters_and_truncates() {
         let t = untrusted("Hi\u{202E}gnp.exe\u{200B}\u{E0041}\u{0007}\nbye", 100);
-        assert_eq!(t.untrusted_text, "Hignp.exe\nbye");
+        assert_eq!(t.as_untrusted_str(), "Hignp.exe\nbye");
         assert!(!t.truncated);
         let long = untrusted(&"x".repeat(50), 10);
-        assert!(long.truncated && long.untrusted_text.chars().count() == 11);
+        assert!(long.truncated() && long.as_untrusted_str().chars().count() == 11);
     }
 }

@@ -72,9 +72,9 @@ pub(crate) fn message_body(text: &str) -> Untrusted {
 impl From<&UntrustedText> for Untrusted {
     fn from(t: &UntrustedText) -> Self {
         Untrusted {
-            untrusted_text: t.untrusted_text.clone(),
-            truncated: t.truncated,
-            note: t.note.to_owned(),
+            untrusted_text: t.as_untrusted_str().to_owned(),
+            truncated: t.truncated(),
+            note: t.note().to_owned(),
         }
     }
 }

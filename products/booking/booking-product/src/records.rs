@@ -131,7 +131,10 @@ fn customer(c: &booking::Customer) -> Record {
         .with("email", c.email.as_str())
         .with_some("phone", c.phone.clone())
         .with_some("address", c.address.clone())
-        .with_some("notes", c.notes.as_ref().map(|n| n.untrusted_text.clone()))
+        .with_some(
+            "notes",
+            c.notes.as_ref().map(|n| n.as_untrusted_str().to_owned()),
+        )
 }
 
 fn technician(t: &booking::Technician) -> Record {

@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 
 use super::{Call, Stage};
 
+use crate::Next;
+use crate::Parsed;
 use crate::confirm::{Approver, Phase};
-use crate::context::log_rank;
-use crate::decorators::Next;
-use crate::registry::Parsed;
+use crate::log_rank;
 use crate::{CallError, ErrorKind, ToolContext, ToolError, ToolResult, gates};
 
 /// How admission waits, and how often, for a slot whose release is on its way from another
@@ -31,7 +31,7 @@ pub(crate) struct Ran {
     /// then nothing the call planned is committed.
     pub(crate) body_ran: bool,
     /// The writes the body planned.
-    pub(crate) writes: crate::writes::WriteSet,
+    pub(crate) writes: crate::WriteSet,
     /// The body asked the client for input (an `input_required` result, not yet sealed).
     pub(crate) input_required: Option<Value>,
     /// The body ran past its deadline and was dropped.
@@ -67,15 +67,15 @@ impl<'a> Call<'a> {
         // action `confirm_action` executes is admitted once for both: the confirmation's
         // write bucket, the action's class and the slot, in one transaction. One a person
         // approves on the product's page takes no slot of the connection.
-        let lease = Some(i64::try_from(spec.deadline.as_secs()).unwrap_or(60) + 5);
+        let lease = Some(i64::try_from(spec.time_limit().as_secs()).unwrap_or(60) + 5);
         let (lease_seconds, also_write) = match &self.phase {
             Phase::Call => (lease, false),
             Phase::Confirm(_, Approver::Client) => (lease, true),
             Phase::Confirm(..) => (None, false),
         };
         let ask = gates::Ask {
-            class: spec.effect,
-            expensive: spec.expensive,
+            class: spec.effect(),
+            expensive: spec.is_expensive(),
             request_id: &self.exec.request_id,
             lease_seconds,
             also_write,
@@ -150,7 +150,7 @@ impl<'a> Call<'a> {
                         ));
                     };
                     body_ran.store(true, Ordering::SeqCst);
-                    let outcome = AssertUnwindSafe(spec.runner.run(ctx, input))
+                    let outcome = AssertUnwindSafe(spec.runner().run(ctx, input))
                         .catch_unwind()
                         .await;
                     let asked = |ir| {
@@ -162,12 +162,12 @@ impl<'a> Call<'a> {
                 })
             };
             let next = Next {
-                rest: &spec.interceptors,
+                rest: spec.interceptors(),
                 ctx: &exec,
                 innermost: &innermost,
             };
             let guarded = AssertUnwindSafe(next.run()).catch_unwind();
-            let timer = server.sleep(spec.deadline);
+            let timer = server.sleep(spec.time_limit());
             let ran = store::read_ahead::scope(
                 Arc::new(ahead),
                 futures_util::future::select(guarded, timer),
@@ -248,7 +248,7 @@ async fn translate(
     asked: impl FnOnce(Value),
 ) -> ToolResult {
     match outcome {
-        Ok(Ok(success)) => match crate::outcome::shape_success(&success, warnings) {
+        Ok(Ok(success)) => match crate::shape_success(&success, warnings) {
             Ok(structured) => ToolResult::success(structured),
             Err(e) => ToolResult::error(&super::internal_error(exec, &e.to_string())),
         },
@@ -265,7 +265,7 @@ async fn translate(
             ToolResult::success(json!({}))
         }
         Ok(Err(CallError::Other(error))) => {
-            for handler in &spec.handlers {
+            for handler in spec.handlers() {
                 if let Some(translated) = handler.catch(error.as_ref(), exec).await {
                     return ToolResult::error(&translated);
                 }
@@ -293,13 +293,13 @@ fn deadline_error(spec: &crate::ToolSpec) -> ToolError {
         ErrorKind::Internal,
         format!(
             "{} took longer than its deadline of {} seconds; nothing was done",
-            spec.name,
-            spec.deadline.as_secs()
+            spec.name(),
+            spec.time_limit().as_secs()
         ),
         "Try again later, or narrow the request",
     )
     .detail("retry_after_seconds", 30)
-    .detail("deadline_seconds", spec.deadline.as_secs())
+    .detail("deadline_seconds", spec.time_limit().as_secs())
 }
 
 /// An admission not yet answered. When the call is dropped before the answer (its client went

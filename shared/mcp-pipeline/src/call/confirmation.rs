@@ -13,11 +13,11 @@ use serde_json::{Map, Value, json};
 
 use super::finish::Audited;
 use super::{Call, CallPlan, Exit, Stage};
+use crate::WriteSet;
 use crate::confirm::{self, Approver, ConfirmInput, Phase, RejectInput};
 use crate::gates::Committed;
-use crate::registry::{Builtin, Parsed};
 use crate::server::{Interrupt, Server};
-use crate::writes::WriteSet;
+use crate::{Builtin, Parsed};
 use crate::{Caller, ErrorKind, Request, ToolError, ToolResult};
 
 impl Call<'_> {
@@ -144,9 +144,9 @@ impl Call<'_> {
         let spec = self.server.registry().get(&pending.tool)?;
         let by_mode = self
             .caller()
-            .is_some_and(|c| c.product_approval.requires(spec.effect));
+            .is_some_and(|c| c.product_approval.requires(spec.effect()));
         let url = self.server.approval_url(&pending.token);
-        let why = if spec.approval_in_product {
+        let why = if spec.approves_in_product() {
             "This action moves money or binds the company, so it is approved only in the product, by a person with the right"
         } else if by_mode || pending.in_product {
             "This workspace approves this kind of action only in the product, by a person with the right; the client cannot confirm it"
@@ -257,7 +257,7 @@ impl Server {
     fn pending_view(&self, token: &str, item: &store::Item) -> Option<PendingView> {
         let p = confirm::read_pending(token, item)?;
         let spec = self.registry().get(&p.tool);
-        let approval_in_product = p.in_product || spec.is_some_and(|t| t.approval_in_product);
+        let approval_in_product = p.in_product || spec.is_some_and(|t| t.approves_in_product());
         let expires_at = store::rows::expiry(item);
         Some(PendingView {
             token: p.token,

@@ -9,8 +9,8 @@ use super::{Call, Exit, Stage};
 use crate::confirm::{self, Approver, Pending, Phase};
 use crate::gates::{self, Committed, ReplayRecord};
 use crate::server::Interrupt;
-use crate::writes::{Planned, WriteSet};
 use crate::{Caller, EffectClass, ErrorKind, ToolError, ToolResult};
+use crate::{PlannedWrite as Planned, WriteSet};
 
 impl Call<'_> {
     /// 8. A request for input is sealed and returned; a failure, or an answer the
@@ -33,7 +33,7 @@ impl Call<'_> {
             return Ok(ran.result);
         }
         let g = &self.server.config().gates;
-        match self.plan.spec.effect {
+        match self.plan.spec.effect() {
             EffectClass::Read if ran.writes.ops.is_empty() => Ok(ran.result),
             EffectClass::Read => Err(self.internal_error("a read tool planned writes").into()),
             EffectClass::SilentWrite => self.commit_write(g, ran).await,
@@ -57,7 +57,7 @@ impl Call<'_> {
             &config.state_key,
             state,
             &self.principal(),
-            self.plan.spec.name,
+            self.plan.spec.name(),
             &self.plan.digest,
             self.now,
             config.state_ttl_seconds,
@@ -77,7 +77,7 @@ impl Call<'_> {
         let approval = audit.approval.map(Approver::label);
         let call = gates::CommitContext {
             caller: self.caller(),
-            tool: audit.tool.unwrap_or(self.plan.spec.name),
+            tool: audit.tool.unwrap_or(self.plan.spec.name()),
             ids: &ids,
             request_id: &self.exec.request_id,
             outcome: audit.outcome,
@@ -232,14 +232,14 @@ impl Call<'_> {
         let pending = Pending {
             token,
             connection: caller.connection.clone(),
-            tool: self.plan.spec.name.to_owned(),
+            tool: self.plan.spec.name().to_owned(),
             args: self.plan.args.clone().unwrap_or_default(),
-            content_hash: crate::canonical::digest(&content),
+            content_hash: crate::digest(&content),
             content: content.clone(),
             summary,
             status: "pending".into(),
-            in_product: self.plan.spec.approval_in_product
-                || caller.product_approval.requires(self.plan.spec.effect),
+            in_product: self.plan.spec.approves_in_product()
+                || caller.product_approval.requires(self.plan.spec.effect()),
             elicited: false,
             prepared_at: self.now_micros,
             marked: true,
@@ -388,7 +388,7 @@ impl Call<'_> {
             caller.tenant.clone(),
             confirm::consumption(caller, &old.token, "used"),
         );
-        if self.plan.spec.effect == EffectClass::Notify {
+        if self.plan.spec.effect() == EffectClass::Notify {
             let sent_to = (&writes.ids[..], &writes.recipients[..]);
             let buckets = gates::object_buckets(g, &tenant, sent_to, self.now);
             writes.ops.extend(buckets);

@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::Call;
-use crate::outcome::Choice;
+use crate::Choice;
 use crate::{ErrorKind, ToolError};
 
 /// At most this many enum values are offered as choices.
@@ -41,7 +41,7 @@ impl Call<'_> {
         let args = self.arguments();
         self.plan
             .spec
-            .handle_fields
+            .handle_fields()
             .iter()
             .find_map(|(field, noun)| {
                 let handle = args.get(field)?.as_str()?;
@@ -156,7 +156,7 @@ impl Call<'_> {
     /// as its own digits in text, which is what was written.
     fn numbers_as_text(&self, field: &str) -> Option<Value> {
         let mut value = self.arguments().get(field)?.clone();
-        let root = &self.plan.spec.input_schema;
+        let root = &self.plan.spec.input_schema();
         let changed = numbers_to_text(root, self.property(field)?, &mut value);
         changed.then_some(value)
     }
@@ -169,19 +169,19 @@ impl Call<'_> {
     fn noun_of(&self, field: &str) -> Option<String> {
         self.plan
             .spec
-            .handle_fields
+            .handle_fields()
             .iter()
             .find(|(f, _)| f == field)
             .map(|(_, noun)| noun.clone())
     }
 
     fn property(&self, field: &str) -> Option<&Value> {
-        self.plan.spec.input_schema.get("properties")?.get(field)
+        self.plan.spec.input_schema().get("properties")?.get(field)
     }
 
     /// The enum values `field` takes (through `$ref` and `anyOf`).
     fn enum_values(&self, field: &str) -> Vec<String> {
-        let root = &self.plan.spec.input_schema;
+        let root = &self.plan.spec.input_schema();
         let Some(property) = self.property(field) else {
             return Vec::new();
         };
@@ -192,7 +192,7 @@ impl Call<'_> {
 }
 
 fn collect_enum(root: &Value, schema: &Value, values: &mut Vec<String>) {
-    let schema = crate::schema::resolve(root, schema);
+    let schema = crate::resolve(root, schema);
     if let Some(Value::Array(list)) = schema.get("enum") {
         values.extend(list.iter().filter_map(Value::as_str).map(str::to_owned));
     }
@@ -214,7 +214,7 @@ fn collect_enum(root: &Value, schema: &Value, values: &mut Vec<String>) {
 
 /// Turns numbers where `schema` wants text into their digits; whether any was.
 fn numbers_to_text(root: &Value, schema: &Value, value: &mut Value) -> bool {
-    let schema = crate::schema::resolve(root, schema);
+    let schema = crate::resolve(root, schema);
     for key in ["anyOf", "oneOf"] {
         if let Some(Value::Array(options)) = schema.get(key) {
             return options.iter().any(|o| numbers_to_text(root, o, value));

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::Call;
 use crate::ToolResult;
-use crate::outcome::{Choice, Unwritten};
+use crate::{Choice, Unwritten};
 
 impl Call<'_> {
     /// Writes out an error's calls given as changes to this call: `retry_with` as the
@@ -32,7 +32,7 @@ impl Call<'_> {
                     v => args.insert(field.clone(), v.clone()),
                 };
             }
-            format!("{} {}", self.plan.spec.name, Value::Object(args))
+            format!("{} {}", self.plan.spec.name(), Value::Object(args))
         };
         let Value::Object(obj) = &mut result.structured else {
             return;

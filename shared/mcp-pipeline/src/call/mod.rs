@@ -20,8 +20,8 @@ pub use confirmation::{Approvals, PendingView};
 
 use crate::confirm::Phase;
 use crate::gates;
-use crate::registry::{Builtin, Parsed};
 use crate::server::{Interrupt, Server};
+use crate::{Builtin, Parsed};
 use crate::{Caller, ErrorKind, ExecutionContext, Notifications, Request, ToolError, ToolResult};
 
 /// How a call ends before its last stage.
@@ -119,7 +119,7 @@ impl<'a> Call<'a> {
         self.request_state.clone_from(&state);
         self.run_guards().await?;
         self.check_replay_and_brake().await?;
-        match self.plan.spec.builtin {
+        match self.plan.spec.builtin_step() {
             // The action a confirmation executes is admitted with it (`run_body`'s admission).
             Some(step @ Builtin::Confirm) => self.run_builtin(step, input).await,
             Some(step @ Builtin::Reject) => {
@@ -144,7 +144,7 @@ impl<'a> Call<'a> {
             return Ok(());
         };
         match self.server.hidden_from(&self.plan.spec, caller) {
-            Some(hidden) => Err(hidden_error(self.plan.spec.name, &hidden).into()),
+            Some(hidden) => Err(hidden_error(self.plan.spec.name(), &hidden).into()),
             None => Ok(()),
         }
     }
@@ -155,7 +155,7 @@ impl<'a> Call<'a> {
         let args = self.plan.args.clone()?;
         // Not shared yet: the body has not started, so this changes it in place.
         Arc::make_mut(&mut self.exec).arguments = args.clone();
-        Ok(self.plan.spec.runner.parse(Value::Object(args))?)
+        Ok(self.plan.spec.runner().parse(Value::Object(args))?)
     }
 
     /// 3. A retried multi round-trip call: the echoed state must be ours, for this caller,
@@ -172,7 +172,7 @@ impl<'a> Call<'a> {
                 &self.server.config().state_key,
                 presented,
                 &self.principal(),
-                self.plan.spec.name,
+                self.plan.spec.name(),
                 &self.plan.digest,
                 self.now,
             )
@@ -185,7 +185,7 @@ impl<'a> Call<'a> {
     /// 4. Guards, in order; the first refusal wins and nothing else runs. A guard that
     ///    panics ends the call like a body that panics.
     async fn run_guards(&self) -> Stage<()> {
-        for guard in &self.plan.spec.guards {
+        for guard in self.plan.spec.guards() {
             let checked = AssertUnwindSafe(guard.check(&self.exec))
                 .catch_unwind()
                 .await;
@@ -238,7 +238,7 @@ impl<'a> Call<'a> {
         let braked = brake.braked();
         self.brake = Some(brake);
         if braked {
-            return Err(gates::brake_error(self.plan.spec.name).into());
+            return Err(gates::brake_error(self.plan.spec.name()).into());
         }
         Ok(())
     }
@@ -303,7 +303,7 @@ fn execution_context(
 ) -> ExecutionContext {
     let msg = &req.message;
     ExecutionContext {
-        tool_name: plan.spec.name.to_owned(),
+        tool_name: plan.spec.name().to_owned(),
         request_id: req
             .request_id
             .clone()

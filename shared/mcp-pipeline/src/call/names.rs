@@ -22,18 +22,18 @@ impl Call<'_> {
         };
         let mut args = args.clone();
         let mut coerced = Vec::new();
-        for (field, noun) in &self.plan.spec.handle_fields {
+        for (field, noun) in self.plan.spec.handle_fields() {
             let Some(name) = args.get(field).and_then(Value::as_str).map(str::to_owned) else {
                 continue;
             };
-            if crate::names::looks_like_handle(&name) {
+            if crate::looks_like_handle(&name) {
                 continue;
             }
             let Some(found) = resolver.exactly_named(caller, noun, name.trim()).await? else {
                 continue;
             };
             let (handle, warning) =
-                crate::names::resolved(resolver.as_ref(), (field, noun, name.trim()), found)?;
+                crate::resolved(resolver.as_ref(), (field, noun, name.trim()), found)?;
             args.insert(field.clone(), Value::String(handle));
             coerced.push(warning);
         }

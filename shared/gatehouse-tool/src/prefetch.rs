@@ -4,7 +4,7 @@
 //! `tools/call`) its loop-brake item, its replay record and, for a confirmation, the pending
 //! action. Read one after the other that is three or four round trips before the tool runs.
 //! A credential that names its tenant and connection ([`Claim`]) lets the transport ask the
-//! server which gate items the call will read ([`crate::Server::prefetch_keys`]) and lets the
+//! server which gate items the call will read (`mcp_pipeline::Server::prefetch_keys`) and lets the
 //! authenticator fetch them all in one batch. The authenticator hands over the items only
 //! once the credential proved the claim ([`Prefetched`]); the pipeline looks each item up by
 //! the key it computes from the *authenticated* caller, so an item read for another
@@ -35,12 +35,14 @@ impl Prefetched {
     }
 
     /// The items at `keys`, if every one of them was read ahead.
-    pub(crate) fn all(&self, keys: &[Key]) -> Option<Vec<Option<Item>>> {
+    #[doc(hidden)]
+    pub fn all(&self, keys: &[Key]) -> Option<Vec<Option<Item>>> {
         keys.iter().map(|k| self.0.get(k).cloned()).collect()
     }
 
     /// The item at `key`, if it was read ahead.
-    pub(crate) fn one(&self, key: &Key) -> Option<Option<Item>> {
+    #[doc(hidden)]
+    pub fn one(&self, key: &Key) -> Option<Option<Item>> {
         self.0.get(key).cloned()
     }
 }
@@ -75,7 +77,7 @@ impl std::fmt::Debug for ReadAhead {
 }
 
 /// At most this many records are read ahead for one call.
-pub(crate) const MAX_READ_AHEAD: usize = 4;
+pub const MAX_READ_AHEAD: usize = 4;
 
 impl ReadAhead {
     /// For a product whose arguments name no records: nothing is read ahead.
@@ -84,14 +86,16 @@ impl ReadAhead {
     }
 
     /// The key of the record `text` is a handle of, in `tenant` (`None`: not a handle).
-    pub(crate) fn key(&self, tenant: &str, text: &str) -> Option<Key> {
+    #[doc(hidden)]
+    pub fn key(&self, tenant: &str, text: &str) -> Option<Key> {
         (self.0)(tenant, text)
     }
 
     /// The handles among `args`' top-level text values, each once, at most
     /// [`MAX_READ_AHEAD`]. Whether a text is a handle does not depend on the tenant, so the
     /// handles are found once per call, before the caller is known.
-    pub(crate) fn handles(&self, args: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {
+    #[doc(hidden)]
+    pub fn handles(&self, args: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for text in args.values().filter_map(serde_json::Value::as_str) {
             if out.len() == MAX_READ_AHEAD {

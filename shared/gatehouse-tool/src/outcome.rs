@@ -257,17 +257,21 @@ pub struct ToolResult {
     /// Extra content blocks after the text (images, links).
     pub extra_content: Vec<Value>,
     /// An error's calls still to be written out from the failed call (see
-    /// [`ToolError::retry_with`] and [`ToolError::options`]).
-    pub(crate) unwritten: Option<Box<Unwritten>>,
+    /// [`ToolError::retry_with`] and its options).
+    #[doc(hidden)]
+    pub unwritten: Option<Box<Unwritten>>,
     /// The error this result was made from, until the pipeline has given it its way on.
-    pub(crate) source: Option<Box<ToolError>>,
+    #[doc(hidden)]
+    pub source: Option<Box<ToolError>>,
 }
 
 /// An error's calls given as changes to the failed call.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Unwritten {
-    pub(crate) retry_with: Option<Map<String, Value>>,
-    pub(crate) options: Vec<Choice>,
+pub struct Unwritten {
+    /// The arguments to change for the one call that would succeed.
+    pub retry_with: Option<Map<String, Value>>,
+    /// The calls the model may choose between.
+    pub options: Vec<Choice>,
 }
 
 impl ToolResult {

@@ -28,7 +28,8 @@ pub struct ExecutionContext {
     /// When the call started, in Unix seconds, from the server's clock: the time every rule
     /// of the call uses, so that tests can set it.
     pub now: i64,
-    pub(crate) metadata: Arc<BTreeMap<String, Value>>,
+    #[doc(hidden)]
+    pub metadata: Arc<BTreeMap<String, Value>>,
 }
 
 impl ExecutionContext {
@@ -74,7 +75,7 @@ impl Notifications {
 
 /// The levels a request may ask log messages at (RFC 5424's, as MCP names them), least
 /// severe first.
-pub(crate) const LOG_LEVELS: [&str; 8] = [
+pub const LOG_LEVELS: [&str; 8] = [
     "debug",
     "info",
     "notice",
@@ -96,10 +97,14 @@ pub struct ToolContext {
     pub request_state: Option<String>,
     /// The writes this call plans; the pipeline commits them if the call succeeds.
     pub writes: crate::Writes,
-    pub(crate) progress_token: Option<Value>,
-    pub(crate) log_level: Option<usize>,
-    pub(crate) progress_sent: Arc<Mutex<f64>>,
-    pub(crate) notifications: Notifications,
+    #[doc(hidden)]
+    pub progress_token: Option<Value>,
+    #[doc(hidden)]
+    pub log_level: Option<usize>,
+    #[doc(hidden)]
+    pub progress_sent: Arc<Mutex<f64>>,
+    #[doc(hidden)]
+    pub notifications: Notifications,
 }
 
 impl ToolContext {
@@ -143,6 +148,7 @@ impl ToolContext {
     }
 }
 
-pub(crate) fn log_rank(level: &str) -> Option<usize> {
+/// The rank of an MCP log level (`debug` lowest), or `None` for a name MCP does not define.
+pub fn log_rank(level: &str) -> Option<usize> {
     LOG_LEVELS.iter().position(|l| *l == level)
 }

@@ -38,10 +38,14 @@ pub enum RegistryError {
     Product(String),
 }
 
-pub(crate) type Parsed = Box<dyn Any + Send>;
+/// A tool's arguments parsed into its input type, before its body runs.
+pub type Parsed = Box<dyn Any + Send>;
 
-pub(crate) trait Runner: Send + Sync {
+/// A registered tool with its input type erased, as the pipeline calls it.
+pub trait Runner: Send + Sync {
+    /// Parses the arguments into the tool's input type.
     fn parse(&self, args: Value) -> Result<Parsed, ToolError>;
+    /// Runs the tool's body on parsed arguments.
     fn run(
         &self,
         ctx: ToolContext,
@@ -124,7 +128,7 @@ pub struct ToolSpec {
 
 /// The confirmation tools' steps, run by the pipeline after every gate like any tool's body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Builtin {
+pub enum Builtin {
     /// Execute a pending action.
     Confirm,
     /// Discard a pending action.
@@ -273,10 +277,7 @@ impl ToolSpec {
                 .map(|o| o.entry("properties").or_insert_with(|| json!({})))
             && let Some(props) = props.as_object_mut()
         {
-            props.insert(
-                crate::gates::IDEMPOTENCY_KEY.into(),
-                crate::gates::idempotency_property(),
-            );
+            props.insert(IDEMPOTENCY_KEY.into(), idempotency_property());
         }
         let mut output_schema = output_schema(schema_value::<T::Output>()).unwrap_or(Value::Null);
         if T::EFFECT.needs_confirmation() {
@@ -309,14 +310,15 @@ impl ToolSpec {
 
     /// A confirmation tool: spends the write bucket, has no replay record of its own (the
     /// action it executes commits once, guarded by the pending action's status).
-    pub(crate) fn builtin<T: Tool>(tool: T, step: Builtin) -> Self {
+    #[doc(hidden)]
+    pub fn builtin<T: Tool>(tool: T, step: Builtin) -> Self {
         let mut spec = ToolSpec::new(tool);
         if let Some(props) = spec
             .input_schema
             .get_mut("properties")
             .and_then(Value::as_object_mut)
         {
-            props.remove(crate::gates::IDEMPOTENCY_KEY);
+            props.remove(IDEMPOTENCY_KEY);
         }
         spec.builtin = Some(step);
         spec
@@ -472,6 +474,59 @@ pub const DEFAULT_DEADLINE: std::time::Duration = std::time::Duration::from_secs
 /// Longest tool name by the naming rule.
 pub const MAX_NAME_LEN: usize = 40;
 
+/// What the pipeline reads of a registered tool. Read-only: a spec's class, schema and
+/// decorators are fixed when it is built.
+#[doc(hidden)]
+impl ToolSpec {
+    pub fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+
+    pub fn runner(&self) -> &Arc<dyn Runner> {
+        &self.runner
+    }
+
+    pub fn guards(&self) -> &[Arc<dyn Guard>] {
+        &self.guards
+    }
+
+    pub fn interceptors(&self) -> &[Arc<dyn Interceptor>] {
+        &self.interceptors
+    }
+
+    pub fn handlers(&self) -> &[Arc<dyn ExceptionHandler>] {
+        &self.handlers
+    }
+
+    pub fn metadata_map(&self) -> &BTreeMap<String, Value> {
+        &self.metadata
+    }
+
+    pub fn synonyms(&self) -> &[Synonym] {
+        &self.synonyms
+    }
+
+    pub fn approves_in_product(&self) -> bool {
+        self.approval_in_product
+    }
+
+    pub fn is_expensive(&self) -> bool {
+        self.expensive
+    }
+
+    pub fn time_limit(&self) -> std::time::Duration {
+        self.deadline
+    }
+
+    pub fn handle_fields(&self) -> &[(String, String)] {
+        &self.handle_fields
+    }
+
+    pub fn builtin_step(&self) -> Option<Builtin> {
+        self.builtin
+    }
+}
+
 fn valid_name(name: &str, max_len: usize) -> bool {
     let parts: Vec<&str> = name.split('_').collect();
     (3..=max_len).contains(&name.len())
@@ -548,4 +603,16 @@ impl Registry {
     pub fn iter(&self) -> impl Iterator<Item = &Arc<ToolSpec>> {
         self.tools.iter()
     }
+}
+
+/// The argument every silent write accepts for client-chosen idempotency.
+pub const IDEMPOTENCY_KEY: &str = "idempotency_key";
+
+/// The schema of [`IDEMPOTENCY_KEY`].
+fn idempotency_property() -> Value {
+    json!({
+        "type": "string",
+        "maxLength": 128,
+        "description": "Optional. A key of your choice for this change; repeating the call with the same key and arguments returns the first result instead of writing again."
+    })
 }

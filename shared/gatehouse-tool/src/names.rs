@@ -48,7 +48,7 @@ pub const MAX_CANDIDATES: usize = 5;
 
 /// Whether `text` is in a handle's form (`cus_...`, a console link, or a bare 20-character id)
 /// rather than a name.
-pub(crate) fn looks_like_handle(text: &str) -> bool {
+pub fn looks_like_handle(text: &str) -> bool {
     let text = text.trim();
     if text.contains("://") {
         return true;
@@ -64,7 +64,7 @@ pub(crate) fn looks_like_handle(text: &str) -> bool {
 }
 
 /// What a name resolved to, for one argument.
-pub(crate) fn resolved(
+pub fn resolved(
     resolver: &dyn NameResolver,
     (field, noun, name): (&str, &str, &str),
     found: Vec<Named>,

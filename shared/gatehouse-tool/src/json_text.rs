@@ -52,14 +52,14 @@ fn write_object(out: &mut String, fields: &Map<String, Value>) {
 }
 
 /// `fields` as compact JSON text, without building a `Value` around them.
-pub(crate) fn object_text(fields: &Map<String, Value>) -> String {
+pub fn object_text(fields: &Map<String, Value>) -> String {
     let mut out = String::new();
     write_object(&mut out, fields);
     out
 }
 
 /// `value` as compact JSON text.
-pub(crate) fn to_text(value: &Value) -> String {
+pub fn to_text(value: &Value) -> String {
     let mut out = String::new();
     write_value(&mut out, value);
     out

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 /// The schema `schema` stands for in `root`: `$ref`s to `#/$defs/...` followed (at most eight,
 /// so a cycle ends).
-pub(crate) fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
+pub fn resolve<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
     let mut current = schema;
     for _ in 0..8 {
         let Some(reference) = current.get("$ref").and_then(Value::as_str) else {

@@ -41,9 +41,12 @@ pub trait Guard: Send + Sync + 'static {
 
 /// The rest of the chain, for an interceptor to run.
 pub struct Next<'a> {
-    pub(crate) rest: &'a [Arc<dyn Interceptor>],
-    pub(crate) ctx: &'a ExecutionContext,
-    pub(crate) innermost: &'a (dyn Fn() -> BoxFuture<'a, ToolResult> + Send + Sync),
+    #[doc(hidden)]
+    pub rest: &'a [Arc<dyn Interceptor>],
+    #[doc(hidden)]
+    pub ctx: &'a ExecutionContext,
+    #[doc(hidden)]
+    pub innermost: &'a (dyn Fn() -> BoxFuture<'a, ToolResult> + Send + Sync),
 }
 
 impl std::fmt::Debug for Next<'_> {

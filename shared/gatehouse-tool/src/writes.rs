@@ -15,14 +15,16 @@ use crate::ToolError;
 type Explain = Box<dyn Fn(Option<&Item>) -> ToolError + Send + Sync>;
 
 /// One planned operation and what to tell the model if its condition fails at commit.
-pub(crate) struct Planned {
-    pub(crate) op: TransactOp,
-    pub(crate) on_conflict: Option<Explain>,
+pub struct Planned {
+    /// The write.
+    pub op: TransactOp,
+    /// What to tell the model when its condition fails at commit.
+    pub on_conflict: Option<Explain>,
 }
 
 impl Planned {
     /// An operation whose failure needs no explanation of its own.
-    pub(crate) fn new(op: impl Into<TransactOp>) -> Self {
+    pub fn new(op: impl Into<TransactOp>) -> Self {
         Planned {
             op: op.into(),
             on_conflict: None,
@@ -30,20 +32,44 @@ impl Planned {
     }
 }
 
+/// Everything a call planned: its writes, the ids it made, its messages' recipients and its
+/// preview.
 #[derive(Default)]
-pub(crate) struct WriteSet {
-    pub(crate) ops: Vec<Planned>,
-    pub(crate) ids: Vec<String>,
+pub struct WriteSet {
+    /// The writes, in the order the body planned them.
+    pub ops: Vec<Planned>,
+    /// The ids of the records the call made or changed (for the audit row).
+    pub ids: Vec<String>,
     /// Who the call's messages go to, one entry per message (counted per recipient, ADR 45).
-    pub(crate) recipients: Vec<String>,
+    pub recipients: Vec<String>,
     /// For two-step tools: the server-written summary and the content that will go out.
-    pub(crate) preview: Option<(String, serde_json::Value)>,
+    pub preview: Option<(String, serde_json::Value)>,
+}
+
+impl std::fmt::Debug for Planned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Planned")
+            .field("op", &self.op)
+            .field("explained", &self.on_conflict.is_some())
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for WriteSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteSet")
+            .field("ops", &self.ops)
+            .field("ids", &self.ids)
+            .field("recipients", &self.recipients.len())
+            .field("preview", &self.preview.is_some())
+            .finish()
+    }
 }
 
 /// The writes of one call.
 impl WriteSet {
     /// A set of one operation.
-    pub(crate) fn of(op: impl Into<TransactOp>) -> Self {
+    pub fn of(op: impl Into<TransactOp>) -> Self {
         WriteSet {
             ops: vec![Planned::new(op)],
             ..WriteSet::default()
@@ -51,9 +77,11 @@ impl WriteSet {
     }
 }
 
+/// Where a tool's body plans its writes: the server commits them after the body returns,
+/// with its own gate items, in one transaction (the body never writes itself).
 #[derive(Clone, Default)]
 pub struct Writes {
-    pub(crate) inner: Arc<Mutex<WriteSet>>,
+    inner: Arc<Mutex<WriteSet>>,
 }
 
 impl std::fmt::Debug for Writes {
@@ -143,7 +171,8 @@ impl Writes {
         self.lock().ops.is_empty()
     }
 
-    pub(crate) fn take(&self) -> WriteSet {
+    #[doc(hidden)]
+    pub fn take(&self) -> WriteSet {
         std::mem::take(&mut *self.lock())
     }
 }
