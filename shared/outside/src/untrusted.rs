@@ -11,10 +11,6 @@ pub const UNTRUSTED_NOTE: &str =
 
 /// Third-party text as results carry it: a product's output type holds this field type, so
 /// that its schema and its answers show the text wrapped.
-///
-/// It is made only by [`untrusted`] (cleaned and cut) and gives its text up only through
-/// [`UntrustedText::as_untrusted_str`], a call a review can find (`gatehouse-tool`'s doctests
-/// show what does not compile).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct UntrustedText {
     /// The cleaned, possibly shortened text.
@@ -25,6 +21,9 @@ pub struct UntrustedText {
     note: &'static str,
 }
 
+// Made only by [`untrusted`] (cleaned and cut); its text is given up only through
+// `as_untrusted_str`, a call a review can find (`gatehouse-tool`'s doctests show what does not
+// compile). The struct's own doc comment is its schema's description, which models read.
 impl UntrustedText {
     /// The text itself, for code that must handle it as text (a search, a page that escapes
     /// it): never to be placed where a model reads it as instructions.
