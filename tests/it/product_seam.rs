@@ -131,3 +131,46 @@ async fn a_workspace_without_its_products_settings_is_refused_by_flag() {
     let listed = run_binary(&gatehouse, &["tenant", "list"], &data).1;
     assert_eq!(listed, "acme\tAcme\n");
 }
+
+/// `gatehouse new` writes a product only into a new or empty folder, under a name it can be
+/// built with; otherwise it says why and writes nothing. (`tests/run` builds what it writes and
+/// runs its tests.)
+#[test]
+fn the_scaffold_refuses_an_occupied_folder_and_a_bad_name() {
+    let gatehouse = binary("gatehouse");
+    let dir = tempfile::tempdir().unwrap();
+    let occupied = dir.path().join("occupied");
+    std::fs::create_dir_all(&occupied).unwrap();
+    std::fs::write(occupied.join("mine.txt"), "keep me").unwrap();
+    let new = |folder: &std::path::Path, name: &str| {
+        std::process::Command::new(&gatehouse)
+            .arg("new")
+            .arg(folder)
+            .args(["--name", name])
+            .output()
+            .unwrap()
+    };
+    let refused = new(&occupied, "acme-notes");
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("is not empty"));
+    assert_eq!(
+        std::fs::read_dir(&occupied).unwrap().count(),
+        1,
+        "nothing written"
+    );
+    let fresh = dir.path().join("fresh");
+    let badly_named = new(&fresh, "Acme_Notes");
+    assert!(!badly_named.status.success());
+    assert!(String::from_utf8_lossy(&badly_named.stderr).contains("lower-case letters"));
+    assert!(!fresh.exists(), "nothing written");
+    let written = new(&fresh, "acme-notes");
+    assert!(
+        written.status.success(),
+        "{}",
+        String::from_utf8_lossy(&written.stderr)
+    );
+    let lib = std::fs::read_to_string(fresh.join("src/lib.rs")).unwrap();
+    assert!(lib.contains("impl Product for AcmeNotes"));
+    let manifest = std::fs::read_to_string(fresh.join("Cargo.toml")).unwrap();
+    assert!(!manifest.contains("{{"), "every placeholder filled");
+}

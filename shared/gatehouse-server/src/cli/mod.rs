@@ -12,6 +12,7 @@ mod deliveries;
 mod demo;
 mod dynamo;
 mod expiry;
+mod scaffold;
 mod shutdown;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -126,6 +127,19 @@ enum Command {
         /// Folder for core.json, standard.json and full.json; without it, print them.
         #[arg(long)]
         out: Option<PathBuf>,
+    },
+    /// Writes a new product crate behind gatehouse into DIR: one tool of each effect class,
+    /// its tests and its binary.
+    New {
+        /// The folder to write (new, or empty).
+        dir: PathBuf,
+        /// The product's name: lower-case letters, digits and hyphens (e.g. acme-notes).
+        #[arg(long)]
+        name: String,
+        /// The gatehouse checkout it depends on (default: the one this program was built
+        /// from).
+        #[arg(long, value_name = "PATH")]
+        gatehouse: Option<PathBuf>,
     },
     /// Checks tools/list dumps against the tool rules (names, hints, schemas, descriptions).
     CheckManifest {
@@ -803,6 +817,11 @@ pub async fn run(product: Arc<dyn Product>) -> anyhow::Result<()> {
             core,
             self_test,
         } => check_manifest(files, manifest_options(*max_tools, *core), *self_test),
+        Command::New {
+            dir,
+            name,
+            gatehouse,
+        } => scaffold::write(dir, name, gatehouse.as_deref()),
         _ => {
             let opened = open_store(&cli.store, may_make_a_store(&cli.command)).await?;
             if let Some(tenant) = named_workspace(&cli.command) {
@@ -881,6 +900,11 @@ async fn with_store(
             core,
             self_test,
         } => check_manifest(&files, manifest_options(max_tools, core), self_test),
+        Command::New {
+            dir,
+            name,
+            gatehouse,
+        } => scaffold::write(&dir, &name, gatehouse.as_deref()),
     }
 }
 
