@@ -12,6 +12,7 @@ mod browser;
 mod claims;
 mod clock_skew;
 mod conformance_product;
+mod docs;
 mod edge;
 mod embedded_store;
 mod endpoint;
