@@ -164,3 +164,27 @@ fn no_commit_changes_held_out_scenarios_and_tool_descriptions_together() {
         );
     }
 }
+
+/// Every code an error result can carry is one its tool's output schema lists: a client that
+/// checks answers against the schema must not refuse a real error (an outage's `unavailable`
+/// was missing).
+#[tokio::test]
+async fn every_error_code_is_in_every_tools_output_schema() {
+    let listed = dump(Toolset::Full).await;
+    for tool in listed["tools"].as_array().unwrap() {
+        let branches = tool["outputSchema"]["anyOf"].as_array().unwrap();
+        let error = branches
+            .iter()
+            .find(|b| b["properties"]["error"]["const"] == true)
+            .unwrap_or_else(|| panic!("{}: no error branch", tool["name"]));
+        let codes = error["properties"]["code"]["enum"].as_array().unwrap();
+        for kind in mcp_pipeline::ErrorKind::ALL {
+            assert!(
+                codes.iter().any(|c| c == kind.code()),
+                "{}: the schema lacks {}",
+                tool["name"],
+                kind.code()
+            );
+        }
+    }
+}

@@ -56,6 +56,34 @@ pub enum ErrorKind {
     Unavailable,
 }
 
+impl ErrorKind {
+    /// Every kind, in the order error schemas list their codes.
+    pub const ALL: [ErrorKind; 8] = [
+        ErrorKind::Validation,
+        ErrorKind::Forbidden,
+        ErrorKind::NotFound,
+        ErrorKind::Conflict,
+        ErrorKind::RateLimited,
+        ErrorKind::Rejected,
+        ErrorKind::Internal,
+        ErrorKind::Unavailable,
+    ];
+
+    /// The stable code an error result carries.
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::Validation => "validation",
+            ErrorKind::Forbidden => "forbidden",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::Rejected => "rejected",
+            ErrorKind::Internal => "internal",
+            ErrorKind::Unavailable => "unavailable",
+        }
+    }
+}
+
 /// How long a caller waits before retrying a call the store could not serve.
 pub const STORE_RETRY_AFTER_SECONDS: u64 = 5;
 
@@ -193,16 +221,7 @@ impl ToolError {
     }
 
     fn kind_text(&self) -> &'static str {
-        match self.kind {
-            ErrorKind::Validation => "validation",
-            ErrorKind::Forbidden => "forbidden",
-            ErrorKind::NotFound => "not_found",
-            ErrorKind::Conflict => "conflict",
-            ErrorKind::RateLimited => "rate_limited",
-            ErrorKind::Rejected => "rejected",
-            ErrorKind::Internal => "internal",
-            ErrorKind::Unavailable => "unavailable",
-        }
+        self.kind.code()
     }
 
     /// The structured content of the error result.

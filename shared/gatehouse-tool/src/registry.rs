@@ -9,8 +9,8 @@ use serde_json::{Map, Value, json};
 
 use crate::args::Synonym;
 use crate::{
-    CallError, EffectClass, ExceptionHandler, Guard, Interceptor, Success, Tool, ToolContext,
-    ToolError,
+    CallError, EffectClass, ErrorKind, ExceptionHandler, Guard, Interceptor, Success, Tool,
+    ToolContext, ToolError,
 };
 
 /// Why a tool cannot be registered.
@@ -157,7 +157,9 @@ fn error_schema() -> Value {
         "description": "An error result: `error` is true; `code` is stable; `message` and `fix` say what went wrong; `next_call` is the call that fixes it, or `handover` says what to tell or ask the user (with `options`, the calls to choose from).",
         "properties": {
             "error": {"const": true},
-            "code": {"type": "string", "enum": ["validation", "forbidden", "not_found", "conflict", "rate_limited", "rejected", "internal"]},
+            // Every code an error result can carry, from the one list (a code missing here
+            // would make a schema-checking client refuse a real answer).
+            "code": {"type": "string", "enum": ErrorKind::ALL.map(ErrorKind::code)},
             "message": {"type": "string"},
             "fix": {"type": "string"},
             "next_call": {"type": "string", "description": "The call to make next, exactly as written."},
