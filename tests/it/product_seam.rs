@@ -174,3 +174,56 @@ fn the_scaffold_refuses_an_occupied_folder_and_a_bad_name() {
     let manifest = std::fs::read_to_string(fresh.join("Cargo.toml")).unwrap();
     assert!(!manifest.contains("{{"), "every placeholder filled");
 }
+
+/// A product API route needs the rights of the tool it names, checked by the platform before
+/// the product's handler runs: a handler that forgets the check cannot open the route to a
+/// member without them.
+#[tokio::test]
+async fn an_api_route_needs_its_tools_rights_whatever_the_product_checks() {
+    use crate::support::misdescribed::DELETED;
+    let app = built(Mistake::ApiForgetsRights).expect("a product the app accepts");
+    let workspace = crate::support::workspaces::named("acme", "Europe/Berlin");
+    let console = crate::support::workspaces::console("acme");
+    accounts::workspaces::create(&app.store, &console, &workspace, Vec::new())
+        .await
+        .unwrap();
+    let call = async |member: &str| {
+        app.directory
+            .put_member(
+                "acme",
+                member,
+                if member == "olivia" {
+                    "owner"
+                } else {
+                    "viewer"
+                },
+                true,
+            )
+            .await
+            .unwrap();
+        let token = crate::support::api_token(&app, "acme", member)
+            .await
+            .unwrap();
+        let request = http::Request::builder()
+            .method("DELETE")
+            .uri("/api/notes/not_1")
+            .header("host", "127.0.0.1:8787")
+            .header("authorization", format!("Bearer {token}"))
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .unwrap();
+        let response = app.web.handle(request).await;
+        let status = response.status().as_u16();
+        let body = app::body_bytes(response.into_body()).await;
+        (status, String::from_utf8_lossy(&body).into_owned())
+    };
+    let (status, body) = call("victor").await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains(crate::support::misdescribed::NOTES_DELETE),
+        "{body}"
+    );
+    assert!(!body.contains(DELETED), "the handler did not run: {body}");
+    let (status, body) = call("olivia").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(DELETED), "{body}");
+}

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use identity::oauth::OAuthValidator;
 use identity::{McpAuthenticator, StoreDirectory};
 use mcp_http::{HttpConfig, McpService, ProtectedResource};
-use mcp_pipeline::{EffectClass, Registry, RegistryError, Server, ServerConfig, ToolSpec};
+use mcp_pipeline::{Registry, RegistryError, Server, ServerConfig, ToolSpec};
 use store::Store;
 
 pub use product::{Product, ProductContext, SharedProduct, WorkspaceSetting};
@@ -265,11 +265,20 @@ fn assemble_on(
     if let Some(records) = product.records(&cx) {
         mcp_pipeline::records::check_kinds(records.kinds()).map_err(RegistryError::Product)?;
     }
-    let effects = tools.iter().map(|t| (t.name(), t.effect())).collect();
+    let api_tools = tools
+        .iter()
+        .map(|t| {
+            let tool = web::ApiTool {
+                effect: t.effect(),
+                rights: t.required_rights().to_vec(),
+            };
+            (t.name(), tool)
+        })
+        .collect();
     let server = Server::new(server_config(settings, &store, product.as_ref()), tools);
     let built = Built {
         server,
-        tool_effects: Arc::new(effects),
+        api_tools: Arc::new(api_tools),
     };
     Ok(assemble(settings, store, built, &product))
 }
@@ -321,7 +330,7 @@ fn runtime(settings: &Settings) -> mcp_pipeline::Runtime {
 /// The pipeline as built, with each registered tool's effect class (for the product's API).
 struct Built {
     server: Arc<Server>,
-    tool_effects: Arc<BTreeMap<&'static str, EffectClass>>,
+    api_tools: Arc<BTreeMap<&'static str, web::ApiTool>>,
 }
 
 /// The application around its pipeline: the HTTP service with its authenticator, the pages.
@@ -331,10 +340,7 @@ fn assemble(
     built: Built,
     product: &SharedProduct,
 ) -> App {
-    let Built {
-        server,
-        tool_effects,
-    } = built;
+    let Built { server, api_tools } = built;
     let roles = product.roles();
     let directory = Arc::new(StoreDirectory::new(Arc::clone(&store), roles));
     let mut authenticator = McpAuthenticator::new(Arc::clone(&store), directory.clone())
@@ -369,7 +375,7 @@ fn assemble(
         directory: directory.clone(),
         connections: connections.clone(),
         switches: switches.clone(),
-        tool_effects,
+        api_tools,
         records: product.records(&product_context(settings, &store)),
         api: product.api(&product_context(settings, &store)),
         members: members.clone(),

@@ -102,6 +102,15 @@ pub trait ProductApi: std::fmt::Debug + Send + Sync {
     fn handle<'a>(&'a self, call: ApiCall<'a>) -> BoxFuture<'a, WebResponse>;
 }
 
+/// What an API route takes from the tool it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiTool {
+    /// Its effect class: the rate bucket and the switches the route is admitted by.
+    pub effect: mcp_pipeline::EffectClass,
+    /// The rights it requires, which the route's caller must hold.
+    pub rights: Vec<&'static str>,
+}
+
 /// An API answer: `status` with `body` as JSON (for the product's routes).
 pub fn answer(status: StatusCode, body: &Value) -> WebResponse {
     json_response(status, body)
@@ -133,11 +142,21 @@ pub(crate) async fn handle(
     else {
         return no_such_route();
     };
-    let Some(&class) = web.tool_effects.get(tool) else {
+    let Some(registered) = web.api_tools.get(tool) else {
         tracing::error!(tool, "an API route names a tool that is not registered");
         return no_such_route();
     };
-    if let Err(refused) = admit(web, &caller, class).await {
+    // A route does what its tool does, so it needs what the tool needs, whatever the product
+    // checks itself.
+    if let Some(missing) = registered
+        .rights
+        .iter()
+        .find(|r| !caller.rights.contains(**r))
+    {
+        let body = json!({"error": "forbidden", "right": missing, "reason": format!("this needs the right {missing}")});
+        return json_response(StatusCode::FORBIDDEN, &body);
+    }
+    if let Err(refused) = admit(web, &caller, registered.effect).await {
         return refused;
     }
     let query = crate::form::parse(parts.uri.query().unwrap_or_default().as_bytes());

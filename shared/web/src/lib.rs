@@ -16,7 +16,7 @@ mod session;
 mod sign_in;
 mod site;
 
-pub use api::{ApiCall, ApiCaller, ApiRoute, ProductApi};
+pub use api::{ApiCall, ApiCaller, ApiRoute, ApiTool, ProductApi};
 pub use site::Site;
 
 use std::sync::Arc;
@@ -39,8 +39,9 @@ pub struct Web {
     pub connections: identity::ConnectionService,
     /// Switches.
     pub switches: identity::SwitchService,
-    /// The effect class of each registered tool, which the product's API routes take.
-    pub tool_effects: Arc<std::collections::BTreeMap<&'static str, mcp_pipeline::EffectClass>>,
+    /// What the product's API routes take from each registered tool: its effect class and
+    /// the rights it requires.
+    pub api_tools: Arc<std::collections::BTreeMap<&'static str, api::ApiTool>>,
     /// The product's records, whose pages tool results link to (ADR 49).
     pub records: Option<Arc<dyn mcp_pipeline::records::Records>>,
     /// The product's JSON API, when it has one (ADR 49).

@@ -14,6 +14,59 @@ pub(crate) enum Mistake {
     RouteWithoutTool,
     /// Two record kinds share a handle prefix.
     PrefixTwice,
+    /// Nothing the app can refuse at the start: its API route's handler forgets to check the
+    /// right its tool requires (the platform checks it).
+    ApiForgetsRights,
+}
+
+/// The right `delete_note` requires.
+pub(crate) const NOTES_DELETE: &str = "notes:delete";
+
+/// What the forgetful route answers when it runs.
+pub(crate) const DELETED: &str = "deleted, no questions asked";
+
+/// Arguments of `delete_note`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NoteInput {
+    /// The note.
+    note: String,
+}
+
+/// What `delete_note` did.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct Deleted {
+    /// The note.
+    deleted: String,
+}
+
+/// `delete_note`: requires `notes:delete`.
+#[derive(Debug)]
+struct DeleteNote;
+
+impl mcp_pipeline::Tool for DeleteNote {
+    type Input = NoteInput;
+    type Output = Deleted;
+    const NAME: &'static str = "delete_note";
+    const TITLE: &'static str = "Delete a note";
+    const DESCRIPTION: &'static str = "Prepares deleting a note; nothing is deleted until confirm_action. Example: {\"note\": \"not_1\"}";
+    const EFFECT: mcp_pipeline::EffectClass = mcp_pipeline::EffectClass::Delete;
+    const POLICY: mcp_pipeline::Policy = mcp_pipeline::Policy::CORE.requires(&[NOTES_DELETE]);
+
+    async fn call(
+        &self,
+        ctx: mcp_pipeline::ToolContext,
+        input: NoteInput,
+    ) -> Result<mcp_pipeline::Success<Deleted>, mcp_pipeline::CallError> {
+        ctx.writes
+            .preview(format!("Delete {}", input.note), serde_json::json!({}));
+        Ok(mcp_pipeline::Success::new(
+            "Deleted.",
+            Deleted {
+                deleted: input.note,
+            },
+        ))
+    }
 }
 
 #[derive(Debug)]
@@ -68,7 +121,9 @@ impl web::ProductApi for Routes {
     }
 
     fn handle<'a>(&'a self, _: web::ApiCall<'a>) -> mcp_pipeline::BoxFuture<'a, web::WebResponse> {
-        Box::pin(async { web::api::no_such_route() })
+        Box::pin(async {
+            web::api::answer(http::StatusCode::OK, &serde_json::json!({"done": DELETED}))
+        })
     }
 }
 
@@ -82,18 +137,25 @@ impl Product for Misdescribed {
     }
 
     fn rights(&self) -> &'static [&'static str] {
-        &[]
+        &["notes:read", NOTES_DELETE]
     }
 
     fn roles(&self) -> identity::RoleCatalog {
-        |_| &[]
+        |role| match role {
+            "owner" => &["notes:read", NOTES_DELETE],
+            "viewer" => &["notes:read"],
+            _ => &[],
+        }
     }
 
     fn read_right(&self) -> &'static str {
         "notes:read"
     }
 
-    fn register(&self, _: &mut Registry, _: &ProductContext) -> Result<(), RegistryError> {
+    fn register(&self, registry: &mut Registry, _: &ProductContext) -> Result<(), RegistryError> {
+        if matches!(self.0, Mistake::ApiForgetsRights) {
+            registry.register(mcp_pipeline::ToolSpec::new(DeleteNote))?;
+        }
         Ok(())
     }
 
@@ -106,7 +168,10 @@ impl Product for Misdescribed {
     }
 
     fn api(&self, _: &ProductContext) -> Option<Arc<dyn web::ProductApi>> {
-        matches!(self.0, Mistake::RouteWithoutTool)
-            .then(|| Arc::new(Routes) as Arc<dyn web::ProductApi>)
+        matches!(
+            self.0,
+            Mistake::RouteWithoutTool | Mistake::ApiForgetsRights
+        )
+        .then(|| Arc::new(Routes) as Arc<dyn web::ProductApi>)
     }
 }
