@@ -27,6 +27,32 @@ async fn an_api_route_must_name_a_registered_tool() {
     );
 }
 
+/// What an author can get wrong about a tool's rights, name or approval stops the start with
+/// the tool's name, instead of a tool hidden from everyone, a confirmation tool that is not the
+/// platform's, or an approval asked for and silently ignored.
+#[tokio::test]
+async fn a_tools_rights_name_and_approval_are_checked_at_the_start() {
+    let refused = built(Mistake::UnknownRight).map(|_| ());
+    assert!(
+        matches!(&refused, Err(mcp_pipeline::RegistryError::Product(m)) if m.contains("\"get_note\"") && m.contains("\"notes:unknown\"")),
+        "{refused:?}"
+    );
+    let refused = built(Mistake::ReservedName).map(|_| ());
+    assert_eq!(
+        refused,
+        Err(mcp_pipeline::RegistryError::Reserved(
+            "confirm_action".into()
+        ))
+    );
+    let refused = built(Mistake::ApprovalOnARead).map(|_| ());
+    assert_eq!(
+        refused,
+        Err(mcp_pipeline::RegistryError::ApprovalWithoutTwoSteps(
+            "get_note".into()
+        ))
+    );
+}
+
 #[tokio::test]
 async fn record_kinds_must_be_told_apart() {
     let refused = built(Mistake::PrefixTwice).map(|_| ());

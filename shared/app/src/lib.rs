@@ -180,11 +180,37 @@ pub fn registry(
         backend: settings.backend.clone(),
     }))?;
     product.register(&mut registry, &product_context(settings, store))?;
+    rights_in_the_catalogue(&registry, product)?;
     let recent = recent::ListRecentChanges {
         store: Arc::clone(store),
     };
     registry.register(ToolSpec::new(recent).requires(product.read_right()))?;
     Ok(registry)
+}
+
+/// Refuses a product whose tools, or whose read right, name a right its catalogue lacks: no
+/// role could grant it, so the tool would stay hidden from everyone without a word.
+fn rights_in_the_catalogue(
+    registry: &Registry,
+    product: &dyn Product,
+) -> Result<(), RegistryError> {
+    let catalogue = product.rights();
+    let unknown = |right: &str| !catalogue.contains(&right);
+    if unknown(product.read_right()) {
+        return Err(RegistryError::Product(format!(
+            "its read right {:?} is not in its rights catalogue",
+            product.read_right()
+        )));
+    }
+    for tool in registry.iter() {
+        if let Some(right) = tool.required_rights().iter().find(|r| unknown(r)) {
+            return Err(RegistryError::Product(format!(
+                "tool {:?} requires {right:?}, which is not in its rights catalogue",
+                tool.name()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Builds the application of `product` on `store`.

@@ -87,7 +87,8 @@ pub use outcome::{
 };
 pub use prefetch::{Claim, Defer, Prefetched, ReadAhead, RecordKey};
 pub use registry::{
-    DEFAULT_DEADLINE, IDEMPOTENCY_KEY, MAX_NAME_LEN, Registry, RegistryError, ToolSpec,
+    DEFAULT_DEADLINE, IDEMPOTENCY_KEY, MAX_NAME_LEN, RESERVED_NAMES, Registry, RegistryError,
+    ToolSpec,
 };
 pub use search::{MOST_SHOWN, search_limit};
 pub use tool::{InputRequired, Policy, Tool};

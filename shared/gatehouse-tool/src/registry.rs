@@ -33,10 +33,21 @@ pub enum RegistryError {
     /// Title or description missing.
     #[error("tool {0:?}: title and description must not be empty")]
     MissingText(String),
+    /// A product tool takes a name the platform's own tools have.
+    #[error("tool {0:?}: the name is the platform's own (confirm_action, reject_action)")]
+    Reserved(String),
+    /// Approval in the product asked of a tool that has nothing to approve.
+    #[error(
+        "tool {0:?}: approval in the product applies to two-step tools (notify, wake, alerting, delete); a read or a silent write has nothing to approve"
+    )]
+    ApprovalWithoutTwoSteps(String),
     /// What the product hands the platform beside its tools cannot be used.
     #[error("the product: {0}")]
     Product(String),
 }
+
+/// The names of the platform's confirmation tools, which no product tool may take.
+pub const RESERVED_NAMES: [&str; 2] = ["confirm_action", "reject_action"];
 
 /// A tool's arguments parsed into its input type, before its body runs.
 pub type Parsed = Box<dyn Any + Send>;
@@ -581,6 +592,12 @@ impl Registry {
         }
         if self.by_name.contains_key(name) {
             return Err(RegistryError::Duplicate(name.into()));
+        }
+        if spec.builtin.is_none() && RESERVED_NAMES.contains(&name) {
+            return Err(RegistryError::Reserved(name.into()));
+        }
+        if spec.approval_in_product && !spec.effect.needs_confirmation() {
+            return Err(RegistryError::ApprovalWithoutTwoSteps(name.into()));
         }
         if spec.input_schema.get("type").and_then(Value::as_str) != Some("object") {
             return Err(RegistryError::InputNotObject(name.into()));

@@ -13,9 +13,9 @@ use crate::{Caller, ErrorKind, ToolError};
 /// How long a prepared action can be confirmed.
 pub(crate) const PENDING_TTL_SECONDS: i64 = 15 * 60;
 /// The built-in tool that executes a prepared action.
-pub const CONFIRM_ACTION: &str = "confirm_action";
+pub const CONFIRM_ACTION: &str = gatehouse_tool::RESERVED_NAMES[0];
 /// The built-in tool that discards a prepared action.
-pub const REJECT_ACTION: &str = "reject_action";
+pub const REJECT_ACTION: &str = gatehouse_tool::RESERVED_NAMES[1];
 
 /// A stored pending action.
 #[derive(Debug, Clone)]

@@ -14,6 +14,12 @@ pub(crate) enum Mistake {
     RouteWithoutTool,
     /// Two record kinds share a handle prefix.
     PrefixTwice,
+    /// A tool requires a right the product's catalogue lacks.
+    UnknownRight,
+    /// A product tool is named like the platform's confirmation tool.
+    ReservedName,
+    /// A read tool asks for approval in the product.
+    ApprovalOnARead,
     /// Nothing the app can refuse at the start: its API route's handler forgets to check the
     /// right its tool requires (the platform checks it).
     ApiForgetsRights,
@@ -43,6 +49,38 @@ pub(crate) struct Deleted {
 /// `delete_note`: requires `notes:delete`.
 #[derive(Debug)]
 struct DeleteNote;
+
+/// A read tool, under the name `NAME`.
+#[derive(Debug)]
+struct ReadNote<const CONFIRM: bool>;
+
+impl<const CONFIRM: bool> mcp_pipeline::Tool for ReadNote<CONFIRM> {
+    type Input = NoteInput;
+    type Output = Deleted;
+    const NAME: &'static str = if CONFIRM {
+        "confirm_action"
+    } else {
+        "get_note"
+    };
+    const TITLE: &'static str = "Read a note";
+    const DESCRIPTION: &'static str =
+        "Returns a note. Changes nothing. Example: {\"note\": \"not_1\"}";
+    const EFFECT: mcp_pipeline::EffectClass = mcp_pipeline::EffectClass::Read;
+    const POLICY: mcp_pipeline::Policy = mcp_pipeline::Policy::CORE.requires(&["notes:read"]);
+
+    async fn call(
+        &self,
+        _: mcp_pipeline::ToolContext,
+        input: NoteInput,
+    ) -> Result<mcp_pipeline::Success<Deleted>, mcp_pipeline::CallError> {
+        Ok(mcp_pipeline::Success::new(
+            "Read.",
+            Deleted {
+                deleted: input.note,
+            },
+        ))
+    }
+}
 
 impl mcp_pipeline::Tool for DeleteNote {
     type Input = NoteInput;
@@ -153,10 +191,18 @@ impl Product for Misdescribed {
     }
 
     fn register(&self, registry: &mut Registry, _: &ProductContext) -> Result<(), RegistryError> {
-        if matches!(self.0, Mistake::ApiForgetsRights) {
-            registry.register(mcp_pipeline::ToolSpec::new(DeleteNote))?;
+        use mcp_pipeline::ToolSpec;
+        match self.0 {
+            Mistake::ApiForgetsRights => registry.register(ToolSpec::new(DeleteNote)),
+            Mistake::UnknownRight => {
+                registry.register(ToolSpec::new(ReadNote::<false>).requires("notes:unknown"))
+            }
+            Mistake::ReservedName => registry.register(ToolSpec::new(ReadNote::<true>)),
+            Mistake::ApprovalOnARead => {
+                registry.register(ToolSpec::new(ReadNote::<false>).approval_in_product())
+            }
+            Mistake::RouteWithoutTool | Mistake::PrefixTwice => Ok(()),
         }
-        Ok(())
     }
 
     fn read_ahead(&self) -> ReadAhead {
