@@ -7,7 +7,9 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::support::misdescribed::{Misdescribed, Mistake};
-use crate::support::processes::{binary, run_binary, start_binary_serve};
+use crate::support::processes::{
+    binary, printed_commands_of, run_binary, start_binary_serve, start_binary_serve_printing,
+};
 
 fn built(mistake: Mistake) -> Result<app::App, mcp_pipeline::RegistryError> {
     let store: Arc<dyn store::Store> = Arc::new(store::MemoryStore::new());
@@ -252,4 +254,44 @@ async fn an_api_route_needs_its_tools_rights_whatever_the_product_checks() {
     let (status, body) = call("olivia").await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains(DELETED), "{body}");
+}
+
+/// A product's own program prints first steps in its own name, with its own workspace settings,
+/// and they work as pasted: a workspace, a member, a token that the server takes.
+#[tokio::test]
+async fn the_helpdesks_printed_first_steps_work_as_pasted() {
+    let helpdesk = binary("helpdesk");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (_server, addr, printed) = start_binary_serve_printing(&helpdesk, &data);
+    let commands = printed_commands_of(&printed, "helpdesk");
+    assert_eq!(commands.len(), 3, "{printed:#?}");
+    assert!(
+        !printed
+            .iter()
+            .any(|l| l.contains("--currency") || l.starts_with("    gatehouse ")),
+        "nothing of another product or program: {printed:#?}"
+    );
+    let mut token = String::new();
+    for command in &commands {
+        let words: Vec<&str> = command.iter().map(String::as_str).collect();
+        let out = std::process::Command::new(&helpdesk)
+            .args(&words)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{words:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if let Some(line) = stdout.lines().find(|l| l.contains("token (shown once")) {
+            token = line.rsplit(' ').next().unwrap().to_owned();
+        }
+    }
+    assert!(token.starts_with("ghm_"), "{commands:?}");
+    let agent = mcp_test_client::TestClient::http(addr)
+        .with_header("authorization", &format!("Bearer {token}"));
+    let listed = agent.list_tools().await;
+    assert!(listed.to_string().contains("create_ticket"));
 }

@@ -427,7 +427,7 @@ impl Tool for ReplyToCustomer {
                 t.customer,
                 t.handle()
             ),
-            json!({"to": t.customer, "subject": subject, "body": untrusted(&message, 10_000)}),
+            json!({"to": t.customer, "subject": untrusted(&subject, 200), "body": untrusted(&message, 10_000)}),
         );
         Ok(Success::new(
             format!("Replied to {}.", t.customer),
@@ -609,9 +609,11 @@ impl Tool for DeleteTicket {
             ctx.writes.push(op);
         }
         ctx.writes.touch(t.handle());
+        // The subject is the customer's: shown wrapped in the content, never in the summary the
+        // server writes.
         ctx.writes.preview(
-            format!("Delete ticket {} (\"{}\") for good", t.handle(), t.subject),
-            json!({"ticket": t.handle()}),
+            format!("Delete ticket {} for good", t.handle()),
+            json!({"ticket": t.handle(), "subject": untrusted(&t.subject, 200)}),
         );
         Ok(Success::new(
             format!("Deleted {}.", t.handle()),

@@ -44,7 +44,7 @@ impl Members {
         check_member_id(member)?;
         if (self.catalog)(role).is_empty() {
             return Err(AccountsError::Invalid(format!(
-                "unknown role {role:?}: use owner, admin, dispatcher or viewer"
+                "unknown role {role:?}: it grants no right of this product (see its roles)"
             )));
         }
         crate::workspaces::require(self.store.as_ref(), &actor.tenant).await?;

@@ -76,6 +76,9 @@ pub struct Demo {
     /// The members of each workspace and their roles (each signs in with [`DEMO_PASSWORD`]).
     /// The first makes the connections of members whose role may not make their own.
     pub members: &'static [(&'static str, &'static str)],
+    /// The role whose standard-toolset tokens `serve` prints to connect a client with: an
+    /// everyday agent's, neither an owner's nor a viewer's.
+    pub shown_role: &'static str,
     /// Seeds the product's records into one workspace.
     pub seed: fn(DemoSeed) -> BoxFuture<'static, Result<(), DemoError>>,
 }

@@ -20,6 +20,8 @@ pub struct WorkspaceSetting {
     pub name: &'static str,
     /// What it is, with an example.
     pub help: &'static str,
+    /// A value that works, for the commands the CLI prints to paste (`EUR`).
+    pub example: &'static str,
 }
 
 /// What the platform hands a product when it registers its tools and services.

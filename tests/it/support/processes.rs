@@ -85,9 +85,18 @@ pub(crate) fn run_binary(binary: &Path, args: &[&str], data: &Path) -> (bool, St
 /// Starts `binary serve` on a free loopback port on the data folder `data`; returns the
 /// process and its address.
 pub(crate) fn start_binary_serve(binary: &Path, data: &Path) -> (Running, std::net::SocketAddr) {
+    let (running, addr, _) = start_binary_serve_printing(binary, data);
+    (running, addr)
+}
+
+/// As [`start_binary_serve`], with the lines it printed before it was ready.
+pub(crate) fn start_binary_serve_printing(
+    binary: &Path,
+    data: &Path,
+) -> (Running, std::net::SocketAddr, Vec<String>) {
     let mut command = Command::new(binary);
     command.args(["serve", "--addr", "127.0.0.1:0"]);
-    spawn_serve(&Place::Folder(data.to_owned()), &mut command)
+    spawn_serve_printing(&Place::Folder(data.to_owned()), &mut command)
 }
 
 /// A child process killed when dropped.
@@ -313,9 +322,16 @@ fn spawn_serve_printing(
 /// `gatehouse`),
 /// each split into its words as a shell would.
 pub(crate) fn printed_commands(printed: &[String]) -> Vec<Vec<String>> {
+    printed_commands_of(printed, "gatehouse")
+}
+
+/// The commands a `serve` of `program` printed for its user to paste (indented lines that begin
+/// with the program's name), each split into its words after the name.
+pub(crate) fn printed_commands_of(printed: &[String], program: &str) -> Vec<Vec<String>> {
+    let start = format!("    {program} ");
     printed
         .iter()
-        .filter(|line| line.starts_with("    gatehouse "))
+        .filter(|line| line.starts_with(&start))
         .map(|line| shell_words(line.trim())[1..].to_vec())
         .collect()
 }

@@ -32,6 +32,7 @@ pub(crate) const DEMO: Demo = Demo {
         ("dana", "dispatcher"),
         ("victor", "viewer"),
     ],
+    shown_role: "dispatcher",
     seed: |seed| Box::pin(async move { seed_records(&seed).await }),
 };
 

@@ -14,10 +14,12 @@ const SETTINGS: &[WorkspaceSetting] = &[
     WorkspaceSetting {
         name: "currency",
         help: "The currency of its quotes, ISO 4217, e.g. EUR",
+        example: "EUR",
     },
     WorkspaceSetting {
         name: "tax_rate",
         help: "The tax rate of its quotes in percent, e.g. 19",
+        example: "19",
     },
 ];
 

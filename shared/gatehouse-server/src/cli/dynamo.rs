@@ -38,8 +38,9 @@ pub(crate) async fn create_table(table: &str, endpoint: Option<String>) -> anyho
 }
 
 #[cfg(not(feature = "dynamodb"))]
-const WITHOUT: &str = "this gatehouse was built without DynamoDB support \
-    (build or install it without --no-default-features)";
+const WITHOUT: &str = "this program was built without DynamoDB support (for gatehouse: \
+    build or install it without --no-default-features; for a product's own binary: enable \
+    gatehouse-server's `dynamodb` feature)";
 
 #[cfg(not(feature = "dynamodb"))]
 pub(crate) async fn open(

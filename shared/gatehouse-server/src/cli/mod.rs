@@ -76,7 +76,7 @@ enum Command {
         #[command(subcommand)]
         command: deliveries::OutboxCommand,
     },
-    /// Workspaces (tenants): create one with its zone and currency, list them.
+    /// Workspaces (tenants): create one with its zone and the product's settings, list them.
     Tenant {
         #[command(subcommand)]
         command: TenantCommand,
@@ -92,7 +92,8 @@ enum Command {
         #[command(subcommand)]
         command: OperatorCommand,
     },
-    /// The demo (two workspaces and an operator whose passwords are published): remove it
+    /// The demo (the product's demo workspaces and an operator, whose passwords are
+    /// published): remove it
     /// from this store so that real workspaces may be made in it.
     Demo {
         #[command(subcommand)]
@@ -278,7 +279,7 @@ struct ServeArgs {
     #[arg(long)]
     no_demo: bool,
     /// Seed the demo as it would be seeded on this day (YYYY-MM-DD) instead of today, so that
-    /// its bookings fall on known dates: the evaluations name them by date.
+    /// its records fall on known dates: the evaluations name them by date.
     #[arg(long, value_name = "DAY", conflicts_with = "no_demo", value_parser = a_day_ahead)]
     demo_as_of: Option<chrono::NaiveDate>,
     /// Seconds a client may take to send a request's head, from its first byte; past it the
@@ -320,7 +321,8 @@ enum MemberCommand {
         /// The member id (who does it, or whose it is).
         #[arg(long)]
         member: String,
-        /// owner, admin, dispatcher or viewer.
+        /// One of the product's roles (the booking product's: owner, admin, dispatcher or
+        /// viewer).
         #[arg(long)]
         role: String,
         /// Deactivate the member (their connections stop working).
@@ -600,7 +602,20 @@ fn default_data_dir() -> PathBuf {
     } else {
         env("XDG_DATA_HOME").or_else(|| env("HOME").map(|h| h.join(".local/share")))
     };
-    base.map_or_else(|| PathBuf::from("data"), |b| b.join("gatehouse"))
+    // Each product's program keeps its own folder: `gatehouse` in `.../gatehouse`, a team's
+    // `helpdesk` in `.../helpdesk`, so two products on one machine never share a store.
+    base.map_or_else(|| PathBuf::from("data"), |b| b.join(program()))
+}
+
+/// The name this program was started as (`gatehouse`, or a product's own binary), for the
+/// commands it prints and its data folder.
+fn program() -> String {
+    std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "gatehouse".to_owned())
 }
 
 #[derive(Debug, Subcommand)]
@@ -760,18 +775,20 @@ fn setting_flag(name: &str) -> String {
 /// settings.
 fn parse(product: &dyn Product) -> Cli {
     let settings = product.workspace_settings();
-    let mut command = Cli::command().mut_subcommand("tenant", |tenant| {
-        tenant.mut_subcommand("create", |create| {
-            settings.iter().fold(create, |create, setting| {
-                create.arg(
-                    clap::Arg::new(setting.name)
-                        .long(setting_flag(setting.name))
-                        .value_name("VALUE")
-                        .help(setting.help),
-                )
+    let mut command = Cli::command()
+        .name(program())
+        .mut_subcommand("tenant", |tenant| {
+            tenant.mut_subcommand("create", |create| {
+                settings.iter().fold(create, |create, setting| {
+                    create.arg(
+                        clap::Arg::new(setting.name)
+                            .long(setting_flag(setting.name))
+                            .value_name("VALUE")
+                            .help(setting.help),
+                    )
+                })
             })
-        })
-    });
+        });
     let matches = command.get_matches_mut();
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let create = matches
@@ -1173,7 +1190,10 @@ async fn tell_first_steps(
     let data_dir = &place.data_dir;
     let store_flags = flags_of(&place.args);
     match seeded {
-        Some(app::demo::Seeded::Now(demo)) => print_demo(&demo, data_dir, endpoint)?,
+        Some(app::demo::Seeded::Now(demo)) => match app.product.demo() {
+            Some(shown) => print_demo(&shown, &demo, data_dir, endpoint)?,
+            None => {}
+        },
         Some(app::demo::Seeded::Unfinished { started_at }) => eprintln!(
             "  the demo seed begun at {started_at} did not finish (that start was stopped, or another gatehouse is seeding now), so its workspaces may be incomplete; to seed it afresh, stop gatehouse and start it on an empty data folder (not {})",
             data_dir.display()
@@ -1362,15 +1382,23 @@ fn demo_day(as_of: Option<chrono::NaiveDate>) -> chrono::DateTime<chrono::Utc> {
 /// with a workspace to make first; every command names the store this server uses.
 async fn print_first_steps(app: &app::App, flags: &str, endpoint: &str) -> anyhow::Result<()> {
     let workspaces = accounts::workspaces::list(&app.store).await?;
+    let program = program();
+    // The product's settings, each with a value that works, so the command runs as pasted.
+    let settings: String = app
+        .product
+        .workspace_settings()
+        .iter()
+        .map(|s| format!(" --{} {}", setting_flag(s.name), s.example))
+        .collect();
     eprintln!("  every request needs an MCP token; make one with:");
     let tenant = match workspaces.first() {
         Some((id, _)) => id.clone(),
         None => {
             eprintln!(
-                "    gatehouse{flags} tenant create mycompany --name \"My Company\" --zone Europe/Berlin --currency EUR --tax-rate 19"
+                "    {program}{flags} tenant create mycompany --name \"My Company\" --zone Europe/Berlin{settings}"
             );
             eprintln!(
-                "    gatehouse{flags} member set --tenant mycompany --member ana --role owner"
+                "    {program}{flags} member set --tenant mycompany --member ana --role owner"
             );
             "mycompany".to_owned()
         }
@@ -1381,11 +1409,11 @@ async fn print_first_steps(app: &app::App, flags: &str, endpoint: &str) -> anyho
         "<member>"
     };
     eprintln!(
-        "    gatehouse{flags} token create --tenant {tenant} --member {member} --client \"my laptop\""
+        "    {program}{flags} token create --tenant {tenant} --member {member} --client \"my laptop\""
     );
     if !workspaces.is_empty() {
         eprintln!(
-            "    (<member>: one of {tenant}'s members; add one with gatehouse{flags} member set --tenant {tenant} --member NAME --role owner)"
+            "    (<member>: one of {tenant}'s members; add one with {program}{flags} member set --tenant {tenant} --member NAME --role owner)"
         );
     }
     eprintln!("  then connect a client, e.g.:");
@@ -1396,28 +1424,27 @@ async fn print_first_steps(app: &app::App, flags: &str, endpoint: &str) -> anyho
 }
 
 fn print_demo(
+    shown: &app::demo::Demo,
     demo: &[app::demo::DemoConnection],
     data_dir: &std::path::Path,
     endpoint: &str,
 ) -> anyhow::Result<()> {
-    eprintln!("  seeded the demo tenants acme (Europe/Berlin) and globex (America/New_York):");
-    for c in demo
+    let tenants: Vec<String> = shown
+        .workspaces
         .iter()
-        .filter(|c| c.role == "dispatcher" && c.toolset == "standard")
-    {
-        eprintln!(
-            "    {} dispatcher {} token: {}",
-            c.tenant, c.member, c.token
-        );
+        .map(|w| format!("{} ({})", w.id, w.zone))
+        .collect();
+    eprintln!("  seeded the demo tenants {}:", tenants.join(" and "));
+    let role = shown.shown_role;
+    let printed = |c: &&app::demo::DemoConnection| c.role == role && c.toolset == "standard";
+    for c in demo.iter().filter(printed) {
+        eprintln!("    {} {role} {} token: {}", c.tenant, c.member, c.token);
     }
-    if let Some(first) = demo
-        .iter()
-        .find(|c| c.role == "dispatcher" && c.toolset == "standard")
-    {
+    if let Some(first) = demo.iter().find(printed) {
         let config = json!({"mcpServers": {"gatehouse": {"type": "http", "url": endpoint, "headers": {"Authorization": format!("Bearer {}", first.token)}}}});
         eprintln!(
-            "  connect a client as the acme dispatcher: Claude Code with `claude mcp add --transport http gatehouse {endpoint} --header \"Authorization: Bearer {}\"`, or this in a client's mcpServers file (Cursor's .cursor/mcp.json, a project's .mcp.json):",
-            first.token
+            "  connect a client as the {} {role}: Claude Code with `claude mcp add --transport http gatehouse {endpoint} --header \"Authorization: Bearer {}\"`, or this in a client's mcpServers file (Cursor's .cursor/mcp.json, a project's .mcp.json):",
+            first.tenant, first.token
         );
         eprintln!("    {config}");
     }
@@ -1429,9 +1456,16 @@ fn print_demo(
         "  every demo token (tenant x role x toolset): {}",
         file.display()
     );
+    let workspaces: Vec<&str> = shown.workspaces.iter().map(|w| w.id).collect();
+    let members: Vec<String> = shown
+        .members
+        .iter()
+        .map(|(member, role)| format!("{member} ({role})"))
+        .collect();
     eprintln!(
-        "  demo sign-in on the pages: workspace acme or globex, member olivia (owner), adam \
-         (admin), dana (dispatcher) or victor (viewer), password {}",
+        "  demo sign-in on the pages: workspace {}, member {}, password {}",
+        workspaces.join(" or "),
+        members.join(", "),
         app::demo::DEMO_PASSWORD
     );
     eprintln!(
@@ -1609,7 +1643,8 @@ async fn tenant(
             })?;
             accounts::workspaces::create(&store, &console(&id), &workspace, ops).await?;
             println!(
-                "workspace {id} created; add its first member with `gatehouse member set --tenant {id} --member NAME --role owner`"
+                "workspace {id} created; add its first member with `{} member set --tenant {id} --member NAME --role owner`",
+                program()
             );
         }
         TenantCommand::List => {
