@@ -1190,10 +1190,11 @@ async fn tell_first_steps(
     let data_dir = &place.data_dir;
     let store_flags = flags_of(&place.args);
     match seeded {
-        Some(app::demo::Seeded::Now(demo)) => match app.product.demo() {
-            Some(shown) => print_demo(&shown, &demo, data_dir, endpoint)?,
-            None => {}
-        },
+        Some(app::demo::Seeded::Now(demo)) => {
+            if let Some(shown) = app.product.demo() {
+                print_demo(&shown, &demo, data_dir, endpoint)?;
+            }
+        }
         Some(app::demo::Seeded::Unfinished { started_at }) => eprintln!(
             "  the demo seed begun at {started_at} did not finish (that start was stopped, or another gatehouse is seeding now), so its workspaces may be incomplete; to seed it afresh, stop gatehouse and start it on an empty data folder (not {})",
             data_dir.display()
