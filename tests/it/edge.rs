@@ -294,7 +294,7 @@ async fn the_admin_route_logs_every_call_and_limits_wrong_bearers() {
     passed("the_admin_route_logs_every_call_and_limits_wrong_bearers");
 }
 
-/// The refusals an address may have before it waits (`functions/mcp-worker/src/admin.rs`).
+/// The refusals an address may have before it waits (`shared/gatehouse-edge/src/admin.rs`).
 const REFUSALS_ALLOWED: usize = 10;
 
 /// Authenticated admin calls meet a ceiling per minute (a worker configured with 400): a
@@ -326,7 +326,7 @@ async fn the_admin_route_has_a_ceiling() {
 }
 
 /// A stalled issuer holds no request at the edge (ADR 39): a key fetch ends at its own deadline
-/// (`functions/mcp-worker/src/keys.rs`, 5 s) and the caller is told the service is unavailable
+/// (`shared/gatehouse-edge/src/keys.rs`, 5 s) and the caller is told the service is unavailable
 /// for now, instead of waiting for as long as the issuer takes (a minute in `tests/edge.sh`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_a_stalled_key_fetch_ends_at_its_deadline() {

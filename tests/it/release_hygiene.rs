@@ -86,6 +86,7 @@ fn the_test_tool_is_only_in_test_builds() {
         "shared/gatehouse-server/src/web_lambda.rs",
         "functions/mcp-lambda/src/main.rs",
         "functions/mcp-worker/src/lib.rs",
+        "shared/gatehouse-edge/src/assembly.rs",
     ] {
         assert!(
             !read(file).contains("test_tool"),
@@ -101,8 +102,10 @@ fn the_test_tool_is_only_in_test_builds() {
 fn the_edge_test_routes_are_a_feature_not_a_variable() {
     for file in [
         "functions/mcp-worker/src/lib.rs",
-        "functions/mcp-worker/src/assembly.rs",
-        "functions/mcp-worker/src/admin.rs",
+        "shared/gatehouse-edge/src/lib.rs",
+        "shared/gatehouse-edge/src/assembly.rs",
+        "shared/gatehouse-edge/src/admin.rs",
+        "shared/gatehouse-edge/src/env.rs",
     ] {
         assert!(
             !read(file).contains("GATEHOUSE_TEST_ROUTES"),

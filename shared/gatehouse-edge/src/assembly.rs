@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use crate::env::setting;
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use store::StoreError;
@@ -40,18 +41,6 @@ pub(crate) fn store_object(req: &Request) -> String {
     }
     let _ = req;
     STORE_OBJECT.to_owned()
-}
-
-/// A variable or secret, when set and not empty.
-pub(crate) fn setting(env: &Env, name: &str) -> Option<String> {
-    let value = env
-        .secret(name)
-        .map(|s| s.to_string())
-        .or_else(|_| env.var(name).map(|v| v.to_string()))
-        .ok()?;
-    // As on Lambda: surrounding blanks are not part of a value, and a blank value is unset.
-    let value = value.trim();
-    (!value.is_empty()).then(|| value.to_owned())
 }
 
 /// Sends store messages to the store object.
@@ -193,11 +182,16 @@ fn settings(env: &Env, ctx: Context) -> Result<app::Settings> {
     Ok(settings)
 }
 
-/// Serves one request with the app.
-pub(crate) async fn serve(req: Request, env: Env, ctx: Context) -> Result<Response> {
+/// Serves one request with the app of `product`.
+pub(crate) async fn serve(
+    req: Request,
+    env: Env,
+    ctx: Context,
+    product: app::SharedProduct,
+) -> Result<Response> {
     let settings = settings(&env, ctx)?;
     let store: Arc<dyn store::Store> = Arc::new(object_store(&env, &store_object(&req))?);
-    let app = app::build(&settings, store, booking_product::Booking::shared())
+    let app = app::build(&settings, store, product)
         .map_err(|e| worker::Error::RustError(format!("the tools did not register: {e}")))?;
     let request = into_http(req, settings.max_body_bytes).await?;
     let response = app.http.handle(request).await;

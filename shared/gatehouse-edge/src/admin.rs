@@ -47,7 +47,7 @@ pub(crate) async fn handle(#[allow(unused_mut)] mut req: Request, env: &Env) -> 
 #[cfg(not(feature = "test-routes"))]
 async fn guarded(mut req: Request, env: &Env) -> Result<Response> {
     let Some(token) =
-        assembly::setting(env, ADMIN_TOKEN).filter(|t| t.len() >= MIN_ADMIN_TOKEN_CHARS)
+        crate::env::setting(env, ADMIN_TOKEN).filter(|t| t.len() >= MIN_ADMIN_TOKEN_CHARS)
     else {
         return Response::error("not found", 404);
     };
@@ -119,7 +119,7 @@ fn operation(message: &str) -> String {
 
 /// The ceiling of authenticated calls per minute.
 fn calls_per_minute(env: &Env) -> i64 {
-    assembly::setting(env, CALLS_PER_MINUTE)
+    crate::env::setting(env, CALLS_PER_MINUTE)
         .and_then(|v| v.parse().ok())
         .filter(|n| *n > 0)
         .unwrap_or(DEFAULT_CALLS_PER_MINUTE)

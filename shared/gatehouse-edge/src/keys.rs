@@ -22,7 +22,7 @@ thread_local! {
 /// The deployment's OAuth settings, made once per isolate and again only if its variables
 /// change.
 pub(crate) fn oauth(env: &Env) -> worker::Result<Option<app::OAuth>> {
-    let vars = app::settings::OAuthVariables::read(|name| crate::assembly::setting(env, name));
+    let vars = app::settings::OAuthVariables::read(|name| crate::env::setting(env, name));
     if let Some(oauth) = CACHED.with_borrow(|cached| {
         cached
             .as_ref()
