@@ -4,7 +4,8 @@
 #   tests/edge.sh build    builds functions/mcp-worker for wasm32 with worker-build: the
 #                          release build into functions/mcp-worker/build/ (what wrangler
 #                          deploys) and the test build (--features test-routes) into
-#                          build-test/, and prints their sizes
+#                          build-test/, and the helpdesk's Worker (examples/helpdesk-worker,
+#                          a second product, ADR 49) into its build/, and prints their sizes
 #   tests/edge.sh dry-run  builds, then checks wrangler.toml with `wrangler deploy --dry-run`
 #                          (no account needed: nothing is uploaded)
 #   tests/edge.sh start    builds, dry-runs, then serves it in workerd (Durable Objects with
@@ -12,13 +13,14 @@
 #                          the release build configured as a deployment (admin token, every
 #                          test variable set); the test build with OAuth keys fetched from an
 #                          issuer that stalls for a minute; the release build with settings
-#                          that are wrong; and the release build with a low ceiling of admin
-#                          calls;
+#                          that are wrong; the release build with a low ceiling of admin
+#                          calls; and the helpdesk's release build with an admin token;
 #                          prints, for `eval`, GATEHOUSE_TEST_EDGE_URL,
 #                          GATEHOUSE_TEST_EDGE_DEPLOYED_URL, GATEHOUSE_TEST_EDGE_STALLED_KEYS_URL,
 #                          GATEHOUSE_TEST_EDGE_MISCONFIGURED_URL, GATEHOUSE_TEST_EDGE_CEILING_URL,
 #                          GATEHOUSE_TEST_EDGE_LOG, GATEHOUSE_TEST_EDGE_ADMIN_TOKEN,
-#                          GATEHOUSE_TEST_EDGE_ADMIN_CALLS_PER_MINUTE and GATEHOUSE_EDGE_PID
+#                          GATEHOUSE_TEST_EDGE_ADMIN_CALLS_PER_MINUTE,
+#                          GATEHOUSE_TEST_EDGE_HELPDESK_URL and GATEHOUSE_EDGE_PID
 #
 # The toolchain comes from crates.io and npm only, cached outside the clone and keyed by
 # version (nothing depends on the cache being there):
@@ -42,6 +44,9 @@ WASM_BINDGEN_VERSION=$(sed -n '/^name = "wasm-bindgen"$/{n;s/^version = "\(.*\)"
 CRATE=functions/mcp-worker
 OUT=$ROOT/$CRATE/build
 OUT_TEST=$ROOT/$CRATE/build-test
+# A second product's Worker, written as a team writes its own (ADR 49).
+HELPDESK_CRATE=examples/helpdesk-worker
+OUT_HELPDESK=$ROOT/$HELPDESK_CRATE/build
 RUN_DIR=$ROOT/target/edge
 
 say() { echo "edge: $*" >&2; }
@@ -95,14 +100,19 @@ install_tools() {
 
 # build_one OUT_DIR [CARGO FLAGS...]: worker-build --release into $CRATE/OUT_DIR.
 build_one() {
-    local out=$1
-    shift
+    build_crate "$CRATE" "$@"
+}
+
+# build_crate CRATE OUT_DIR [CARGO FLAGS...]: worker-build --release into CRATE/OUT_DIR.
+build_crate() {
+    local crate=$1 out=$2
+    shift 2
     local started=$SECONDS
-    (cd "$CRATE" && WASM_BINDGEN_BIN="$CACHE/wasm-bindgen-cli-$WASM_BINDGEN_VERSION/bin/wasm-bindgen" \
+    (cd "$crate" && WASM_BINDGEN_BIN="$CACHE/wasm-bindgen-cli-$WASM_BINDGEN_VERSION/bin/wasm-bindgen" \
         ESBUILD_BIN="$NPM_DIR/node_modules/.bin/esbuild" \
         "$CACHE/worker-build-$WORKER_BUILD_VERSION/bin/worker-build" --release --out-dir "$out" . "$@" >&2)
     local wasm
-    wasm=$(find "$ROOT/$CRATE/$out" -name '*.wasm' | head -1)
+    wasm=$(find "$ROOT/$crate/$out" -name '*.wasm' | head -1)
     say "built $out in $((SECONDS - started)) s: $(basename "$wasm") is $(stat -c %s "$wasm") bytes ($(gzip -c "$wasm" | wc -c) gzipped)"
 }
 
@@ -115,6 +125,8 @@ build() {
     build_one build
     say "building $CRATE for wasm32 with --features test-routes: the test build"
     build_one build-test --features test-routes
+    say "building $HELPDESK_CRATE for wasm32: the helpdesk's release build"
+    build_crate "$HELPDESK_CRATE" build
 }
 
 dry_run() {
@@ -176,6 +188,7 @@ copy_modules() {
 
 write_config() {
     local port=$1 deployed_port=$2 stalled_port=$3 misconfigured_port=$4 ceiling_port=$5
+    local helpdesk_port=$6
     # The test issuer's keys (tests/fixtures/oauth), as a capnp text literal.
     local jwks
     jwks=$(tr -d '\n' <tests/fixtures/oauth/jwks.json | sed 's/\\/\\\\/g; s/"/\\"/g')
@@ -183,6 +196,8 @@ write_config() {
     local release_modules test_modules
     release_modules=$(copy_modules "$OUT" worker)
     test_modules=$(copy_modules "$OUT_TEST" worker-test)
+    local helpdesk_modules
+    helpdesk_modules=$(copy_modules "$OUT_HELPDESK" worker-helpdesk)
     cat >"$RUN_DIR/config.capnp" <<EOF
 using Workerd = import "/workerd/workerd.capnp";
 
@@ -194,6 +209,7 @@ const config :Workerd.Config = (
     (name = "stalled-issuer", worker = .stalledIssuer),
     (name = "misconfigured", worker = .misconfigured),
     (name = "ceiling", worker = .ceiling),
+    (name = "helpdesk", worker = .helpdesk),
     (name = "do-storage", disk = (path = "$RUN_DIR/do-storage", writable = true)),
   ],
   sockets = [
@@ -202,6 +218,7 @@ const config :Workerd.Config = (
     (name = "stalled-keys", address = "127.0.0.1:$stalled_port", http = (), service = "stalled-keys"),
     (name = "misconfigured", address = "127.0.0.1:$misconfigured_port", http = (), service = "misconfigured"),
     (name = "ceiling", address = "127.0.0.1:$ceiling_port", http = (), service = "ceiling"),
+    (name = "helpdesk", address = "127.0.0.1:$helpdesk_port", http = (), service = "helpdesk"),
   ],
 );
 
@@ -255,19 +272,28 @@ $(worker ceiling gatehouse-store-ceiling "$release_modules" \
     (name = \"GATEHOUSE_CONSOLE_BASE\", text = \"https://pages.example.com/app\"),
     (name = \"GATEHOUSE_ADMIN_TOKEN\", text = \"$ADMIN_TOKEN\"),
     (name = \"GATEHOUSE_ADMIN_CALLS_PER_MINUTE\", text = \"$ADMIN_CALLS_PER_MINUTE\"),")
+
+# The helpdesk's release build as a team deploys it: its own store, the admin route behind the
+# admin token (the tests administer it with the helpdesk's own command line).
+$(worker helpdesk helpdesk-store "$helpdesk_modules" \
+    "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-helpdesk-state-key-0123456789abcdef0123456\"),
+    (name = \"GATEHOUSE_CONSOLE_BASE\", text = \"https://pages.example.com/app\"),
+    (name = \"GATEHOUSE_ADMIN_TOKEN\", text = \"$ADMIN_TOKEN\"),")
 EOF
 }
 
 start() {
     build
     dry_run
-    local port deployed_port stalled_port misconfigured_port ceiling_port
+    local port deployed_port stalled_port misconfigured_port ceiling_port helpdesk_port
     port=$(free_port)
+    helpdesk_port=$(free_port)
     ceiling_port=$(free_port)
     deployed_port=$(free_port)
     stalled_port=$(free_port)
     misconfigured_port=$(free_port)
-    write_config "$port" "$deployed_port" "$stalled_port" "$misconfigured_port" "$ceiling_port"
+    write_config "$port" "$deployed_port" "$stalled_port" "$misconfigured_port" "$ceiling_port" \
+        "$helpdesk_port"
     local started=$SECONDS
     "$NPM_DIR/node_modules/.bin/workerd" serve "$RUN_DIR/config.capnp" \
         >"$RUN_DIR/workerd.log" 2>&1 &
@@ -283,6 +309,7 @@ start() {
             echo "export GATEHOUSE_TEST_EDGE_ADMIN_TOKEN=$ADMIN_TOKEN"
             echo "export GATEHOUSE_TEST_EDGE_CEILING_URL=http://127.0.0.1:$ceiling_port"
             echo "export GATEHOUSE_TEST_EDGE_ADMIN_CALLS_PER_MINUTE=$ADMIN_CALLS_PER_MINUTE"
+            echo "export GATEHOUSE_TEST_EDGE_HELPDESK_URL=http://127.0.0.1:$helpdesk_port"
             echo "export GATEHOUSE_EDGE_PID=$pid"
             return 0
         fi
