@@ -9,7 +9,7 @@
 #   tests/edge.sh dry-run  builds, then checks wrangler.toml with `wrangler deploy --dry-run`
 #                          (no account needed: nothing is uploaded)
 #   tests/edge.sh start    builds, dry-runs, then serves it in workerd (Durable Objects with
-#                          SQLite on a temporary disk) five times, on free ports: the test build;
+#                          SQLite on a temporary disk) six times, on free ports: the test build;
 #                          the release build configured as a deployment (admin token, every
 #                          test variable set); the test build with OAuth keys fetched from an
 #                          issuer that stalls for a minute; the release build with settings

@@ -39,11 +39,19 @@ async fn every_toolset_matches_its_committed_snapshot() {
 
 #[tokio::test]
 async fn every_toolset_passes_the_manifest_check() {
+    let reach_prefixes: Vec<String> = booking_product::REACH_PREFIXES
+        .iter()
+        .map(|p| (*p).to_owned())
+        .collect();
     for (toolset, options) in [
         (Toolset::Core, manifest_check::Options::core()),
         (Toolset::Standard, Default::default()),
         (Toolset::Full, Default::default()),
     ] {
+        let options = manifest_check::Options {
+            reach_prefixes: reach_prefixes.clone(),
+            ..options
+        };
         let report = manifest_check::check_with(&dump(toolset).await, options);
         assert!(
             report.is_clean(),

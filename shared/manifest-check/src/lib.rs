@@ -116,9 +116,22 @@ pub const READ_PREFIXES: &[&str] = &["get_", "find_", "list_"];
 /// Name prefixes of tools that delete; they must have `destructiveHint: true`.
 pub const DELETE_PREFIXES: &[&str] = &["delete_"];
 
-/// Name prefixes of tools that reach people outside the product; they must have
-/// `openWorldHint: true`.
-pub const REACH_PREFIXES: &[&str] = &["send_", "page_", "cancel_", "reschedule_"];
+/// Name prefixes of tools that reach people outside the product, whatever the product: verbs
+/// whose object is a person or the public. They must have `openWorldHint: true`. A product adds
+/// its own ([`Options::reach_prefixes`]: the booking product's `cancel_` and `reschedule_` tell
+/// the customer).
+pub const REACH_PREFIXES: &[&str] = &[
+    "send_",
+    "notify_",
+    "page_",
+    "email_",
+    "message_",
+    "reply_",
+    "escalate_",
+    "remind_",
+    "invite_",
+    "publish_",
+];
 
 /// Built-in tools of the confirmation flow. `confirm_action` executes whatever a notify, wake,
 /// alerting or delete tool prepared, so its hints are the union of those classes rather than
@@ -319,8 +332,11 @@ impl Report {
 }
 
 /// Settings for [`check_with`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Options {
+    /// The product's own name prefixes of tools that reach people, beside [`REACH_PREFIXES`]
+    /// (`check-manifest --reach-prefix cancel_`).
+    pub reach_prefixes: Vec<String>,
     /// The most tools the dump may list (for the core toolset: about [`CORE_TOOLSET_MAX`]).
     pub max_tools: Option<usize>,
     /// The longest description allowed (default [`MAX_DESCRIPTION_CHARS`]).
@@ -334,6 +350,7 @@ impl Options {
         Options {
             max_tools: Some(CORE_TOOLSET_MAX),
             max_description_chars: Some(CORE_DESCRIPTION_MAX_CHARS),
+            reach_prefixes: Vec::new(),
         }
     }
 }
@@ -356,7 +373,7 @@ pub fn check_with(tools_list: &Value, options: Options) -> Report {
     };
     let mut seen = HashSet::new();
     for (index, tool) in tools.iter().enumerate() {
-        check_tool(&mut report, index, tool, &mut seen, options);
+        check_tool(&mut report, index, tool, &mut seen, &options);
     }
     if let Some(max) = options.max_tools
         && tools.len() > max
@@ -436,7 +453,7 @@ fn check_tool<'a>(
     index: usize,
     tool: &'a Value,
     seen: &mut HashSet<&'a str>,
-    options: Options,
+    options: &Options,
 ) {
     let Some(obj) = tool.as_object() else {
         report.push(
@@ -489,7 +506,7 @@ fn check_tool<'a>(
         );
     }
 
-    check_annotations(report, name, &label, obj);
+    check_annotations(report, (name, &label), obj, &options.reach_prefixes);
     let props = check_input_schema(report, name, &label, obj);
     check_output_schema(report, name, &label, obj);
     check_user_interaction(report, name, &label, obj);
@@ -565,9 +582,9 @@ fn has_prefix(name: Option<&str>, prefixes: &[&str]) -> bool {
 
 fn check_annotations(
     report: &mut Report,
-    name: Option<&str>,
-    label: &str,
+    (name, label): (Option<&str>, &str),
     obj: &Map<String, Value>,
+    reach_prefixes: &[String],
 ) {
     let Some(annotations) = obj.get("annotations").and_then(Value::as_object) else {
         report.push(
@@ -600,8 +617,12 @@ fn check_annotations(
     let read_only = hint("readOnlyHint");
     let destructive = hint("destructiveHint");
     let open_world = hint("openWorldHint");
-    let specific =
-        check_hints_against_name(report, (name, label), (read_only, destructive, open_world));
+    let specific = check_hints_against_name(
+        report,
+        (name, label),
+        (read_only, destructive, open_world),
+        reach_prefixes,
+    );
     let built_in = name.is_some_and(|n| BUILT_IN_TOOLS.contains(&n));
     if missing.is_empty() && !specific && !built_in {
         let hints = HINTS.map(|h| hint(h).unwrap_or_default());
@@ -626,6 +647,7 @@ fn check_hints_against_name(
     report: &mut Report,
     (name, label): (Option<&str>, &str),
     (read_only, destructive, open_world): (Option<bool>, Option<bool>, Option<bool>),
+    reach_prefixes: &[String],
 ) -> bool {
     let mut specific = false;
     if read_only == Some(true) && destructive == Some(true) {
@@ -655,14 +677,16 @@ fn check_hints_against_name(
             format!("{label} deletes but has destructiveHint false; use the delete effect class"),
         );
     }
-    if has_prefix(name, REACH_PREFIXES) && open_world == Some(false) {
+    let products = name.is_some_and(|n| reach_prefixes.iter().any(|p| n.starts_with(p.as_str())));
+    if (has_prefix(name, REACH_PREFIXES) || products) && open_world == Some(false) {
         specific = true;
         report.push(
             name,
             DefectClass::ReachNotOpenWorld,
             format!(
-                "{label} reaches people (send_/page_/cancel_/reschedule_) but has openWorldHint \
-                 false; use the notify or wake effect class"
+                "{label} is named like a tool that reaches people (send_, page_, reply_, ... or \
+                 the product's own) but has openWorldHint false; use the notify or wake effect \
+                 class"
             ),
         );
     }

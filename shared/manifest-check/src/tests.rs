@@ -173,3 +173,35 @@ fn a_tool_that_prepares_needs_no_prompt_mark() {
     ]});
     assert!(check(&json!([send])).is_clean());
 }
+
+#[test]
+fn a_products_own_reach_verbs_join_the_generic_ones() {
+    // A silent write's hints: not open-world.
+    let silent = [false, false, true, false];
+    let cancel = tool(
+        "cancel_booking",
+        "Cancels a booking. Example: {\"booking\": \"bkg_1\"}",
+        silent,
+        json!({"booking": {"type": "string"}}),
+    );
+    let reply = tool(
+        "reply_to_customer",
+        "Replies to a customer. Example: {\"ticket\": \"tkt_1\"}",
+        silent,
+        json!({"ticket": {"type": "string"}}),
+    );
+    // `cancel_` reaches people only where the product says so; `reply_` always does.
+    assert!(check(&json!([cancel.clone()])).is_clean());
+    assert_eq!(
+        check(&json!([reply])).classes(),
+        [DefectClass::ReachNotOpenWorld].into()
+    );
+    let booking = Options {
+        reach_prefixes: vec!["cancel_".into()],
+        ..Options::default()
+    };
+    assert_eq!(
+        check_with(&json!([cancel]), booking).classes(),
+        [DefectClass::ReachNotOpenWorld].into()
+    );
+}

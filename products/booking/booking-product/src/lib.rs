@@ -46,6 +46,11 @@ pub use adapter::{BookingKind, CustomerKind, QuoteKind, Services, TechnicianKind
 pub use names::NameLookup;
 pub use product::Booking;
 
+/// Name prefixes of the booking tools that reach people beside the generic ones
+/// (`manifest_check::REACH_PREFIXES`): cancelling or moving a booking tells its customer
+/// (`check-manifest --reach-prefix cancel_ --reach-prefix reschedule_`).
+pub const REACH_PREFIXES: &[&str] = &["cancel_", "reschedule_"];
+
 /// Registers the booking tools, in `tools/list` order. Each tool states its own policy
 /// (rights, toolset, expensive, approval in the product) beside its code.
 pub fn register(registry: &mut Registry, services: &Services) -> Result<(), RegistryError> {

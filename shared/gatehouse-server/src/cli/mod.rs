@@ -156,6 +156,10 @@ enum Command {
         /// Prove the checker catches each defect class, then exit.
         #[arg(long)]
         self_test: bool,
+        /// A name prefix of the product's tools that reach people (beside send_, page_,
+        /// reply_ and the other generic ones), e.g. `cancel_`; may be repeated.
+        #[arg(long, value_name = "PREFIX")]
+        reach_prefix: Vec<String>,
     },
     /// A tenant's agent access (off answers 503 to that tenant's connections).
     AgentAccess {
@@ -833,7 +837,12 @@ pub async fn run(product: Arc<dyn Product>) -> anyhow::Result<()> {
             max_tools,
             core,
             self_test,
-        } => check_manifest(files, manifest_options(*max_tools, *core), *self_test),
+            reach_prefix,
+        } => check_manifest(
+            files,
+            manifest_options(*max_tools, *core, reach_prefix),
+            *self_test,
+        ),
         Command::New {
             dir,
             name,
@@ -916,7 +925,12 @@ async fn with_store(
             max_tools,
             core,
             self_test,
-        } => check_manifest(&files, manifest_options(max_tools, core), self_test),
+            reach_prefix,
+        } => check_manifest(
+            &files,
+            manifest_options(max_tools, core, &reach_prefix),
+            self_test,
+        ),
         Command::New {
             dir,
             name,
@@ -1511,7 +1525,11 @@ async fn manifest(product: &Arc<dyn Product>, out: Option<PathBuf>) -> anyhow::R
 }
 
 /// The checker's limits from the command line.
-fn manifest_options(max_tools: Option<usize>, core: bool) -> manifest_check::Options {
+fn manifest_options(
+    max_tools: Option<usize>,
+    core: bool,
+    reach_prefixes: &[String],
+) -> manifest_check::Options {
     let base = if core {
         manifest_check::Options::core()
     } else {
@@ -1519,6 +1537,7 @@ fn manifest_options(max_tools: Option<usize>, core: bool) -> manifest_check::Opt
     };
     manifest_check::Options {
         max_tools: max_tools.or(base.max_tools),
+        reach_prefixes: reach_prefixes.to_vec(),
         ..base
     }
 }
@@ -1543,7 +1562,7 @@ fn check_manifest(
             std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
         let dump: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("{} is not JSON", file.display()))?;
-        let report = manifest_check::check_with(&dump, options);
+        let report = manifest_check::check_with(&dump, options.clone());
         if report.is_clean() {
             println!("{}: ok", file.display());
         } else {
