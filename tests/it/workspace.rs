@@ -473,6 +473,84 @@ fn code_lines(dir: &std::path::Path) -> usize {
         .sum()
 }
 
+/// The words of an identifier: `tax_rate` and `TaxRate` are both `tax`, `rate`.
+fn identifier_words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    for part in name.split('_').filter(|p| !p.is_empty()) {
+        let mut word = String::new();
+        for c in part.chars() {
+            if c.is_uppercase() && !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            word.push(c.to_ascii_lowercase());
+        }
+        words.push(word);
+    }
+    words
+}
+
+/// The name a `pub` line declares: an item after its keyword, or a field before its colon.
+fn public_name(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix("pub ")?;
+    let keywords = [
+        "async fn ",
+        "const fn ",
+        "fn ",
+        "struct ",
+        "enum ",
+        "const ",
+        "static ",
+        "type ",
+        "trait ",
+        "mod ",
+    ];
+    let rest = keywords
+        .iter()
+        .find_map(|k| rest.strip_prefix(k))
+        .unwrap_or(rest);
+    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_'))?;
+    let name = &rest[..end];
+    (!name.is_empty() && (rest[end..].starts_with(':') || rest.len() > end)).then_some(name)
+}
+
+/// No platform crate names a booking concept in a public item (ADR 49): the platform serves
+/// any product, so none of its types, functions or fields speaks of bookings, quotes,
+/// technicians, currencies or tax rates.
+#[test]
+fn no_platform_crate_names_a_booking_concept_in_a_public_item() {
+    let concept = |words: &[String]| {
+        words.iter().any(|w| {
+            [
+                "booking",
+                "bookings",
+                "quote",
+                "quotes",
+                "technician",
+                "technicians",
+                "currency",
+            ]
+            .contains(&w.as_str())
+        }) || words.windows(2).any(|w| w[0] == "tax" && w[1] == "rate")
+    };
+    assert!(concept(&identifier_words("TaxRate")) && concept(&identifier_words("send_quote")));
+    assert!(!concept(&identifier_words("concurrency")));
+    let mut offenders = Vec::new();
+    for m in members().iter().filter(|m| m.manifest.contains("/shared/")) {
+        let src = std::path::Path::new(&m.manifest).with_file_name("src");
+        for (path, text) in sources(&src) {
+            let code = text.split("\n#[cfg(test)]").next().unwrap_or_default();
+            for (i, line) in code.lines().enumerate() {
+                if let Some(name) = public_name(line)
+                    && concept(&identifier_words(name))
+                {
+                    offenders.push(format!("{}:{} {name}", path.display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{offenders:?}");
+}
+
 #[test]
 fn library_crates_stay_small_and_function_crates_thin() {
     let mut offenders = Vec::new();
