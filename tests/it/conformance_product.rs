@@ -14,7 +14,9 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::support::processes::{Place, Running, cli_token_on, start_serve_with};
+use crate::support::processes::{
+    Place, Running, binary, cli_token_on, run_binary, start_binary_serve_with, start_serve_with,
+};
 
 /// The scenarios that need no fixture tool, per protocol version (the others call tools named
 /// by the suite, such as `test_simple_text`, which the product does not have).
@@ -167,16 +169,63 @@ fn the_official_suite_passes_against_the_product() {
     let addr = format!("127.0.0.1:{port}");
     let (_serve, _) = start_serve_with(&place, &addr, &["--allow-origin", &origins]);
     let (_proxy, url) = start_proxy(&suite.0, &format!("http://{addr}"), &token);
+    every_scenario_passes(&suite, &url, "the product");
+}
+
+/// Runs every scenario of [`SCENARIOS`] against `url` and fails with the checks that failed.
+fn every_scenario_passes(suite: &(PathBuf, PathBuf), url: &str, what: &str) {
     let not_applicable = not_applicable();
     let mut failed = Vec::new();
     let mut passed = 0;
     for (version, scenarios) in SCENARIOS {
         for scenario in *scenarios {
-            let found = failures(&suite, &url, (version, scenario), &not_applicable);
+            let found = failures(suite, url, (version, scenario), &not_applicable);
             passed += usize::from(found.is_empty());
             failed.extend(found);
         }
     }
-    eprintln!("conformance against the product: {passed} scenarios passed");
+    eprintln!("conformance against {what}: {passed} scenarios passed");
     assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// The same suite against a second product (ADR 49): the helpdesk's own `serve`, set up with
+/// its own command line.
+#[test]
+fn the_official_suite_passes_against_the_helpdesk() {
+    let Some(suite) = suite() else { return };
+    let helpdesk = binary("helpdesk");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let setup: [&[&str]; 2] = [
+        &[
+            "tenant",
+            "create",
+            "desk",
+            "--name",
+            "Desk",
+            "--zone",
+            "Europe/Berlin",
+        ],
+        &[
+            "member", "set", "--tenant", "desk", "--member", "ana", "--role", "owner",
+        ],
+    ];
+    for args in setup {
+        let (made, _, err) = run_binary(&helpdesk, args, &data);
+        assert!(made, "{args:?}: {err}");
+    }
+    let create = [
+        "token", "create", "--tenant", "desk", "--member", "ana", "--client", "suite", "--json",
+    ];
+    let (made, out, err) = run_binary(&helpdesk, &create, &data);
+    assert!(made, "{err}");
+    let created: Value = serde_json::from_str(&out).unwrap();
+    let token = created["token"].as_str().expect("a token");
+    let port = free_port();
+    let origins = format!("http://127.0.0.1:{port},http://localhost:{port}");
+    let addr = format!("127.0.0.1:{port}");
+    let (_serve, _, _) =
+        start_binary_serve_with(&helpdesk, &data, &addr, &["--allow-origin", &origins]);
+    let (_proxy, url) = start_proxy(&suite.0, &format!("http://{addr}"), token);
+    every_scenario_passes(&suite, &url, "the helpdesk");
 }

@@ -94,8 +94,19 @@ pub(crate) fn start_binary_serve_printing(
     binary: &Path,
     data: &Path,
 ) -> (Running, std::net::SocketAddr, Vec<String>) {
+    start_binary_serve_with(binary, data, "127.0.0.1:0", &[])
+}
+
+/// Starts `binary serve` on `addr` on the data folder `data` with `extra` arguments; returns
+/// the process, its address and the lines it printed before it was ready.
+pub(crate) fn start_binary_serve_with(
+    binary: &Path,
+    data: &Path,
+    addr: &str,
+    extra: &[&str],
+) -> (Running, std::net::SocketAddr, Vec<String>) {
     let mut command = Command::new(binary);
-    command.args(["serve", "--addr", "127.0.0.1:0"]);
+    command.args(["serve", "--addr", addr]).args(extra);
     spawn_serve_printing(&Place::Folder(data.to_owned()), &mut command)
 }
 
