@@ -17,7 +17,9 @@
 # Prints one line per client and, last, `sdk clients: N passed, M failed`; exits non-zero if any
 # client failed. A failing client prints every HTTP exchange it made. SDK_TRACE=1 prints them
 # on success too. GATEHOUSE_BIN overrides the binary (default target/debug/gatehouse, built
-# with `cargo build -p gatehouse` if missing); PYTHON the interpreter for the venv.
+# with `cargo build -p gatehouse` if missing): another product's own program (tests/run runs
+# the helpdesk's too), with SDK_TENANT_SETTINGS its workspace settings' flags (default the
+# booking product's); PYTHON the interpreter for the venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -25,6 +27,7 @@ SDK_DIR="$ROOT/tests/sdk"
 BIN=${GATEHOUSE_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/debug/gatehouse}
 CACHE=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/gatehouse
 CLIENT_TIMEOUT=90
+TENANT_SETTINGS=${SDK_TENANT_SETTINGS---currency EUR --tax-rate 19}
 
 TS_VERSION=$(sed -n 's/.*"@modelcontextprotocol\/sdk": *"\([^"]*\)".*/\1/p' "$SDK_DIR/package.json")
 PY_VERSION=$(sed -n 's/^mcp==\(.*\)$/\1/p' "$SDK_DIR/requirements.txt")
@@ -161,7 +164,8 @@ DATA_DIR="$WORK/data"
 SERVER_LOG="$WORK/server.log"
 mkdir -p "$DATA_DIR"
 # Every MCP request needs a credential: a member and a connection token for this run.
-"$BIN" tenant create sdk-tests --data-dir "$DATA_DIR" --name "SDK tests" --zone Europe/Berlin --currency EUR --tax-rate 19 >/dev/null
+# shellcheck disable=SC2086 # the settings are flags, split on purpose
+"$BIN" tenant create sdk-tests --data-dir "$DATA_DIR" --name "SDK tests" --zone Europe/Berlin $TENANT_SETTINGS >/dev/null
 "$BIN" member set --data-dir "$DATA_DIR" --tenant sdk-tests --member owner --role owner >/dev/null
 MCP_TOKEN=$("$BIN" token create --data-dir "$DATA_DIR" --tenant sdk-tests --member owner --client "sdk client tests" --json \
     | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')
