@@ -148,6 +148,8 @@ impl ToolError {
             "Try the same call again in a few seconds",
         )
         .detail("retry_after_seconds", STORE_RETRY_AFTER_SECONDS)
+        // As every other refusal a caller may retry says so.
+        .detail("retryable", true)
     }
 
     /// An error of `kind` with a message and a fix.
