@@ -448,9 +448,18 @@ fn unsafe_code_only_where_allowed() {
 #[test]
 fn no_function_in_a_library_crate_is_longer_than_a_screen() {
     let mut offenders = Vec::new();
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
-    let crates = std::fs::read_dir(root).expect("shared/").flatten();
-    let files = crates.flat_map(|c| sources(&c.path().join("src")));
+    // Every crate's code: the platform's, the products', the examples' and the deployables'.
+    // The test tools (`tests/loadgen`, `evals`) are not held to it yet: their runners are
+    // longer (issue 46 lists them).
+    let shipped = |m: &Member| !m.manifest.contains("/tests/") && !m.manifest.contains("/evals/");
+    let files = members().into_iter().filter(shipped).flat_map(|m| {
+        let src = std::path::Path::new(&m.manifest).with_file_name("src");
+        if src.is_dir() {
+            sources(&src)
+        } else {
+            Vec::new()
+        }
+    });
     for (path, text) in files {
         for (name, line, len) in long_functions(&text, 80) {
             offenders.push(format!("{}:{line} {name} ({len} lines)", path.display()));
