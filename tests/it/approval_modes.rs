@@ -430,3 +430,48 @@ async fn the_cli_sets_modes_and_pins_connections() {
         .collect();
     assert_eq!(audited, ["approval_mode.delete.product:ana"]);
 }
+
+/// Every audit row of a decision names what the action was about, as its preview's did: a
+/// rejection's row (it had no ids) names the booking the cancellation was for.
+async fn a_decisions_audit_row_names_its_record(world: World) {
+    world.member("acme", "ana", "owner").await;
+    let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
+    let agent = world.client(&token);
+    let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
+    let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
+    let b = agent
+        .call_tool("create_booking", draft(&ada, &tom, "2055-06-08 09:00"))
+        .await
+        .structured()["booking"]
+        .clone();
+    let preview = agent
+        .call_tool(
+            "cancel_booking",
+            json!({"booking": b["booking"], "version": b["version"]}),
+        )
+        .await;
+    let token = preview.structured()["confirm_token"].clone();
+    let rejected = agent
+        .call_tool("reject_action", json!({"confirm_token": token}))
+        .await;
+    assert!(!rejected.is_error(), "{}", rejected.text());
+    let recent = agent
+        .call_tool("list_recent_changes", json!({"scope": "tenant"}))
+        .await;
+    let changes = recent.structured()["changes"].as_array().unwrap().clone();
+    let of = |outcome: &str| {
+        changes
+            .iter()
+            .find(|c| c["outcome"] == outcome)
+            .unwrap_or_else(|| panic!("no {outcome} row: {changes:?}"))["ids"]
+            .clone()
+    };
+    assert!(
+        of("prepared")
+            .to_string()
+            .contains(b["booking"].as_str().unwrap()),
+        "{changes:?}"
+    );
+    assert_eq!(of("rejected"), of("prepared"), "{changes:?}");
+}
+on_every_backend!(decision_rows, a_decisions_audit_row_names_its_record);

@@ -42,6 +42,9 @@ pub(crate) struct Pending {
     /// Registered on its action's mark when stored (ADR 44): it runs only while its entry is
     /// there, which a run of the same action clears.
     pub(crate) marked: bool,
+    /// The records the action is about (its preview's, as the body named them): every audit
+    /// row of a decision on it names them too.
+    pub(crate) ids: Vec<String>,
 }
 
 /// The elicitation asking the person to approve the server-written summary.
@@ -227,6 +230,9 @@ pub(crate) fn pending_item(p: &Pending, now: i64) -> Item {
         item.insert("marked".into(), SV::Bool(true));
     }
     item.insert("prepared_at".into(), SV::n(p.prepared_at));
+    if !p.ids.is_empty() {
+        item.insert("ids".into(), SV::L(p.ids.iter().map(SV::s).collect()));
+    }
     item.insert(
         store::TTL_ATTRIBUTE.into(),
         SV::n(now + PENDING_TTL_SECONDS),
@@ -251,6 +257,11 @@ pub(crate) fn read_pending(token: &str, item: &Item) -> Option<Pending> {
         elicited: matches!(item.get("elicited"), Some(SV::Bool(true))),
         prepared_at: prepared_at(item),
         marked: matches!(item.get("marked"), Some(SV::Bool(true))),
+        // Stored before the ids were kept: none.
+        ids: match item.get("ids") {
+            Some(SV::L(ids)) => ids.iter().filter_map(SV::as_s).map(str::to_owned).collect(),
+            _ => Vec::new(),
+        },
     })
 }
 

@@ -66,6 +66,7 @@ impl Call<'_> {
     ) -> Stage<ToolResult> {
         let op = WriteSet {
             ops: vec![confirm::consumption(caller, &pending.token, "rejected")],
+            ids: pending.ids.clone(),
             ..WriteSet::default()
         };
         match self

@@ -194,6 +194,7 @@ impl Call<'_> {
         }
         let declined = WriteSet {
             ops: vec![confirm::consumption(caller, token, "rejected")],
+            ids: pending.ids.clone(),
             ..WriteSet::default()
         };
         let audit = Audited::outcome("declined").of(&pending.tool);
@@ -243,6 +244,7 @@ impl Call<'_> {
             elicited: false,
             prepared_at: self.now_micros,
             marked: true,
+            ids: ran.writes.ids.clone(),
         };
         Ok((pending, content))
     }
@@ -333,6 +335,7 @@ impl Call<'_> {
         let tenant = caller.tenant.clone();
         let mut ops = WriteSet {
             ops: vec![confirm::consumption(caller, &old.token, "superseded")],
+            ids: old.ids.clone(),
             ..WriteSet::default()
         };
         ops.ops
