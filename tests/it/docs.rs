@@ -23,6 +23,12 @@ fn the_readme_the_architecture_and_the_guide_keep_their_size() {
         read("README.md").contains("(docs/your-product.md)"),
         "the README links the guide"
     );
+    // A reference, not a diary: the current figures, the machine and the commands.
+    let lines = read("docs/performance.md").lines().count();
+    assert!(
+        lines <= 400,
+        "docs/performance.md has {lines} lines, at most 400"
+    );
 }
 
 #[test]
