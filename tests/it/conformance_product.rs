@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use crate::support::processes::{
-    Place, Running, binary, cli_token_on, run_binary, start_binary_serve_with, start_serve_with,
+    Place, Running, binary, cli_token_on, program_token, start_binary_serve_with, start_serve_with,
 };
 
 /// The scenarios that need no fixture tool, per protocol version (the others call tools named
@@ -196,36 +196,25 @@ fn the_official_suite_passes_against_the_helpdesk() {
     let helpdesk = binary("helpdesk");
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let setup: [&[&str]; 2] = [
-        &[
-            "tenant",
-            "create",
-            "desk",
-            "--name",
-            "Desk",
-            "--zone",
-            "Europe/Berlin",
-        ],
-        &[
-            "member", "set", "--tenant", "desk", "--member", "ana", "--role", "owner",
-        ],
+    let workspace = [
+        "tenant",
+        "create",
+        "desk",
+        "--name",
+        "Desk",
+        "--zone",
+        "Europe/Berlin",
     ];
-    for args in setup {
-        let (made, _, err) = run_binary(&helpdesk, args, &data);
-        assert!(made, "{args:?}: {err}");
-    }
-    let create = [
-        "token", "create", "--tenant", "desk", "--member", "ana", "--client", "suite", "--json",
-    ];
-    let (made, out, err) = run_binary(&helpdesk, &create, &data);
-    assert!(made, "{err}");
-    let created: Value = serde_json::from_str(&out).unwrap();
-    let token = created["token"].as_str().expect("a token");
+    let token = program_token(&helpdesk, &data, &workspace);
     let port = free_port();
     let origins = format!("http://127.0.0.1:{port},http://localhost:{port}");
     let addr = format!("127.0.0.1:{port}");
-    let (_serve, _, _) =
-        start_binary_serve_with(&helpdesk, &data, &addr, &["--allow-origin", &origins]);
-    let (_proxy, url) = start_proxy(&suite.0, &format!("http://{addr}"), token);
+    let (_serve, _, _) = start_binary_serve_with(
+        &helpdesk,
+        &Place::Folder(data),
+        &addr,
+        &["--allow-origin", &origins],
+    );
+    let (_proxy, url) = start_proxy(&suite.0, &format!("http://{addr}"), &token);
     every_scenario_passes(&suite, &url, "the helpdesk");
 }

@@ -174,14 +174,8 @@ async fn the_cli_administers_a_deployed_worker_with_its_admin_token() {
         "{}",
         String::from_utf8_lossy(&without.stderr)
     );
-    let run = |args: &[&str]| {
-        let mut command = std::process::Command::new(crate::support::processes::gatehouse_binary());
-        command
-            .args(args)
-            .args(["--edge-url", &url])
-            .env("GATEHOUSE_EDGE_ADMIN_TOKEN", &token);
-        crate::support::processes::succeed(&mut command, args)
-    };
+    let gatehouse = crate::support::processes::gatehouse_binary();
+    let run = |args: &[&str]| crate::support::edge::administer(&gatehouse, (&url, &token), args);
     let tenant = format!(
         "edge{}",
         crate::support::store::unique_suffix().replace('-', "")
@@ -230,14 +224,7 @@ async fn the_helpdesk_answers_mcp_in_workerd() {
     let url = std::env::var("GATEHOUSE_TEST_EDGE_HELPDESK_URL").expect("tests/edge.sh sets it");
     let token = std::env::var("GATEHOUSE_TEST_EDGE_ADMIN_TOKEN").expect("tests/edge.sh sets it");
     let helpdesk = crate::support::processes::binary("helpdesk");
-    let run = |args: &[&str]| {
-        let mut command = std::process::Command::new(&helpdesk);
-        command
-            .args(args)
-            .args(["--edge-url", &url])
-            .env("GATEHOUSE_EDGE_ADMIN_TOKEN", &token);
-        crate::support::processes::succeed(&mut command, args)
-    };
+    let run = |args: &[&str]| crate::support::edge::administer(&helpdesk, (&url, &token), args);
     let tenant = format!(
         "desk{}",
         crate::support::store::unique_suffix().replace('-', "")

@@ -8,7 +8,8 @@ use serde_json::json;
 
 use crate::support::misdescribed::{Misdescribed, Mistake};
 use crate::support::processes::{
-    binary, printed_commands_of, run_binary, start_binary_serve, start_binary_serve_printing,
+    binary, printed_commands_of, program_token, run_binary, start_binary_serve,
+    start_binary_serve_printing,
 };
 
 fn built(mistake: Mistake) -> Result<app::App, mcp_pipeline::RegistryError> {
@@ -84,19 +85,7 @@ async fn the_helpdesk_binary_serves_its_own_tools() {
     let with_currency = [&workspace[..], &["--currency", "EUR"]].concat();
     let (made, _, refused) = run_binary(&helpdesk, &with_currency, &data);
     assert!(!made && refused.contains("--currency"), "{refused}");
-    let (made, _, err) = run_binary(&helpdesk, &workspace, &data);
-    assert!(made, "{err}");
-    let owner = [
-        "member", "set", "--tenant", "acme", "--member", "ana", "--role", "owner",
-    ];
-    assert!(run_binary(&helpdesk, &owner, &data).0);
-    let create = [
-        "token", "create", "--tenant", "acme", "--member", "ana", "--client", "seam", "--json",
-    ];
-    let (made, out, err) = run_binary(&helpdesk, &create, &data);
-    assert!(made, "{err}");
-    let token: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let token = token["token"].as_str().unwrap();
+    let token = program_token(&helpdesk, &data, &workspace);
 
     let (server, addr) = start_binary_serve(&helpdesk, &data);
     let agent = mcp_test_client::TestClient::http(addr)

@@ -532,7 +532,7 @@ fn public_name(line: &str) -> Option<&str> {
         .unwrap_or(rest);
     let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_'))?;
     let name = &rest[..end];
-    (!name.is_empty() && (rest[end..].starts_with(':') || rest.len() > end)).then_some(name)
+    (!name.is_empty()).then_some(name)
 }
 
 /// No platform crate names a booking concept in a public item (ADR 49): the platform serves

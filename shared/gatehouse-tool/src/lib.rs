@@ -73,7 +73,7 @@ pub use approval::{
 pub use args::{Normalized, Synonym, normalize};
 pub use caller::{Caller, Hidden, Toolset};
 pub use canonical::{canonical_json, digest, sha256_hex};
-pub use clock::{Clock, FixedClock, Randomness, SystemClock, SystemRandomness};
+pub use clock::{Clock, FixedClock, Randomness, SystemClock, SystemRandomness, random_text};
 pub use context::{ExecutionContext, Headers, Notifications, ToolContext};
 pub use decorators::{
     CallError, ExceptionHandler, Guard, Interceptor, Next, Refusal, handle_error,

@@ -576,8 +576,8 @@ fn valid_name(name: &str) -> bool {
         })
 }
 
-fn has_prefix(name: Option<&str>, prefixes: &[&str]) -> bool {
-    name.is_some_and(|n| prefixes.iter().any(|p| n.starts_with(p)))
+fn has_prefix<P: AsRef<str>>(name: Option<&str>, prefixes: &[P]) -> bool {
+    name.is_some_and(|n| prefixes.iter().any(|p| n.starts_with(p.as_ref())))
 }
 
 fn check_annotations(
@@ -677,8 +677,8 @@ fn check_hints_against_name(
             format!("{label} deletes but has destructiveHint false; use the delete effect class"),
         );
     }
-    let products = name.is_some_and(|n| reach_prefixes.iter().any(|p| n.starts_with(p.as_str())));
-    if (has_prefix(name, REACH_PREFIXES) || products) && open_world == Some(false) {
+    let reaches = has_prefix(name, REACH_PREFIXES) || has_prefix(name, reach_prefixes);
+    if reaches && open_world == Some(false) {
         specific = true;
         report.push(
             name,

@@ -294,6 +294,16 @@ pub(crate) fn consume_op(tenant: &str, token: &str, to: &str) -> store::Update {
     .when(Condition::eq("status", SV::s("pending")))
 }
 
+/// The writes of a decision on `pending` that does not run it (`rejected`, `superseded`): its
+/// consumption, naming the records the action was about, as its preview's audit row did.
+pub(crate) fn decided(caller: &Caller, pending: &Pending, to: &str) -> crate::WriteSet {
+    crate::WriteSet {
+        ops: vec![consumption(caller, &pending.token, to)],
+        ids: pending.ids.clone(),
+        ..crate::WriteSet::default()
+    }
+}
+
 /// [`consume_op`] as a planned write whose failure is explained by what decided the pending
 /// action first (executed, rejected, replaced), read from the item as it is now and worded by
 /// [`check`] for this caller: of two decisions at once, the second is told the first.

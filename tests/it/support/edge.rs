@@ -67,3 +67,19 @@ pub(crate) async fn answer_to_partial_request(
         Err(_) => String::new(),
     }
 }
+
+/// Runs `binary` (gatehouse's command line, or a product's own) with `args` on the worker at
+/// `url` through its admin route, with the deployment's admin `token`; it must succeed; its
+/// stdout.
+pub(crate) fn administer(
+    binary: &std::path::Path,
+    (url, token): (&str, &str),
+    args: &[&str],
+) -> String {
+    let mut command = std::process::Command::new(binary);
+    command
+        .args(args)
+        .args(["--edge-url", url])
+        .env("GATEHOUSE_EDGE_ADMIN_TOKEN", token);
+    crate::support::processes::succeed(&mut command, args)
+}

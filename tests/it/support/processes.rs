@@ -66,20 +66,30 @@ pub(crate) fn binary(name: &str) -> PathBuf {
     bin
 }
 
-/// Runs `binary` with `args` on the data folder `data`; returns whether it succeeded, its
-/// stdout and its stderr.
+/// Runs `binary` (a product's program) with `args` on the data folder `data`; returns whether
+/// it succeeded, its stdout and its stderr.
 pub(crate) fn run_binary(binary: &Path, args: &[&str], data: &Path) -> (bool, String, String) {
-    let out = Command::new(binary)
-        .args(args)
-        .arg("--data-dir")
-        .arg(data)
-        .output()
-        .expect("run the binary");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    run_program(binary, args, data, "")
+}
+
+/// With `binary` (a product's program) on the data folder `data`: the workspace `create`
+/// makes (`tenant create ...`), its owner `ana`, and her connection; returns its MCP token.
+pub(crate) fn program_token(binary: &Path, data: &Path, create: &[&str]) -> String {
+    let tenant = create.get(2).copied().expect("tenant create ID ...");
+    let owner = [
+        "member", "set", "--tenant", tenant, "--member", "ana", "--role", "owner",
+    ];
+    let token = [
+        "token", "create", "--tenant", tenant, "--member", "ana", "--client", "tests", "--json",
+    ];
+    let mut out = String::new();
+    for args in [create, &owner[..], &token[..]] {
+        let (made, stdout, err) = run_binary(binary, args, data);
+        assert!(made, "{args:?}: {err}");
+        out = stdout;
+    }
+    let created: Value = serde_json::from_str(&out).expect("token create --json");
+    created["token"].as_str().expect("a token").to_owned()
 }
 
 /// Starts `binary serve` on a free loopback port on the data folder `data`; returns the
@@ -94,20 +104,22 @@ pub(crate) fn start_binary_serve_printing(
     binary: &Path,
     data: &Path,
 ) -> (Running, std::net::SocketAddr, Vec<String>) {
-    start_binary_serve_with(binary, data, "127.0.0.1:0", &[])
+    let place = Place::Folder(data.to_owned());
+    start_binary_serve_with(binary, &place, "127.0.0.1:0", &[])
 }
 
-/// Starts `binary serve` on `addr` on the data folder `data` with `extra` arguments; returns
-/// the process, its address and the lines it printed before it was ready.
+/// Starts `binary serve` (gatehouse's, or a product's own program) on `addr` on `place` with
+/// `extra` arguments; returns the process, its address and the lines it printed before it was
+/// ready.
 pub(crate) fn start_binary_serve_with(
     binary: &Path,
-    data: &Path,
+    place: &Place,
     addr: &str,
     extra: &[&str],
 ) -> (Running, std::net::SocketAddr, Vec<String>) {
     let mut command = Command::new(binary);
     command.args(["serve", "--addr", addr]).args(extra);
-    spawn_serve_printing(&Place::Folder(data.to_owned()), &mut command)
+    spawn_serve_printing(place, &mut command)
 }
 
 /// A child process killed when dropped.
@@ -234,9 +246,8 @@ pub(crate) fn start_serve_with(
     addr: &str,
     extra: &[&str],
 ) -> (Running, std::net::SocketAddr) {
-    let mut command = Command::new(gatehouse_binary());
-    command.args(["serve", "--addr", addr]).args(extra);
-    spawn_serve(place, &mut command)
+    let (running, addr, _) = start_binary_serve_with(&gatehouse_binary(), place, addr, extra);
+    (running, addr)
 }
 
 /// Starts `gatehouse serve` on a free port on `place`, allowed at most `limit` open files (as
@@ -283,9 +294,7 @@ pub(crate) fn start_serve_printing_on(
     addr: &str,
     extra: &[&str],
 ) -> (Running, std::net::SocketAddr, Vec<String>) {
-    let mut command = Command::new(gatehouse_binary());
-    command.args(["serve", "--addr", addr]).args(extra);
-    spawn_serve_printing(place, &mut command)
+    start_binary_serve_with(&gatehouse_binary(), place, addr, extra)
 }
 
 /// Spawns `command` (a `serve`) on `place`; returns it, where it serves and what it printed
@@ -424,8 +433,14 @@ pub(crate) fn stdio_child(dir: &Path, token: &str) -> Child {
 /// Runs `gatehouse` with `args` on the data folder `data`, `stdin` on its standard input;
 /// returns whether it succeeded, its stdout and its stderr (for commands that must fail).
 pub(crate) fn run_on_folder(args: &[&str], data: &Path, stdin: &str) -> (bool, String, String) {
+    run_program(&gatehouse_binary(), args, data, stdin)
+}
+
+/// Runs `binary` with `args` on the data folder `data`, `stdin` on its standard input; returns
+/// whether it succeeded, its stdout and its stderr.
+fn run_program(binary: &Path, args: &[&str], data: &Path, stdin: &str) -> (bool, String, String) {
     use std::io::Write as _;
-    let mut child = Command::new(gatehouse_binary())
+    let mut child = Command::new(binary)
         .args(args)
         .arg("--data-dir")
         .arg(data)

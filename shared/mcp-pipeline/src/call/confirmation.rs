@@ -13,7 +13,6 @@ use serde_json::{Map, Value, json};
 
 use super::finish::Audited;
 use super::{Call, CallPlan, Exit, Stage};
-use crate::WriteSet;
 use crate::confirm::{self, Approver, ConfirmInput, Phase, RejectInput};
 use crate::gates::Committed;
 use crate::server::{Interrupt, Server};
@@ -64,11 +63,7 @@ impl Call<'_> {
         caller: &Caller,
         pending: confirm::Pending,
     ) -> Stage<ToolResult> {
-        let op = WriteSet {
-            ops: vec![confirm::consumption(caller, &pending.token, "rejected")],
-            ids: pending.ids.clone(),
-            ..WriteSet::default()
-        };
+        let op = confirm::decided(caller, &pending, "rejected");
         match self
             .commit(g, op, None, Audited::outcome("rejected").of(&pending.tool))
             .await

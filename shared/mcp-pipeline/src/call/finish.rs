@@ -192,11 +192,7 @@ impl Call<'_> {
             confirm::Answer::Unanswered => return Err(self.ask_for_approval(&pending, token)),
             confirm::Answer::Declined => {}
         }
-        let declined = WriteSet {
-            ops: vec![confirm::consumption(caller, token, "rejected")],
-            ids: pending.ids.clone(),
-            ..WriteSet::default()
-        };
+        let declined = confirm::decided(caller, &pending, "rejected");
         let audit = Audited::outcome("declined").of(&pending.tool);
         match self.commit(g, declined, None, audit).await {
             Committed::Refused(e) => {
@@ -333,11 +329,7 @@ impl Call<'_> {
                 .into());
         };
         let tenant = caller.tenant.clone();
-        let mut ops = WriteSet {
-            ops: vec![confirm::consumption(caller, &old.token, "superseded")],
-            ids: old.ids.clone(),
-            ..WriteSet::default()
-        };
+        let mut ops = confirm::decided(caller, old, "superseded");
         ops.ops
             .push(Planned::new(confirm::store_op(&tenant, &fresh, self.now)));
         ops.ops.push(Planned::new(confirm::register_op(
