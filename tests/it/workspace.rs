@@ -120,6 +120,58 @@ fn only_the_booking_product_depends_on_booking() {
     );
 }
 
+/// What a product outside this repository may name of gatehouse (ADR 49): the author crate,
+/// the entry-point library (which re-exports the rest of the product surface), and at the
+/// edge the Worker library.
+const A_PRODUCTS_GATEHOUSE: [&str; 3] = ["gatehouse-tool", "gatehouse-server", "gatehouse-edge"];
+
+#[test]
+fn a_product_in_examples_names_only_the_author_crate_and_the_entry_points() {
+    let all = members();
+    let ours: BTreeSet<&str> = all.iter().map(|m| m.name.as_str()).collect();
+    let examples: Vec<&Member> = all
+        .iter()
+        .filter(|m| m.manifest.contains("/examples/"))
+        .collect();
+    assert!(examples.len() >= 2, "the helpdesk and its Worker are found");
+    let its_own: BTreeSet<&str> = examples.iter().map(|m| m.name.as_str()).collect();
+    let offenders: Vec<String> = examples
+        .iter()
+        .flat_map(|m| {
+            m.deps
+                .iter()
+                .filter(|d| ours.contains(d.as_str()) && !its_own.contains(d.as_str()))
+                .filter(|d| !A_PRODUCTS_GATEHOUSE.contains(&d.as_str()))
+                .map(move |d| format!("{} -> {d}", m.name))
+        })
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "an example product depends on gatehouse crates beyond {A_PRODUCTS_GATEHOUSE:?}: {offenders:?}"
+    );
+}
+
+#[test]
+fn the_scaffolds_product_names_only_the_author_crate_and_the_entry_points() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let template = root.join("shared/gatehouse-server/src/cli/scaffold/Cargo.toml.tmpl");
+    let text = std::fs::read_to_string(&template).expect("the scaffold's Cargo.toml template");
+    let named: Vec<&str> = text
+        .lines()
+        .filter(|line| line.contains("{{gatehouse}}/"))
+        .filter_map(|line| line.split_once(" = ").map(|(name, _)| name.trim()))
+        .collect();
+    assert!(named.contains(&"gatehouse-tool"), "{named:?}");
+    let beyond: Vec<&&str> = named
+        .iter()
+        .filter(|name| !A_PRODUCTS_GATEHOUSE.contains(name))
+        .collect();
+    assert!(
+        beyond.is_empty(),
+        "the scaffold's product names gatehouse crates beyond {A_PRODUCTS_GATEHOUSE:?}: {beyond:?}"
+    );
+}
+
 #[test]
 fn library_crates_do_not_depend_on_binary_crates() {
     let all = members();

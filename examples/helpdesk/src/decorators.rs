@@ -2,7 +2,7 @@
 //! a guard that reads the tool's metadata, an interceptor that adds to a successful answer, and
 //! an exception handler that turns the helpdesk's own errors into errors a model can act on.
 
-use mcp_pipeline::{
+use gatehouse_tool::{
     ErrorKind, ExceptionHandler, ExecutionContext, Guard, Interceptor, Next, Refusal, ToolError,
     ToolResult,
 };

@@ -1,11 +1,12 @@
 //! A second product behind gatehouse (ADR 49): a small helpdesk, built only on the platform's
-//! product seam ([`app::Product`]) and tool model, in a domain far from bookings. Tickets hold
+//! product seam ([`product::Product`]) and tool model, in a domain far from bookings. Tickets hold
 //! what customers wrote (third-party text, handed out wrapped); an agent may open and close
 //! them silently, reply to the customer (notify), page on-call (wake), mute a ticket's alerts
 //! (alerting), delete one, and prepare a credit that only a person in the product approves.
 //! Its reply tool uses the per-tool decorators for real: a guard that reads the tool's
 //! metadata, an interceptor, and the helpdesk's exception handler on every tool.
 
+use gatehouse_server::{identity, product, web};
 pub mod decorators;
 pub mod pages;
 pub mod tickets;
@@ -13,9 +14,9 @@ pub mod tools;
 
 use std::sync::Arc;
 
-use app::{Product, ProductContext};
-use mcp_pipeline::records::Records;
-use mcp_pipeline::{ReadAhead, Registry, RegistryError, ToolSpec};
+use gatehouse_tool::records::Records;
+use gatehouse_tool::{ReadAhead, Registry, RegistryError, ToolSpec};
+use product::{Product, ProductContext};
 
 /// The helpdesk's rights, and the platform's its roles grant.
 pub mod rights {
@@ -80,7 +81,7 @@ pub struct Helpdesk;
 
 impl Helpdesk {
     /// The product, shared, as the platform takes it.
-    pub fn shared() -> app::SharedProduct {
+    pub fn shared() -> product::SharedProduct {
         Arc::new(Helpdesk)
     }
 }

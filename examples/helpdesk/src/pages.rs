@@ -3,10 +3,11 @@
 //! closes one and deletes one; each route names the tool whose work it does, and the platform
 //! admits it with that tool's effect class (a deletion counts in the delete bucket).
 
+use gatehouse_server::{store, web};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use mcp_pipeline::records::{
+use gatehouse_tool::records::{
     Attribute, AttributeType as T, AttributeValue as V, Reader, Record, RecordError, RecordKind,
     Records,
 };

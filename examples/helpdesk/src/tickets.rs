@@ -3,6 +3,7 @@
 //! that every change names. Reads go to the store; changes are planned as store operations the
 //! pipeline commits with the call's gates, never written here.
 
+use gatehouse_server::store;
 use std::sync::Arc;
 
 use store::{Condition, Item, Key, Put, Query, Store, TransactOp, Update, UpdateAction, Value};

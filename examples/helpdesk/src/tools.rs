@@ -3,9 +3,10 @@
 //! (alerting), deletion, and a credit to the customer that only a person in the product
 //! approves. Bodies read and plan writes; the pipeline commits them with every gate.
 
+use gatehouse_server::{outbox, outside, store};
 use std::sync::Arc;
 
-use mcp_pipeline::{
+use gatehouse_tool::{
     CallError, EffectClass, ErrorKind, Handle, HandleKind, Policy, Success, Tool, ToolContext,
     ToolError, Toolset,
 };
@@ -448,13 +449,13 @@ fn queue(
     about: &str,
 ) {
     let id = outside::random_text(services.randomness.as_ref(), 20);
-    let message = outbox_format::Outgoing {
+    let message = outbox::Outgoing {
         to,
         subject,
         body,
         about,
     };
-    for put in outbox_format::queue(tenant, &id, &message) {
+    for put in outbox::queue(tenant, &id, &message) {
         ctx.writes.push(put);
     }
     ctx.writes.notify(to);

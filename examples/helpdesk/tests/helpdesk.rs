@@ -6,16 +6,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use gatehouse_server::{identity, outbox, product, store, testing};
 use std::sync::Arc;
 
+use gatehouse_tool::Toolset;
 use helpdesk::{Helpdesk, decorators};
-use mcp_pipeline::Toolset;
-use mcp_test_client::TestClient;
 use serde_json::{Value, json};
+use testing::TestClient;
 
 /// The helpdesk on a fresh store, its clock standing still (rate windows do not turn).
 struct Desk {
-    app: app::App,
+    app: product::App,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -30,8 +31,7 @@ impl Desk {
         let (store, dir): (Arc<dyn store::Store>, _) = match backend {
             Backend::Sqlite => {
                 let dir = tempfile::tempdir().unwrap();
-                let store =
-                    store_sqlite::SqliteStore::open(dir.path().join("gatehouse.db")).unwrap();
+                let store = testing::SqliteStore::open(dir.path().join("gatehouse.db")).unwrap();
                 (Arc::new(store), Some(dir))
             }
             Backend::Dynamodb => {
@@ -53,17 +53,17 @@ impl Desk {
                         .unwrap()
                         .as_nanos()
                 );
-                let store = store_dynamodb::DynamoStore::local(&endpoint, &table);
+                let store = testing::DynamoStore::local(&endpoint, &table);
                 store.create_table().await.unwrap();
                 (Arc::new(store), None)
             }
         };
-        let settings = app::Settings {
+        let settings = product::Settings {
             store_wait: std::time::Duration::from_secs(20),
-            clock: Arc::new(mcp_pipeline::FixedClock::starting_now()),
-            ..app::Settings::default()
+            clock: Arc::new(gatehouse_tool::FixedClock::starting_now()),
+            ..product::Settings::default()
         };
-        let app = app::build(&settings, store, Helpdesk::shared()).unwrap();
+        let app = product::build(&settings, store, Helpdesk::shared()).unwrap();
         Some(Desk { app, _dir: dir })
     }
 
@@ -87,7 +87,7 @@ impl Desk {
             rights,
             toolset: Toolset::Full,
             client_name: "helpdesk tests".into(),
-            approval: mcp_pipeline::ApprovalMode::Client,
+            approval: gatehouse_tool::ApprovalMode::Client,
         };
         let (_, token) = self
             .app
@@ -139,13 +139,13 @@ impl Desk {
         let body = http_body_util::Full::new(bytes::Bytes::from(body.to_owned()));
         let response = self.app.web.handle(req.body(body).unwrap()).await;
         let (parts, body) = response.into_parts();
-        let text = String::from_utf8_lossy(&app::body_bytes(body).await).into_owned();
+        let text = String::from_utf8_lossy(&product::body_bytes(body).await).into_owned();
         (parts.status.as_u16(), parts.headers, text)
     }
 
     /// The messages waiting in `tenant`'s outbox.
     async fn outbox(&self, tenant: &str) -> Vec<store::Item> {
-        let partition = outbox_format::keys::outbox_partition(tenant);
+        let partition = outbox::keys::outbox_partition(tenant);
         let page = self.app.store.query(store::Query::partition(partition));
         page.await
             .unwrap()
@@ -503,9 +503,10 @@ on_both_backends!(limits, limits_money_two_steps_and_the_kill_switch);
 async fn the_manifest_is_the_snapshot_and_keeps_the_tool_rules() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("manifest");
     for toolset in [Toolset::Core, Toolset::Standard, Toolset::Full] {
-        let dump = app::manifest::dump(&app::Settings::default(), Helpdesk::shared(), toolset)
-            .await
-            .unwrap();
+        let dump =
+            product::manifest::dump(&product::Settings::default(), Helpdesk::shared(), toolset)
+                .await
+                .unwrap();
         let file = dir.join(format!("{}.json", toolset.as_str()));
         let text = serde_json::to_string_pretty(&dump).unwrap() + "\n";
         if std::env::var_os("UPDATE_MANIFEST").is_some() {
@@ -520,11 +521,11 @@ async fn the_manifest_is_the_snapshot_and_keeps_the_tool_rules() {
             file.display()
         );
         let options = if toolset == Toolset::Core {
-            manifest_check::Options::core()
+            testing::manifest_check::Options::core()
         } else {
-            manifest_check::Options::default()
+            testing::manifest_check::Options::default()
         };
-        let report = manifest_check::check_with(&dump, options);
+        let report = testing::manifest_check::check_with(&dump, options);
         assert!(
             report.is_clean(),
             "{}: {}",
