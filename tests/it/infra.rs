@@ -710,33 +710,119 @@ fn functions_are_built_from_this_workspace_for_arm64() {
         let p = &f["Properties"];
         assert_eq!(p["Runtime"], "provided.al2023", "{id}");
         assert_eq!(p["Architectures"], json!(["arm64"]), "{id}");
-        assert_eq!(p["Handler"], "bootstrap", "{id}");
-        // The Cargo Lambda builder builds in place and takes the binary from
-        // `<CodeUri>/target/lambda/<binary>/bootstrap`: CodeUri must be the workspace root.
-        assert_eq!(
-            p["CodeUri"], "..",
-            "{id}: CodeUri is the workspace root, from infra/"
-        );
-        assert_eq!(f["Metadata"]["BuildMethod"], "rust-cargolambda", "{id}");
-        let binary = f["Metadata"]["BuildProperties"]["Binary"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{id}: Metadata.BuildProperties.Binary"));
-        let manifest = root().join("functions").join(binary).join("Cargo.toml");
-        if NOT_YET_WRITTEN.contains(&binary) {
-            assert!(
-                !manifest.exists(),
-                "functions/{binary} exists now: remove it from NOT_YET_WRITTEN in tests/it/infra.rs"
-            );
-        } else {
-            let text = std::fs::read_to_string(&manifest)
-                .unwrap_or_else(|e| panic!("{id}: {}: {e}", manifest.display()));
-            assert!(
-                text.contains(&format!("name = \"{binary}\"")),
-                "{id}: {} does not name the package `{binary}`",
-                manifest.display()
-            );
+        match f["Metadata"]["BuildMethod"].as_str() {
+            Some("rust-cargolambda") => built_by_cargo_lambda(id, f),
+            Some("makefile") => built_by_the_makefile(&t, id, f),
+            other => panic!("{id}: BuildMethod {other:?}"),
         }
     }
+}
+
+/// The Cargo Lambda builder builds in place and takes the binary from
+/// `<CodeUri>/target/lambda/<binary>/bootstrap`: CodeUri must be the workspace root.
+fn built_by_cargo_lambda(id: &str, f: &Value) {
+    let p = &f["Properties"];
+    assert_eq!(p["Handler"], "bootstrap", "{id}");
+    assert_eq!(
+        p["CodeUri"], "..",
+        "{id}: CodeUri is the workspace root, from infra/"
+    );
+    let binary = f["Metadata"]["BuildProperties"]["Binary"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{id}: Metadata.BuildProperties.Binary"));
+    let manifest = root().join("functions").join(binary).join("Cargo.toml");
+    if NOT_YET_WRITTEN.contains(&binary) {
+        assert!(
+            !manifest.exists(),
+            "functions/{binary} exists now: remove it from NOT_YET_WRITTEN in tests/it/infra.rs"
+        );
+    } else {
+        let text = std::fs::read_to_string(&manifest)
+            .unwrap_or_else(|e| panic!("{id}: {}: {e}", manifest.display()));
+        assert!(
+            text.contains(&format!("name = \"{binary}\"")),
+            "{id}: {} does not name the package `{binary}`",
+            manifest.display()
+        );
+    }
+}
+
+/// A function whose product the `Product` parameter chooses (ADR 49): infra/Makefile builds
+/// every product's binary for it, and the Handler names the one to run.
+fn built_by_the_makefile(t: &Value, id: &str, f: &Value) {
+    assert_eq!(
+        f["Properties"]["CodeUri"], ".",
+        "{id}: CodeUri is infra/, where the Makefile is"
+    );
+    let mapped: BTreeSet<String> = crate::support::template::binaries_of(t, f)
+        .into_iter()
+        .collect();
+    let products: BTreeSet<&str> = t["Mappings"]["ProductBinaries"]
+        .as_object()
+        .map(|m| m.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let allowed: BTreeSet<&str> = t["Parameters"]["Product"]["AllowedValues"]
+        .as_array()
+        .map(|v| v.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        allowed, products,
+        "{id}: every allowed Product has its binaries"
+    );
+    assert_eq!(mapped.len(), products.len(), "{id}: one binary per product");
+    let built: BTreeSet<String> = makefile_binaries(id).into_iter().collect();
+    assert_eq!(
+        built, mapped,
+        "{id}: infra/Makefile builds exactly the mapped binaries"
+    );
+    for binary in &mapped {
+        assert!(
+            workspace_binaries().contains(binary),
+            "{id}: no crate of the workspace has a binary named `{binary}`"
+        );
+    }
+}
+
+/// The binaries infra/Makefile's `build-<id>` target puts in the function's artifact.
+fn makefile_binaries(id: &str) -> Vec<String> {
+    let makefile = std::fs::read_to_string(root().join("infra/Makefile")).expect("infra/Makefile");
+    let target = format!("build-{id}:");
+    let recipe = makefile
+        .split_once(&format!("\n{target}\n"))
+        .and_then(|(_, after)| after.lines().next())
+        .unwrap_or_else(|| panic!("infra/Makefile has no `{target}` target"));
+    let variable = recipe
+        .trim()
+        .strip_prefix("$(call artifact,$(")
+        .and_then(|v| v.strip_suffix("))"))
+        .unwrap_or_else(|| panic!("{target} builds `$(call artifact,$(VARIABLE))`: {recipe}"));
+    makefile
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("{variable} ?= ")))
+        .unwrap_or_else(|| panic!("infra/Makefile does not set {variable}"))
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every binary a crate of the workspace declares (`[[bin]] name = ...`, or a package's own).
+fn workspace_binaries() -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for folder in ["functions", "examples"] {
+        let Ok(entries) = std::fs::read_dir(root().join(folder)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(text) = std::fs::read_to_string(entry.path().join("Cargo.toml")) else {
+                continue;
+            };
+            names.extend(text.lines().filter_map(|line| {
+                let value = line.trim().strip_prefix("name = \"")?;
+                Some(value.strip_suffix('"')?.to_owned())
+            }));
+        }
+    }
+    names
 }
 
 #[test]

@@ -944,6 +944,96 @@ fn check_logs(
     );
 }
 
+/// The artifact infra/Makefile builds for a function of the template (`tests/run` builds it
+/// natively into `target/sam/<function>`): every product's binary and the `bootstrap` that runs
+/// the one the function's Handler names.
+fn sam_artifact(function: &str) -> std::path::PathBuf {
+    let dir = release_binary_named("mcp-lambda")
+        .parent()
+        .and_then(|release| release.parent())
+        .expect("target dir")
+        .join("sam")
+        .join(function);
+    assert!(
+        dir.join("bootstrap").exists(),
+        "{} is missing: run `make -C infra build-{function} ARTIFACTS_DIR=...` first (tests/run does)",
+        dir.display()
+    );
+    dir
+}
+
+#[test]
+fn the_template_runs_the_product_its_parameter_names() {
+    // Product=helpdesk sets the MCP function's Handler to `helpdesk-mcp-lambda` (the template's
+    // ProductBinaries mapping): the same artifact and bootstrap then serve the helpdesk.
+    let Some(endpoint) = crate::support::dynamodb_endpoint("lambda runtime [helpdesk]") else {
+        return;
+    };
+    let artifact = sam_artifact("McpFunction");
+    let rt = runtime();
+    let (table, token) = rt.block_on(async {
+        let (store, table) =
+            crate::support::store::fresh_table(&endpoint, "gatehouse-helpdesk").await;
+        let settings = app::Settings {
+            backend: "dynamodb".into(),
+            ..app::Settings::default()
+        };
+        let shared = helpdesk::Helpdesk::shared();
+        let app = app::build(&settings, std::sync::Arc::new(store), shared).expect("app");
+        app.directory
+            .put_member("acme", "ana", "owner", true)
+            .await
+            .unwrap();
+        let rights = crate::support::rights(&[helpdesk::rights::TICKETS_READ]);
+        let (_, token) = crate::support::connect(
+            &app,
+            ("acme", "ana"),
+            rights,
+            mcp_pipeline::Toolset::Full,
+            "lambda",
+        )
+        .await;
+        (table, token)
+    });
+    let mut api = RuntimeApi::start();
+    let task_root = artifact.display().to_string();
+    let mut vars = table_env(&table, &endpoint);
+    vars.extend([
+        ("GATEHOUSE_STATE_KEY", STATE_KEY),
+        ("LAMBDA_TASK_ROOT", task_root.as_str()),
+        ("_HANDLER", "helpdesk-mcp-lambda"),
+    ]);
+    let function = Function::start_binary(&artifact.join("bootstrap"), &api, &vars);
+    let (_, payload, _) = api.invoke(&function_url_event(&token));
+    let (_, stderr) = function.stop();
+    let answer = from_lambda(&payload);
+    assert_eq!(answer.status, 200, "{payload} {stderr:?}");
+    let names: Vec<&str> = answer.body["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("tools/list answered: {}", answer.body))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"get_ticket"), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("booking")), "{names:?}");
+
+    // A Handler naming no binary of the artifact starts nothing.
+    let mut vars = table_env(&table, &endpoint);
+    vars.extend([
+        ("LAMBDA_TASK_ROOT", task_root.as_str()),
+        ("_HANDLER", "../mcp-lambda"),
+    ]);
+    let mut refused = Function::start_binary(&artifact.join("bootstrap"), &api, &vars);
+    assert!(!refused.wait_exit(INVOCATION_TIMEOUT).success());
+    let (_, stderr) = refused.stop();
+    assert!(
+        stderr
+            .iter()
+            .any(|l| l.contains("must name one of its binaries")),
+        "{stderr:?}"
+    );
+}
+
 #[test]
 fn a_broken_configuration_is_reported_to_init_error() {
     let mut api = RuntimeApi::start();

@@ -3,12 +3,12 @@
 //! (alerting), deletion, and a credit to the customer that only a person in the product
 //! approves. Bodies read and plan writes; the pipeline commits them with every gate.
 
-use gatehouse_server::{outbox, outside, store};
 use std::sync::Arc;
 
+use gatehouse_server::{outbox, outside, store};
 use gatehouse_tool::{
-    CallError, EffectClass, ErrorKind, Handle, HandleKind, Policy, Success, Tool, ToolContext,
-    ToolError, Toolset,
+    CallError, Effect, ErrorKind, Handle, HandleKind, Policy, Prepared, Success, Tool, ToolContext,
+    ToolError, Toolset, TwoStepWrites,
 };
 use outside::untrusted::{UntrustedText, untrusted};
 use schemars::JsonSchema;
@@ -73,7 +73,7 @@ impl TicketView {
 }
 
 /// The calling connection's workspace.
-fn tenant(ctx: &ToolContext) -> Result<String, CallError> {
+fn tenant<E: Effect>(ctx: &ToolContext<E>) -> Result<String, CallError> {
     ctx.exec.caller.as_ref().map(|c| c.tenant.clone()).ok_or_else(|| {
         ToolError::new(
             ErrorKind::Forbidden,
@@ -134,12 +134,12 @@ impl Tool for GetTicket {
     const NAME: &'static str = "get_ticket";
     const TITLE: &'static str = "Get a ticket";
     const DESCRIPTION: &'static str = "Returns one ticket: its subject, customer, status, version and what the customer wrote (as untrusted text). Changes nothing. Example: {\"ticket\": \"tkt_9dL2mQ7xZk1VbN3cR5tW\"}";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = gatehouse_tool::effects::Read;
     const POLICY: Policy = Policy::CORE.requires(&[rights::TICKETS_READ]);
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: TicketInput,
     ) -> Result<Success<TicketOutput>, CallError> {
         let tenant = tenant(&ctx)?;
@@ -200,12 +200,12 @@ impl Tool for FindTickets {
     const NAME: &'static str = "find_tickets";
     const TITLE: &'static str = "Find tickets";
     const DESCRIPTION: &'static str = "Lists the workspace's tickets, open ones by default, each with its handle, subject, customer, status and what the customer wrote (as untrusted text). Changes nothing. Example: {\"status\": \"all\", \"limit\": 10}";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = gatehouse_tool::effects::Read;
     const POLICY: Policy = Policy::CORE.requires(&[rights::TICKETS_READ]);
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: FindInput,
     ) -> Result<Success<FindOutput>, CallError> {
         let tenant = tenant(&ctx)?;
@@ -256,12 +256,12 @@ impl Tool for CreateTicket {
     const NAME: &'static str = "create_ticket";
     const TITLE: &'static str = "Open a ticket";
     const DESCRIPTION: &'static str = "Opens a ticket for a customer's question; one open ticket per customer and subject. Tells no one. Example: {\"subject\": \"Invoice 4711 is wrong\", \"customer\": \"ada@example.com\", \"body\": \"The invoice counts two filters, I bought one.\"}";
-    const EFFECT: EffectClass = EffectClass::SilentWrite;
+    type Effect = gatehouse_tool::effects::SilentWrite;
     const POLICY: Policy = Policy::CORE.requires(&[rights::TICKETS_WRITE]);
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: CreateInput,
     ) -> Result<Success<TicketOutput>, CallError> {
         let tenant = tenant(&ctx)?;
@@ -336,12 +336,12 @@ impl Tool for CloseTicket {
     const NAME: &'static str = "close_ticket";
     const TITLE: &'static str = "Close a ticket";
     const DESCRIPTION: &'static str = "Closes an open ticket at the version read last; tells no one. Example: {\"ticket\": \"tkt_9dL2mQ7xZk1VbN3cR5tW\", \"version\": 2}";
-    const EFFECT: EffectClass = EffectClass::SilentWrite;
+    type Effect = gatehouse_tool::effects::SilentWrite;
     const POLICY: Policy = Policy::CORE.requires(&[rights::TICKETS_WRITE]);
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: VersionedInput,
     ) -> Result<Success<TicketOutput>, CallError> {
         let tenant = tenant(&ctx)?;
@@ -396,15 +396,15 @@ impl Tool for ReplyToCustomer {
     const NAME: &'static str = "reply_to_customer";
     const TITLE: &'static str = "Reply to the customer";
     const DESCRIPTION: &'static str = "Prepares an email reply to the ticket's customer; returns a preview and a confirm_token, nothing is sent until confirm_action. Example: {\"ticket\": \"tkt_9dL2mQ7xZk1VbN3cR5tW\", \"version\": 1, \"message\": \"We corrected the invoice.\"}";
-    const EFFECT: EffectClass = EffectClass::Notify;
+    type Effect = gatehouse_tool::effects::Notify;
     const POLICY: Policy =
         Policy::listed_in(Toolset::Standard).requires(&[rights::CUSTOMERS_REPLY]);
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: ReplyInput,
-    ) -> Result<Success<ReplyOutput>, CallError> {
+    ) -> Result<Prepared<ReplyOutput>, CallError> {
         let tenant = tenant(&ctx)?;
         let message = written("message", &input.message, 10_000, true)?;
         let t = self
@@ -416,13 +416,13 @@ impl Tool for ReplyToCustomer {
         ctx.writes.push(tickets::answered(&tenant, &t));
         let subject = format!("Re: {}", t.subject);
         queue(
-            &ctx,
+            &ctx.writes,
             &self.0,
             &tenant,
             (&t.customer, &subject, &message),
             &t.handle(),
         );
-        ctx.writes.preview(
+        let preview = ctx.writes.preview(
             format!(
                 "Email {} about ticket {} (preview.body)",
                 t.customer,
@@ -430,19 +430,19 @@ impl Tool for ReplyToCustomer {
             ),
             json!({"to": t.customer, "subject": untrusted(&subject, 200), "body": untrusted(&message, 10_000)}),
         );
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Replied to {}.", t.customer),
             ReplyOutput {
                 ticket: TicketView::of(&t),
                 notified: vec![t.customer.clone()],
             },
-        ))
+        )))
     }
 }
 
 /// Queues one message in the call's writes and names its recipient (counted per recipient).
 fn queue(
-    ctx: &ToolContext,
+    writes: &TwoStepWrites,
     services: &Services,
     tenant: &str,
     (to, subject, body): (&str, &str, &str),
@@ -456,10 +456,10 @@ fn queue(
         about,
     };
     for put in outbox::queue(tenant, &id, &message) {
-        ctx.writes.push(put);
+        writes.push(put);
     }
-    ctx.writes.notify(to);
-    ctx.writes.touch(about);
+    writes.notify(to);
+    writes.touch(about);
 }
 
 /// Arguments of `escalate_ticket`.
@@ -487,14 +487,14 @@ impl Tool for EscalateTicket {
     const NAME: &'static str = "escalate_ticket";
     const TITLE: &'static str = "Page on-call about a ticket";
     const DESCRIPTION: &'static str = "Prepares paging the on-call engineer about a ticket, which may wake them; returns a preview and a confirm_token, nothing is sent until confirm_action. Example: {\"ticket\": \"tkt_9dL2mQ7xZk1VbN3cR5tW\", \"version\": 1, \"reason\": \"Checkout is down for every customer\"}";
-    const EFFECT: EffectClass = EffectClass::Wake;
+    type Effect = gatehouse_tool::effects::Wake;
     const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::ONCALL_PAGE]);
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: EscalateInput,
-    ) -> Result<Success<TicketOutput>, CallError> {
+    ) -> Result<Prepared<TicketOutput>, CallError> {
         let tenant = tenant(&ctx)?;
         let reason = written("reason", &input.reason, 300, false)?;
         let t = self
@@ -506,22 +506,22 @@ impl Tool for EscalateTicket {
         ctx.writes.push(tickets::answered(&tenant, &t));
         let subject = format!("Escalated: {}", t.subject);
         queue(
-            &ctx,
+            &ctx.writes,
             &self.0,
             &tenant,
             (ONCALL, &subject, &reason),
             &t.handle(),
         );
-        ctx.writes.preview(
+        let preview = ctx.writes.preview(
             format!("Page on-call about ticket {}: \"{reason}\"", t.handle()),
             json!({"to": ONCALL, "ticket": t.handle(), "reason": reason}),
         );
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Paged on-call about {}.", t.handle()),
             TicketOutput {
                 ticket: TicketView::of(&t),
             },
-        ))
+        )))
     }
 }
 
@@ -535,14 +535,14 @@ impl Tool for MuteTicketAlerts {
     const NAME: &'static str = "mute_ticket_alerts";
     const TITLE: &'static str = "Mute a ticket's alerts";
     const DESCRIPTION: &'static str = "Prepares muting the alerts a ticket raises (its escalation reminders); returns a preview and a confirm_token, nothing changes until confirm_action. Example: {\"ticket\": \"tkt_9dL2mQ7xZk1VbN3cR5tW\", \"version\": 1}";
-    const EFFECT: EffectClass = EffectClass::Alerting;
+    type Effect = gatehouse_tool::effects::Alerting;
     const POLICY: Policy = Policy::listed_in(Toolset::Full).requires(&[rights::ALERTS_MANAGE]);
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: VersionedInput,
-    ) -> Result<Success<TicketOutput>, CallError> {
+    ) -> Result<Prepared<TicketOutput>, CallError> {
         let tenant = tenant(&ctx)?;
         let mut t = self
             .0
@@ -552,18 +552,18 @@ impl Tool for MuteTicketAlerts {
             .map_err(other)?;
         ctx.writes.push(tickets::mute(&tenant, &t));
         ctx.writes.touch(t.handle());
-        ctx.writes.preview(
+        let preview = ctx.writes.preview(
             format!("Mute the alerts of ticket {}", t.handle()),
             json!({"ticket": t.handle()}),
         );
         t.muted = true;
         t.version += 1;
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Muted the alerts of {}.", t.handle()),
             TicketOutput {
                 ticket: TicketView::of(&t),
             },
-        ))
+        )))
     }
 }
 
@@ -584,14 +584,14 @@ impl Tool for DeleteTicket {
     const NAME: &'static str = "delete_ticket";
     const TITLE: &'static str = "Delete a ticket";
     const DESCRIPTION: &'static str = "Prepares deleting a ticket for good; returns a preview and a confirm_token, nothing is deleted until confirm_action. Example: {\"ticket\": \"tkt_9dL2mQ7xZk1VbN3cR5tW\", \"version\": 3}";
-    const EFFECT: EffectClass = EffectClass::Delete;
+    type Effect = gatehouse_tool::effects::Delete;
     const POLICY: Policy = Policy::listed_in(Toolset::Full).requires(&[rights::TICKETS_DELETE]);
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: VersionedInput,
-    ) -> Result<Success<DeletedOutput>, CallError> {
+    ) -> Result<Prepared<DeletedOutput>, CallError> {
         let tenant = tenant(&ctx)?;
         let t = self
             .0
@@ -612,16 +612,16 @@ impl Tool for DeleteTicket {
         ctx.writes.touch(t.handle());
         // The subject is the customer's: shown wrapped in the content, never in the summary the
         // server writes.
-        ctx.writes.preview(
+        let preview = ctx.writes.preview(
             format!("Delete ticket {} for good", t.handle()),
             json!({"ticket": t.handle(), "subject": untrusted(&t.subject, 200)}),
         );
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Deleted {}.", t.handle()),
             DeletedOutput {
                 deleted: t.handle(),
             },
-        ))
+        )))
     }
 }
 
@@ -648,16 +648,16 @@ impl Tool for CreditCustomer {
     const NAME: &'static str = "credit_customer";
     const TITLE: &'static str = "Credit the customer";
     const DESCRIPTION: &'static str = "Prepares a credit to the ticket's customer and the email telling them; it moves money, so a person approves it in the product at the approval_url; nothing happens until then. Example: {\"ticket\": \"tkt_9dL2mQ7xZk1VbN3cR5tW\", \"version\": 1, \"amount\": \"19.99\"}";
-    const EFFECT: EffectClass = EffectClass::Notify;
+    type Effect = gatehouse_tool::effects::Notify;
     const POLICY: Policy = Policy::listed_in(Toolset::Full)
         .requires(&[rights::CREDITS_APPROVE])
         .approval_in_product();
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: CreditInput,
-    ) -> Result<Success<ReplyOutput>, CallError> {
+    ) -> Result<Prepared<ReplyOutput>, CallError> {
         let tenant = tenant(&ctx)?;
         let amount: rust_decimal::Decimal = input
             .amount
@@ -689,13 +689,13 @@ impl Tool for CreditCustomer {
             t.handle()
         );
         queue(
-            &ctx,
+            &ctx.writes,
             &self.0,
             &tenant,
             (&t.customer, "Your credit", &body),
             &t.handle(),
         );
-        ctx.writes.preview(
+        let preview = ctx.writes.preview(
             format!(
                 "Credit {amount} to {} for ticket {}",
                 t.customer,
@@ -703,12 +703,12 @@ impl Tool for CreditCustomer {
             ),
             json!({"to": t.customer, "amount": amount.to_string(), "body": body}),
         );
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Credited {amount} to {}.", t.customer),
             ReplyOutput {
                 ticket: TicketView::of(&t),
                 notified: vec![t.customer.clone()],
             },
-        ))
+        )))
     }
 }

@@ -3,7 +3,7 @@
 //! compared with other MCP servers on the same work, and raised rate limits that keep every gate
 //! on. Nothing here is registered or applied by default.
 
-use mcp_pipeline::{CallError, ClassLimits, EffectClass, Limits, Success, Tool, ToolContext};
+use mcp_pipeline::{CallError, ClassLimits, Limits, Success, Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -39,11 +39,11 @@ impl Tool for BenchFixed1Kb {
     const DESCRIPTION: &'static str = "Returns a fixed 1 KB payload. Exists only on servers \
         started with --bench-tool, to measure the server's own overhead; it reads and changes \
         nothing. Takes no arguments. Example: {}";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        _ctx: ToolContext<Self::Effect>,
         _input: FixedInput,
     ) -> Result<Success<FixedOutput>, CallError> {
         Ok(Success::new(

@@ -2,9 +2,7 @@
 
 use std::sync::Arc;
 
-use mcp_pipeline::{
-    CallError, EffectClass, ErrorKind, Policy, Success, Tool, ToolContext, ToolError,
-};
+use mcp_pipeline::{CallError, ErrorKind, Policy, Success, Tool, ToolContext, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use store::Store;
@@ -79,13 +77,13 @@ impl Tool for ListRecentChanges {
     const CORE_DESCRIPTION: Option<&'static str> = Some(
         "Lists what this connection changed recently, newest first. Changes nothing. Example: {\"limit\": 10}",
     );
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
     // The audit trail names the product's objects, so reading it needs the product's read right.
     const POLICY: Policy = Policy::CORE;
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: RecentInput,
     ) -> Result<Success<RecentOutput>, CallError> {
         let Some(caller) = ctx.exec.caller.as_ref() else {

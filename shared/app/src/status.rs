@@ -1,6 +1,6 @@
 //! `get_server_status`: what this server is and which protocol revisions it speaks.
 
-use mcp_pipeline::{CallError, EffectClass, Success, Tool, ToolContext};
+use mcp_pipeline::{CallError, Success, Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -35,11 +35,11 @@ impl Tool for GetServerStatus {
     const DESCRIPTION: &'static str = "Returns this gatehouse server's version, its store backend and the MCP \
         protocol revisions it answers. Takes no arguments and changes nothing; use it to check the \
         connection works. Example: {}";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        _ctx: ToolContext<Self::Effect>,
         _input: StatusInput,
     ) -> Result<Success<StatusOutput>, CallError> {
         Ok(Success::new(

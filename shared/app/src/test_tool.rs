@@ -6,7 +6,7 @@
 //! with it, whose `serve` registers the tool when `GATEHOUSE_TEST_PANIC_TOOL=1`; no release
 //! build (`cargo install`, the Lambda functions, the worker) has it, whatever its variables.
 
-use mcp_pipeline::{CallError, EffectClass, Success, Tool, ToolContext};
+use mcp_pipeline::{CallError, Success, Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -41,11 +41,11 @@ impl Tool for TestPanicTool {
     const DESCRIPTION: &'static str = "TEST ONLY, registered when GATEHOUSE_TEST_PANIC_TOOL=1: \
         panics inside its body, to prove the server survives a panicking tool. Changes nothing. \
         Example: {}";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        _ctx: ToolContext<Self::Effect>,
         _input: PanicInput,
     ) -> Result<Success<PanicOutput>, CallError> {
         panic!("test_panic_tool panicked on purpose")

@@ -86,9 +86,11 @@ pub const LOG_LEVELS: [&str; 8] = [
     "emergency",
 ];
 
-/// The richer context a tool body receives: the execution context plus logging and progress.
+/// The richer context a tool body receives: the execution context, what its effect class lets
+/// it plan (`writes`: nothing for a read, [`Writes`](crate::Writes) for a silent write,
+/// [`TwoStepWrites`](crate::TwoStepWrites) for the two-step classes), logging and progress.
 #[derive(Debug, Clone)]
-pub struct ToolContext {
+pub struct ToolContext<E: crate::Effect> {
     /// The execution context.
     pub exec: Arc<ExecutionContext>,
     /// `inputResponses` of a retried request (multi round-trip requests).
@@ -96,7 +98,7 @@ pub struct ToolContext {
     /// The tool's own state from a retried multi round-trip request (verified by the pipeline).
     pub request_state: Option<String>,
     /// The writes this call plans; the pipeline commits them if the call succeeds.
-    pub writes: crate::Writes,
+    pub writes: E::Plan,
     #[doc(hidden)]
     pub progress_token: Option<Value>,
     #[doc(hidden)]
@@ -107,7 +109,38 @@ pub struct ToolContext {
     pub notifications: Notifications,
 }
 
-impl ToolContext {
+/// The context the pipeline builds for a call before it knows the tool's effect type: a
+/// registered tool's runner turns it into the tool's own [`ToolContext`].
+#[doc(hidden)]
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    pub exec: Arc<ExecutionContext>,
+    pub input_responses: Option<Value>,
+    pub request_state: Option<String>,
+    pub writes: crate::Writes,
+    pub progress_token: Option<Value>,
+    pub log_level: Option<usize>,
+    pub progress_sent: Arc<Mutex<f64>>,
+    pub notifications: Notifications,
+}
+
+impl CallContext {
+    /// The tool's view: its class's plan over the call's writes.
+    pub fn typed<E: crate::Effect>(self) -> ToolContext<E> {
+        ToolContext {
+            exec: self.exec,
+            input_responses: self.input_responses,
+            request_state: self.request_state,
+            writes: E::plan(self.writes),
+            progress_token: self.progress_token,
+            log_level: self.log_level,
+            progress_sent: self.progress_sent,
+            notifications: self.notifications,
+        }
+    }
+}
+
+impl<E: crate::Effect> ToolContext<E> {
     /// Reports progress; sent only when the request carried a `progressToken`. Progress must
     /// grow: a value not above the last one is dropped.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {

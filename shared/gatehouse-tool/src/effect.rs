@@ -54,3 +54,113 @@ impl EffectClass {
         })
     }
 }
+
+/// The effect classes as types. A tool names one as its [`Tool::Effect`](crate::Tool::Effect),
+/// and the compiler then holds its body to what the class may do: a read's context has no way
+/// to plan a write, only a two-step class can preview, and a two-step body must return its
+/// preview ([`Prepared`](crate::Prepared)).
+pub mod effects {
+    /// Reads only: the body plans nothing ([`NoWrites`](crate::NoWrites)).
+    #[derive(Debug, Clone, Copy)]
+    pub struct Read;
+    /// Writes state nobody is told about: the body plans writes ([`Writes`](crate::Writes)).
+    #[derive(Debug, Clone, Copy)]
+    pub struct SilentWrite;
+    /// Sends a message to a person outside: two steps ([`TwoStepWrites`](crate::TwoStepWrites)).
+    #[derive(Debug, Clone, Copy)]
+    pub struct Notify;
+    /// Wakes someone up: two steps.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Wake;
+    /// Raises or silences an alert: two steps.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Alerting;
+    /// Deletes something: two steps.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Delete;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// An effect class as a type (one of [`effects`]): what the body's context lets it plan and
+/// what it must return. Sealed: the six classes are the platform's.
+pub trait Effect: sealed::Sealed + Send + Sync + 'static {
+    /// The class.
+    const CLASS: EffectClass;
+    /// What the body plans through (`ctx.writes`).
+    type Plan: Clone + std::fmt::Debug + Send + Sync + 'static;
+    /// What the body returns on success.
+    type Answer<O>;
+    #[doc(hidden)]
+    fn plan(writes: crate::Writes) -> Self::Plan;
+    #[doc(hidden)]
+    fn success<O>(answer: Self::Answer<O>) -> crate::Success<O>;
+}
+
+macro_rules! effect {
+    ($marker:ident, $class:ident, $plan:ty, $answer:ident, $plan_of:expr, $success_of:expr) => {
+        impl sealed::Sealed for effects::$marker {}
+        impl Effect for effects::$marker {
+            const CLASS: EffectClass = EffectClass::$class;
+            type Plan = $plan;
+            type Answer<O> = crate::$answer<O>;
+            fn plan(writes: crate::Writes) -> $plan {
+                $plan_of(writes)
+            }
+            fn success<O>(answer: crate::$answer<O>) -> crate::Success<O> {
+                $success_of(answer)
+            }
+        }
+    };
+}
+
+effect!(
+    Read,
+    Read,
+    crate::NoWrites,
+    Success,
+    |_| crate::NoWrites,
+    |s| s
+);
+effect!(
+    SilentWrite,
+    SilentWrite,
+    crate::Writes,
+    Success,
+    |w| w,
+    |s| s
+);
+effect!(
+    Notify,
+    Notify,
+    crate::TwoStepWrites,
+    Prepared,
+    crate::TwoStepWrites,
+    crate::Prepared::into_success
+);
+effect!(
+    Wake,
+    Wake,
+    crate::TwoStepWrites,
+    Prepared,
+    crate::TwoStepWrites,
+    crate::Prepared::into_success
+);
+effect!(
+    Alerting,
+    Alerting,
+    crate::TwoStepWrites,
+    Prepared,
+    crate::TwoStepWrites,
+    crate::Prepared::into_success
+);
+effect!(
+    Delete,
+    Delete,
+    crate::TwoStepWrites,
+    Prepared,
+    crate::TwoStepWrites,
+    crate::Prepared::into_success
+);

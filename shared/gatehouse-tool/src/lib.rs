@@ -74,11 +74,11 @@ pub use args::{Normalized, Synonym, normalize};
 pub use caller::{Caller, Hidden, Toolset};
 pub use canonical::{canonical_json, digest, sha256_hex};
 pub use clock::{Clock, FixedClock, Randomness, SystemClock, SystemRandomness, random_text};
-pub use context::{ExecutionContext, Headers, Notifications, ToolContext};
+pub use context::{CallContext, ExecutionContext, Headers, Notifications, ToolContext};
 pub use decorators::{
     CallError, ExceptionHandler, Guard, Interceptor, Next, Refusal, handle_error,
 };
-pub use effect::EffectClass;
+pub use effect::{Effect, EffectClass, effects};
 pub use handle::{Handle, HandleKind};
 pub use lengths::DEFAULT_MAX_LENGTH;
 pub use names::{MAX_CANDIDATES, NameResolver, Named};
@@ -92,7 +92,7 @@ pub use registry::{
 };
 pub use search::{MOST_SHOWN, search_limit};
 pub use tool::{InputRequired, Policy, Tool};
-pub use writes::Writes;
+pub use writes::{NoWrites, Prepared, Preview, TwoStepWrites, Writes};
 
 pub use outside::untrusted::{UNTRUSTED_NOTE, UntrustedText, untrusted};
 

@@ -9,8 +9,8 @@ use serde_json::{Map, Value, json};
 
 use crate::args::Synonym;
 use crate::{
-    CallError, EffectClass, ErrorKind, ExceptionHandler, Guard, Interceptor, Success, Tool,
-    ToolContext, ToolError,
+    CallContext, CallError, Effect, EffectClass, ErrorKind, ExceptionHandler, Guard, Interceptor,
+    Success, Tool, ToolError,
 };
 
 /// Why a tool cannot be registered.
@@ -59,7 +59,7 @@ pub trait Runner: Send + Sync {
     /// Runs the tool's body on parsed arguments.
     fn run(
         &self,
-        ctx: ToolContext,
+        ctx: CallContext,
         input: Parsed,
     ) -> BoxFuture<'_, Result<Success<Value>, CallError>>;
 }
@@ -87,7 +87,7 @@ impl<T: Tool> Runner for TypedRunner<T> {
 
     fn run(
         &self,
-        ctx: ToolContext,
+        ctx: CallContext,
         input: Parsed,
     ) -> BoxFuture<'_, Result<Success<Value>, CallError>> {
         Box::pin(async move {
@@ -96,7 +96,8 @@ impl<T: Tool> Runner for TypedRunner<T> {
                     "arguments of the wrong type reached the tool".into(),
                 ));
             };
-            let success = self.0.call(ctx, *input).await?;
+            let answer = self.0.call(ctx.typed::<T::Effect>(), *input).await?;
+            let success = <T::Effect as Effect>::success(answer);
             let output =
                 serde_json::to_value(&success.output).map_err(|e| CallError::Other(Box::new(e)))?;
             Ok(Success {
@@ -284,7 +285,7 @@ impl ToolSpec {
             obj.insert("additionalProperties".into(), Value::Bool(false));
         }
         crate::lengths::state_limits(&mut input_schema);
-        if T::EFFECT == EffectClass::SilentWrite
+        if <T::Effect as Effect>::CLASS == EffectClass::SilentWrite
             && let Some(props) = input_schema
                 .as_object_mut()
                 .map(|o| o.entry("properties").or_insert_with(|| json!({})))
@@ -293,7 +294,7 @@ impl ToolSpec {
             props.insert(IDEMPOTENCY_KEY.into(), idempotency_property());
         }
         let mut output_schema = output_schema(schema_value::<T::Output>()).unwrap_or(Value::Null);
-        if T::EFFECT.needs_confirmation() {
+        if <T::Effect as Effect>::CLASS.needs_confirmation() {
             add_preview_branch(&mut output_schema);
         }
         let handle_fields = handle_fields(&input_schema);
@@ -302,7 +303,7 @@ impl ToolSpec {
             title: T::TITLE,
             description: T::DESCRIPTION,
             core_description: T::CORE_DESCRIPTION,
-            effect: T::EFFECT,
+            effect: <T::Effect as Effect>::CLASS,
             input_schema,
             output_schema,
             runner: Arc::new(TypedRunner(tool)),

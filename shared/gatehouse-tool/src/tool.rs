@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{CallError, EffectClass, Success, ToolContext, Toolset};
+use crate::{CallError, Effect, ToolContext, Toolset};
 
 /// One MCP tool. Input and output are types; their JSON Schemas are derived, never written.
 ///
@@ -25,20 +25,22 @@ pub trait Tool: Send + Sync + 'static {
     const TITLE: &'static str;
     /// What the tool does, when to use it, and what it will not do.
     const DESCRIPTION: &'static str;
-    /// What calling it does to the world.
-    const EFFECT: EffectClass;
+    /// What calling it does to the world: one of [`effects`](crate::effects). The body's
+    /// context and answer follow from it.
+    type Effect: Effect;
     /// Who may call it and where it is listed, stated beside the tool's code.
     const POLICY: Policy = Policy::CORE;
     /// A shorter description for the core toolset (small models): one sentence and the
     /// example. `None`: the core toolset shows [`Tool::DESCRIPTION`].
     const CORE_DESCRIPTION: Option<&'static str> = None;
 
-    /// Runs the tool.
+    /// Runs the tool: a `Success` for a read or a silent write, a
+    /// [`Prepared`](crate::Prepared) (made from its preview) for a two-step class.
     fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: Self::Input,
-    ) -> impl Future<Output = Result<Success<Self::Output>, CallError>> + Send;
+    ) -> impl Future<Output = Result<<Self::Effect as Effect>::Answer<Self::Output>, CallError>> + Send;
 }
 
 /// Asks the client for input before the call can finish (a multi round-trip request): the

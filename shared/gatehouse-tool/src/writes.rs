@@ -146,24 +146,9 @@ impl Writes {
         });
     }
 
-    /// For notify, wake, alerting and delete tools: what will happen, in one server-written
-    /// sentence the person approves, and the exact content that will go out. The pipeline
-    /// stores this as a pending action; only `confirm_action` executes it, and only while a
-    /// fresh preparation yields the same content.
-    pub fn preview(&self, summary: impl Into<String>, content: serde_json::Value) {
-        self.lock().preview = Some((summary.into(), content));
-    }
-
     /// Names a public id this call changed (recorded in the audit row).
     pub fn touch(&self, public_id: impl Into<String>) {
         self.lock().ids.push(public_id.into());
-    }
-
-    /// Names the recipient of a message this call sends (once per message): executing a
-    /// notify action counts its messages against each recipient's limit (ADR 45). A notify
-    /// tool that names none is counted per record it touches.
-    pub fn notify(&self, recipient: impl Into<String>) {
-        self.lock().recipients.push(recipient.into());
     }
 
     /// Whether anything was planned.
@@ -174,5 +159,106 @@ impl Writes {
     #[doc(hidden)]
     pub fn take(&self) -> WriteSet {
         std::mem::take(&mut *self.lock())
+    }
+}
+
+/// A read's plan: nothing. A read tool's `ctx.writes` has no method, so a read cannot plan a
+/// write:
+///
+/// ```compile_fail
+/// # fn body(ctx: gatehouse_tool::ToolContext<gatehouse_tool::effects::Read>, op: store::Delete) {
+/// ctx.writes.push(op);
+/// # }
+/// ```
+///
+/// where a silent write's can:
+///
+/// ```
+/// # fn body(ctx: gatehouse_tool::ToolContext<gatehouse_tool::effects::SilentWrite>, op: store::Delete) {
+/// ctx.writes.push(op);
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoWrites;
+
+/// A two-step tool's plan (notify, wake, alerting, delete): the writes, and the preview a
+/// person approves. Its body runs twice: called, it prepares (its writes are dropped, its
+/// preview is stored as a pending action); confirmed, it runs again and its writes commit only
+/// if the preview's content is the same.
+///
+/// A silent write cannot preview:
+///
+/// ```compile_fail
+/// # fn body(ctx: gatehouse_tool::ToolContext<gatehouse_tool::effects::SilentWrite>) {
+/// ctx.writes.preview("Send it", serde_json::json!({}));
+/// # }
+/// ```
+///
+/// and a two-step body answers with its preview:
+///
+/// ```
+/// # use gatehouse_tool::{Prepared, Success, ToolContext, effects::Notify};
+/// fn body(ctx: ToolContext<Notify>) -> Prepared<()> {
+///     let preview = ctx.writes.preview("Send it", serde_json::json!({}));
+///     preview.answer(Success::new("Sent.", ()))
+/// }
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct TwoStepWrites(pub(crate) Writes);
+
+impl TwoStepWrites {
+    /// What will happen, in one server-written sentence the person approves, and the exact
+    /// content that will go out. The pipeline stores this as a pending action; only
+    /// `confirm_action` (or an approval) executes it, and only while a fresh preparation
+    /// yields the same content. The answer it gives back is what the body returns
+    /// ([`Preview::answer`]): a two-step body cannot succeed without one.
+    #[must_use = "a two-step body returns its preview: `Ok(preview.answer(success))`"]
+    pub fn preview(&self, summary: impl Into<String>, content: serde_json::Value) -> Preview {
+        self.0.lock().preview = Some((summary.into(), content));
+        Preview(())
+    }
+
+    /// Names the recipient of a message this call sends (once per message): executing a
+    /// notify action counts its messages against each recipient's limit (ADR 45). A notify
+    /// tool that names none is counted per record it touches.
+    pub fn notify(&self, recipient: impl Into<String>) {
+        self.0.lock().recipients.push(recipient.into());
+    }
+}
+
+impl std::ops::Deref for TwoStepWrites {
+    type Target = Writes;
+
+    fn deref(&self) -> &Writes {
+        &self.0
+    }
+}
+
+/// Proof that a two-step body planned its preview ([`TwoStepWrites::preview`]).
+#[derive(Debug)]
+pub struct Preview(());
+
+impl Preview {
+    /// The body's answer: its success, after its preview.
+    pub fn answer<O>(self, success: crate::Success<O>) -> Prepared<O> {
+        Prepared(success)
+    }
+}
+
+/// What a two-step body returns: its success, made only from a [`Preview`]. A body that
+/// returns a success without one does not compile:
+///
+/// ```compile_fail
+/// # use gatehouse_tool::{Prepared, Success};
+/// fn body() -> Prepared<()> {
+///     Success::new("Sent.", ())
+/// }
+/// ```
+#[derive(Debug)]
+pub struct Prepared<O>(crate::Success<O>);
+
+impl<O> Prepared<O> {
+    pub(crate) fn into_success(self) -> crate::Success<O> {
+        self.0
     }
 }

@@ -644,11 +644,11 @@ impl crate::Tool for ConfirmAction {
     const CORE_DESCRIPTION: Option<&'static str> = Some(
         "Executes a prepared action after the user approved it; send confirm_token and confirm_summary exactly as the preview gave them. Example: {\"confirm_token\": \"cfm_...\", \"confirm_summary\": \"...\"}",
     );
-    const EFFECT: crate::EffectClass = crate::EffectClass::SilentWrite;
+    type Effect = crate::effects::SilentWrite;
 
     async fn call(
         &self,
-        _ctx: crate::ToolContext,
+        _ctx: crate::ToolContext<Self::Effect>,
         _input: ConfirmInput,
     ) -> Result<crate::Success<Decided>, crate::CallError> {
         Err(builtin_body())
@@ -664,11 +664,11 @@ impl crate::Tool for RejectAction {
     const NAME: &'static str = REJECT_ACTION;
     const TITLE: &'static str = "Reject a prepared action";
     const DESCRIPTION: &'static str = "Discards an action that a notify, wake, alerting or delete tool prepared, when the user declines it. Nothing is sent. Example: {\"confirm_token\": \"cfm_...\"}";
-    const EFFECT: crate::EffectClass = crate::EffectClass::SilentWrite;
+    type Effect = crate::effects::SilentWrite;
 
     async fn call(
         &self,
-        _ctx: crate::ToolContext,
+        _ctx: crate::ToolContext<Self::Effect>,
         _input: RejectInput,
     ) -> Result<crate::Success<Decided>, crate::CallError> {
         Err(builtin_body())

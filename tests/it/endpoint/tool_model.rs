@@ -111,8 +111,12 @@ fn registration_refuses_bad_names_and_duplicates() {
         const NAME: &'static str = "BadName";
         const TITLE: &'static str = "x";
         const DESCRIPTION: &'static str = "x";
-        const EFFECT: EffectClass = EffectClass::Read;
-        async fn call(&self, _: ToolContext, _: Empty) -> Result<Success<Done>, CallError> {
+        type Effect = mcp_pipeline::effects::Read;
+        async fn call(
+            &self,
+            _: ToolContext<Self::Effect>,
+            _: Empty,
+        ) -> Result<Success<Done>, CallError> {
             Ok(Success::new("x", Done { done: true }))
         }
     }

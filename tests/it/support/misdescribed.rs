@@ -65,12 +65,12 @@ impl<const CONFIRM: bool> mcp_pipeline::Tool for ReadNote<CONFIRM> {
     const TITLE: &'static str = "Read a note";
     const DESCRIPTION: &'static str =
         "Returns a note. Changes nothing. Example: {\"note\": \"not_1\"}";
-    const EFFECT: mcp_pipeline::EffectClass = mcp_pipeline::EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
     const POLICY: mcp_pipeline::Policy = mcp_pipeline::Policy::CORE.requires(&["notes:read"]);
 
     async fn call(
         &self,
-        _: mcp_pipeline::ToolContext,
+        _: mcp_pipeline::ToolContext<Self::Effect>,
         input: NoteInput,
     ) -> Result<mcp_pipeline::Success<Deleted>, mcp_pipeline::CallError> {
         Ok(mcp_pipeline::Success::new(
@@ -88,22 +88,23 @@ impl mcp_pipeline::Tool for DeleteNote {
     const NAME: &'static str = "delete_note";
     const TITLE: &'static str = "Delete a note";
     const DESCRIPTION: &'static str = "Prepares deleting a note; nothing is deleted until confirm_action. Example: {\"note\": \"not_1\"}";
-    const EFFECT: mcp_pipeline::EffectClass = mcp_pipeline::EffectClass::Delete;
+    type Effect = mcp_pipeline::effects::Delete;
     const POLICY: mcp_pipeline::Policy = mcp_pipeline::Policy::CORE.requires(&[NOTES_DELETE]);
 
     async fn call(
         &self,
-        ctx: mcp_pipeline::ToolContext,
+        ctx: mcp_pipeline::ToolContext<Self::Effect>,
         input: NoteInput,
-    ) -> Result<mcp_pipeline::Success<Deleted>, mcp_pipeline::CallError> {
-        ctx.writes
+    ) -> Result<mcp_pipeline::Prepared<Deleted>, mcp_pipeline::CallError> {
+        let preview = ctx
+            .writes
             .preview(format!("Delete {}", input.note), serde_json::json!({}));
-        Ok(mcp_pipeline::Success::new(
+        Ok(preview.answer(mcp_pipeline::Success::new(
             "Deleted.",
             Deleted {
                 deleted: input.note,
             },
-        ))
+        )))
     }
 }
 

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures_util::future::BoxFuture;
 use identity::{Actor, Channel};
 use mcp_pipeline::{
-    CallError, EffectClass, ErrorKind, ExecutionContext, Handle, HandleKind, Interceptor, Limits,
-    Next, Registry, Success, Tool, ToolContext, ToolError, ToolResult, ToolSpec, Toolset,
+    CallError, ErrorKind, ExecutionContext, Handle, HandleKind, Interceptor, Limits, Next,
+    Prepared, Registry, Success, Tool, ToolContext, ToolError, ToolResult, ToolSpec, Toolset,
 };
 use mcp_test_client::TestClient;
 use schemars::JsonSchema;
@@ -147,7 +147,7 @@ async fn load_note(
         })
 }
 
-fn tenant_of(ctx: &ToolContext) -> Result<String, CallError> {
+fn tenant_of<E: mcp_pipeline::Effect>(ctx: &ToolContext<E>) -> Result<String, CallError> {
     ctx.exec
         .caller
         .as_ref()
@@ -183,11 +183,11 @@ impl Tool for CreateNote {
     const NAME: &'static str = "create_note";
     const TITLE: &'static str = "Create a note";
     const DESCRIPTION: &'static str = "Creates a note.";
-    const EFFECT: EffectClass = EffectClass::SilentWrite;
+    type Effect = mcp_pipeline::effects::SilentWrite;
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: CreateNoteInput,
     ) -> Result<Success<NoteOutput>, CallError> {
         let tenant = tenant_of(&ctx)?;
@@ -256,11 +256,11 @@ impl Tool for UpdateNote {
     const NAME: &'static str = "update_note";
     const TITLE: &'static str = "Update a note";
     const DESCRIPTION: &'static str = "Changes a note's body.";
-    const EFFECT: EffectClass = EffectClass::SilentWrite;
+    type Effect = mcp_pipeline::effects::SilentWrite;
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: UpdateNoteInput,
     ) -> Result<Success<NoteOutput>, CallError> {
         let tenant = tenant_of(&ctx)?;
@@ -322,11 +322,11 @@ impl Tool for GetNote {
     const NAME: &'static str = "get_note";
     const TITLE: &'static str = "Get a note";
     const DESCRIPTION: &'static str = "Reads one note.";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: GetNoteInput,
     ) -> Result<Success<NoteOutput>, CallError> {
         let tenant = tenant_of(&ctx)?;
@@ -370,11 +370,11 @@ impl Tool for ArchiveNotes {
     const NAME: &'static str = "archive_notes";
     const TITLE: &'static str = "Archive notes";
     const DESCRIPTION: &'static str = "Archives the notes matching a filter.";
-    const EFFECT: EffectClass = EffectClass::SilentWrite;
+    type Effect = mcp_pipeline::effects::SilentWrite;
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: ArchiveInput,
     ) -> Result<Success<ArchiveOutput>, CallError> {
         let tenant = tenant_of(&ctx)?;
@@ -448,13 +448,13 @@ impl Tool for SendNote {
     const NAME: &'static str = "send_note";
     const TITLE: &'static str = "Send a note to a customer";
     const DESCRIPTION: &'static str = "Prepares sending a note; confirm_action sends it.";
-    const EFFECT: EffectClass = EffectClass::Notify;
+    type Effect = mcp_pipeline::effects::Notify;
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: SendNoteInput,
-    ) -> Result<Success<SendNoteOutput>, CallError> {
+    ) -> Result<Prepared<SendNoteOutput>, CallError> {
         let tenant = tenant_of(&ctx)?;
         let item = load_note(
             self.store.as_ref(),
@@ -477,14 +477,14 @@ impl Tool for SendNote {
             .when(Condition::item_not_exists()),
         );
         ctx.writes.touch(note.note.clone());
-        ctx.writes.preview(
+        let preview = ctx.writes.preview(
             format!("Send note {} to {}: \"{}\"", note.note, input.to, note.body),
             content.clone(),
         );
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Message to {}.", input.to),
             SendNoteOutput { message: content },
-        ))
+        )))
     }
 }
 
@@ -499,13 +499,13 @@ impl Tool for DeleteNote {
     const NAME: &'static str = "delete_note";
     const TITLE: &'static str = "Delete a note";
     const DESCRIPTION: &'static str = "Prepares deleting a note; confirm_action deletes it.";
-    const EFFECT: EffectClass = EffectClass::Delete;
+    type Effect = mcp_pipeline::effects::Delete;
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: GetNoteInput,
-    ) -> Result<Success<NoteOutput>, CallError> {
+    ) -> Result<Prepared<NoteOutput>, CallError> {
         let tenant = tenant_of(&ctx)?;
         let key = note_key(&tenant, input.note.id());
         let Some(item) = self
@@ -528,14 +528,14 @@ impl Tool for DeleteNote {
         ctx.writes
             .push(store::Delete::new(title_key(&tenant, &note.title)));
         ctx.writes.touch(note.note.clone());
-        ctx.writes.preview(
+        let preview = ctx.writes.preview(
             format!("Delete note {} ({:?})", note.note, note.title),
             serde_json::to_value(&note).unwrap(),
         );
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Deleted note {}.", note.note),
             NoteOutput { note },
-        ))
+        )))
     }
 }
 
@@ -562,11 +562,11 @@ impl Tool for SlowRead {
     const NAME: &'static str = "get_slowly";
     const TITLE: &'static str = "Slow read";
     const DESCRIPTION: &'static str = "Waits, then answers.";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        _ctx: ToolContext<Self::Effect>,
         input: SlowInput,
     ) -> Result<Success<SlowOutput>, CallError> {
         tokio::time::sleep(std::time::Duration::from_millis(input.millis)).await;
@@ -583,11 +583,11 @@ impl Tool for SlowWrite {
     const NAME: &'static str = "set_slowly";
     const TITLE: &'static str = "Slow write";
     const DESCRIPTION: &'static str = "Plans a note, waits, then answers.";
-    const EFFECT: EffectClass = EffectClass::SilentWrite;
+    type Effect = mcp_pipeline::effects::SilentWrite;
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: SlowInput,
     ) -> Result<Success<SlowOutput>, CallError> {
         let tenant = tenant_of(&ctx)?;
@@ -612,13 +612,13 @@ impl Tool for ChargeNote {
     const TITLE: &'static str = "Charge for a note";
     const DESCRIPTION: &'static str =
         "Prepares charging the customer; approved in the product only.";
-    const EFFECT: EffectClass = EffectClass::Notify;
+    type Effect = mcp_pipeline::effects::Notify;
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: GetNoteInput,
-    ) -> Result<Success<NoteOutput>, CallError> {
+    ) -> Result<Prepared<NoteOutput>, CallError> {
         let tenant = tenant_of(&ctx)?;
         let item = load_note(
             self.store.as_ref(),
@@ -635,11 +635,11 @@ impl Tool for ChargeNote {
             charge,
         ));
         ctx.writes.touch(note.note.clone());
-        ctx.writes.preview(
+        let preview = ctx.writes.preview(
             format!("Charge 49.00 EUR for note {}", note.note),
             json!({"amount": "49.00", "note": note.note}),
         );
-        Ok(Success::new("Charged.", NoteOutput { note }))
+        Ok(preview.answer(Success::new("Charged.", NoteOutput { note })))
     }
 }
 

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use futures_util::future::BoxFuture;
 use mcp_http::{HttpConfig, McpService};
 use mcp_pipeline::{
-    CallError, EffectClass, ErrorKind, ExceptionHandler, ExecutionContext, Guard, Handle,
-    HandleKind, Interceptor, Next, Refusal, Registry, Server, Success, Tool, ToolContext,
-    ToolError, ToolResult, ToolSpec, handle_error,
+    CallError, ErrorKind, ExceptionHandler, ExecutionContext, Guard, Handle, HandleKind,
+    Interceptor, Next, Prepared, Refusal, Registry, Server, Success, Tool, ToolContext, ToolError,
+    ToolResult, ToolSpec, handle_error,
 };
 use mcp_test_client::TestClient;
 use schemars::JsonSchema;
@@ -73,11 +73,11 @@ impl Tool for EchoArgs {
     const NAME: &'static str = "echo_args";
     const TITLE: &'static str = "Echo arguments";
     const DESCRIPTION: &'static str = "Returns the arguments as the server read them.";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
 
     async fn call(
         &self,
-        ctx: ToolContext,
+        ctx: ToolContext<Self::Effect>,
         input: EchoInput,
     ) -> Result<Success<EchoOutput>, CallError> {
         push(&self.body_runs, "echo_args");
@@ -146,7 +146,27 @@ impl std::fmt::Display for SecretError {
 impl std::error::Error for SecretError {}
 
 macro_rules! recorder_tool {
-    ($ty:ident, $name:literal, $effect:expr) => {
+    ($ty:ident, $name:literal, $effect:ident) => {
+        recorder_tool!(
+            $ty,
+            $name,
+            $effect,
+            Success,
+            |_ctx: &ToolContext<Self::Effect>, done| done
+        );
+    };
+    ($ty:ident, $name:literal, two_step $effect:ident) => {
+        recorder_tool!(
+            $ty,
+            $name,
+            $effect,
+            Prepared,
+            |ctx: &ToolContext<Self::Effect>, done| {
+                ctx.writes.preview("Do it.", json!({})).answer(done)
+            }
+        );
+    };
+    ($ty:ident, $name:literal, $effect:ident, $answer:ident, $answered:expr) => {
         pub(crate) struct $ty(pub(crate) Recorder);
         impl Tool for $ty {
             type Input = Empty;
@@ -154,15 +174,15 @@ macro_rules! recorder_tool {
             const NAME: &'static str = $name;
             const TITLE: &'static str = $name;
             const DESCRIPTION: &'static str = "A test tool.";
-            const EFFECT: EffectClass = $effect;
+            type Effect = mcp_pipeline::effects::$effect;
             async fn call(
                 &self,
-                _ctx: ToolContext,
+                ctx: ToolContext<Self::Effect>,
                 _input: Empty,
-            ) -> Result<Success<Done>, CallError> {
+            ) -> Result<$answer<Done>, CallError> {
                 push(&self.0.log, &format!("body:{}", self.0.name));
                 match self.0.mode {
-                    Mode::Ok => Ok(Success::new("Done.", Done { done: true })),
+                    Mode::Ok => Ok($answered(&ctx, Success::new("Done.", Done { done: true }))),
                     Mode::ValueError => Err(ValueError("qty must be positive").into()),
                     Mode::Unhandled => Err(SecretError.into()),
                     Mode::Panic => panic!("boom"),
@@ -172,14 +192,14 @@ macro_rules! recorder_tool {
     };
 }
 
-recorder_tool!(GuardedAction, "guarded_action", EffectClass::SilentWrite);
-recorder_tool!(OpenAction, "open_action", EffectClass::Read);
-recorder_tool!(InterceptedAction, "intercepted_action", EffectClass::Read);
-recorder_tool!(FailingAction, "failing_action", EffectClass::Read);
-recorder_tool!(UnhandledAction, "unhandled_action", EffectClass::Read);
-recorder_tool!(PanickingAction, "panicking_action", EffectClass::Read);
-recorder_tool!(NotifyAction, "notify_customer", EffectClass::Notify);
-recorder_tool!(DeleteAction, "delete_thing", EffectClass::Delete);
+recorder_tool!(GuardedAction, "guarded_action", SilentWrite);
+recorder_tool!(OpenAction, "open_action", Read);
+recorder_tool!(InterceptedAction, "intercepted_action", Read);
+recorder_tool!(FailingAction, "failing_action", Read);
+recorder_tool!(UnhandledAction, "unhandled_action", Read);
+recorder_tool!(PanickingAction, "panicking_action", Read);
+recorder_tool!(NotifyAction, "notify_customer", two_step Notify);
+recorder_tool!(DeleteAction, "delete_thing", two_step Delete);
 
 #[derive(Debug, Serialize, JsonSchema)]
 struct Choice {
@@ -196,9 +216,13 @@ impl Tool for AskUser {
     const NAME: &'static str = "ask_user";
     const TITLE: &'static str = "Ask the user";
     const DESCRIPTION: &'static str = "Asks the user to pick a colour, then returns it.";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
 
-    async fn call(&self, ctx: ToolContext, _input: Empty) -> Result<Success<Choice>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        _input: Empty,
+    ) -> Result<Success<Choice>, CallError> {
         match ctx.input_responses.as_ref().and_then(|r| r.get("colour")) {
             Some(answer) => Ok(Success::new(
                 "The user answered.",
@@ -492,11 +516,11 @@ impl Tool for RegionTool {
     const NAME: &'static str = "get_region";
     const TITLE: &'static str = "Region";
     const DESCRIPTION: &'static str = "Echoes nothing; checks headers.";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
 
     async fn call(
         &self,
-        _ctx: ToolContext,
+        _ctx: ToolContext<Self::Effect>,
         _input: RegionInput,
     ) -> Result<Success<Done>, CallError> {
         Ok(Success::new("Done.", Done { done: true }))

@@ -113,7 +113,31 @@ pub(crate) fn role_of<'a>(t: &'a Value, function: &str) -> (&'a str, &'a Value) 
 pub(crate) fn function_with_binary<'a>(t: &'a Value, binary: &str) -> &'a str {
     of_type(t, "AWS::Serverless::Function")
         .into_iter()
-        .find(|(_, f)| f["Metadata"]["BuildProperties"]["Binary"] == binary)
+        .find(|(_, f)| binaries_of(t, f).iter().any(|b| b == binary))
         .map(|(id, _)| id)
         .unwrap_or_else(|| panic!("no function builds the `{binary}` binary"))
+}
+
+/// The binaries a function may run: the one its Cargo Lambda build names, or, for a function
+/// whose Handler picks a product's binary from a mapping (infra/Makefile builds them all and
+/// its `bootstrap` runs the Handler's), every product's.
+pub(crate) fn binaries_of(t: &Value, f: &Value) -> Vec<String> {
+    if let Some(binary) = f["Metadata"]["BuildProperties"]["Binary"].as_str() {
+        return vec![binary.to_owned()];
+    }
+    let Some([map, _, key]) = f["Properties"]["Handler"]["Fn::FindInMap"]
+        .as_array()
+        .map(Vec::as_slice)
+    else {
+        return Vec::new();
+    };
+    let (Some(map), Some(key)) = (map.as_str(), key.as_str()) else {
+        return Vec::new();
+    };
+    t["Mappings"][map]
+        .as_object()
+        .into_iter()
+        .flat_map(|products| products.values())
+        .filter_map(|binaries| binaries[key].as_str().map(str::to_owned))
+        .collect()
 }

@@ -4,7 +4,9 @@
 use booking::{
     Actor, Alerts, BookingError, Bookings, Change, Customers, Quotes, Technicians, When,
 };
-use mcp_pipeline::{CallError, Choice, ErrorKind, HandleKind, ToolContext, ToolError};
+use mcp_pipeline::{
+    CallError, Choice, Effect, ErrorKind, HandleKind, ToolContext, ToolError, TwoStepWrites, Writes,
+};
 
 /// The services the tools call.
 #[derive(Debug, Clone)]
@@ -114,7 +116,7 @@ pub(crate) fn separate_reason<'a>(
 }
 
 /// The acting member: the connection's creator with the connection's live rights.
-pub(crate) fn actor(ctx: &ToolContext) -> Result<Actor, CallError> {
+pub(crate) fn actor<E: Effect>(ctx: &ToolContext<E>) -> Result<Actor, CallError> {
     let caller = ctx.exec.caller.as_ref().ok_or_else(|| {
         CallError::Tool(ToolError::new(
             ErrorKind::Forbidden,
@@ -271,30 +273,34 @@ fn stale(kind: &str, expected: &str, current: serde_json::Value) -> ToolError {
 }
 
 /// Hands a planned change to the pipeline, which commits it with the gates, and returns its
-/// value; names the ids it touches and who its messages go to.
-pub(crate) fn apply<T>(ctx: &ToolContext, change: Change<T>) -> T {
+/// value; names the ids it touches.
+pub(crate) fn apply<T>(writes: &Writes, change: Change<T>) -> T {
     for op in change.ops {
         let explain = op.on_conflict;
-        ctx.writes
-            .push_or(op.op, move |current| match error(explain(current)) {
-                CallError::Tool(e) => e,
-                other => ToolError::new(ErrorKind::Internal, format!("{other:?}"), "Try again"),
-            });
+        writes.push_or(op.op, move |current| match error(explain(current)) {
+            CallError::Tool(e) => e,
+            other => ToolError::new(ErrorKind::Internal, format!("{other:?}"), "Try again"),
+        });
     }
     for id in change.ids {
-        ctx.writes.touch(id);
-    }
-    // Messages that do not count against their recipients' limit leave the call counted per
-    // record, as a tool that names no recipient is.
-    if change.counted {
-        for recipient in change.notified {
-            ctx.writes.notify(recipient);
-        }
+        writes.touch(id);
     }
     change.value
 }
 
+/// The same for a two-step tool's change, naming who its messages go to.
+pub(crate) fn apply_sending<T>(writes: &TwoStepWrites, mut change: Change<T>) -> T {
+    // Messages that do not count against their recipients' limit leave the call counted per
+    // record, as a tool that names no recipient is.
+    if change.counted {
+        for recipient in std::mem::take(&mut change.notified) {
+            writes.notify(recipient);
+        }
+    }
+    apply(writes, change)
+}
+
 /// The call's time, from the server's clock (so that tests can set it).
-pub(crate) fn now(ctx: &ToolContext) -> chrono::DateTime<chrono::Utc> {
+pub(crate) fn now<E: Effect>(ctx: &ToolContext<E>) -> chrono::DateTime<chrono::Utc> {
     chrono::DateTime::from_timestamp(ctx.exec.now, 0).unwrap_or_default()
 }

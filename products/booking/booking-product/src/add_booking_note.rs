@@ -1,7 +1,7 @@
 //! `add_booking_note`: a staff note on a booking (silent).
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -39,10 +39,14 @@ impl Tool for AddBookingNote {
     const NAME: &'static str = "add_booking_note";
     const TITLE: &'static str = "Add a booking note";
     const DESCRIPTION: &'static str = "Adds a staff note to a booking, visible to staff only; the customer is not told. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"note\": \"Bring the long ladder.\"}";
-    const EFFECT: EffectClass = EffectClass::SilentWrite;
+    type Effect = mcp_pipeline::effects::SilentWrite;
     const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::BOOKINGS_WRITE]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let change = self
             .services
@@ -50,7 +54,7 @@ impl Tool for AddBookingNote {
             .add_note(&actor, input.booking.id(), &input.note)
             .await
             .map_err(error)?;
-        let b = apply(&ctx, change);
+        let b = apply(&ctx.writes, change);
         Ok(Success::new(
             format!("Added a note to {}; nobody was told.", b.handle()),
             Output {

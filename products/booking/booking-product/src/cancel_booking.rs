@@ -2,13 +2,13 @@
 //! confirmed); `confirm_action` cancels.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::Services;
-use crate::adapter::{BookingKind, actor, apply, error};
+use crate::adapter::{BookingKind, actor, apply_sending, error};
 use crate::present::BookingView;
 
 /// Arguments.
@@ -41,10 +41,14 @@ impl Tool for CancelBooking {
     const NAME: &'static str = "cancel_booking";
     const TITLE: &'static str = "Cancel a booking";
     const DESCRIPTION: &'static str = "Prepares cancelling one booking; if it was confirmed, the customer is emailed. Returns a preview and a confirm_token; nothing happens until confirm_action. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\"}";
-    const EFFECT: EffectClass = EffectClass::Notify;
+    type Effect = mcp_pipeline::effects::Notify;
     const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::BOOKINGS_WRITE]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
         let change = self
             .services
@@ -58,7 +62,7 @@ impl Tool for CancelBooking {
             .map_err(error)?;
         let notified = change.notified.clone();
         let message = change.messages.first().cloned();
-        let b = apply(&ctx, change);
+        let b = apply_sending(&ctx.writes, change);
         let summary = match &message {
             None => format!(
                 "Cancel booking {}; nobody is emailed (it was not confirmed).",
@@ -71,11 +75,11 @@ impl Tool for CancelBooking {
             ),
         };
         let body = message.map(|m| crate::present::message_body(&m.body));
-        ctx.writes.preview(
+        let preview = ctx.writes.preview(
             summary,
             json!({"booking": b.handle(), "notified": notified, "body": body}),
         );
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Cancelled booking {}.", b.handle()),
             Output {
                 booking: BookingView::new(
@@ -85,6 +89,6 @@ impl Tool for CancelBooking {
                 ),
                 notified,
             },
-        ))
+        )))
     }
 }

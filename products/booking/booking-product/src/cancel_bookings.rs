@@ -2,13 +2,13 @@
 //! match count is what the caller expects.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::Services;
-use crate::adapter::{CustomerKind, TechnicianKind, actor, apply, error};
+use crate::adapter::{CustomerKind, TechnicianKind, actor, apply_sending, error};
 use crate::present::BookingView;
 
 /// Arguments.
@@ -46,10 +46,14 @@ impl Tool for CancelBookings {
     const NAME: &'static str = "cancel_bookings";
     const TITLE: &'static str = "Cancel several bookings";
     const DESCRIPTION: &'static str = "Prepares cancelling every open booking of a customer or technician; the customers of confirmed ones are emailed. If the filter matches a different number than expected_count, it lists the matches and does nothing. Waits for confirm_action. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"expected_count\": 3}";
-    const EFFECT: EffectClass = EffectClass::Notify;
+    type Effect = mcp_pipeline::effects::Notify;
     const POLICY: Policy = Policy::listed_in(Toolset::Full).requires(&[rights::BOOKINGS_WRITE]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
         let filter = (
             input.customer.map(|h| h.id().to_owned()),
@@ -79,7 +83,7 @@ impl Tool for CancelBookings {
                     .iter()
                     .map(|m| json!({"to": m.to, "body": crate::present::message_body(&m.body)})),
             );
-            let cancelled = apply(&ctx, change);
+            let cancelled = apply_sending(&ctx.writes, change);
             views.push(BookingView::new(
                 &cancelled,
                 &self.services.console_base,
@@ -87,7 +91,7 @@ impl Tool for CancelBookings {
             ));
         }
         let handles: Vec<String> = views.iter().map(BookingView::handle).collect();
-        ctx.writes.preview(
+        let preview = ctx.writes.preview(
             format!(
                 "Cancel {} bookings ({}) and email {}",
                 handles.len(),
@@ -100,12 +104,12 @@ impl Tool for CancelBookings {
             ),
             json!({"bookings": handles, "notified": notified, "messages": messages}),
         );
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Cancelled {} bookings.", views.len()),
             Output {
                 bookings: views,
                 notified,
             },
-        ))
+        )))
     }
 }

@@ -2,7 +2,7 @@
 
 use booking::NewBooking;
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -55,10 +55,14 @@ impl Tool for CreateBooking {
     const CORE_DESCRIPTION: Option<&'static str> = Some(
         "Creates a draft booking; nobody is told. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"service\": \"boiler service\", \"start\": \"2055-06-07 09:00\", \"zone\": \"Europe/Berlin\", \"duration_minutes\": 90}",
     );
-    const EFFECT: EffectClass = EffectClass::SilentWrite;
+    type Effect = mcp_pipeline::effects::SilentWrite;
     const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_WRITE]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let reason = crate::adapter::separate_reason(
             input.separate,
@@ -79,7 +83,7 @@ impl Tool for CreateBooking {
             .create_draft(&actor, new, reason, now)
             .await
             .map_err(error)?;
-        let b = apply(&ctx, change);
+        let b = apply(&ctx.writes, change);
         let view = BookingView::new(&b, &self.services.console_base, now);
         let handle = b.handle();
         Ok(Success::new(

@@ -2,7 +2,7 @@
 
 use booking::NewCustomer;
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -51,10 +51,14 @@ impl Tool for CreateCustomer {
     const CORE_DESCRIPTION: Option<&'static str> = Some(
         "Creates a customer; if one has the email, the error names it. Sends nothing. Example: {\"name\": \"Ada Lovelace\", \"email\": \"ada@example.com\"}",
     );
-    const EFFECT: EffectClass = EffectClass::SilentWrite;
+    type Effect = mcp_pipeline::effects::SilentWrite;
     const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_WRITE]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let reason = crate::adapter::separate_reason(
             input.separate,
@@ -73,7 +77,7 @@ impl Tool for CreateCustomer {
             .customers
             .create(&actor, new, reason)
             .map_err(error)?;
-        let customer = apply(&ctx, change);
+        let customer = apply(&ctx.writes, change);
         let handle = customer.handle();
         Ok(Success::new(
             format!("Created customer {handle}; nobody was notified."),

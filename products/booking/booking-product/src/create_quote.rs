@@ -1,7 +1,7 @@
 //! `create_quote`: a draft quote (silent).
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -44,10 +44,14 @@ impl Tool for CreateQuote {
     const NAME: &'static str = "create_quote";
     const TITLE: &'static str = "Create a draft quote";
     const DESCRIPTION: &'static str = "Creates a draft quote for a customer in the workspace's currency and tax rate; the server computes line totals, tax and total. The same customer with the same lines is one quote: the error names it. The customer is not told; send_quote sends it after approval in the product. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"lines\": [{\"description\": \"Filter\", \"quantity\": \"3\", \"unit_price\": \"19.99\"}]}";
-    const EFFECT: EffectClass = EffectClass::SilentWrite;
+    type Effect = mcp_pipeline::effects::SilentWrite;
     const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::BOOKINGS_WRITE]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let reason = crate::adapter::separate_reason(
             input.separate,
@@ -60,7 +64,7 @@ impl Tool for CreateQuote {
             .create(&actor, input.customer.id(), &lines(input.lines), reason)
             .await
             .map_err(error)?;
-        let q = apply(&ctx, change);
+        let q = apply(&ctx.writes, change);
         let view = QuoteView::new(&q, &self.services.console_base);
         Ok(Success::new(
             format!(

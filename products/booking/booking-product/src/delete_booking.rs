@@ -1,13 +1,13 @@
 //! `delete_booking`: prepares deleting a draft or cancelled booking.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::Services;
-use crate::adapter::{BookingKind, actor, apply, error};
+use crate::adapter::{BookingKind, actor, apply_sending, error};
 use crate::present::BookingView;
 
 /// Arguments.
@@ -40,10 +40,14 @@ impl Tool for DeleteBooking {
     const NAME: &'static str = "delete_booking";
     const TITLE: &'static str = "Delete a booking";
     const DESCRIPTION: &'static str = "Prepares deleting a draft or cancelled booking; nothing is deleted until confirm_action. A confirmed booking is cancelled first with cancel_booking. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\"}";
-    const EFFECT: EffectClass = EffectClass::Delete;
+    type Effect = mcp_pipeline::effects::Delete;
     const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::RECORDS_DELETE]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
         let change = self
             .services
@@ -51,12 +55,12 @@ impl Tool for DeleteBooking {
             .delete(&actor, input.booking.id(), &input.version)
             .await
             .map_err(error)?;
-        let b = apply(&ctx, change);
-        ctx.writes.preview(
+        let b = apply_sending(&ctx.writes, change);
+        let preview = ctx.writes.preview(
             format!("Delete booking {} (a {})", b.handle(), b.status.as_str()),
             json!({"booking": b.handle(), "version": b.version}),
         );
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Deleted booking {}.", b.handle()),
             Output {
                 booking: BookingView::new(
@@ -66,6 +70,6 @@ impl Tool for DeleteBooking {
                 ),
                 notified: Vec::new(),
             },
-        ))
+        )))
     }
 }

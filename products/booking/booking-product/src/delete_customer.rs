@@ -1,13 +1,13 @@
 //! `delete_customer`: prepares deleting a customer; `confirm_action` deletes.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::Services;
-use crate::adapter::{CustomerKind, actor, apply, error};
+use crate::adapter::{CustomerKind, actor, apply_sending, error};
 use crate::present::CustomerView;
 
 /// Arguments.
@@ -38,10 +38,14 @@ impl Tool for DeleteCustomer {
     const NAME: &'static str = "delete_customer";
     const TITLE: &'static str = "Delete a customer";
     const DESCRIPTION: &'static str = "Prepares deleting a customer record and returns a preview with a confirm_token; nothing is deleted until confirm_action. Refused while the customer has open bookings: cancel those first (cancel_bookings). Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\"}";
-    const EFFECT: EffectClass = EffectClass::Delete;
+    type Effect = mcp_pipeline::effects::Delete;
     const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::RECORDS_DELETE]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
         let change = self
             .services
@@ -49,18 +53,18 @@ impl Tool for DeleteCustomer {
             .delete(&actor, input.customer.id())
             .await
             .map_err(error)?;
-        let customer = apply(&ctx, change);
+        let customer = apply_sending(&ctx.writes, change);
         let handle = customer.handle();
-        ctx.writes.preview(
+        let preview = ctx.writes.preview(
             format!("Delete customer {handle} ({}).", customer.email),
             json!({"customer": handle, "version": customer.version}),
         );
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Deleted customer {handle}."),
             Output {
                 customer: CustomerView::new(&customer, &self.services.console_base),
                 notified: Vec::new(),
             },
-        ))
+        )))
     }
 }

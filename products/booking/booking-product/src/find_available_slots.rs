@@ -3,9 +3,7 @@
 use booking::rights;
 use booking::time::{self, TimeRange};
 use booking::{BookingFilter, Status};
-use mcp_pipeline::{
-    CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, ToolError, Toolset,
-};
+use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, ToolError, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -56,12 +54,16 @@ impl Tool for FindAvailableSlots {
     const CORE_DESCRIPTION: Option<&'static str> = Some(
         "Lists free start times of a technician on one day. Changes nothing. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"date\": \"2055-06-07\", \"duration_minutes\": 90}",
     );
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
     const POLICY: Policy = Policy::listed_in(Toolset::Core)
         .requires(&[rights::BOOKINGS_READ])
         .expensive();
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         if !(15..=booking::time::LONGEST_SEARCHED_VISIT_MINUTES).contains(&input.duration_minutes) {
             return Err(ToolError::validation(

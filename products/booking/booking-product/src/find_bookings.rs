@@ -2,7 +2,7 @@
 
 use booking::rights;
 use booking::{BookingFilter, Status};
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -61,10 +61,14 @@ impl Tool for FindBookings {
     const CORE_DESCRIPTION: Option<&'static str> = Some(
         "Finds bookings by customer, technician or status, earliest first. Changes nothing. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"status\": \"draft\"}",
     );
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
     const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_READ]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let from = input.from.as_deref().map(day).transpose()?;
         let filter = BookingFilter {

@@ -1,7 +1,7 @@
 //! `find_customers`: search customers by name or email.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -42,10 +42,14 @@ impl Tool for FindCustomers {
     const NAME: &'static str = "find_customers";
     const TITLE: &'static str = "Find customers";
     const DESCRIPTION: &'static str = "Finds customers whose name or email contains the query, with their handles and versions. Use it to get a customer's handle before reading or changing it. Changes nothing; get_customer reads one customer. Example: {\"query\": \"ada\"}";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
     const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_READ]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let limit = crate::present::search_limit(input.limit, 10)?;
         let found = self

@@ -1,7 +1,7 @@
 //! `find_quotes`: a customer's quotes, or all, by state.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -52,10 +52,14 @@ impl Tool for FindQuotes {
     const NAME: &'static str = "find_quotes";
     const TITLE: &'static str = "Find quotes";
     const DESCRIPTION: &'static str = "Finds quotes, a customer's or all, by state (draft or sent), with their handles, versions and totals. Use it to get a quote's handle. Changes nothing; get_quote reads one. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"state\": \"draft\"}";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
     const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::BOOKINGS_READ]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let limit = crate::present::search_limit(input.limit, 20)?;
         let state = input.state.map(|s| match s {

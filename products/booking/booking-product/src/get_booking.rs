@@ -1,7 +1,7 @@
 //! `get_booking`: one booking.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -35,10 +35,14 @@ impl Tool for GetBooking {
     const NAME: &'static str = "get_booking";
     const TITLE: &'static str = "Get a booking";
     const DESCRIPTION: &'static str = "Returns one booking with handle, version, state, customer, technician and times. Changes nothing; find_bookings searches. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\"}";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
     const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_READ]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let b = self
             .services

@@ -1,7 +1,7 @@
 //! `get_customer`: one customer.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -35,10 +35,14 @@ impl Tool for GetCustomer {
     const NAME: &'static str = "get_customer";
     const TITLE: &'static str = "Get a customer";
     const DESCRIPTION: &'static str = "Returns one customer with handle, version, contact details and the notes the customer wrote (as untrusted text). Changes nothing; find_customers searches. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\"}";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
     const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_READ]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let c = self
             .services

@@ -1,7 +1,7 @@
 //! `get_quote`: one quote with its totals.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -35,10 +35,14 @@ impl Tool for GetQuote {
     const NAME: &'static str = "get_quote";
     const TITLE: &'static str = "Get a quote";
     const DESCRIPTION: &'static str = "Returns one quote with its lines, tax and totals as exact decimal strings. Changes nothing. Example: {\"quote\": \"quo_2bX9kL4mQ7vZ1cN8pR3t\"}";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
     const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::BOOKINGS_READ]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let q = self
             .services

@@ -1,7 +1,7 @@
 //! `list_technicians`: every technician of the workspace.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -32,10 +32,14 @@ impl Tool for ListTechnicians {
     const NAME: &'static str = "list_technicians";
     const TITLE: &'static str = "List technicians";
     const DESCRIPTION: &'static str = "Lists the workspace's technicians with handles, skills, working hours, time zone and on-call state. Use it to pick a technician for a booking. Changes nothing. Example: {}";
-    const EFFECT: EffectClass = EffectClass::Read;
+    type Effect = mcp_pipeline::effects::Read;
     const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_READ]);
 
-    async fn call(&self, ctx: ToolContext, _input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        _input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let list = self
             .services

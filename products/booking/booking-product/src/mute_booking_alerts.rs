@@ -1,13 +1,13 @@
 //! `mute_booking_alerts`: prepares muting a booking's reminders for a while.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::Services;
-use crate::adapter::{BookingKind, actor, apply, error};
+use crate::adapter::{BookingKind, actor, apply_sending, error};
 
 /// Arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -42,10 +42,14 @@ impl Tool for MuteBookingAlerts {
     const NAME: &'static str = "mute_booking_alerts";
     const TITLE: &'static str = "Mute a booking's reminders";
     const DESCRIPTION: &'static str = "Prepares muting the reminders of one booking for 1 to 168 hours; nobody is told and the reminders stop, so it waits for confirm_action. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"hours\": 24}";
-    const EFFECT: EffectClass = EffectClass::Alerting;
+    type Effect = mcp_pipeline::effects::Alerting;
     const POLICY: Policy = Policy::listed_in(Toolset::Full).requires(&[rights::ALERTS_MANAGE]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
         let change = self
             .services
@@ -58,9 +62,9 @@ impl Tool for MuteBookingAlerts {
             )
             .await
             .map_err(error)?;
-        let rule = apply(&ctx, change);
+        let rule = apply_sending(&ctx.writes, change);
         let handle = input.booking.to_string();
-        ctx.writes.preview(
+        let preview = ctx.writes.preview(
             format!(
                 "Mute the reminders of booking {handle} for {} hours",
                 input.hours
@@ -68,13 +72,13 @@ impl Tool for MuteBookingAlerts {
             json!({"booking": handle, "hours": input.hours}),
         );
         let until = rule.muted_until.map(|t| t.to_rfc3339()).unwrap_or_default();
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Muted the reminders of {handle} until {until}."),
             Output {
                 booking: handle,
                 muted_until: until,
                 notified: Vec::new(),
             },
-        ))
+        )))
     }
 }

@@ -1,13 +1,13 @@
 //! `page_technician`: prepares paging a technician by text message.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::Services;
-use crate::adapter::{TechnicianKind, actor, apply, error};
+use crate::adapter::{TechnicianKind, actor, apply_sending, error};
 use crate::present::TechnicianView;
 
 /// Arguments.
@@ -40,11 +40,15 @@ impl Tool for PageTechnician {
     const NAME: &'static str = "page_technician";
     const TITLE: &'static str = "Page a technician";
     const DESCRIPTION: &'static str = "Prepares paging a technician with a text message to their private phone, which may wake them; returns a preview and a confirm_token, nothing is sent until confirm_action. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"message\": \"Burst pipe at Hauptstr. 1, please call.\"}";
-    const EFFECT: EffectClass = EffectClass::Wake;
+    type Effect = mcp_pipeline::effects::Wake;
     const POLICY: Policy =
         Policy::listed_in(Toolset::Standard).requires(&[rights::TECHNICIANS_PAGE]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
         let change = self
             .services
@@ -53,8 +57,8 @@ impl Tool for PageTechnician {
             .await
             .map_err(error)?;
         let notified = change.notified.clone();
-        let t = apply(&ctx, change);
-        ctx.writes.preview(
+        let t = apply_sending(&ctx.writes, change);
+        let preview = ctx.writes.preview(
             format!(
                 "Page {} ({}): \"{}\"",
                 t.name,
@@ -63,12 +67,12 @@ impl Tool for PageTechnician {
             ),
             json!({"technician": t.handle(), "message": input.message.trim()}),
         );
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Paged {}.", t.name),
             Output {
                 technician: TechnicianView::new(&t, &self.services.console_base),
                 notified,
             },
-        ))
+        )))
     }
 }

@@ -1,13 +1,13 @@
 //! `reschedule_booking`: prepares moving a confirmed booking and telling the customer.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::Services;
-use crate::adapter::{BookingKind, actor, apply, error, when};
+use crate::adapter::{BookingKind, actor, apply_sending, error, when};
 use crate::present::BookingView;
 
 /// Arguments.
@@ -45,11 +45,15 @@ impl Tool for RescheduleBooking {
     const NAME: &'static str = "reschedule_booking";
     const TITLE: &'static str = "Reschedule a booking";
     const DESCRIPTION: &'static str = "Prepares moving a confirmed booking to a new time and emailing the customer; returns a preview and a confirm_token, nothing changes until confirm_action. Drafts move with update_booking. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\", \"start\": \"2055-06-10 14:00\", \"zone\": \"Europe/Berlin\"}";
-    const EFFECT: EffectClass = EffectClass::Notify;
+    type Effect = mcp_pipeline::effects::Notify;
     const POLICY: Policy = Policy::listed_in(Toolset::Standard)
         .requires(&[rights::BOOKINGS_WRITE, rights::CUSTOMERS_NOTIFY]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
         let now = crate::adapter::now(&ctx);
         let moved_to = (when(&input.start, &input.zone), input.duration_minutes);
@@ -61,10 +65,10 @@ impl Tool for RescheduleBooking {
             .map_err(error)?;
         let notified = change.notified.clone();
         let message = crate::present::the_message(&change);
-        let b = apply(&ctx, change);
+        let b = apply_sending(&ctx.writes, change);
         let view = BookingView::new(&b, &self.services.console_base, now);
         let start = booking::time::Moment::new(b.start, b.zone, now);
-        ctx.writes.preview(
+        let preview = ctx.writes.preview(
             format!(
                 "Move booking {} to {} and email {}",
                 b.handle(),
@@ -73,12 +77,12 @@ impl Tool for RescheduleBooking {
             ),
             json!({"booking": b.handle(), "start": start.iso, "to": message.to, "body": crate::present::message_body(&message.body)}),
         );
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Moved booking {} and emailed {}.", b.handle(), message.to),
             Output {
                 booking: view,
                 notified,
             },
-        ))
+        )))
     }
 }

@@ -2,13 +2,13 @@
 //! `confirm_action` sends.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::Services;
-use crate::adapter::{BookingKind, actor, apply, error};
+use crate::adapter::{BookingKind, actor, apply_sending, error};
 use crate::present::BookingView;
 
 /// Arguments.
@@ -44,11 +44,15 @@ impl Tool for SendBookingConfirmation {
     const CORE_DESCRIPTION: Option<&'static str> = Some(
         "Prepares emailing the customer the booking's confirmation; nothing is sent until confirm_action. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\"}",
     );
-    const EFFECT: EffectClass = EffectClass::Notify;
+    type Effect = mcp_pipeline::effects::Notify;
     const POLICY: Policy = Policy::listed_in(Toolset::Core)
         .requires(&[rights::BOOKINGS_WRITE, rights::CUSTOMERS_NOTIFY]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
         let now = crate::adapter::now(&ctx);
         let change = self
@@ -59,10 +63,10 @@ impl Tool for SendBookingConfirmation {
             .map_err(error)?;
         let notified = change.notified.clone();
         let message = crate::present::the_message(&change);
-        let b = apply(&ctx, change);
+        let b = apply_sending(&ctx.writes, change);
         // The server wrote the message; the model cannot put words in it.
         let start = booking::time::Moment::new(b.start, b.zone, now);
-        ctx.writes.preview(
+        let preview = ctx.writes.preview(
             format!(
                 "Confirm booking {} for {} and email {} the confirmation (preview.body)",
                 b.handle(),
@@ -71,7 +75,7 @@ impl Tool for SendBookingConfirmation {
             ),
             json!({"to": message.to, "subject": message.subject, "body": crate::present::message_body(&message.body), "booking": b.handle()}),
         );
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!(
                 "Confirmed booking {} and emailed {}.",
                 b.handle(),
@@ -81,6 +85,6 @@ impl Tool for SendBookingConfirmation {
                 booking: BookingView::new(&b, &self.services.console_base, now),
                 notified,
             },
-        ))
+        )))
     }
 }

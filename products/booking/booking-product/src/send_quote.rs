@@ -2,13 +2,13 @@
 //! with the right approves it, in the product's page.
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::Services;
-use crate::adapter::{QuoteKind, actor, apply, error};
+use crate::adapter::{QuoteKind, actor, apply_sending, error};
 use crate::present::QuoteView;
 
 /// Arguments.
@@ -40,14 +40,18 @@ impl Tool for SendQuote {
     const NAME: &'static str = "send_quote";
     const TITLE: &'static str = "Send a quote to the customer";
     const DESCRIPTION: &'static str = "Prepares emailing a draft quote to its customer and returns an approval link: a quote binds the company to a price, so a person with the quotes:approve right approves it in the product; confirm_action cannot send it. Example: {\"quote\": \"quo_2bX9kL4mQ7vZ1cN8pR3t\", \"version\": \"3f9a1c2b7d4e\"}";
-    const EFFECT: EffectClass = EffectClass::Notify;
+    type Effect = mcp_pipeline::effects::Notify;
     const POLICY: Policy = Policy::listed_in(Toolset::Full)
         // The right the service asks of whoever sends a quote: the approval page asks the
         // person deciding for it too.
         .requires(&[rights::QUOTES_APPROVE])
         .approval_in_product();
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
         let (change, customer) = self
             .services
@@ -57,8 +61,8 @@ impl Tool for SendQuote {
             .map_err(error)?;
         let notified = change.notified.clone();
         let message = crate::present::the_message(&change);
-        let q = apply(&ctx, change);
-        ctx.writes.preview(
+        let q = apply_sending(&ctx.writes, change);
+        let preview = ctx.writes.preview(
             format!(
                 "Send quote {} ({}) to {}",
                 q.handle(),
@@ -77,12 +81,12 @@ impl Tool for SendQuote {
                 "body": crate::present::message_body(&message.body),
             }),
         );
-        Ok(Success::new(
+        Ok(preview.answer(Success::new(
             format!("Sent quote {} to {}.", q.handle(), customer.email),
             Output {
                 quote: QuoteView::new(&q, &self.services.console_base),
                 notified,
             },
-        ))
+        )))
     }
 }

@@ -1,7 +1,7 @@
 //! `update_booking`: change a draft booking (silent).
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -47,10 +47,14 @@ impl Tool for UpdateBooking {
     const NAME: &'static str = "update_booking";
     const TITLE: &'static str = "Update a draft booking";
     const DESCRIPTION: &'static str = "Changes a draft booking's service, start or length; send the version you read. Only drafts: nobody is told. Example: {\"booking\": \"bkg_8sJ3kQ1vZx7LmN2pR4tY\", \"version\": \"3f9a1c2b7d4e\", \"start\": \"2055-06-10 14:00\", \"zone\": \"Europe/Berlin\"}";
-    const EFFECT: EffectClass = EffectClass::SilentWrite;
+    type Effect = mcp_pipeline::effects::SilentWrite;
     const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_WRITE]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let start = booking::When::from_optional(input.start.as_deref(), input.zone.as_deref())
             .map_err(error)?;
@@ -90,7 +94,7 @@ impl Tool for UpdateBooking {
                 }
                 (e, _) => error(e),
             })?;
-        let b = apply(&ctx, change);
+        let b = apply(&ctx.writes, change);
         let handle = b.handle();
         Ok(Success::new(
             format!("Updated draft {handle}; nobody was told."),

@@ -2,7 +2,7 @@
 
 use booking::CustomerPatch;
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -51,10 +51,14 @@ impl Tool for UpdateCustomer {
     const CORE_DESCRIPTION: Option<&'static str> = Some(
         "Changes a customer's name, email, phone or address; send the version you read. Sends nothing. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"version\": \"3f9a1c2b7d4e\", \"phone\": \"+44 20 7946 0001\"}",
     );
-    const EFFECT: EffectClass = EffectClass::SilentWrite;
+    type Effect = mcp_pipeline::effects::SilentWrite;
     const POLICY: Policy = Policy::listed_in(Toolset::Core).requires(&[rights::BOOKINGS_WRITE]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let patch = CustomerPatch {
             name: input.name,
@@ -68,7 +72,7 @@ impl Tool for UpdateCustomer {
             .update(&actor, input.customer.id(), &input.version, patch)
             .await
             .map_err(error)?;
-        let customer = apply(&ctx, change);
+        let customer = apply(&ctx.writes, change);
         let handle = customer.handle();
         Ok(Success::new(
             format!("Updated customer {handle}; nobody was notified."),

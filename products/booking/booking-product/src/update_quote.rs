@@ -1,7 +1,7 @@
 //! `update_quote`: replace a draft quote's lines (silent).
 
 use booking::rights;
-use mcp_pipeline::{CallError, EffectClass, Handle, Policy, Success, Tool, ToolContext, Toolset};
+use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -42,10 +42,14 @@ impl Tool for UpdateQuote {
     const NAME: &'static str = "update_quote";
     const TITLE: &'static str = "Update a draft quote";
     const DESCRIPTION: &'static str = "Replaces all lines of a draft quote; send the version you read. The server recomputes totals. Nobody is told. Example: {\"quote\": \"quo_2bX9kL4mQ7vZ1cN8pR3t\", \"version\": \"3f9a1c2b7d4e\", \"lines\": [{\"description\": \"Filter\", \"quantity\": \"2\", \"unit_price\": \"19.99\"}]}";
-    const EFFECT: EffectClass = EffectClass::SilentWrite;
+    type Effect = mcp_pipeline::effects::SilentWrite;
     const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::BOOKINGS_WRITE]);
 
-    async fn call(&self, ctx: ToolContext, input: Input) -> Result<Success<Output>, CallError> {
+    async fn call(
+        &self,
+        ctx: ToolContext<Self::Effect>,
+        input: Input,
+    ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
         let change = self
             .services
@@ -58,7 +62,7 @@ impl Tool for UpdateQuote {
             )
             .await
             .map_err(error)?;
-        let q = apply(&ctx, change);
+        let q = apply(&ctx.writes, change);
         Ok(Success::new(
             format!("Updated draft quote {}; nobody was told.", q.handle()),
             Output {

@@ -16,7 +16,7 @@ use crate::Next;
 use crate::Parsed;
 use crate::confirm::{Approver, Phase};
 use crate::log_rank;
-use crate::{CallError, ErrorKind, ToolContext, ToolError, ToolResult, gates};
+use crate::{CallContext, CallError, ErrorKind, ToolError, ToolResult, gates};
 
 /// How admission waits, and how often, for a slot whose release is on its way from another
 /// instance (see `docs/adr` on slot release).
@@ -195,9 +195,9 @@ impl<'a> Call<'a> {
     }
 
     /// What the tool sees of the call.
-    fn tool_context(&self, state: Option<String>) -> ToolContext {
+    fn tool_context(&self, state: Option<String>) -> CallContext {
         let msg = &self.req.message;
-        ToolContext {
+        CallContext {
             exec: Arc::clone(&self.exec),
             input_responses: msg.params.get("inputResponses").cloned(),
             request_state: state,
