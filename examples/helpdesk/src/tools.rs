@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use gatehouse_server::{outbox, outside, store};
 use gatehouse_tool::{
-    CallError, Effect, ErrorKind, Handle, HandleKind, Policy, Prepared, Success, Tool, ToolContext,
-    ToolError, Toolset, TwoStepWrites,
+    CallError, Effect, ErrorKind, Handle, HandleKind, Policy, Prepared, Success, TenantId, Tool,
+    ToolContext, ToolError, Toolset, TwoStepWrites,
 };
 use outside::untrusted::{UntrustedText, untrusted};
 use schemars::JsonSchema;
@@ -73,7 +73,7 @@ impl TicketView {
 }
 
 /// The calling connection's workspace.
-fn tenant<E: Effect>(ctx: &ToolContext<E>) -> Result<String, CallError> {
+fn tenant<E: Effect>(ctx: &ToolContext<E>) -> Result<TenantId, CallError> {
     ctx.exec.caller.as_ref().map(|c| c.tenant.clone()).ok_or_else(|| {
         ToolError::new(
             ErrorKind::Forbidden,

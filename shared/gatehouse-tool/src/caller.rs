@@ -44,11 +44,11 @@ impl Toolset {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     /// The one tenant this connection acts in.
-    pub tenant: String,
+    pub tenant: crate::TenantId,
     /// The connection's public id.
-    pub connection: String,
+    pub connection: crate::ConnectionId,
     /// The member who created the connection.
-    pub creator: String,
+    pub creator: crate::MemberId,
     /// The client name given when the connection was created.
     pub client_name: String,
     /// Effective rights: the token's rights intersected with the creator's current rights.

@@ -54,6 +54,7 @@ mod context;
 mod decorators;
 mod effect;
 mod handle;
+mod ids;
 mod json_text;
 mod lengths;
 mod names;
@@ -80,6 +81,7 @@ pub use decorators::{
 };
 pub use effect::{Effect, EffectClass, effects};
 pub use handle::{Handle, HandleKind};
+pub use ids::{ConnectionId, MemberId, TenantId};
 pub use lengths::DEFAULT_MAX_LENGTH;
 pub use names::{MAX_CANDIDATES, NameResolver, Named};
 pub use outcome::{

@@ -270,9 +270,9 @@ impl McpAuthenticator {
         };
         Ok(Authenticated {
             caller: Caller {
-                tenant: connection.tenant.clone(),
-                connection: connection.id.clone(),
-                creator: connection.creator.clone(),
+                tenant: connection.tenant.clone().into(),
+                connection: connection.id.clone().into(),
+                creator: connection.creator.clone().into(),
                 client_name: connection.client_name.clone(),
                 rights,
                 toolset: connection.toolset,

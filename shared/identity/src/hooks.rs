@@ -30,10 +30,10 @@ impl CommitHooks for McpCommitHooks {
             .map(|op| (op, switched_off()))
             .collect();
         let audit = AuditEntry {
-            tenant: caller.tenant.clone(),
-            actor: caller.creator.clone(),
+            tenant: caller.tenant.as_str().to_owned(),
+            actor: caller.creator.as_str().to_owned(),
             channel: Channel::Mcp {
-                connection: caller.connection.clone(),
+                connection: caller.connection.as_str().to_owned(),
                 client: caller.client_name.clone(),
             },
             action: call.tool.to_owned(),

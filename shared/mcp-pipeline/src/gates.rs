@@ -143,7 +143,10 @@ const BRAKE_WINDOW_SECONDS: i64 = 600;
 /// The tenant and connection a call is keyed by (`-` without a bound connection).
 pub(crate) fn scope(caller: Option<&Caller>) -> (String, String) {
     caller.map_or(("-".into(), "-".into()), |c| {
-        (c.tenant.clone(), c.connection.clone())
+        (
+            c.tenant.as_str().to_owned(),
+            c.connection.as_str().to_owned(),
+        )
     })
 }
 

@@ -375,7 +375,7 @@ async fn an_approval_log_line_times_the_approval() {
         .to_owned();
     let caller = mcp_pipeline::Caller {
         tenant: "acme".into(),
-        connection: n.connection.clone(),
+        connection: n.connection.clone().into(),
         creator: "dan".into(),
         client_name: "product page".into(),
         rights: crate::support::rights(&[booking::rights::CUSTOMERS_NOTIFY]),

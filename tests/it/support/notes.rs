@@ -151,7 +151,7 @@ fn tenant_of<E: mcp_pipeline::Effect>(ctx: &ToolContext<E>) -> Result<String, Ca
     ctx.exec
         .caller
         .as_ref()
-        .map(|c| c.tenant.clone())
+        .map(|c| c.tenant.as_str().to_owned())
         .ok_or_else(|| {
             ToolError::new(ErrorKind::Forbidden, "No connection", "Authenticate")
                 .handover("The client is not connected to a workspace")

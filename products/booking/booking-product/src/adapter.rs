@@ -125,8 +125,8 @@ pub(crate) fn actor<E: Effect>(ctx: &ToolContext<E>) -> Result<Actor, CallError>
         ))
     })?;
     Ok(Actor {
-        tenant: caller.tenant.clone(),
-        member: caller.creator.clone(),
+        tenant: caller.tenant.as_str().to_owned(),
+        member: caller.creator.as_str().to_owned(),
         rights: caller.rights.clone(),
     })
 }

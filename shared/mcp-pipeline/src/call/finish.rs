@@ -228,7 +228,7 @@ impl Call<'_> {
         let token = confirm::new_token(&self.plan.records, self.server.randomness());
         let pending = Pending {
             token,
-            connection: caller.connection.clone(),
+            connection: caller.connection.as_str().to_owned(),
             tool: self.plan.spec.name().to_owned(),
             args: self.plan.args.clone().unwrap_or_default(),
             content_hash: crate::digest(&content),
