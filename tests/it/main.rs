@@ -7,6 +7,7 @@
 mod administration;
 mod api_parity;
 mod approval_modes;
+mod big_numbers;
 mod booking_tools;
 mod browser;
 mod claims;

@@ -31,6 +31,7 @@ pub async fn dump(
         id: Some(mcp_protocol::RequestId::Number(1.into())),
         method: "tools/list".into(),
         params: Map::new(),
+        beyond_64_bits: None,
     };
     let outcome = app
         .server

@@ -13,7 +13,7 @@ use crate::call::Call;
 use crate::confirm::Phase;
 use crate::plan::CallPlan;
 use crate::server::{Body, Interrupt, Outcome, Planned, Request, Server, log_call};
-use crate::{Notifications, ToolResult, Toolset};
+use crate::{Notifications, ToolError, ToolResult, Toolset};
 
 /// Which era of the protocol a request belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,11 +279,11 @@ impl Server {
             }
         };
         let read_ahead = &self.config().read_ahead;
-        Ok(Arc::new(CallPlan::new(
-            Arc::clone(spec),
-            arguments,
-            read_ahead,
-        )))
+        let mut plan = CallPlan::new(Arc::clone(spec), arguments, read_ahead);
+        if let Some(beyond) = &message.beyond_64_bits {
+            plan.args = Err(beyond_64_bits(beyond));
+        }
+        Ok(Arc::new(plan))
     }
 
     /// Turns a run's ending into the response.
@@ -533,6 +533,20 @@ fn list_response_text(
         push_tools(out);
         push_more_fields(out, rest);
     })
+}
+
+/// An argument holding an integer beyond 64 bits: the body was valid JSON, so the call is
+/// answered as a tool error naming the field; the rounded value it was read as is never used.
+fn beyond_64_bits(beyond: &mcp_protocol::strict_json::BeyondRange) -> ToolError {
+    let field = mcp_protocol::strict_json::path_text(&beyond.path);
+    ToolError::validation(
+        format!(
+            "Invalid arguments: `{field}`: the integer {} does not fit in 64 bits",
+            beyond.integer
+        ),
+        "Send a number between -9223372036854775808 and 18446744073709551615, or the value as a string where the field takes text",
+    )
+    .detail("field", field)
 }
 
 #[cfg(test)]

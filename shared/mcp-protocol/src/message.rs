@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::RpcError;
+use crate::strict_json::{BeyondRange, Segment};
 
 /// A request id: a string or an integer, never null.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -35,6 +36,10 @@ pub struct Message {
     pub method: String,
     /// The params object (empty when absent).
     pub params: Map<String, Value>,
+    /// An integer beyond 64 bits in a `tools/call`'s `arguments` (its path inside them): the
+    /// body is valid JSON, so the call is answered as a tool error naming the field, and the
+    /// rounded value it was read as is never acted on.
+    pub beyond_64_bits: Option<BeyondRange>,
 }
 
 impl Message {
@@ -78,7 +83,8 @@ pub struct ParseError {
 
 /// Parses exactly one JSON-RPC message from a body. Arrays (batches) are refused.
 pub fn parse_message(body: &[u8]) -> Result<Incoming, ParseError> {
-    let value: Value = crate::strict_json::from_slice(body).map_err(|e| ParseError {
+    let beyond = crate::strict_json::integer_beyond_64_bits(body);
+    let value: Value = crate::strict_json::from_slice_rounding(body).map_err(|e| ParseError {
         id: None,
         error: Box::new(RpcError::parse_error(&e.to_string())),
     })?;
@@ -124,11 +130,43 @@ pub fn parse_message(body: &[u8]) -> Result<Incoming, ParseError> {
         Some(Value::Object(p)) => p.clone(),
         Some(_) => return Err(fail(id, "params must be an object")),
     };
+    let beyond_64_bits = match beyond.map(|b| in_arguments(method, b)) {
+        None => None,
+        Some(Ok(in_arguments)) => Some(in_arguments),
+        Some(Err(elsewhere)) => {
+            let error = RpcError::invalid_params(format!(
+                "Invalid params: the integer {} at `{}` does not fit in 64 bits; send it as a string",
+                elsewhere.integer,
+                crate::strict_json::path_text(&elsewhere.path)
+            ));
+            return Err(ParseError {
+                id,
+                error: Box::new(error),
+            });
+        }
+    };
     Ok(Incoming::Message(Message {
         id,
         method: method.to_owned(),
         params,
+        beyond_64_bits,
     }))
+}
+
+/// The integer's place inside a `tools/call`'s arguments, or the integer as found when it is
+/// anywhere else.
+fn in_arguments(method: &str, beyond: BeyondRange) -> Result<BeyondRange, BeyondRange> {
+    let inside = method == "tools/call"
+        && beyond.path.len() > 2
+        && beyond.path[0] == Segment::Key("params".into())
+        && beyond.path[1] == Segment::Key("arguments".into());
+    if !inside {
+        return Err(beyond);
+    }
+    Ok(BeyondRange {
+        path: beyond.path[2..].to_vec(),
+        integer: beyond.integer,
+    })
 }
 
 /// Decodes a header value that may use the `=?base64?...?=` form for non-ASCII text.

@@ -13,52 +13,149 @@ use serde_json::{Map, Number, Value};
 
 /// Parses `bytes` as one JSON value, refusing duplicate keys.
 pub fn from_slice(bytes: &[u8]) -> Result<Value, serde_json::Error> {
-    if let Some(integer) = integer_beyond_64_bits(bytes) {
+    if let Some(beyond) = integer_beyond_64_bits(bytes) {
         return Err(de::Error::custom(format_args!(
-            "the integer {integer} does not fit in 64 bits; send it as a string"
+            "the integer {} does not fit in 64 bits; send it as a string",
+            beyond.integer
         )));
     }
+    from_slice_rounding(bytes)
+}
+
+/// Parses `bytes` as [`from_slice`] does, except that an integer beyond 64 bits is read as the
+/// nearest double: for answering a request that [`integer_beyond_64_bits`] found one in,
+/// never for acting on it.
+pub fn from_slice_rounding(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = StrictValue.deserialize(&mut deserializer)?;
     deserializer.end()?;
     Ok(value)
 }
 
-/// The first integer literal (outside strings) that fits neither `i64` nor `u64`.
-fn integer_beyond_64_bits(bytes: &[u8]) -> Option<String> {
-    let mut i = 0;
-    let mut in_string = false;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if in_string {
-            match b {
-                b'\\' => i += 1,
-                b'"' => in_string = false,
-                _ => {}
+/// An integer literal that fits neither `i64` nor `u64`, and where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BeyondRange {
+    /// The integer as written.
+    pub integer: String,
+    /// Its place from the top.
+    pub path: Vec<Segment>,
+}
+
+/// One step of a place in a JSON value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    /// An object's member.
+    Key(String),
+    /// An array's element.
+    Index(usize),
+}
+
+/// A place written as `a.b[2].c` (the form argument errors use); `.` for the top.
+pub fn path_text(path: &[Segment]) -> String {
+    let mut text = String::new();
+    for segment in path {
+        match segment {
+            Segment::Key(key) if text.is_empty() => text.push_str(key),
+            Segment::Key(key) => {
+                text.push('.');
+                text.push_str(key);
             }
-            i += 1;
-            continue;
+            Segment::Index(index) => text.push_str(&format!("[{index}]")),
         }
-        if b == b'"' {
-            in_string = true;
-        } else if b == b'-' || b.is_ascii_digit() {
-            let start = i;
-            while i < bytes.len()
-                && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
-            {
-                i += 1;
+    }
+    if text.is_empty() {
+        ".".to_owned()
+    } else {
+        text
+    }
+}
+
+/// One open container while scanning: an object with where its current key is written (read
+/// only if an integer is found under it), or an array with its current index.
+enum Open {
+    Object { key: Option<(usize, usize)> },
+    Array { index: usize },
+}
+
+/// The first integer literal (outside strings) that fits neither `i64` nor `u64`, with its
+/// path. The scan follows only the structure; what is not JSON is left to the parser.
+pub fn integer_beyond_64_bits(bytes: &[u8]) -> Option<BeyondRange> {
+    let mut open: Vec<Open> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let end = string_end(bytes, i)?;
+                if let Some(Open::Object { key }) = open.last_mut()
+                    && key.is_none()
+                {
+                    *key = Some((i, end));
+                }
+                i = end + 1;
+                continue;
             }
-            let token = std::str::from_utf8(&bytes[start..i]).ok()?;
-            let digits = token.strip_prefix('-').unwrap_or(token);
-            let integer = !digits.is_empty() && digits.bytes().all(|d| d.is_ascii_digit());
-            if integer && token.parse::<i64>().is_err() && token.parse::<u64>().is_err() {
-                return Some(token.to_owned());
+            b'{' => open.push(Open::Object { key: None }),
+            b'[' => open.push(Open::Array { index: 0 }),
+            b'}' | b']' => {
+                open.pop();
             }
-            continue;
+            b',' => match open.last_mut() {
+                Some(Open::Object { key }) => *key = None,
+                Some(Open::Array { index }) => *index += 1,
+                None => {}
+            },
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                let token = std::str::from_utf8(&bytes[start..i]).ok()?;
+                if beyond_64_bits(token) {
+                    return Some(BeyondRange {
+                        integer: token.to_owned(),
+                        path: open.iter().map(|o| o.segment(bytes)).collect(),
+                    });
+                }
+                continue;
+            }
+            _ => {}
         }
         i += 1;
     }
     None
+}
+
+impl Open {
+    fn segment(&self, bytes: &[u8]) -> Segment {
+        match self {
+            Open::Object { key } => Segment::Key(
+                key.and_then(|(start, end)| serde_json::from_slice(&bytes[start..=end]).ok())
+                    .unwrap_or_default(),
+            ),
+            Open::Array { index } => Segment::Index(*index),
+        }
+    }
+}
+
+/// The index of the quote that closes the string opening at `start`.
+fn string_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+fn beyond_64_bits(token: &str) -> bool {
+    let digits = token.strip_prefix('-').unwrap_or(token);
+    let integer = !digits.is_empty() && digits.bytes().all(|d| d.is_ascii_digit());
+    integer && token.parse::<i64>().is_err() && token.parse::<u64>().is_err()
 }
 
 struct StrictValue;
@@ -194,6 +291,28 @@ mod tests {
         ] {
             assert!(from_slice(text.as_bytes()).is_ok(), "{text}");
         }
+    }
+
+    #[test]
+    fn says_where_an_integer_beyond_64_bits_is() {
+        let found =
+            |text: &str| integer_beyond_64_bits(text.as_bytes()).map(|b| path_text(&b.path));
+        assert_eq!(found("18446744073709551616").as_deref(), Some("."));
+        assert_eq!(
+            found(r#"{"id":1,"params":{"arguments":{"n":1180591620717411303424}}}"#).as_deref(),
+            Some("params.arguments.n")
+        );
+        assert_eq!(
+            found(r#"{"a":{"x":"}","y":[1,2,{"z":-99999999999999999999}]}}"#).as_deref(),
+            Some("a.y[2].z")
+        );
+        assert_eq!(
+            found(r#"{"k\"1":[0],"m":[[5],[6,77777777777777777777]]}"#).as_deref(),
+            Some("m[1][1]")
+        );
+        assert_eq!(found(r#"{"a":"18446744073709551616"}"#), None);
+        let rounded = from_slice_rounding(br#"{"n":1180591620717411303424}"#).unwrap();
+        assert!(rounded["n"].is_f64());
     }
 
     #[test]
