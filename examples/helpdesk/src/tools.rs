@@ -146,7 +146,7 @@ impl Tool for GetTicket {
         let t = self
             .0
             .tickets
-            .get(&tenant, input.ticket.id())
+            .get(tenant.as_str(), input.ticket.id())
             .await
             .map_err(other)?;
         Ok(Success::new(
@@ -222,7 +222,7 @@ impl Tool for FindTickets {
         let found = self
             .0
             .tickets
-            .list(&tenant, all, usize::try_from(limit).unwrap_or(20))
+            .list(tenant.as_str(), all, usize::try_from(limit).unwrap_or(20))
             .await
             .map_err(other)?;
         Ok(Success::new(
@@ -290,7 +290,7 @@ impl Tool for CreateTicket {
             muted: false,
             version: 1,
         };
-        let [put, claim] = tickets::create(&tenant, &ticket);
+        let [put, claim] = tickets::create(tenant.as_str(), &ticket);
         ctx.writes.push(put);
         ctx.writes.push_or(claim, |current| {
             let holder = current
@@ -348,10 +348,10 @@ impl Tool for CloseTicket {
         let mut t = self
             .0
             .tickets
-            .open_at(&tenant, input.ticket.id(), input.version)
+            .open_at(tenant.as_str(), input.ticket.id(), input.version)
             .await
             .map_err(other)?;
-        for op in tickets::close(&tenant, &t) {
+        for op in tickets::close(tenant.as_str(), &t) {
             ctx.writes.push(op);
         }
         ctx.writes.touch(t.handle());
@@ -410,15 +410,15 @@ impl Tool for ReplyToCustomer {
         let t = self
             .0
             .tickets
-            .open_at(&tenant, input.ticket.id(), input.version)
+            .open_at(tenant.as_str(), input.ticket.id(), input.version)
             .await
             .map_err(other)?;
-        ctx.writes.push(tickets::answered(&tenant, &t));
+        ctx.writes.push(tickets::answered(tenant.as_str(), &t));
         let subject = format!("Re: {}", t.subject);
         queue(
             &ctx.writes,
             &self.0,
-            &tenant,
+            tenant.as_str(),
             (&t.customer, &subject, &message),
             &t.handle(),
         );
@@ -500,15 +500,15 @@ impl Tool for EscalateTicket {
         let t = self
             .0
             .tickets
-            .open_at(&tenant, input.ticket.id(), input.version)
+            .open_at(tenant.as_str(), input.ticket.id(), input.version)
             .await
             .map_err(other)?;
-        ctx.writes.push(tickets::answered(&tenant, &t));
+        ctx.writes.push(tickets::answered(tenant.as_str(), &t));
         let subject = format!("Escalated: {}", t.subject);
         queue(
             &ctx.writes,
             &self.0,
-            &tenant,
+            tenant.as_str(),
             (ONCALL, &subject, &reason),
             &t.handle(),
         );
@@ -547,10 +547,10 @@ impl Tool for MuteTicketAlerts {
         let mut t = self
             .0
             .tickets
-            .open_at(&tenant, input.ticket.id(), input.version)
+            .open_at(tenant.as_str(), input.ticket.id(), input.version)
             .await
             .map_err(other)?;
-        ctx.writes.push(tickets::mute(&tenant, &t));
+        ctx.writes.push(tickets::mute(tenant.as_str(), &t));
         ctx.writes.touch(t.handle());
         let preview = ctx.writes.preview(
             format!("Mute the alerts of ticket {}", t.handle()),
@@ -596,7 +596,7 @@ impl Tool for DeleteTicket {
         let t = self
             .0
             .tickets
-            .get(&tenant, input.ticket.id())
+            .get(tenant.as_str(), input.ticket.id())
             .await
             .map_err(other)?;
         if t.version != input.version {
@@ -606,7 +606,7 @@ impl Tool for DeleteTicket {
                 current: t.version,
             }));
         }
-        for op in tickets::delete(&tenant, &t) {
+        for op in tickets::delete(tenant.as_str(), &t) {
             ctx.writes.push(op);
         }
         ctx.writes.touch(t.handle());
@@ -680,10 +680,10 @@ impl Tool for CreditCustomer {
         let t = self
             .0
             .tickets
-            .open_at(&tenant, input.ticket.id(), input.version)
+            .open_at(tenant.as_str(), input.ticket.id(), input.version)
             .await
             .map_err(other)?;
-        ctx.writes.push(tickets::answered(&tenant, &t));
+        ctx.writes.push(tickets::answered(tenant.as_str(), &t));
         let body = format!(
             "We credited {amount} to your account for ticket {}.",
             t.handle()
@@ -691,7 +691,7 @@ impl Tool for CreditCustomer {
         queue(
             &ctx.writes,
             &self.0,
-            &tenant,
+            tenant.as_str(),
             (&t.customer, "Your credit", &body),
             &t.handle(),
         );

@@ -19,9 +19,9 @@ pub async fn dump(
     let rights: BTreeSet<String> = product.rights().iter().map(|r| (*r).to_owned()).collect();
     let app = crate::build(settings, Arc::new(store::MemoryStore::new()), product)?;
     let caller = Caller {
-        tenant: "manifest".into(),
-        connection: "con_manifest".into(),
-        creator: "manifest".into(),
+        tenant: mcp_pipeline::TenantId::new("manifest"),
+        connection: mcp_pipeline::ConnectionId::new("con_manifest"),
+        creator: mcp_pipeline::MemberId::new("manifest"),
         client_name: "manifest".into(),
         rights,
         toolset,

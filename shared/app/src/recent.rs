@@ -109,10 +109,14 @@ impl Tool for ListRecentChanges {
                 .into());
             }
         };
-        let entries =
-            identity::audit::recent(self.store.as_ref(), &caller.tenant, connection, limit + 1)
-                .await
-                .map_err(|e| CallError::Other(Box::new(e)))?;
+        let entries = identity::audit::recent(
+            self.store.as_ref(),
+            caller.tenant.as_str(),
+            connection,
+            limit + 1,
+        )
+        .await
+        .map_err(|e| CallError::Other(Box::new(e)))?;
         let more = entries.len() > limit;
         let changes: Vec<Change> = entries
             .into_iter()

@@ -1,7 +1,8 @@
 //! The ids a product meets in the platform's public signatures, as types: a tenant's id cannot
-//! be passed where a member's is asked. Each is its text underneath (`as_str`, `Deref<str>`,
-//! `Display`), and is made from a `String` or `&str` where the platform reads one. A record's
-//! id is its [`Handle`](crate::Handle).
+//! be passed where a member's is asked. Each is its text underneath, given up only by name
+//! (`as_str`, `into_string`, `Display`), and made only by name (`new`): no `Deref` or `From`
+//! turns one id into another's text unnoticed. A record's id is its
+//! [`Handle`](crate::Handle).
 
 use std::fmt;
 
@@ -14,6 +15,12 @@ macro_rules! id {
         pub struct $name(String);
 
         impl $name {
+            /// The id written as `text` (read from a credential, a key or a request): made
+            /// only by name, so that no other id's text becomes this one unnoticed.
+            pub fn new(text: impl Into<String>) -> Self {
+                $name(text.into())
+            }
+
             /// The id's text.
             pub fn as_str(&self) -> &str {
                 &self.0
@@ -25,41 +32,9 @@ macro_rules! id {
             }
         }
 
-        impl std::ops::Deref for $name {
-            type Target = str;
-
-            fn deref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl AsRef<str> for $name {
-            fn as_ref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl std::borrow::Borrow<str> for $name {
-            fn borrow(&self) -> &str {
-                &self.0
-            }
-        }
-
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str(&self.0)
-            }
-        }
-
-        impl From<String> for $name {
-            fn from(text: String) -> Self {
-                $name(text)
-            }
-        }
-
-        impl From<&str> for $name {
-            fn from(text: &str) -> Self {
-                $name(text.to_owned())
             }
         }
 
@@ -90,20 +65,27 @@ macro_rules! id {
 }
 
 id!(
-    /// A workspace's (tenant's) id: the first part of every key it owns. It reads as text:
+    /// A workspace's (tenant's) id: the first part of every key it owns. Its text is given
+    /// up by name:
     ///
     /// ```
-    /// let tenant = gatehouse_tool::TenantId::from("acme");
+    /// let tenant = gatehouse_tool::TenantId::new("acme");
     /// assert_eq!(format!("{tenant}#ticket"), "acme#ticket");
-    /// let key: &str = &tenant;
-    /// assert_eq!(key, "acme");
+    /// fn member_key(tenant: &str, member: &str) -> String { format!("{tenant}#{member}") }
+    /// assert_eq!(member_key(tenant.as_str(), "ana"), "acme#ana");
     /// ```
     ///
-    /// but is not a member's id:
+    /// but it is neither a member's id nor, unnoticed, text:
     ///
     /// ```compile_fail
     /// fn member(id: gatehouse_tool::MemberId) {}
-    /// member(gatehouse_tool::TenantId::from("acme"));
+    /// member(gatehouse_tool::TenantId::new("acme"));
+    /// ```
+    ///
+    /// ```compile_fail
+    /// fn member_key(tenant: &str, member: &str) -> String { format!("{tenant}#{member}") }
+    /// let (tenant, member) = (gatehouse_tool::TenantId::new("acme"), gatehouse_tool::MemberId::new("ana"));
+    /// member_key(&member, &tenant);
     /// ```
     TenantId
 );

@@ -270,9 +270,9 @@ impl McpAuthenticator {
         };
         Ok(Authenticated {
             caller: Caller {
-                tenant: connection.tenant.clone().into(),
-                connection: connection.id.clone().into(),
-                creator: connection.creator.clone().into(),
+                tenant: mcp_pipeline::TenantId::new(connection.tenant.clone()),
+                connection: mcp_pipeline::ConnectionId::new(connection.id.clone()),
+                creator: mcp_pipeline::MemberId::new(connection.creator.clone()),
                 client_name: connection.client_name.clone(),
                 rights,
                 toolset: connection.toolset,

@@ -25,7 +25,7 @@ impl CommitHooks for McpCommitHooks {
             )
             .detail("switched_off", true)
         };
-        let mut ops: Vec<(TransactOp, ToolError)> = switch::write_guards(&caller.tenant)
+        let mut ops: Vec<(TransactOp, ToolError)> = switch::write_guards(caller.tenant.as_str())
             .into_iter()
             .map(|op| (op, switched_off()))
             .collect();

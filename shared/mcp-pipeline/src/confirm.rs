@@ -153,7 +153,7 @@ pub(crate) async fn load_named(
     if !(well_formed(token) || (by_id && is_id(token))) {
         return check(None, caller, summary);
     }
-    let key = crate::keys::pending(&caller.tenant, token);
+    let key = crate::keys::pending(caller.tenant.as_str(), token);
     let item = match prefetched.one(&key) {
         Some(item) => item,
         None => store.get(&key).await.map_err(|e| {
@@ -308,7 +308,7 @@ pub(crate) fn decided(caller: &Caller, pending: &Pending, to: &str) -> crate::Wr
 /// action first (executed, rejected, replaced), read from the item as it is now and worded by
 /// [`check`] for this caller: of two decisions at once, the second is told the first.
 pub(crate) fn consumption(caller: &Caller, token: &str, to: &str) -> crate::PlannedWrite {
-    let op = consume_op(&caller.tenant, token, to).return_old_on_failure();
+    let op = consume_op(caller.tenant.as_str(), token, to).return_old_on_failure();
     let (caller, token) = (caller.clone(), token.to_owned());
     crate::PlannedWrite {
         op: op.into(),

@@ -303,7 +303,7 @@ fn slot_candidates(class: EffectClass) -> &'static [&'static str] {
 fn slot_keys(caller: &Caller, class: EffectClass) -> impl Iterator<Item = Key> + '_ {
     slot_candidates(class)
         .iter()
-        .map(|slot| crate::keys::slot(&caller.tenant, &caller.connection, slot))
+        .map(|slot| crate::keys::slot(caller.tenant.as_str(), caller.connection.as_str(), slot))
 }
 
 /// Every slot `ask` could take of `caller`'s connection, as held by `ask`'s call: what to give
@@ -365,7 +365,7 @@ impl Ask<'_> {
 
     /// The connection's and the tenant's bucket updates (of the write class too, when asked).
     fn buckets(&self, gates: &Gates, caller: &Caller) -> Vec<TransactOp> {
-        self.buckets_of(gates, &caller.tenant, &caller.connection)
+        self.buckets_of(gates, caller.tenant.as_str(), caller.connection.as_str())
     }
 
     /// The updates of `who`'s bucket and its tenant's shared bucket.

@@ -243,9 +243,9 @@ pub(crate) async fn decide(
     };
     // The approving member acts with their own live rights, for the connection that asked.
     let caller = mcp_pipeline::Caller {
-        tenant: s.tenant.clone().into(),
-        connection: p.connection.clone().into(),
-        creator: s.member.clone().into(),
+        tenant: mcp_pipeline::TenantId::new(s.tenant.clone()),
+        connection: mcp_pipeline::ConnectionId::new(p.connection.clone()),
+        creator: mcp_pipeline::MemberId::new(s.member.clone()),
         client_name: "product page".into(),
         rights: rights(web, s).await,
         toolset: mcp_pipeline::Toolset::Full,

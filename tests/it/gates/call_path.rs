@@ -374,9 +374,9 @@ async fn an_approval_log_line_times_the_approval() {
         .unwrap()
         .to_owned();
     let caller = mcp_pipeline::Caller {
-        tenant: "acme".into(),
-        connection: n.connection.clone().into(),
-        creator: "dan".into(),
+        tenant: mcp_pipeline::TenantId::new("acme"),
+        connection: mcp_pipeline::ConnectionId::new(n.connection.clone()),
+        creator: mcp_pipeline::MemberId::new("dan"),
         client_name: "product page".into(),
         rights: crate::support::rights(&[booking::rights::CUSTOMERS_NOTIFY]),
         toolset: mcp_pipeline::Toolset::Full,

@@ -255,7 +255,9 @@ impl Call<'_> {
     ) -> Stage<ToolResult> {
         let tenant = self.caller().map(|c| c.tenant.clone()).unwrap_or_default();
         fresh.elicited = self.client_elicits() && !fresh.in_product;
-        let ran_meanwhile = self.store_registered(g, &tenant, &fresh, &ran).await?;
+        let ran_meanwhile = self
+            .store_registered(g, tenant.as_str(), &fresh, &ran)
+            .await?;
         if fresh.elicited {
             // The client can ask its user: ask for approval of the server-written summary;
             // the sealed state names the pending action.
@@ -330,10 +332,16 @@ impl Call<'_> {
         };
         let tenant = caller.tenant.clone();
         let mut ops = confirm::decided(caller, old, "superseded");
-        ops.ops
-            .push(Planned::new(confirm::store_op(&tenant, &fresh, self.now)));
+        ops.ops.push(Planned::new(confirm::store_op(
+            tenant.as_str(),
+            &fresh,
+            self.now,
+        )));
         ops.ops.push(Planned::new(confirm::register_op(
-            &tenant, &fresh, self.now, false,
+            tenant.as_str(),
+            &fresh,
+            self.now,
+            false,
         )));
         let audit = Audited::outcome("superseded");
         if let Committed::Refused(e) = self.commit(g, ops, None, audit).await {
@@ -385,7 +393,7 @@ impl Call<'_> {
         );
         if self.plan.spec.effect() == EffectClass::Notify {
             let sent_to = (&writes.ids[..], &writes.recipients[..]);
-            let buckets = gates::object_buckets(g, &tenant, sent_to, self.now);
+            let buckets = gates::object_buckets(g, tenant.as_str(), sent_to, self.now);
             writes.ops.extend(buckets);
         }
         // The pending action's own conditions come first: when the same confirmation commits
@@ -394,7 +402,7 @@ impl Call<'_> {
         // it and act again.
         let tool = old.tool.clone();
         let mark = Planned {
-            op: confirm::executed_op(&tenant, old, self.now_micros).into(),
+            op: confirm::executed_op(tenant.as_str(), old, self.now_micros).into(),
             on_conflict: Some(Box::new(move |_| confirm::executed_already(&tool))),
         };
         writes.ops.splice(0..0, [consume, mark]);
