@@ -65,7 +65,45 @@ fn starting_calls(s: &Seeded) -> Vec<(&'static str, Value)> {
     calls.extend(booking_calls(s));
     calls.extend(time_calls(s));
     calls.extend(quote_and_other_calls(s));
+    calls.extend(mistaken_calls(s));
     calls
+}
+
+/// The mistakes models make (issue 46): arguments missing or extra, values of the wrong type,
+/// values copied from results as they were shown, values from another tool's schema.
+fn mistaken_calls(s: &Seeded) -> Vec<(&'static str, Value)> {
+    let (ada, d, q) = (&s.ada, &s.draft, &s.quote);
+    let wrapped = |text: &str| json!({"untrusted_text": text, "truncated": false, "note": "Text written by someone outside this workspace."});
+    vec![
+        ("create_customer", json!({})),
+        ("create_booking", json!({"customer": ada})),
+        ("get_booking", json!({})),
+        (
+            "update_customer",
+            json!({"customer": ada, "phone": "+49 30 1"}),
+        ),
+        ("send_quote", json!({"quote": q["quote"]})),
+        ("find_customers", json!({"query": "Ada", "page": 2})),
+        (
+            "get_customer",
+            json!({"customer": ada, "include": "bookings"}),
+        ),
+        ("find_bookings", json!({"limit": "ten"})),
+        ("find_customers", json!({"query": 42})),
+        ("find_customers", json!({"query": wrapped("Ada Lovelace")})),
+        (
+            "create_customer",
+            json!({"name": wrapped("Ada Lovelace"), "email": "ada2@example.com"}),
+        ),
+        ("get_customer", json!({"customer": {"customer": ada}})),
+        ("find_bookings", json!({"scope": "all"})),
+        ("list_recent_changes", json!({"status": "confirmed"})),
+        (
+            "get_booking",
+            json!({"booking": d["booking"], "version": d["version"]}),
+        ),
+        ("cancel_booking", json!({"booking": d["booking"]})),
+    ]
 }
 
 fn customer_calls(s: &Seeded) -> Vec<(&'static str, Value)> {

@@ -157,6 +157,7 @@ impl<'a> Follower<'a> {
         let waits = s.get("retry_after_seconds").is_some_and(Value::is_number);
         if handover {
             self.counts.handovers += 1;
+            self.judge_handover(key, s);
         }
         if works || waits {
             self.counts.leading_on += 1;
@@ -168,6 +169,54 @@ impl<'a> Follower<'a> {
             return false;
         }
         true
+    }
+
+    /// A handover about an argument names it (what to ask the user, not a generic "ask"), or
+    /// offers the choices to ask about as calls.
+    fn judge_handover(&mut self, key: &str, s: &Value) {
+        let text = s["handover"].as_str().unwrap_or_default();
+        if s.get("options")
+            .and_then(Value::as_array)
+            .is_some_and(|o| !o.is_empty())
+        {
+            return;
+        }
+        let field = s.get("field").and_then(Value::as_str).unwrap_or(".");
+        let named = if field == "." {
+            // A missing argument: the message names it.
+            s["message"]
+                .as_str()
+                .and_then(|m| m.split("missing field `").nth(1))
+                .and_then(|rest| rest.split('`').next())
+        } else {
+            field.split(['.', '[']).next()
+        };
+        let Some(argument) = named.filter(|a| !a.is_empty()) else {
+            return;
+        };
+        if !text.to_lowercase().contains(&argument.replace('_', " ")) && !text.contains(argument) {
+            self.findings.push(format!(
+                "vague handover: {key} answered about `{argument}` with {text:?}"
+            ));
+        }
+        // Where the server read no more than the arguments' types (a parse error), the
+        // handover says what the argument is: its description from the schema.
+        let tool = key.split(' ').next().unwrap_or_default();
+        let about = self
+            .tools
+            .get(tool)
+            .and_then(|schema| schema["properties"][argument]["description"].as_str());
+        let read_types_only = s["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("Invalid arguments:"));
+        if read_types_only
+            && let Some(about) = about
+            && !text.contains(about.trim_end_matches('.'))
+        {
+            self.findings.push(format!(
+                "handover without what `{argument}` is ({about:?}): {key} answered {text:?}"
+            ));
+        }
     }
 
     /// Every call an answer suggests, checked for form; malformed ones are findings.

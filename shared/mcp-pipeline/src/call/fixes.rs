@@ -75,6 +75,11 @@ impl Call<'_> {
             .next()
             .unwrap_or_default()
             .to_owned();
+        if top == field
+            && let Some(text) = self.text_inside(&top)
+        {
+            return error.retry_with(&top, text);
+        }
         if let Some(noun) = self.noun_of(&top) {
             let sent = self
                 .arguments()
@@ -99,8 +104,66 @@ impl Call<'_> {
         }
         // A value of the wrong kind that nothing converts: only the user knows what was meant.
         error.handover(format!(
-            "`{field}` could not be read as sent; ask the user for it if the conversation does not make it clear"
+            "`{field}` could not be read as sent; it takes {}; ask the user for it if the conversation does not make it clear",
+            self.what_it_takes(&top)
         ))
+    }
+
+    /// The text a result's wrapper (`{"untrusted_text": ...}`) or a one-member object holds,
+    /// sent where `field` takes text: what the model meant to send.
+    fn text_inside(&self, field: &str) -> Option<String> {
+        let wants_text = self.property(field).is_some_and(|p| {
+            crate::resolve(self.plan.spec.input_schema(), p).get("type")
+                == Some(&Value::from("string"))
+        });
+        let Some(Value::Object(sent)) = self.arguments().get(field).cloned() else {
+            return None;
+        };
+        if !wants_text {
+            return None;
+        }
+        if let Some(Value::String(text)) = sent.get("untrusted_text") {
+            return Some(text.clone());
+        }
+        match sent.values().collect::<Vec<_>>().as_slice() {
+            [Value::String(text)] => Some(text.clone()),
+            _ => None,
+        }
+    }
+
+    /// What `field` takes, for a person to be asked: its type, its description and its
+    /// default, from the tool's schema.
+    fn what_it_takes(&self, field: &str) -> String {
+        let Some(property) = self.property(field) else {
+            return "another kind of value".to_owned();
+        };
+        let schema = crate::resolve(self.plan.spec.input_schema(), property);
+        // `["integer", "null"]` for an optional field: the kind is the one that is not null.
+        let kind = match schema.get("type").and_then(|t| match t {
+            Value::Array(kinds) => kinds
+                .iter()
+                .filter_map(Value::as_str)
+                .find(|k| *k != "null"),
+            other => other.as_str(),
+        }) {
+            Some("integer") => "a whole number",
+            Some("number") => "a number",
+            Some("boolean") => "true or false",
+            Some("array") => "a list",
+            Some("object") => "an object",
+            _ => "text",
+        };
+        let mut text = kind.to_owned();
+        let about = property
+            .get("description")
+            .or_else(|| schema.get("description"));
+        if let Some(about) = about.and_then(Value::as_str) {
+            text.push_str(&format!(" ({})", about.trim_end_matches('.')));
+        }
+        if let Some(default) = property.get("default").or_else(|| schema.get("default")) {
+            text.push_str(&format!(", {default} when left out"));
+        }
+        text
     }
 
     /// A missing argument: the search for a missing handle, the re-read for a missing
@@ -116,14 +179,9 @@ impl Call<'_> {
         {
             return error.next_call(call);
         }
-        let about = self
-            .property(missing)
-            .and_then(|p| p.get("description"))
-            .and_then(Value::as_str)
-            .map(|d| format!(" ({})", d.trim_end_matches('.')))
-            .unwrap_or_default();
         error.handover(format!(
-            "`{missing}` is required{about}; ask the user for it if the conversation does not say"
+            "`{missing}` is required: it takes {}; ask the user for it if the conversation does not say",
+            self.what_it_takes(missing)
         ))
     }
 
