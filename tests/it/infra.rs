@@ -507,12 +507,13 @@ fn dynamodb_client_calls() -> BTreeSet<String> {
 /// The functions that run the whole app on the table: the MCP endpoint and the product's pages.
 const APP_FUNCTIONS: [&str; 2] = ["mcp-lambda", "web-lambda"];
 
-/// Where a function's code is: the app functions' in the entry-point library (their binaries
-/// only name the product), the dispatcher's in its binary.
+/// Where a function's code is: in the entry-point library (the binaries only name the product,
+/// or nothing, for the dispatcher).
 fn function_source(binary: &str) -> String {
     match binary {
         "mcp-lambda" => "shared/gatehouse-server/src/lambda/mod.rs".to_owned(),
         "web-lambda" => "shared/gatehouse-server/src/web_lambda.rs".to_owned(),
+        "outbox-dispatcher" => "shared/gatehouse-server/src/outbox_lambda.rs".to_owned(),
         other => format!("functions/{other}/src/main.rs"),
     }
 }

@@ -10,8 +10,10 @@
 //! - [`web_lambda::run`] (feature `web-lambda`): the product's pages and JSON API as an AWS
 //!   Lambda function, on the same table.
 //!
-//! The outbox dispatcher needs no product (a message's format is the platform's); the Worker
-//! is `gatehouse-edge`.
+//! - [`outbox_lambda::run`] (feature `outbox-lambda`): the outbox dispatcher as an AWS Lambda
+//!   function; it needs no product (a message's format is the platform's).
+//!
+//! The Worker is `gatehouse-edge`.
 //!
 //! With its tools written against `gatehouse-tool`, a product needs nothing else of gatehouse:
 //! the rest of the surface it builds on is re-exported here, and builds for every target (the
@@ -31,6 +33,8 @@
 pub mod cli;
 #[cfg(feature = "lambda")]
 pub mod lambda;
+#[cfg(feature = "outbox-lambda")]
+pub mod outbox_lambda;
 #[cfg(feature = "web-lambda")]
 pub mod web_lambda;
 

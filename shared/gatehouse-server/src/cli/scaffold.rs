@@ -1,5 +1,7 @@
 //! `gatehouse new`: writes a product crate behind gatehouse with one tool of each effect class,
-//! its tests and its binary, which builds and passes its tests as written (`tests/run` checks).
+//! its tests, its binaries (the command line, the MCP and web Lambda functions, the outbox
+//! dispatcher) and its deployment (gatehouse's `infra/` with this product as the template's
+//! `Product`), which builds and passes its tests as written (`tests/run` checks).
 
 use std::path::{Path, PathBuf};
 
@@ -13,8 +15,27 @@ const FILES: &[(&str, &str)] = &[
     ("src/notes.rs", include_str!("scaffold/notes.rs.tmpl")),
     ("src/tools.rs", include_str!("scaffold/tools.rs.tmpl")),
     ("tests/product.rs", include_str!("scaffold/tests.rs.tmpl")),
+    (
+        "tests/deployment.rs",
+        include_str!("scaffold/deployment.rs.tmpl"),
+    ),
+    (
+        "src/bin/{{name}}-mcp-lambda.rs",
+        include_str!("scaffold/mcp_lambda.rs.tmpl"),
+    ),
+    (
+        "src/bin/{{name}}-web-lambda.rs",
+        include_str!("scaffold/web_lambda.rs.tmpl"),
+    ),
+    (
+        "src/bin/outbox-dispatcher.rs",
+        include_str!("scaffold/outbox_dispatcher.rs.tmpl"),
+    ),
     ("README.md", include_str!("scaffold/README.md.tmpl")),
 ];
+
+/// What of gatehouse's `infra/` a product's deployment copies as it is.
+const INFRA_COPIED: &[&str] = &["bootstrap", "hooks/pre_traffic.py"];
 
 /// A product's name: 2 to 40 lower-case letters, digits and hyphens, starting with a letter
 /// (a package name, and a binary's).
@@ -84,17 +105,58 @@ pub(super) fn write(dir: &Path, name: &str, gatehouse: Option<&Path>) -> anyhow:
             .replace("{{gatehouse}}", &root.display().to_string())
     };
     for (path, text) in FILES {
-        let path = dir.join(path);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(&path, fill(text)).with_context(|| format!("writing {}", path.display()))?;
+        put(&dir.join(fill(path)), &fill(text))?;
     }
+    write_infra(dir, name, &root)?;
     println!(
         "wrote {} ({}): `cargo test` in it runs its tests, `cargo run -- serve` serves it",
         dir.display(),
         type_name(name)
     );
+    Ok(())
+}
+
+fn put(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The product's deployment: gatehouse's template with `name` as its only product, the
+/// Makefile building this crate's binaries, and the files the template uses as they are.
+fn write_infra(dir: &Path, name: &str, root: &Path) -> anyhow::Result<()> {
+    let infra = root.join("infra");
+    let read = |file: &str| {
+        std::fs::read_to_string(infra.join(file))
+            .with_context(|| format!("reading {}", infra.join(file).display()))
+    };
+    let mut template: serde_json::Value = serde_json::from_str(&read("template.json")?)?;
+    let product = &mut template["Parameters"]["Product"];
+    product["Default"] = name.into();
+    product["AllowedValues"] = serde_json::json!([name]);
+    template["Mappings"]["ProductBinaries"] = serde_json::json!({
+        name: {"Mcp": format!("{name}-mcp-lambda"), "Web": format!("{name}-web-lambda")}
+    });
+    put(
+        &dir.join("infra/template.json"),
+        &(serde_json::to_string_pretty(&template)? + "\n"),
+    )?;
+    let makefile = read("Makefile")?
+        .lines()
+        .map(|line| match line.split_once(" ?= ") {
+            Some(("MCP_BINARIES", _)) => format!("MCP_BINARIES ?= {name}-mcp-lambda"),
+            Some(("WEB_BINARIES", _)) => format!("WEB_BINARIES ?= {name}-web-lambda"),
+            _ => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    put(&dir.join("infra/Makefile"), &(makefile + "\n"))?;
+    for file in INFRA_COPIED {
+        std::fs::create_dir_all(dir.join("infra").join(file).parent().unwrap_or(dir))?;
+        std::fs::copy(infra.join(file), dir.join("infra").join(file))
+            .with_context(|| format!("copying infra/{file}"))?;
+    }
     Ok(())
 }
 
