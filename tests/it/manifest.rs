@@ -65,6 +65,46 @@ async fn every_toolset_passes_the_manifest_check() {
     assert!(order.is_clean(), "{}", order.to_text());
 }
 
+#[tokio::test]
+async fn no_tool_names_a_tool_its_connection_cannot_call() {
+    // Every toolset, as every role sees it: a description or schema naming a tool the
+    // toolset or the role's rights hide sends a model to a call it cannot make (issue 46).
+    let every = dump(Toolset::Full).await;
+    let every: Vec<String> = every["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect();
+    let every: Vec<&str> = every.iter().map(String::as_str).collect();
+    let mut findings = Vec::new();
+    for toolset in [Toolset::Core, Toolset::Standard, Toolset::Full] {
+        for role in ["owner", "admin", "dispatcher", "viewer"] {
+            let rights = booking::rights::for_role(role)
+                .iter()
+                .map(|r| (*r).to_owned())
+                .collect();
+            let seen = app::manifest::dump_with_rights(
+                &app::Settings::default(),
+                booking_product::Booking::shared(),
+                toolset,
+                rights,
+            )
+            .await
+            .unwrap();
+            let report = manifest_check::check_names_listed(&seen, &every);
+            if !report.is_clean() {
+                findings.push(format!(
+                    "{} as {role}:\n{}",
+                    toolset.as_str(),
+                    report.to_text()
+                ));
+            }
+        }
+    }
+    assert!(findings.is_empty(), "{}", findings.join("\n"));
+}
+
 #[test]
 fn the_manifest_checker_catches_every_defect_class() {
     let classes = manifest_check::self_test().unwrap();

@@ -534,3 +534,38 @@ async fn the_manifest_is_the_snapshot_and_keeps_the_tool_rules() {
         );
     }
 }
+
+/// No tool sends a model to a tool its connection cannot call: every toolset, as every role
+/// sees it, names only tools it lists.
+#[tokio::test]
+async fn no_tool_names_a_tool_its_connection_cannot_call() {
+    let settings = product::Settings::default();
+    let full = product::manifest::dump(&settings, Helpdesk::shared(), Toolset::Full)
+        .await
+        .unwrap();
+    let every: Vec<&str> = full["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for toolset in [Toolset::Core, Toolset::Standard, Toolset::Full] {
+        for role in ["owner", "agent", "viewer"] {
+            let rights = helpdesk::rights::for_role(role)
+                .iter()
+                .map(|r| (*r).to_owned())
+                .collect();
+            let seen =
+                product::manifest::dump_with_rights(&settings, Helpdesk::shared(), toolset, rights)
+                    .await
+                    .unwrap();
+            let report = testing::manifest_check::check_names_listed(&seen, &every);
+            assert!(
+                report.is_clean(),
+                "{} as {role}: {}",
+                toolset.as_str(),
+                report.to_text()
+            );
+        }
+    }
+}

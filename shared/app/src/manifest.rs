@@ -17,6 +17,16 @@ pub async fn dump(
     toolset: Toolset,
 ) -> Result<Value, mcp_pipeline::RegistryError> {
     let rights: BTreeSet<String> = product.rights().iter().map(|r| (*r).to_owned()).collect();
+    dump_with_rights(settings, product, toolset, rights).await
+}
+
+/// `tools/list` of `product` for a connection of `toolset` holding `rights` (a role's).
+pub async fn dump_with_rights(
+    settings: &Settings,
+    product: crate::SharedProduct,
+    toolset: Toolset,
+    rights: BTreeSet<String>,
+) -> Result<Value, mcp_pipeline::RegistryError> {
     let app = crate::build(settings, Arc::new(store::MemoryStore::new()), product)?;
     let caller = Caller {
         tenant: mcp_pipeline::TenantId::new("manifest"),

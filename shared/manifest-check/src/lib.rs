@@ -170,6 +170,9 @@ pub enum DefectClass {
     DuplicateName,
     /// Two dumps list their common tools in a different order.
     OrderChanged,
+    /// A tool's description or schemas name a tool this dump does not list (the connection's
+    /// toolset or rights hide it): a model told to call it cannot.
+    NamesUnlisted,
     /// No non-empty title (top-level `title` or `annotations.title`).
     MissingTitle,
     /// No annotations, or one of the four hints is not an explicit boolean.
@@ -216,11 +219,12 @@ pub enum DefectClass {
 
 impl DefectClass {
     /// Every class, in report order.
-    pub const ALL: [DefectClass; 24] = [
+    pub const ALL: [DefectClass; 25] = [
         DefectClass::Malformed,
         DefectClass::Name,
         DefectClass::DuplicateName,
         DefectClass::OrderChanged,
+        DefectClass::NamesUnlisted,
         DefectClass::MissingTitle,
         DefectClass::MissingAnnotations,
         DefectClass::ReadOnlyDestructive,
@@ -250,6 +254,7 @@ impl DefectClass {
             DefectClass::Name => "name",
             DefectClass::DuplicateName => "duplicate_name",
             DefectClass::OrderChanged => "order_changed",
+            DefectClass::NamesUnlisted => "names_unlisted",
             DefectClass::MissingTitle => "missing_title",
             DefectClass::MissingAnnotations => "missing_annotations",
             DefectClass::ReadOnlyDestructive => "read_only_destructive",
@@ -389,6 +394,54 @@ pub fn check_with(tools_list: &Value, options: Options) -> Report {
         );
     }
     report
+}
+
+/// Checks that a dump's descriptions and schemas name only tools it lists, out of
+/// `every_tool` (all the tools the product has).
+pub fn check_names_listed(dump: &Value, every_tool: &[&str]) -> Report {
+    let mut report = Report::default();
+    let listed = match names_of(dump) {
+        Ok(names) => names.into_iter().collect::<HashSet<&str>>(),
+        Err(message) => {
+            report.push(None, DefectClass::Malformed, message);
+            return report;
+        }
+    };
+    for tool in tools_of(dump).map(Vec::as_slice).unwrap_or_default() {
+        let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+        let text = [
+            tool.get("description"),
+            tool.get("inputSchema"),
+            tool.get("outputSchema"),
+        ]
+        .into_iter()
+        .flatten()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join(" ");
+        for unlisted in every_tool.iter().filter(|t| !listed.contains(*t)) {
+            if names_word(&text, unlisted) {
+                report.push(
+                    Some(name),
+                    DefectClass::NamesUnlisted,
+                    format!(
+                        "names `{unlisted}`, which this dump does not list: a connection that sees `{name}` cannot call it; name only tools listed beside it"
+                    ),
+                );
+            }
+        }
+    }
+    report
+}
+
+/// Whether `word` appears in `text` as a whole word (not inside a longer name).
+fn names_word(text: &str, word: &str) -> bool {
+    let is_name_char = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(is_name_char) && !after.is_some_and(is_name_char)
+    })
 }
 
 /// Compares the order of two dumps of the same server: the tools present in both must appear

@@ -2,7 +2,9 @@
 
 use serde_json::{Value, json};
 
-use crate::{DefectClass, Options, Report, check, check_same_order, check_with};
+use crate::{
+    DefectClass, Options, Report, check, check_names_listed, check_same_order, check_with,
+};
 
 /// The description of [`good_tool`] (one whole string per line).
 const GOOD_DESCRIPTION: &str = concat!(
@@ -68,6 +70,11 @@ fn case(class: DefectClass) -> Report {
             &json!({ "tools": [good_tool(), other_tool()] }),
             &json!([other_tool(), good_tool()]),
         ),
+        DefectClass::NamesUnlisted => {
+            let mut tool = good_tool();
+            tool["description"] = json!(described("Returns a widget; remove_widget deletes one."));
+            check_names_listed(&json!([tool]), &["get_widget", "remove_widget"])
+        }
         DefectClass::MissingTitle => mutated(|t| {
             remove(t, "title");
             remove(&mut t["annotations"], "title");
@@ -162,6 +169,13 @@ pub fn self_test() -> Result<usize, String> {
                     max_tools: Some(2),
                     ..Options::default()
                 },
+            ),
+        ),
+        (
+            "tools naming only listed tools",
+            check_names_listed(
+                &json!([good_tool(), other_tool()]),
+                &["get_widget", "get_gadget"],
             ),
         ),
         (

@@ -43,7 +43,7 @@ impl Tool for CreateQuote {
     type Output = Output;
     const NAME: &'static str = "create_quote";
     const TITLE: &'static str = "Create a draft quote";
-    const DESCRIPTION: &'static str = "Creates a draft quote for a customer in the workspace's currency and tax rate; the server computes line totals, tax and total. The same customer with the same lines is one quote: the error names it. The customer is not told; send_quote sends it after approval in the product. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"lines\": [{\"description\": \"Filter\", \"quantity\": \"3\", \"unit_price\": \"19.99\"}]}";
+    const DESCRIPTION: &'static str = "Creates a draft quote for a customer in the workspace's currency and tax rate; the server computes line totals, tax and total. The same customer with the same lines is one quote: the error names it. The customer is not told; sending it is a separate step a person approves in the product. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\", \"lines\": [{\"description\": \"Filter\", \"quantity\": \"3\", \"unit_price\": \"19.99\"}]}";
     type Effect = mcp_pipeline::effects::SilentWrite;
     const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::BOOKINGS_WRITE]);
 

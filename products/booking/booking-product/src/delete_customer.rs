@@ -37,7 +37,7 @@ impl Tool for DeleteCustomer {
     type Output = Output;
     const NAME: &'static str = "delete_customer";
     const TITLE: &'static str = "Delete a customer";
-    const DESCRIPTION: &'static str = "Prepares deleting a customer record and returns a preview with a confirm_token; nothing is deleted until confirm_action. Refused while the customer has open bookings: cancel those first (cancel_bookings). Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\"}";
+    const DESCRIPTION: &'static str = "Prepares deleting a customer record and returns a preview with a confirm_token; nothing is deleted until confirm_action. Refused while the customer has open bookings: cancel those first. Example: {\"customer\": \"cus_4fK2aZ9qLm3Xt7Bv1NcR\"}";
     type Effect = mcp_pipeline::effects::Delete;
     const POLICY: Policy = Policy::listed_in(Toolset::Standard).requires(&[rights::RECORDS_DELETE]);
 

@@ -27,7 +27,7 @@ pub(crate) struct Input {
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct Slot {
     start: TimeView,
-    /// Pass this as `start` to create_booking (with the `zone`).
+    /// The start time to book (with the `zone`).
     start_iso: String,
 }
 
@@ -50,7 +50,7 @@ impl Tool for FindAvailableSlots {
     type Output = Output;
     const NAME: &'static str = "find_available_slots";
     const TITLE: &'static str = "Find free slots";
-    const DESCRIPTION: &'static str = "Lists up to 10 free start times for a technician on one day, within their working hours and around their open bookings, in half-hour steps. Changes nothing; create_booking books one. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"date\": \"2055-06-07\", \"duration_minutes\": 90}";
+    const DESCRIPTION: &'static str = "Lists up to 10 free start times for a technician on one day, within their working hours and around their open bookings, in half-hour steps. Changes nothing; each start can be booked. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"date\": \"2055-06-07\", \"duration_minutes\": 90}";
     const CORE_DESCRIPTION: Option<&'static str> = Some(
         "Lists free start times of a technician on one day. Changes nothing. Example: {\"technician\": \"tec_9dL2mQ7xZk1VbN3cR5tW\", \"date\": \"2055-06-07\", \"duration_minutes\": 90}",
     );
