@@ -667,18 +667,28 @@ fn the_length_check_finds_a_long_function() {
 #[test]
 fn the_crates_a_call_passes_through_read_no_system_clock_or_generator() {
     // The time and randomness come from the injected `Clock` and `Randomness` (the `outside`
-    // crate; tests set them, an edge runtime passes its own). The product's own pages and the
-    // CLI may read the system clock.
+    // crate, which is their one system source; tests set them, an edge runtime passes its
+    // own). Every crate a request passes through, MCP or the pages and API; the CLI may read
+    // the system clock.
     let mut offenders = Vec::new();
     for dir in [
         "gatehouse-tool",
+        "mcp-protocol",
         "mcp-pipeline",
-        "booking",
-        "booking-product",
+        "mcp-http",
+        "identity",
+        "accounts",
+        "web",
+        "app",
+        "outbox-format",
         "store",
         "store-sqlite",
         "store-dynamodb",
-        "identity",
+        "store-http",
+        "gatehouse-edge",
+        "booking",
+        "booking-product",
+        "helpdesk",
     ] {
         for (path, text) in sources(&src_of(dir)) {
             for (i, line) in text.lines().enumerate() {
@@ -699,6 +709,35 @@ fn the_crates_a_call_passes_through_read_no_system_clock_or_generator() {
     assert!(
         offenders.is_empty(),
         "the system clock is read at {offenders:?}"
+    );
+}
+
+#[test]
+fn the_pages_and_the_transport_use_the_servers_clock_and_randomness() {
+    // Crates with no default of their own to give: they take the server's clock and
+    // randomness (the `Web` and `Settings` fields), never the system's directly.
+    let mut offenders = Vec::new();
+    for dir in [
+        "mcp-protocol",
+        "mcp-http",
+        "web",
+        "store-http",
+        "outbox-format",
+        "booking-product",
+        "helpdesk",
+    ] {
+        for (path, text) in sources(&src_of(dir)) {
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or_default();
+                if code.contains("SystemClock") || code.contains("SystemRandomness") {
+                    offenders.push(format!("{}:{}", path.display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "the system's clock or randomness is used directly at {offenders:?}"
     );
 }
 

@@ -409,6 +409,7 @@ fn assemble(
         throttle: accounts::Throttle::new(Arc::clone(&store), Arc::clone(&settings.clock)),
         gates: server.config().gates.clone(),
         clock: Arc::clone(&settings.clock),
+        randomness: Arc::clone(&settings.randomness),
         secure_cookies: settings.secure_cookies,
         mcp_url: settings.mcp_url.clone(),
         stdio_args: settings.stdio_args.clone(),

@@ -219,7 +219,7 @@ async fn admit(
     caller: &ApiCaller,
     class: mcp_pipeline::EffectClass,
 ) -> Result<(), WebResponse> {
-    let request = outside::random_text(&outside::SystemRandomness, 16);
+    let request = web.random_text(16);
     let now = web.clock.now();
     let Err(refused) = web
         .gates

@@ -44,7 +44,7 @@ impl Context {
             zone,
             asked_by,
             rights: rights(web, s).await,
-            now: chrono::Utc::now(),
+            now: web.now(),
         }
     }
 

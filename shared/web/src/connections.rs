@@ -18,7 +18,7 @@ pub(crate) async fn connections(web: &Web, s: &Session, created: Option<&str>) -
     let list = web.connections.list(&s.tenant).await.unwrap_or_default();
     let may_manage = rights(web, s).await.contains(MANAGE);
     let zone = crate::approvals::workspace_zone(web, s).await;
-    let now = chrono::Utc::now();
+    let now = web.now();
     let when = |text: &str| crate::html::when(text, &zone, now);
     let body = maud::html! {
         @if let Some(token) = created { (new_token_box(token, web.mcp_url.as_deref(), web.stdio_args.as_deref())) }
@@ -64,7 +64,7 @@ pub(crate) async fn connections(web: &Web, s: &Session, created: Option<&str>) -
                 (csrf_field(s))
                 // One form makes one connection: a reload of the page that shows the token, or
                 // a second press, sends this id again and makes nothing.
-                input type="hidden" name="form" value=(outside::random_text(&outside::SystemRandomness, 24));
+                input type="hidden" name="form" value=(web.random_text(24));
                 p { label { "Client " input name="client" required; } }
                 p { label { "Toolset " select name="toolset" {
                     option { "core" } option selected { "standard" } option { "full" }

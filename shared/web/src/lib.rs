@@ -54,8 +54,10 @@ pub struct Web {
     pub throttle: accounts::Throttle,
     /// The gates whose rate buckets the JSON API shares with MCP.
     pub gates: mcp_pipeline::Gates,
-    /// The clock (rate windows).
+    /// The clock (rate windows, the times pages show): the server's, so that tests can set it.
     pub clock: Arc<dyn mcp_pipeline::Clock>,
+    /// The randomness forms' one-time ids and request ids come from (the server's).
+    pub randomness: Arc<dyn mcp_pipeline::Randomness>,
     /// Whether cookies carry `Secure` (everywhere but plain local HTTP).
     pub secure_cookies: bool,
     /// The MCP endpoint people connect clients to, when this deployment knows it (`serve`
@@ -144,6 +146,16 @@ pub fn is_product_path(path: &str) -> bool {
 }
 
 impl Web {
+    /// Now, from the server's clock.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        chrono::DateTime::from_timestamp_micros(self.clock.now_micros()).unwrap_or_default()
+    }
+
+    /// `len` random letters and digits, from the server's randomness.
+    pub fn random_text(&self, len: usize) -> String {
+        outside::random_text(self.randomness.as_ref(), len)
+    }
+
     /// Handles one request to `/app/...` or `/api/...`.
     pub async fn handle<B>(&self, req: http::Request<B>) -> WebResponse
     where

@@ -148,7 +148,7 @@ async fn activity(web: &Web, s: &Session) -> WebResponse {
         Err(e) => return message(StatusCode::SERVICE_UNAVAILABLE, TITLE, &e.to_string()),
     };
     let zone = crate::approvals::workspace_zone(web, s).await;
-    let now = chrono::Utc::now();
+    let now = web.now();
     let body = maud::html! {
         p.muted { "Times in " (zone) "." }
         div.scroll { table {
