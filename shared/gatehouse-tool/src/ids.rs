@@ -38,27 +38,9 @@ macro_rules! id {
             }
         }
 
-        impl From<$name> for String {
-            fn from(id: $name) -> String {
-                id.0
-            }
-        }
-
-        impl PartialEq<str> for $name {
-            fn eq(&self, other: &str) -> bool {
-                self.0 == other
-            }
-        }
-
         impl PartialEq<$name> for String {
             fn eq(&self, other: &$name) -> bool {
                 *self == other.0
-            }
-        }
-
-        impl PartialEq<&str> for $name {
-            fn eq(&self, other: &&str) -> bool {
-                self.0 == *other
             }
         }
     };

@@ -84,7 +84,7 @@ pub struct ParseError {
 /// Parses exactly one JSON-RPC message from a body. Arrays (batches) are refused.
 pub fn parse_message(body: &[u8]) -> Result<Incoming, ParseError> {
     let beyond = crate::strict_json::integer_beyond_64_bits(body);
-    let value: Value = crate::strict_json::from_slice_rounding(body).map_err(|e| ParseError {
+    let value: Value = crate::strict_json::from_slice(body).map_err(|e| ParseError {
         id: None,
         error: Box::new(RpcError::parse_error(&e.to_string())),
     })?;

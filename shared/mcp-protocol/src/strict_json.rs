@@ -2,8 +2,9 @@
 //! same key twice is refused. Parsers disagree on which of two duplicates wins (the first, the
 //! last, an error), so a body with duplicates could mean one thing to a proxy that inspected it
 //! and another to gatehouse, and two spellings of one call could digest differently. Integers
-//! beyond 64 bits are refused too: a parser would round them to the nearest double, and two
-//! different numbers would become one (send such values as strings). Depth is bounded by
+//! beyond 64 bits are found before parsing ([`integer_beyond_64_bits`], with where they are): a
+//! parser would round them to the nearest double, and two different numbers would become one,
+//! so a request holding one is answered by naming it, never acted on. Depth is bounded by
 //! `serde_json`'s recursion limit (128): deeper bodies are refused, never a stack overflow.
 
 use std::fmt;
@@ -11,21 +12,10 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-/// Parses `bytes` as one JSON value, refusing duplicate keys.
+/// Parses `bytes` as one JSON value, refusing duplicate keys. An integer beyond 64 bits is
+/// read as the nearest double: a reader that must not round finds such integers first with
+/// [`integer_beyond_64_bits`] (as [`crate::parse_message`] does) and never acts on the value.
 pub fn from_slice(bytes: &[u8]) -> Result<Value, serde_json::Error> {
-    if let Some(beyond) = integer_beyond_64_bits(bytes) {
-        return Err(de::Error::custom(format_args!(
-            "the integer {} does not fit in 64 bits; send it as a string",
-            beyond.integer
-        )));
-    }
-    from_slice_rounding(bytes)
-}
-
-/// Parses `bytes` as [`from_slice`] does, except that an integer beyond 64 bits is read as the
-/// nearest double: for answering a request that [`integer_beyond_64_bits`] found one in,
-/// never for acting on it.
-pub fn from_slice_rounding(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = StrictValue.deserialize(&mut deserializer)?;
     deserializer.end()?;
@@ -275,11 +265,7 @@ mod tests {
             "-9223372036854775809",
             r#"{"a":[1,100000000000000000000]}"#,
         ] {
-            let e = from_slice(text.as_bytes()).unwrap_err();
-            assert!(
-                e.to_string().contains("does not fit in 64 bits"),
-                "{text}: {e}"
-            );
+            assert!(integer_beyond_64_bits(text.as_bytes()).is_some(), "{text}");
         }
         for text in [
             "18446744073709551615",
@@ -289,6 +275,7 @@ mod tests {
             r#""18446744073709551616""#,
             r#"{"k\"18446744073709551616":1}"#,
         ] {
+            assert!(integer_beyond_64_bits(text.as_bytes()).is_none(), "{text}");
             assert!(from_slice(text.as_bytes()).is_ok(), "{text}");
         }
     }
@@ -311,7 +298,7 @@ mod tests {
             Some("m[1][1]")
         );
         assert_eq!(found(r#"{"a":"18446744073709551616"}"#), None);
-        let rounded = from_slice_rounding(br#"{"n":1180591620717411303424}"#).unwrap();
+        let rounded = from_slice(br#"{"n":1180591620717411303424}"#).unwrap();
         assert!(rounded["n"].is_f64());
     }
 

@@ -112,16 +112,13 @@ impl Call<'_> {
     /// The text a result's wrapper (`{"untrusted_text": ...}`) or a one-member object holds,
     /// sent where `field` takes text: what the model meant to send.
     fn text_inside(&self, field: &str) -> Option<String> {
-        let wants_text = self.property(field).is_some_and(|p| {
-            crate::resolve(self.plan.spec.input_schema(), p).get("type")
-                == Some(&Value::from("string"))
-        });
-        let Some(Value::Object(sent)) = self.arguments().get(field).cloned() else {
-            return None;
-        };
-        if !wants_text {
+        let schema = crate::resolve(self.plan.spec.input_schema(), self.property(field)?);
+        if kind_of(schema) != Some("string") {
             return None;
         }
+        let Value::Object(sent) = self.arguments().remove(field)? else {
+            return None;
+        };
         if let Some(Value::String(text)) = sent.get("untrusted_text") {
             return Some(text.clone());
         }
@@ -138,14 +135,7 @@ impl Call<'_> {
             return "another kind of value".to_owned();
         };
         let schema = crate::resolve(self.plan.spec.input_schema(), property);
-        // `["integer", "null"]` for an optional field: the kind is the one that is not null.
-        let kind = match schema.get("type").and_then(|t| match t {
-            Value::Array(kinds) => kinds
-                .iter()
-                .filter_map(Value::as_str)
-                .find(|k| *k != "null"),
-            other => other.as_str(),
-        }) {
+        let kind = match kind_of(schema) {
             Some("integer") => "a whole number",
             Some("number") => "a number",
             Some("boolean") => "true or false",
@@ -246,6 +236,17 @@ impl Call<'_> {
         let mut values = Vec::new();
         collect_enum(root, property, &mut values);
         values
+    }
+}
+
+/// A schema's JSON type; for an optional field's `["integer", "null"]`, the one not null.
+fn kind_of(schema: &Value) -> Option<&str> {
+    match schema.get("type")? {
+        Value::Array(kinds) => kinds
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|k| *k != "null"),
+        other => other.as_str(),
     }
 }
 
