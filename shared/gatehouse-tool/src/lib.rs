@@ -54,7 +54,6 @@ mod context;
 mod decorators;
 mod effect;
 mod handle;
-mod ids;
 mod json_text;
 mod lengths;
 mod names;
@@ -81,7 +80,6 @@ pub use decorators::{
 };
 pub use effect::{Effect, EffectClass, effects};
 pub use handle::{Handle, HandleKind};
-pub use ids::{ConnectionId, MemberId, TenantId};
 pub use lengths::DEFAULT_MAX_LENGTH;
 pub use names::{MAX_CANDIDATES, NameResolver, Named};
 pub use outcome::{
@@ -93,6 +91,7 @@ pub use registry::{
     ToolSpec,
 };
 pub use search::{MOST_SHOWN, search_limit};
+pub use store::{ConnectionId, MemberId, TenantId};
 pub use tool::{InputRequired, Policy, Tool};
 pub use writes::{NoWrites, Prepared, Preview, TwoStepWrites, Writes};
 

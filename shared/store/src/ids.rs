@@ -1,8 +1,10 @@
-//! The ids a product meets in the platform's public signatures, as types: a tenant's id cannot
-//! be passed where a member's is asked. Each is its text underneath, given up only by name
+//! The ids every layer's public signatures take, as types: a tenant's id cannot be passed
+//! where a member's is asked. They live here, in the crate every key builder depends on, so
+//! that the store's key constructors, identity, accounts and the products share one type
+//! (the tool-author crate re-exports them). Each is its text underneath, given up only by name
 //! (`as_str`, `into_string`, `Display`), and made only by name (`new`): no `Deref` or `From`
 //! turns one id into another's text unnoticed. A record's id is its
-//! [`Handle`](crate::Handle).
+//! `Handle` (in the tool-author crate).
 
 use std::fmt;
 
@@ -51,7 +53,7 @@ id!(
     /// up by name:
     ///
     /// ```
-    /// let tenant = gatehouse_tool::TenantId::new("acme");
+    /// let tenant = store::TenantId::new("acme");
     /// assert_eq!(format!("{tenant}#ticket"), "acme#ticket");
     /// fn member_key(tenant: &str, member: &str) -> String { format!("{tenant}#{member}") }
     /// assert_eq!(member_key(tenant.as_str(), "ana"), "acme#ana");
@@ -60,13 +62,13 @@ id!(
     /// but it is neither a member's id nor, unnoticed, text:
     ///
     /// ```compile_fail
-    /// fn member(id: gatehouse_tool::MemberId) {}
-    /// member(gatehouse_tool::TenantId::new("acme"));
+    /// fn member(id: store::MemberId) {}
+    /// member(store::TenantId::new("acme"));
     /// ```
     ///
     /// ```compile_fail
     /// fn member_key(tenant: &str, member: &str) -> String { format!("{tenant}#{member}") }
-    /// let (tenant, member) = (gatehouse_tool::TenantId::new("acme"), gatehouse_tool::MemberId::new("ana"));
+    /// let (tenant, member) = (store::TenantId::new("acme"), store::MemberId::new("ana"));
     /// member_key(&member, &tenant);
     /// ```
     TenantId
