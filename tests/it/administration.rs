@@ -308,7 +308,7 @@ async fn sign_in_slows_down_per_account_and_address(world: World) {
         let world = &world;
         async move {
             let body = format!("tenant=acme&member={member}&password={password}");
-            send_from(world, Some(address), ("POST", "/app/login"), &[FORM], &body).await
+            send_from(world, Some(address), "POST", "/app/login", &[FORM], &body).await
         }
     };
     for _ in 0..5 {

@@ -375,7 +375,8 @@ async fn a_viewer_cannot_see_or_use_write_tools(world: World) {
     let rights = crate::support::rights_of(&world.app, "acme", "vic").await;
     let (_, token) = crate::support::connect(
         &world.app,
-        ("acme", "ana"),
+        "acme",
+        "ana",
         rights.clone(),
         Toolset::Full,
         "viewer",
@@ -403,7 +404,7 @@ async fn a_viewer_cannot_see_or_use_write_tools(world: World) {
     // On a smaller toolset too, the missing right is what is named: a larger toolset would
     // not let a viewer delete (review of 2026-12-05: it was offered as the way on).
     let (_, core) =
-        crate::support::connect(&world.app, ("acme", "ana"), rights, Toolset::Core, "viewer").await;
+        crate::support::connect(&world.app, "acme", "ana", rights, Toolset::Core, "viewer").await;
     let call = world
         .client(&core)
         .call_tool(
@@ -446,7 +447,8 @@ pub(crate) async fn seeded_technician(
 /// through the service as if it were `now`.
 pub(crate) async fn seeded_draft(
     world: &World,
-    (customer, technician): (&str, &str),
+    customer: &str,
+    technician: &str,
     start: &str,
     now: chrono::DateTime<chrono::Utc>,
 ) -> booking::Booking {
@@ -812,7 +814,7 @@ async fn past_draft(world: &World, customer: &str, technician: &str) -> (String,
     let start = (then + chrono::Duration::days(2))
         .format("%Y-%m-%d 10:00")
         .to_string();
-    let b = seeded_draft(world, (customer, technician), &start, then).await;
+    let b = seeded_draft(world, customer, technician, &start, then).await;
     (b.handle(), b.version.clone())
 }
 
@@ -1555,7 +1557,7 @@ async fn a_long_history_hides_no_open_booking(world: World) {
     let store = world.app.store.as_ref();
     for (month, day) in (1..=4).flat_map(|m| (1..=28).map(move |d| (m, d))) {
         let start = format!("2055-{month:02}-{day:02} 08:00");
-        let draft = seeded_draft(&world, (&ada, &tom), &start, chrono::Utc::now()).await;
+        let draft = seeded_draft(&world, &ada, &tom, &start, chrono::Utc::now()).await;
         let cancel = bookings.cancel_read(
             &owner("acme"),
             draft,
@@ -1699,7 +1701,7 @@ async fn the_largest_batch_cancellation_commits_once_approved() {
             }
         };
         let start = format!("2055-03-{day:02} 09:00");
-        let draft = seeded_draft(&world, (&customer, &tom), &start, chrono::Utc::now()).await;
+        let draft = seeded_draft(&world, &customer, &tom, &start, chrono::Utc::now()).await;
         let confirm = bookings
             .confirm(&owner("acme"), &draft.id, &draft.version, "-", "-")
             .await;
@@ -2070,7 +2072,7 @@ async fn messages_are_limited_per_recipient(world: World) {
     let mut prepared = Vec::new();
     for day in 1..=5 {
         let start = format!("2055-03-{day:02} 09:00");
-        let draft = seeded_draft(&world, (&ada, &tom), &start, chrono::Utc::now()).await;
+        let draft = seeded_draft(&world, &ada, &tom, &start, chrono::Utc::now()).await;
         let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
         let c = world.client(&token);
         let args = json!({"booking": draft.handle(), "version": draft.version});
@@ -2101,13 +2103,7 @@ async fn messages_are_limited_per_recipient(world: World) {
         cancelled.text()
     );
     assert_eq!(sent(&world, "acme", "Your booking is cancelled").await, 1);
-    let draft = seeded_draft(
-        &world,
-        (&grace, &tom),
-        "2055-03-09 09:00",
-        chrono::Utc::now(),
-    )
-    .await;
+    let draft = seeded_draft(&world, &grace, &tom, "2055-03-09 09:00", chrono::Utc::now()).await;
     let args = json!({"booking": draft.handle(), "version": draft.version});
     let preview = c.call_tool("send_booking_confirmation", args).await;
     let other = confirm(c, &preview).await;
@@ -2188,7 +2184,7 @@ async fn an_ended_visit_is_cancelled_without_a_message(world: World) {
     let long_ago = chrono::DateTime::parse_from_rfc3339("2025-01-01T00:00:00Z")
         .unwrap()
         .with_timezone(&chrono::Utc);
-    let past = seeded_draft(&world, (&ada, &tom), "2025-01-06 09:00", long_ago).await;
+    let past = seeded_draft(&world, &ada, &tom, "2025-01-06 09:00", long_ago).await;
     let bookings = booking::Bookings::new(world.app.store.clone());
     bookings
         .confirm(
@@ -2235,7 +2231,7 @@ async fn bookings_are_found_from_a_day(world: World) {
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
     for day in 1..=4 {
         let start = format!("2055-03-{day:02} 23:30");
-        seeded_draft(&world, (&ada, &tom), &start, chrono::Utc::now()).await;
+        seeded_draft(&world, &ada, &tom, &start, chrono::Utc::now()).await;
     }
     // 23:30 in Berlin is the next day in UTC: the day is the booking's own.
     let found = c

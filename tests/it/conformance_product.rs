@@ -71,12 +71,21 @@ fn not_applicable() -> Vec<String> {
     checks
 }
 
-/// Node and the suite's entry point, from `tests/conformance.sh --install-only`.
-fn suite() -> Option<(PathBuf, PathBuf)> {
+/// The installed conformance suite: the Node binary and the suite's entry point.
+struct Suite {
+    node: PathBuf,
+    entry: PathBuf,
+}
+
+/// The suite, from `tests/conformance.sh --install-only`.
+fn suite() -> Option<Suite> {
     let node = std::env::var_os("GATEHOUSE_CONFORMANCE_NODE");
     let suite = std::env::var_os("GATEHOUSE_CONFORMANCE_SUITE");
     if let (Some(node), Some(suite)) = (node, suite) {
-        return Some((node.into(), suite.into()));
+        return Some(Suite {
+            node: node.into(),
+            entry: suite.into(),
+        });
     }
     assert!(
         std::env::var_os("CI").is_none(),
@@ -117,14 +126,15 @@ fn start_proxy(node: &Path, target: &str, token: &str) -> (Running, String) {
 /// Runs one scenario against `url`; returns its failed checks (those not applicable to this
 /// server, and those the suite marks untestable without one of its fixture tools, excepted).
 fn failures(
-    suite: &(PathBuf, PathBuf),
+    suite: &Suite,
     url: &str,
-    (version, scenario): (&str, &str),
+    version: &str,
+    scenario: &str,
     not_applicable: &[String],
 ) -> Vec<String> {
     let out = tempfile::tempdir().unwrap();
-    let ran = Command::new(&suite.0)
-        .arg(&suite.1)
+    let ran = Command::new(&suite.node)
+        .arg(&suite.entry)
         .args([
             "server",
             "--url",
@@ -168,18 +178,18 @@ fn the_official_suite_passes_against_the_product() {
     let origins = format!("http://127.0.0.1:{port},http://localhost:{port}");
     let addr = format!("127.0.0.1:{port}");
     let (_serve, _) = start_serve_with(&place, &addr, &["--allow-origin", &origins]);
-    let (_proxy, url) = start_proxy(&suite.0, &format!("http://{addr}"), &token);
+    let (_proxy, url) = start_proxy(&suite.node, &format!("http://{addr}"), &token);
     every_scenario_passes(&suite, &url, "the product");
 }
 
 /// Runs every scenario of [`SCENARIOS`] against `url` and fails with the checks that failed.
-fn every_scenario_passes(suite: &(PathBuf, PathBuf), url: &str, what: &str) {
+fn every_scenario_passes(suite: &Suite, url: &str, what: &str) {
     let not_applicable = not_applicable();
     let mut failed = Vec::new();
     let mut passed = 0;
     for (version, scenarios) in SCENARIOS {
         for scenario in *scenarios {
-            let found = failures(suite, url, (version, scenario), &not_applicable);
+            let found = failures(suite, url, version, scenario, &not_applicable);
             passed += usize::from(found.is_empty());
             failed.extend(found);
         }
@@ -215,6 +225,6 @@ fn the_official_suite_passes_against_the_helpdesk() {
         &addr,
         &["--allow-origin", &origins],
     );
-    let (_proxy, url) = start_proxy(&suite.0, &format!("http://{addr}"), &token);
+    let (_proxy, url) = start_proxy(&suite.node, &format!("http://{addr}"), &token);
     every_scenario_passes(&suite, &url, "the helpdesk");
 }

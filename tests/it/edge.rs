@@ -175,7 +175,7 @@ async fn the_cli_administers_a_deployed_worker_with_its_admin_token() {
         String::from_utf8_lossy(&without.stderr)
     );
     let gatehouse = crate::support::processes::gatehouse_binary();
-    let run = |args: &[&str]| crate::support::edge::administer(&gatehouse, (&url, &token), args);
+    let run = |args: &[&str]| crate::support::edge::administer(&gatehouse, &url, &token, args);
     let tenant = format!(
         "edge{}",
         crate::support::store::unique_suffix().replace('-', "")
@@ -224,7 +224,7 @@ async fn the_helpdesk_answers_mcp_in_workerd() {
     let url = std::env::var("GATEHOUSE_TEST_EDGE_HELPDESK_URL").expect("tests/edge.sh sets it");
     let token = std::env::var("GATEHOUSE_TEST_EDGE_ADMIN_TOKEN").expect("tests/edge.sh sets it");
     let helpdesk = crate::support::processes::binary("helpdesk");
-    let run = |args: &[&str]| crate::support::edge::administer(&helpdesk, (&url, &token), args);
+    let run = |args: &[&str]| crate::support::edge::administer(&helpdesk, &url, &token, args);
     let tenant = format!(
         "desk{}",
         crate::support::store::unique_suffix().replace('-', "")

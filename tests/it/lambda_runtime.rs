@@ -987,7 +987,8 @@ fn the_template_runs_the_product_its_parameter_names() {
         let rights = crate::support::rights(&[helpdesk::rights::TICKETS_READ]);
         let (_, token) = crate::support::connect(
             &app,
-            ("acme", "ana"),
+            "acme",
+            "ana",
             rights,
             mcp_pipeline::Toolset::Full,
             "lambda",
@@ -1356,14 +1357,15 @@ fn the_pre_traffic_hook_passes_a_good_version_and_fails_a_refused_credential() {
 fn full_connection_function(
     rt: &tokio::runtime::Runtime,
     api: &RuntimeApi,
-    (endpoint, function_endpoint): (&str, &str),
+    endpoint: &str,
+    function_endpoint: &str,
     prefix: &str,
 ) -> (app::App, Function, String, String) {
     let (app, table, _) = setup(rt, endpoint, prefix);
     let (connection, token) = rt.block_on(async {
         let rights = crate::support::rights_of(&app, "acme", "ana").await;
         let full = mcp_pipeline::Toolset::Full;
-        crate::support::connect(&app, ("acme", "ana"), rights, full, "settle test").await
+        crate::support::connect(&app, "acme", "ana", rights, full, "settle test").await
     });
     let mut vars = table_env(&table, function_endpoint);
     vars.push(("GATEHOUSE_STATE_KEY", STATE_KEY));
@@ -1407,7 +1409,7 @@ fn nothing_is_left_running_when_the_function_answers() {
     let slow = crate::support::slow_link::start(upstream, Duration::from_millis(150));
     let slow = format!("http://{slow}");
     let (app, function, connection, token) =
-        full_connection_function(&rt, &api, (&endpoint, &slow), "gatehouse-settle");
+        full_connection_function(&rt, &api, &endpoint, &slow, "gatehouse-settle");
     let pid = function.child.id();
     *api.shared.freeze_on_response.lock().unwrap() = Some(pid);
     let slots = mcp_pipeline::keys::slots("acme", &connection);
@@ -1456,7 +1458,7 @@ fn a_deadline_already_past_still_gives_positive_leases() {
     let rt = runtime();
     let mut api = RuntimeApi::start();
     let (app, function, connection, token) =
-        full_connection_function(&rt, &api, (&endpoint, &endpoint), "gatehouse-deadline");
+        full_connection_function(&rt, &api, &endpoint, &endpoint, "gatehouse-deadline");
     let now = epoch_ms();
     for deadline in [0, now - 1_000, now] {
         *api.shared.deadline_ms.lock().unwrap() = Some(deadline);

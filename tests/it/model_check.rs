@@ -38,7 +38,7 @@ async fn model() -> Model {
         .await
         .unwrap();
     let rights = rights_of(&app, "acme", "ana").await;
-    let (connection, token) = connect(&app, ("acme", "ana"), rights, Toolset::Full, "model").await;
+    let (connection, token) = connect(&app, "acme", "ana", rights, Toolset::Full, "model").await;
     let client = Arc::new(
         TestClient::in_process(app.http.clone())
             .with_header("authorization", &format!("Bearer {token}")),

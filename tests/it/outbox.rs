@@ -212,7 +212,7 @@ async fn a_crashed_delivery_is_taken_over_when_its_lease_lapses(world: World) {
     let d = dispatcher(&world, &receiver, &clock, Duration::from_secs(5));
     // A delivery claims the message and dies before it sends.
     let now = mcp_pipeline::Clock::now(clock.as_ref());
-    let crashed = outbox_format::claim(&key, "a-crashed-claim", (now, now - 300));
+    let crashed = outbox_format::claim(&key, "a-crashed-claim", now, now - 300);
     world.app.store.update(crashed).await.unwrap();
     assert_eq!(d.sweep().await.unwrap().skipped, 1, "its lease still holds");
     assert!(receiver.received().is_empty());

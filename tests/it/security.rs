@@ -267,7 +267,8 @@ async fn attempt(world: &World, address: &str, password: &str) -> Reply {
     send_from(
         world,
         Some(address),
-        ("POST", "/app/login"),
+        "POST",
+        "/app/login",
         &[FORM],
         &format!("tenant=acme&member=ana&password={password}"),
     )

@@ -117,7 +117,8 @@ on_every_backend!(
     // Every read must be served: no bound a slow local DynamoDB server would meet.
     |backend| Tenant::waiting(
         backend,
-        (roomy_limits(), Duration::from_secs(20)),
+        roomy_limits(),
+        Duration::from_secs(20),
         connections(backend),
         Arc::new(SystemClock)
     ),

@@ -107,15 +107,29 @@ fn grace() -> Value {
     json!({"name": "Grace Hopper", "email": "grace@example.com"})
 }
 
-/// A `tools/call` with `params`: the HTTP status, the JSON-RPC body and any `Retry-After`.
-async fn call(f: &Faulty, params: Value) -> (u16, Value, Option<String>) {
+/// What a `tools/call` was answered with.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    /// The JSON-RPC body.
+    body: Value,
+    /// The `Retry-After` header, if any.
+    retry_after: Option<String>,
+}
+
+/// A `tools/call` with `params`.
+async fn call(f: &Faulty, params: Value) -> Answer {
     let answer = f.world.client(&f.token).request("tools/call", params).await;
     let retry_after = answer.header("retry-after").map(str::to_owned);
-    (answer.status, answer.json(), retry_after)
+    Answer {
+        status: answer.status,
+        body: answer.json(),
+        retry_after,
+    }
 }
 
 /// `create_customer` for Grace.
-async fn create(f: &Faulty) -> (u16, Value, Option<String>) {
+async fn create(f: &Faulty) -> Answer {
     call(f, json!({"name": "create_customer", "arguments": grace()})).await
 }
 
@@ -162,7 +176,11 @@ async fn store_down_at_authentication(f: Faulty) {
         Fault::Fail,
         usize::MAX,
     );
-    let (status, body, retry_after) = create(&f).await;
+    let Answer {
+        status,
+        body,
+        retry_after,
+    } = create(&f).await;
     assert_eq!(status, 503, "{body}");
     assert!(retry_after.is_some(), "503 without Retry-After: {body}");
     assert!(f.store.faults_met() > 0, "the fault was never reached");
@@ -192,7 +210,12 @@ on_every_backend!(
 /// endpoint cannot serve at all (the credential unread), otherwise a tool error marked
 /// `retryable` (`unavailable`, or a transaction that met a concurrent one) with
 /// `retry_after_seconds`.
-fn assert_retryable((status, body, retry_after): &(u16, Value, Option<String>)) {
+fn assert_retryable(answer: &Answer) {
+    let Answer {
+        status,
+        body,
+        retry_after,
+    } = answer;
     if *status == 503 {
         assert!(retry_after.is_some(), "503 without Retry-After: {body}");
         return;
@@ -215,7 +238,7 @@ async fn fails_once_then_runs_once(
     assert_retryable(&create(f).await);
     assert_eq!(f.store.faults_met(), 1, "the fault was never reached");
     assert_eq!(holdings(f).await, (0, 0, 0), "nothing half-written");
-    let (_, body, _) = create(f).await;
+    let body = create(f).await.body;
     assert_eq!(error_code(&body), None, "{body}");
     assert_eq!(
         holdings(f).await,
@@ -400,10 +423,10 @@ on_every_backend!(
 /// answered by the replay record, so the customer exists once.
 async fn commit_answer_lost(f: Faulty) {
     f.store.on(commit_of_customer, Fault::LoseAnswer, 1);
-    let (_, body, _) = create(&f).await;
+    let body = create(&f).await.body;
     assert_eq!(error_code(&body), Some("unavailable"), "{body}");
     assert_eq!(holdings(&f).await, (1, 1, 1), "the commit landed");
-    let (_, retried, _) = create(&f).await;
+    let retried = create(&f).await.body;
     assert_eq!(error_code(&retried), None, "{retried}");
     assert_eq!(
         retried["result"]["structuredContent"]["replayed"],
@@ -430,7 +453,7 @@ async fn consumption_fails(f: Faulty) {
     assert_eq!(count(&f, "acme#customer").await, 1, "the customer stays");
     let pending = count(&f, "acme#pending").await;
     assert_eq!(pending, 1, "the pending action stays");
-    let (_, retried, _) = call(&f, confirm).await;
+    let retried = call(&f, confirm).await.body;
     assert_eq!(error_code(&retried), None, "{retried}");
     let live = f
         .store
@@ -484,7 +507,7 @@ async fn stalls_end(f: Faulty) {
         );
         f.store.heal();
     }
-    let (_, body, _) = create(&f).await;
+    let body = create(&f).await.body;
     assert_eq!(error_code(&body), None, "{body}");
     assert_eq!(holdings(&f).await, (1, 1, 1));
 }
@@ -550,7 +573,7 @@ async fn abandoned_mid_commit(f: Faulty) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let (_, body, _) = create(&f).await;
+    let body = create(&f).await.body;
     assert_eq!(error_code(&body), None, "{body}");
     assert_eq!(holdings(&f).await, (1, 1, 1));
 }
@@ -579,12 +602,12 @@ on_every_backend!(
 /// never a second customer.
 async fn commit_retried_after_it_landed(f: Faulty) {
     f.store.on(commit_of_customer, Fault::DoneThenRetried, 1);
-    let (status, body, _) = create(&f).await;
+    let Answer { status, body, .. } = create(&f).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(error_code(&body), None, "{body}");
     assert_eq!(f.store.faults_met(), 1, "the fault was never reached");
     assert_eq!(holdings(&f).await, (1, 1, 1));
-    let (_, again, _) = create(&f).await;
+    let again = create(&f).await.body;
     assert_eq!(
         again["result"]["structuredContent"]["replayed"],
         json!(true),
@@ -606,7 +629,7 @@ async fn consumption_answer_lost(f: Faulty) {
     let confirm = prepared_deletion(&f).await;
     f.store.on(consumption, Fault::LoseAnswer, 1);
     assert_retryable(&call(&f, confirm.clone()).await);
-    let (_, retried, _) = call(&f, confirm).await;
+    let retried = call(&f, confirm).await.body;
     assert_eq!(
         retried["result"]["structuredContent"]["status"], "used",
         "{retried}"
@@ -625,7 +648,7 @@ on_every_backend!(
 /// told the change cannot be stored as it is, not to retry, and nothing is written.
 async fn commit_too_large(f: Faulty) {
     f.store.on(commit_of_customer, Fault::TooLarge, 1);
-    let (status, body, _) = create(&f).await;
+    let Answer { status, body, .. } = create(&f).await;
     assert_eq!(status, 200, "{body}");
     let s = &body["result"]["structuredContent"];
     assert_eq!(s["code"], "rejected", "{body}");

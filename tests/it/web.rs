@@ -22,14 +22,15 @@ pub(crate) async fn send(
     headers: &[(&str, &str)],
     body: &str,
 ) -> Reply {
-    send_from(world, None, (method, path), headers, body).await
+    send_from(world, None, method, path, headers, body).await
 }
 
 /// [`send`] from a client address, as the transports tell it to the pages.
 pub(crate) async fn send_from(
     world: &World,
     address: Option<&str>,
-    (method, path): (&str, &str),
+    method: &str,
+    path: &str,
     headers: &[(&str, &str)],
     body: &str,
 ) -> Reply {

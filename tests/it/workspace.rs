@@ -664,6 +664,158 @@ fn the_length_check_finds_a_long_function() {
     );
 }
 
+/// The parameter lists of the functions in `text`, each with the line its `fn` is on.
+fn parameter_lists(text: &str) -> Vec<(usize, String)> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text[from..].find("fn ") {
+        let start = from + at;
+        from = start + 3;
+        let word_before =
+            start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
+        if word_before {
+            continue;
+        }
+        // The name, its generics (angle brackets balanced, `->` inside ignored), then `(`.
+        let mut i = from;
+        while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+            i += 1;
+        }
+        if i == from {
+            continue;
+        }
+        if bytes.get(i) == Some(&b'<') {
+            let mut depth = 0;
+            while i < bytes.len() {
+                match bytes[i] {
+                    b'<' => depth += 1,
+                    b'>' if bytes[i - 1] != b'-' => depth -= 1,
+                    _ => {}
+                }
+                i += 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+        }
+        if bytes.get(i) != Some(&b'(') {
+            continue;
+        }
+        let (mut depth, mut j) = (0, i);
+        while j < bytes.len() {
+            match bytes[j] {
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth -= 1,
+                _ => {}
+            }
+            j += 1;
+            if depth == 0 {
+                break;
+            }
+        }
+        let line = text[..start].lines().count().max(1);
+        found.push((line, text[i + 1..j.saturating_sub(1)].to_owned()));
+    }
+    found
+}
+
+/// The parameters of `list` whose pattern or type is an anonymous tuple (a trait object's
+/// parentheses, `&(dyn ...)`, and the unit type are not).
+fn tuple_parameters(list: &str) -> Vec<String> {
+    let mut parameters = Vec::new();
+    let (mut depth, mut current) = (0i32, String::new());
+    let chars: Vec<char> = list.chars().collect();
+    for (k, &c) in chars.iter().enumerate() {
+        match c {
+            '(' | '[' | '{' | '<' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            '>' if k > 0 && chars[k - 1] != '-' && chars[k - 1] != '=' => depth -= 1,
+            ',' if depth == 0 => {
+                parameters.push(std::mem::take(&mut current));
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    parameters.push(current);
+    parameters
+        .into_iter()
+        .map(|p| {
+            p.lines()
+                .map(|l| l.split("//").next().unwrap_or_default().trim())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|p| {
+            let Some((pattern, ty)) = p.split_once(':') else {
+                return false;
+            };
+            let ty = ty.trim().trim_start_matches('&');
+            let ty = match ty.strip_prefix('\'') {
+                Some(lifetime) => lifetime.split_once(' ').map_or("", |(_, rest)| rest),
+                None => ty,
+            };
+            let ty = ty.trim_start_matches("mut ").trim();
+            let pattern = pattern.trim().trim_start_matches("mut ");
+            pattern.starts_with('(')
+                || (ty.starts_with('(') && !ty.starts_with("(dyn ") && ty != "()")
+        })
+        .collect()
+}
+
+/// Parameters say what they are: none is an anonymous tuple bundled to stay under clippy's
+/// argument limit (`(id, version): (&str, &str)`); a function takes its values one by one or
+/// a named type. Every crate's code, tests and tools included.
+#[test]
+fn no_function_takes_an_anonymous_tuple() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut offenders = Vec::new();
+    for top in [
+        "shared",
+        "products",
+        "examples",
+        "functions",
+        "tests",
+        "evals",
+    ] {
+        for (path, text) in sources(&root.join(top)) {
+            for (line, list) in parameter_lists(&text) {
+                for parameter in tuple_parameters(&list) {
+                    let name = path.strip_prefix(&root).unwrap_or(&path).display();
+                    offenders.push(format!("{name}:{line} {parameter}"));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "tuple parameters: {offenders:#?}");
+}
+
+#[test]
+fn the_tuple_check_finds_a_tuple_parameter() {
+    // `{f}` for `fn`, so that this file's own check does not find the sample.
+    let f = "fn";
+    let text = format!(
+        "{f} apart(id: &str, version: &str) {{}}\n\
+         pub(crate) async {f} bundled<T: Into<String>>(\n    world: &World,\n    (id, version): (&str, &str),\n) -> T {{}}\n\
+         {f} typed(pair: &'a (u16, String), error: &(dyn Error + 'static), unit: ()) {{}}\n"
+    );
+    let found: Vec<(usize, Vec<String>)> = parameter_lists(&text)
+        .into_iter()
+        .map(|(line, list)| (line, tuple_parameters(&list)))
+        .filter(|(_, tuples)| !tuples.is_empty())
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (2, vec!["(id, version): (&str, &str)".to_owned()]),
+            (6, vec!["pair: &'a (u16, String)".to_owned()]),
+        ],
+        "a tuple's pattern and a tuple's type are found; separate values, a trait object and the unit type are not"
+    );
+}
+
 #[test]
 fn the_crates_a_call_passes_through_read_no_system_clock_or_generator() {
     // The time and randomness come from the injected `Clock` and `Randomness` (the `outside`

@@ -141,14 +141,7 @@ impl World {
         toolset: Toolset,
     ) -> (String, String) {
         let rights = rights_of(&self.app, tenant, member).await;
-        connect(
-            &self.app,
-            (tenant, member),
-            rights,
-            toolset,
-            "contract tests",
-        )
-        .await
+        connect(&self.app, tenant, member, rights, toolset, "contract tests").await
     }
 
     /// A client that sends `token`.

@@ -39,7 +39,8 @@ impl Members {
         &self,
         actor: &Actor,
         member: &str,
-        (role, active): (&str, Option<bool>),
+        role: &str,
+        active: Option<bool>,
     ) -> Result<(Set, bool), AccountsError> {
         check_member_id(member)?;
         if (self.catalog)(role).is_empty() {
@@ -58,7 +59,8 @@ impl Members {
         let write = identity::directory::member_write(
             &actor.tenant,
             member,
-            (role, active),
+            role,
+            active,
             existing.as_ref(),
         );
         let (outcome, action) = match existing {
@@ -158,7 +160,9 @@ impl Members {
     pub async fn sign_in(
         &self,
         throttle: &crate::Throttle,
-        (tenant, member, password): (&str, &str, &str),
+        tenant: &str,
+        member: &str,
+        password: &str,
         address: Option<&str>,
     ) -> Result<Option<(String, crate::Session)>, AccountsError> {
         let attempt = crate::Attempt::member(tenant, member, address);

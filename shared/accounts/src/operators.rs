@@ -159,7 +159,8 @@ pub async fn check_password(
 pub async fn sign_in(
     store: &dyn Store,
     throttle: &crate::Throttle,
-    (email, password): (&str, &str),
+    email: &str,
+    password: &str,
     address: Option<&str>,
 ) -> Result<Option<(String, crate::Session)>, AccountsError> {
     let attempt = crate::Attempt::operator(email, address);
@@ -181,7 +182,8 @@ pub async fn sign_in(
 pub async fn set_kill_switch(
     store: &dyn Store,
     switches: &identity::SwitchService,
-    (email, channel): (&str, identity::Channel),
+    email: &str,
+    channel: identity::Channel,
     on: bool,
     reason: &str,
 ) -> Result<(), AccountsError> {

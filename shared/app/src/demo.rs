@@ -198,9 +198,7 @@ async fn seed_workspace(app: &App, demo: &Demo, w: &DemoWorkspace) -> Result<(),
     };
     accounts::workspaces::create_in_demo(&app.store, &seeding, &workspace, ops).await?;
     for (member, role) in demo.members {
-        app.members
-            .set(&seeding, member, (role, Some(true)))
-            .await?;
+        app.members.set(&seeding, member, role, Some(true)).await?;
         app.members
             .set_password(&seeding, member, DEMO_PASSWORD)
             .await?;

@@ -65,7 +65,8 @@ fn config(
 /// the Parameters and Secrets extension; `Ok(None)` when neither is set.
 async fn url_setting(
     lookup: &impl Fn(&str) -> Option<String>,
-    (direct, parameter): (&str, &str),
+    direct: &str,
+    parameter: &str,
 ) -> Result<Option<String>, String> {
     let set = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
     if let Some(url) = set(direct) {
@@ -90,7 +91,7 @@ async fn url_setting(
 /// The MCP endpoint's URL for the pages. Without it the pages still work and show a
 /// placeholder, so a failure is logged, not fatal.
 async fn mcp_url(lookup: &impl Fn(&str) -> Option<String>) -> Option<String> {
-    match url_setting(lookup, (MCP_URL, MCP_URL_PARAMETER)).await {
+    match url_setting(lookup, MCP_URL, MCP_URL_PARAMETER).await {
         Ok(url) => url,
         Err(e) => {
             tracing::warn!(error = %e, "no MCP endpoint URL; pages show a placeholder");
@@ -102,7 +103,7 @@ async fn mcp_url(lookup: &impl Fn(&str) -> Option<String>) -> Option<String> {
 /// The pages' public URL (ending in `/app`): the only host the pages answer (ADR 48), so the
 /// function does not start without it.
 async fn console_base(lookup: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
-    let url = url_setting(lookup, (CONSOLE_BASE, CONSOLE_BASE_PARAMETER))
+    let url = url_setting(lookup, CONSOLE_BASE, CONSOLE_BASE_PARAMETER)
         .await?
         .ok_or_else(|| {
             format!(

@@ -66,7 +66,9 @@ pub fn looks_like_handle(text: &str) -> bool {
 /// What a name resolved to, for one argument.
 pub fn resolved(
     resolver: &dyn NameResolver,
-    (field, noun, name): (&str, &str, &str),
+    field: &str,
+    noun: &str,
+    name: &str,
     found: Vec<Named>,
 ) -> Result<(String, String), ToolError> {
     match found.as_slice() {

@@ -139,7 +139,8 @@ impl McpAuthenticator {
         let member = member.map_err(|e| unavailable(&e))?;
         self.admit(
             index_key,
-            (connection, modes),
+            connection,
+            modes,
             member.as_ref(),
             Prefetched::default(),
         )
@@ -215,7 +216,8 @@ impl McpAuthenticator {
         };
         self.admit(
             index_key,
-            (connection, decoded.modes),
+            connection,
+            decoded.modes,
             member,
             Prefetched::new(prefetch, read_ahead),
         )
@@ -227,7 +229,8 @@ impl McpAuthenticator {
     async fn admit(
         &self,
         index_key: store::Key,
-        (connection, tenant_modes): (&Connection, mcp_pipeline::ProductApproval),
+        connection: &Connection,
+        tenant_modes: mcp_pipeline::ProductApproval,
         member: Option<&crate::Member>,
         prefetched: Prefetched,
     ) -> Result<Authenticated, Rejection> {

@@ -204,7 +204,8 @@ impl ConnectionService {
     }
 
     fn record(
-        (actor, creator): (&Actor, crate::Member),
+        actor: &Actor,
+        creator: crate::Member,
         new: &NewConnection,
         kind: &str,
         subject: Option<&str>,
@@ -264,7 +265,7 @@ impl ConnectionService {
         form: Option<&str>,
     ) -> Result<(Connection, String), IdentityError> {
         let creator = self.check_creator(actor, &new).await?;
-        let connection = Self::record((actor, creator), &new, "token", None);
+        let connection = Self::record(actor, creator, &new, "token", None);
         let token = token::generate(&token::Locator {
             tenant: connection.tenant.clone(),
             creator: connection.creator.clone(),
@@ -315,7 +316,7 @@ impl ConnectionService {
                 "the OAuth subject must not be empty".into(),
             ));
         }
-        let connection = Self::record((actor, creator), &new, "oauth", Some(subject));
+        let connection = Self::record(actor, creator, &new, "oauth", Some(subject));
         self.store
             .transact_write(vec![
                 Put::new(

@@ -54,7 +54,8 @@ const PERSON: &str = "person";
 pub fn member_write(
     tenant: &str,
     member_id: &str,
-    (role, active): (&str, bool),
+    role: &str,
+    active: bool,
     existing: Option<&Item>,
 ) -> TransactOp {
     let key = keys::member(tenant, member_id);
@@ -122,7 +123,7 @@ impl StoreDirectory {
         active: bool,
     ) -> Result<(), StoreError> {
         let existing = self.store.get(&keys::member(tenant, member_id)).await?;
-        let write = member_write(tenant, member_id, (role, active), existing.as_ref());
+        let write = member_write(tenant, member_id, role, active, existing.as_ref());
         self.store.transact_write(vec![write]).await
     }
 }

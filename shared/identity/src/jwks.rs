@@ -189,7 +189,7 @@ impl KeyCache {
         held.started += 1;
         let number = held.started;
         let held_here = Arc::downgrade(&self.held);
-        let fetching = fetch_into(Arc::clone(&self.source), held_here, (number, now));
+        let fetching = fetch_into(Arc::clone(&self.source), held_here, number, now);
         let fetch = fetching.boxed().shared();
         if FETCH_OUTLIVES_CALLER {
             held.in_flight = Some(InFlight {
@@ -205,11 +205,7 @@ impl KeyCache {
 /// Fetches the key set from `source` (fetch `number`, started at `now`) and keeps it in
 /// `held` as fetched then. A panic in the source is this fetch's failure, not its waiters'
 /// (a shared future that panicked panics again in every poll).
-async fn fetch_into(
-    source: Arc<dyn JwksSource>,
-    held: Weak<Mutex<Held>>,
-    (number, now): (u64, i64),
-) {
+async fn fetch_into(source: Arc<dyn JwksSource>, held: Weak<Mutex<Held>>, number: u64, now: i64) {
     // The source's call inside the catch too: a source may panic before its future exists.
     let fetched = AssertUnwindSafe(async move { source.fetch().await })
         .catch_unwind()

@@ -559,14 +559,14 @@ fn check_tool<'a>(
         );
     }
 
-    check_annotations(report, (name, &label), obj, &options.reach_prefixes);
+    check_annotations(report, name, &label, obj, &options.reach_prefixes);
     let props = check_input_schema(report, name, &label, obj);
     check_output_schema(report, name, &label, obj);
     check_user_interaction(report, name, &label, obj);
     let max_chars = options
         .max_description_chars
         .unwrap_or(MAX_DESCRIPTION_CHARS);
-    check_description(report, name, &label, obj, (props, max_chars));
+    check_description(report, name, &label, obj, props, max_chars);
 }
 
 /// The `_meta` key that makes a prompting client ask its user on every call.
@@ -635,7 +635,8 @@ fn has_prefix<P: AsRef<str>>(name: Option<&str>, prefixes: &[P]) -> bool {
 
 fn check_annotations(
     report: &mut Report,
-    (name, label): (Option<&str>, &str),
+    name: Option<&str>,
+    label: &str,
     obj: &Map<String, Value>,
     reach_prefixes: &[String],
 ) {
@@ -667,15 +668,12 @@ fn check_annotations(
             ),
         );
     }
-    let read_only = hint("readOnlyHint");
-    let destructive = hint("destructiveHint");
-    let open_world = hint("openWorldHint");
-    let specific = check_hints_against_name(
-        report,
-        (name, label),
-        (read_only, destructive, open_world),
-        reach_prefixes,
-    );
+    let hints = StatedHints {
+        read_only: hint("readOnlyHint"),
+        destructive: hint("destructiveHint"),
+        open_world: hint("openWorldHint"),
+    };
+    let specific = check_hints_against_name(report, name, label, hints, reach_prefixes);
     let built_in = name.is_some_and(|n| BUILT_IN_TOOLS.contains(&n));
     if missing.is_empty() && !specific && !built_in {
         let hints = HINTS.map(|h| hint(h).unwrap_or_default());
@@ -694,14 +692,28 @@ fn check_annotations(
     }
 }
 
+/// The annotation hints a tool states, each `None` where it is absent or not a boolean.
+#[derive(Clone, Copy)]
+struct StatedHints {
+    read_only: Option<bool>,
+    destructive: Option<bool>,
+    open_world: Option<bool>,
+}
+
 /// The hints a tool's name implies (reads are read-only, deletes destructive, tools that reach
 /// people open-world) and the one contradiction no name excuses; whether any fired.
 fn check_hints_against_name(
     report: &mut Report,
-    (name, label): (Option<&str>, &str),
-    (read_only, destructive, open_world): (Option<bool>, Option<bool>, Option<bool>),
+    name: Option<&str>,
+    label: &str,
+    hints: StatedHints,
     reach_prefixes: &[String],
 ) -> bool {
+    let StatedHints {
+        read_only,
+        destructive,
+        open_world,
+    } = hints;
     let mut specific = false;
     if read_only == Some(true) && destructive == Some(true) {
         specific = true;
@@ -875,7 +887,8 @@ fn check_description(
     name: Option<&str>,
     label: &str,
     obj: &Map<String, Value>,
-    (input_properties, max_chars): (Option<&Map<String, Value>>, usize),
+    input_properties: Option<&Map<String, Value>>,
+    max_chars: usize,
 ) {
     let Some(description) = obj
         .get("description")

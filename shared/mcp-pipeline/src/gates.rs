@@ -446,7 +446,8 @@ impl Gates {
     /// the tenant's limits. `Err`: refused, nothing counted (the error says when to retry).
     pub async fn admit_product_call(
         &self,
-        (tenant, credential): (&str, &str),
+        tenant: &str,
+        credential: &str,
         class: EffectClass,
         request_id: &str,
         now: i64,
@@ -650,7 +651,8 @@ pub(crate) async fn beside_release<T>(
 pub(crate) fn object_buckets(
     gates: &Gates,
     tenant: &str,
-    (ids, recipients): (&[String], &[String]),
+    ids: &[String],
+    recipients: &[String],
     now: i64,
 ) -> Vec<crate::PlannedWrite> {
     let window = gates.limits.object_window_seconds.max(1);

@@ -174,7 +174,7 @@ pub fn queue(tenant: &str, id: &str, message: &Outgoing<'_>) -> [Put; 2] {
 
 /// Claims `message` for a delivery (`claim`, at `now`) if it is queued, failed and due, or
 /// claimed by a delivery whose lease lapsed (`lapsed_before`).
-pub fn claim(key: &Key, claim: &str, (now, lapsed_before): (i64, i64)) -> Update {
+pub fn claim(key: &Key, claim: &str, now: i64, lapsed_before: i64) -> Update {
     let is = |s: Status| Condition::eq("status", Value::s(s.as_str()));
     let due = Condition::NotExists("next_attempt_at".into()).or(Condition::Cmp(
         "next_attempt_at".into(),

@@ -119,7 +119,7 @@ impl Dispatcher {
     pub async fn deliver(&self, key: &Key) -> Result<Outcome, OutboxError> {
         let claim = outside::random_text(self.randomness.as_ref(), 24);
         let now = self.clock.now();
-        let claiming = format::claim(key, &claim, (now, now - self.policy.lease_seconds));
+        let claiming = format::claim(key, &claim, now, now - self.policy.lease_seconds);
         let message = match self.store.update(claiming).await {
             Ok(item) => Message::read(key, &item)
                 .ok_or_else(|| OutboxError::NotFound(format!("{} is no message", key.sk)))?,

@@ -865,7 +865,8 @@ impl Store for DynamoStore {
             for (i, op) in ops.iter().enumerate() {
                 let reason = reasons.get(i);
                 out.push(cancel_reason(
-                    (i, op),
+                    i,
+                    op,
                     reason,
                     &mut replacements,
                     now,
@@ -906,7 +907,8 @@ struct Verdict {
 /// for the transaction. A condition that failed only because an update's item had expired
 /// becomes a replacement to retry with.
 fn cancel_reason(
-    (i, op): (usize, &TransactOp),
+    i: usize,
+    op: &TransactOp,
     reason: Option<&aws_sdk_dynamodb::types::CancellationReason>,
     replacements: &mut HashMap<usize, (Value, Item)>,
     now: i64,

@@ -823,7 +823,7 @@ impl Store for SqliteStore {
         // The value stands for its items: keeping both would hold them twice.
         let (items, _) = self.read_and_label(keys, &[], Keep::Nothing)?;
         let value = (derivation.derive)(&items);
-        derived.keep(now, (derivation.name, keys), &labels, &items, &value);
+        derived.keep(now, derivation.name, keys, &labels, &items, &value);
         Ok((value, rest))
     }
 }

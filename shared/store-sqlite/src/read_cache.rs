@@ -177,7 +177,8 @@ impl DerivedCache {
     pub(crate) fn keep(
         &self,
         now: i64,
-        (name, keys): (&'static str, &[Key]),
+        name: &'static str,
+        keys: &[Key],
         labels: &[Option<u64>],
         items: &[Option<Item>],
         value: &Derived,

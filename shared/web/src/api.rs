@@ -223,7 +223,7 @@ async fn admit(
     let now = web.clock.now();
     let Err(refused) = web
         .gates
-        .admit_product_call((&caller.tenant, &caller.token), class, &request, now)
+        .admit_product_call(&caller.tenant, &caller.token, class, &request, now)
         .await
     else {
         return Ok(());

@@ -42,7 +42,8 @@ pub(crate) async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -
     let signed_in = accounts::operators::sign_in(
         web.store.as_ref(),
         &web.throttle,
-        (field("email"), field("password")),
+        field("email"),
+        field("password"),
         address.as_deref(),
     )
     .await;
@@ -156,7 +157,8 @@ async fn set(web: &Web, s: &Session, form: &BTreeMap<String, String>) -> WebResp
     let flipped = accounts::operators::set_kill_switch(
         web.store.as_ref(),
         &web.switches,
-        (&s.member, identity::Channel::Web),
+        &s.member,
+        identity::Channel::Web,
         on,
         reason,
     )

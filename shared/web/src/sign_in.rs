@@ -38,7 +38,9 @@ pub(crate) async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -
         .members
         .sign_in(
             &web.throttle,
-            (field("tenant"), field("member"), field("password")),
+            field("tenant"),
+            field("member"),
+            field("password"),
             address.as_deref(),
         )
         .await;

@@ -24,7 +24,7 @@ async fn writer(n: &Notes, tenant: &str, member: &str) -> TestClient {
         booking::rights::BOOKINGS_WRITE,
         booking::rights::CUSTOMERS_NOTIFY,
     ]);
-    let (_, token) = connect(&n.app, (tenant, member), rights, Toolset::Full, "isolation").await;
+    let (_, token) = connect(&n.app, tenant, member, rights, Toolset::Full, "isolation").await;
     TestClient::in_process(n.app.http.clone())
         .with_header("authorization", &format!("Bearer {token}"))
 }

@@ -73,7 +73,8 @@ pub(crate) async fn answer_to_partial_request(
 /// stdout.
 pub(crate) fn administer(
     binary: &std::path::Path,
-    (url, token): (&str, &str),
+    url: &str,
+    token: &str,
     args: &[&str],
 ) -> String {
     let mut command = std::process::Command::new(binary);

@@ -255,7 +255,8 @@ impl FaultyStore {
         &self,
         keys: &[Key],
         first: &str,
-        (read_first, until): (&Gate, &Gate),
+        read_first: &Gate,
+        until: &Gate,
     ) -> Result<Vec<Option<Item>>, StoreError> {
         let (early, late): (Vec<Key>, Vec<Key>) =
             keys.iter().cloned().partition(|k| is_kind(k, first));
@@ -288,7 +289,7 @@ impl Store for FaultyStore {
     async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
         match self.fault_for(call(Op::BatchGet, keys.to_vec())) {
             Some(Fault::ReadApart { first, read, until }) => {
-                self.read_apart(keys, first, (&read, &until)).await
+                self.read_apart(keys, first, &read, &until).await
             }
             fault => self.apply(fault, self.inner.batch_get(keys)).await,
         }

@@ -48,14 +48,15 @@ impl Tenant {
         clock: Arc<dyn Clock>,
     ) -> Option<Self> {
         let bound = Duration::from_millis(1500);
-        Self::waiting(backend, (limits, bound), connections, clock).await
+        Self::waiting(backend, limits, bound, connections, clock).await
     }
 
     /// A tenant whose store calls are bounded at `store_wait`: a test that needs every call
     /// served gives it room, since the local DynamoDB server is slow on a loaded machine.
     pub(crate) async fn waiting(
         backend: Backend,
-        (limits, store_wait): (Limits, Duration),
+        limits: Limits,
+        store_wait: Duration,
         connections: usize,
         clock: Arc<dyn Clock>,
     ) -> Option<Self> {

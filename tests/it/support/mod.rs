@@ -55,7 +55,8 @@ pub(crate) fn dynamodb_endpoint(what: &str) -> Option<String> {
 /// hold the rights.
 pub(crate) async fn connect(
     app: &app::App,
-    (tenant, member): (&str, &str),
+    tenant: &str,
+    member: &str,
     rights: BTreeSet<String>,
     toolset: Toolset,
     client: &str,
@@ -148,7 +149,8 @@ pub(crate) async fn owner_connection(app: &app::App, client: &str) -> String {
         .unwrap();
     let (_, token) = connect(
         app,
-        ("acme", "ana"),
+        "acme",
+        "ana",
         rights(&["bookings:read"]),
         Toolset::Standard,
         client,

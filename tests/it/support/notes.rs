@@ -952,7 +952,8 @@ impl Notes {
             .unwrap();
         let (connection, token) = connect(
             &app,
-            ("acme", "dan"),
+            "acme",
+            "dan",
             rights(&[
                 booking::rights::BOOKINGS_READ,
                 booking::rights::BOOKINGS_WRITE,
@@ -1029,7 +1030,8 @@ impl Notes {
     pub(crate) async fn second_connection(&self) -> TestClient {
         let (_, token) = connect(
             &self.app,
-            ("acme", "dan"),
+            "acme",
+            "dan",
             rights(&[
                 booking::rights::BOOKINGS_READ,
                 booking::rights::CUSTOMERS_NOTIFY,

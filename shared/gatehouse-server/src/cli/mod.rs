@@ -916,7 +916,7 @@ async fn with_store(
             mode,
             tenant,
             member,
-        } => approval_mode(product, store, (class, mode), &tenant, &member).await,
+        } => approval_mode(product, store, class, mode, &tenant, &member).await,
         Command::Manifest { out } => manifest(product, out).await,
         Command::Dynamodb { command } => dynamodb(&cli.store, &command).await,
         Command::Demo { command } => demo::run(&cli.store, &command).await,
@@ -1058,7 +1058,7 @@ async fn serve(
         request: REQUEST_TIMEOUT,
     };
     let open = Arc::new(tokio::sync::Semaphore::new(args.max_connections as usize));
-    let why = accept_until_stopped(&listener, &app, (&work, limits, open), signals).await;
+    let why = accept_until_stopped(&listener, &app, &work, limits, open, signals).await;
     drop(listener);
     eprintln!("gatehouse: {why}; finishing the calls in progress");
     match work.stop(shutdown::GRACE).await {
@@ -1270,11 +1270,9 @@ const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 async fn accept_until_stopped(
     listener: &tokio::net::TcpListener,
     app: &app::App,
-    (work, limits, open): (
-        &Arc<shutdown::Work>,
-        connection_limits::Limits,
-        Arc<tokio::sync::Semaphore>,
-    ),
+    work: &Arc<shutdown::Work>,
+    limits: connection_limits::Limits,
+    open: Arc<tokio::sync::Semaphore>,
     mut signals: shutdown::Signals,
 ) -> &'static str {
     // Shared by every connection: cloning the pages' services per request cost about 1% of a
@@ -1301,8 +1299,10 @@ async fn accept_until_stopped(
         // Answers are written whole; nothing is gained by holding a small one back.
         let _ = stream.set_nodelay(true);
         let connection = serve_connection(
-            (stream, peer.ip()),
-            (app.http.clone(), Arc::clone(&web)),
+            stream,
+            peer.ip(),
+            app.http.clone(),
+            Arc::clone(&web),
             limits,
             work.stopping(),
         );
@@ -1318,8 +1318,10 @@ async fn accept_until_stopped(
 /// connection closes (an idle one at once); a connection that passes one of `limits` (a head
 /// sent too slowly, too long idle, a request past its timeout) is closed.
 async fn serve_connection(
-    (stream, peer): (tokio::net::TcpStream, std::net::IpAddr),
-    (http, web): (mcp_http::McpService, Arc<web::Web>),
+    stream: tokio::net::TcpStream,
+    peer: std::net::IpAddr,
+    http: mcp_http::McpService,
+    web: Arc<web::Web>,
     limits: connection_limits::Limits,
     stopping: impl std::future::Future<Output = ()>,
 ) {
@@ -1693,7 +1695,7 @@ async fn member(
             let wanted = (active || inactive).then_some(active);
             let (set, active) = app
                 .members
-                .set(&console(&tenant), &member, (&role, wanted))
+                .set(&console(&tenant), &member, &role, wanted)
                 .await?;
             let state = if active { "an active" } else { "an inactive" };
             let verb = match set {
@@ -1966,12 +1968,13 @@ async fn kill_switch(
 async fn approval_mode(
     product: &Arc<dyn Product>,
     store: Arc<dyn store::Store>,
-    change: (Option<ApprovalClass>, Option<Approval>),
+    class: Option<ApprovalClass>,
+    mode: Option<Approval>,
     tenant: &str,
     member: &str,
 ) -> anyhow::Result<()> {
     let app = build(product, Arc::clone(&store), app::Settings::default())?;
-    match change {
+    match (class, mode) {
         (None, None) => {}
         (Some(class), Some(mode)) => {
             // The switch service checks the member's right (ADR 48).

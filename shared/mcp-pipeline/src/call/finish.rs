@@ -12,6 +12,13 @@ use crate::server::Interrupt;
 use crate::{Caller, EffectClass, ErrorKind, ToolError, ToolResult};
 use crate::{PlannedWrite as Planned, WriteSet};
 
+/// A two-step action as its body just prepared it: the pending action to store, and the
+/// content (what would go out) that a confirmation approves.
+struct Fresh {
+    pending: Pending,
+    content: Value,
+}
+
 impl Call<'_> {
     /// 8. A request for input is sealed and returned; a failure, or an answer the
     ///    interceptors gave without running the body, commits nothing; a read plans nothing;
@@ -127,7 +134,7 @@ impl Call<'_> {
         let fresh = self.pending_of(&ran, caller)?;
         match self.phase.clone() {
             Phase::Call => self.store_preview(g, ran, fresh).await,
-            Phase::Confirm(old, _) if old.content_hash != fresh.0.content_hash => {
+            Phase::Confirm(old, _) if old.content_hash != fresh.pending.content_hash => {
                 self.supersede(g, &old, fresh).await
             }
             Phase::Confirm(old, approver) => self.execute(g, ran, &old, approver).await,
@@ -219,7 +226,7 @@ impl Call<'_> {
     }
 
     /// The pending action this run prepared, with the preview's content.
-    fn pending_of(&self, ran: &Ran, caller: &Caller) -> Stage<(Pending, Value)> {
+    fn pending_of(&self, ran: &Ran, caller: &Caller) -> Stage<Fresh> {
         let Some((summary, content)) = ran.writes.preview.clone() else {
             return Err(self
                 .internal_error("a two-step tool prepared no preview")
@@ -242,7 +249,7 @@ impl Call<'_> {
             marked: true,
             ids: ran.writes.ids.clone(),
         };
-        Ok((pending, content))
+        Ok(Fresh { pending, content })
     }
 
     /// Stores the preview as a pending action (audited as prepared), then asks the client's
@@ -251,8 +258,12 @@ impl Call<'_> {
         &mut self,
         g: &gates::Gates,
         ran: Ran,
-        (mut fresh, content): (Pending, Value),
+        fresh: Fresh,
     ) -> Stage<ToolResult> {
+        let Fresh {
+            pending: mut fresh,
+            content,
+        } = fresh;
         let tenant = self.caller().map(|c| c.tenant.clone()).unwrap_or_default();
         fresh.elicited = self.client_elicits() && !fresh.in_product;
         let ran_meanwhile = self
@@ -322,8 +333,12 @@ impl Call<'_> {
         &mut self,
         g: &gates::Gates,
         old: &Pending,
-        (mut fresh, content): (Pending, Value),
+        fresh: Fresh,
     ) -> Stage<ToolResult> {
+        let Fresh {
+            pending: mut fresh,
+            content,
+        } = fresh;
         fresh.in_product |= old.in_product;
         let Some(caller) = self.caller() else {
             return Err(self
@@ -392,8 +407,13 @@ impl Call<'_> {
             confirm::consumption(caller, &old.token, "used"),
         );
         if self.plan.spec.effect() == EffectClass::Notify {
-            let sent_to = (&writes.ids[..], &writes.recipients[..]);
-            let buckets = gates::object_buckets(g, tenant.as_str(), sent_to, self.now);
+            let buckets = gates::object_buckets(
+                g,
+                tenant.as_str(),
+                &writes.ids,
+                &writes.recipients,
+                self.now,
+            );
             writes.ops.extend(buckets);
         }
         // The pending action's own conditions come first: when the same confirmation commits

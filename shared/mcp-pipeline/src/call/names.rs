@@ -33,7 +33,7 @@ impl Call<'_> {
                 continue;
             };
             let (handle, warning) =
-                crate::resolved(resolver.as_ref(), (field, noun, name.trim()), found)?;
+                crate::resolved(resolver.as_ref(), field, noun, name.trim(), found)?;
             args.insert(field.clone(), Value::String(handle));
             coerced.push(warning);
         }
