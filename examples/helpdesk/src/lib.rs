@@ -135,7 +135,9 @@ impl Product for Helpdesk {
     }
 
     fn read_ahead(&self) -> ReadAhead {
-        ReadAhead(Arc::new(tickets::of_handle))
+        ReadAhead(Arc::new(|tenant: &str, text: &str| {
+            tickets::of_handle(&gatehouse_tool::TenantId::new(tenant), text)
+        }))
     }
 
     fn records(&self, cx: &ProductContext) -> Option<Arc<dyn Records>> {

@@ -4,6 +4,7 @@
 //! pipeline commits with the call's gates, never written here.
 
 use gatehouse_server::store;
+use gatehouse_tool::TenantId;
 use std::sync::Arc;
 
 use store::{Condition, Item, Key, Put, Query, Store, TransactOp, Update, UpdateAction, Value};
@@ -85,17 +86,17 @@ impl Ticket {
 }
 
 /// A workspace's tickets.
-pub fn partition(tenant: &str) -> String {
+pub fn partition(tenant: &TenantId) -> String {
     format!("{tenant}#ticket")
 }
 
 /// One ticket of `tenant`.
-pub fn key(tenant: &str, id: &str) -> Key {
+pub fn key(tenant: &TenantId, id: &str) -> Key {
     Key::new(partition(tenant), id)
 }
 
 /// The claim an open ticket holds on its customer and subject: one open ticket per question.
-fn claim_key(tenant: &str, customer: &str, subject: &str) -> Key {
+fn claim_key(tenant: &TenantId, customer: &str, subject: &str) -> Key {
     Key::new(
         format!("{tenant}#ticketclaim"),
         format!(
@@ -107,7 +108,7 @@ fn claim_key(tenant: &str, customer: &str, subject: &str) -> Key {
 }
 
 /// The key of the record a text is the handle of (the read-ahead of calls that name tickets).
-pub fn of_handle(tenant: &str, text: &str) -> Option<Key> {
+pub fn of_handle(tenant: &TenantId, text: &str) -> Option<Key> {
     let id = text.strip_prefix(PREFIX)?.strip_prefix('_')?;
     let plain = !id.is_empty() && id.len() <= 32 && id.chars().all(|c| c.is_ascii_alphanumeric());
     plain.then(|| key(tenant, id))
@@ -126,7 +127,7 @@ impl Tickets {
     }
 
     /// The ticket `id` of `tenant`.
-    pub async fn get(&self, tenant: &str, id: &str) -> Result<Ticket, HelpdeskError> {
+    pub async fn get(&self, tenant: &TenantId, id: &str) -> Result<Ticket, HelpdeskError> {
         match self.store.get(&key(tenant, id)).await? {
             Some(item) => Ok(Ticket::read(id, &item)),
             None => Err(HelpdeskError::NotFound(format!("{PREFIX}_{id}"))),
@@ -136,7 +137,7 @@ impl Tickets {
     /// An open ticket at `version`.
     pub async fn open_at(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         id: &str,
         version: i64,
     ) -> Result<Ticket, HelpdeskError> {
@@ -157,7 +158,7 @@ impl Tickets {
     /// Up to `limit` tickets of `tenant`, open ones only unless `closed_too`.
     pub async fn list(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         closed_too: bool,
         limit: usize,
     ) -> Result<Vec<Ticket>, HelpdeskError> {
@@ -185,7 +186,7 @@ impl Tickets {
 }
 
 /// A change that holds only while the ticket is still at `version`.
-fn at_version(tenant: &str, ticket: &Ticket, actions: Vec<UpdateAction>) -> Update {
+fn at_version(tenant: &TenantId, ticket: &Ticket, actions: Vec<UpdateAction>) -> Update {
     let mut actions = actions;
     actions.push(UpdateAction::Add(
         "version".into(),
@@ -196,7 +197,7 @@ fn at_version(tenant: &str, ticket: &Ticket, actions: Vec<UpdateAction>) -> Upda
 }
 
 /// The writes that open a ticket, and its claim on its customer and subject.
-pub fn create(tenant: &str, ticket: &Ticket) -> [TransactOp; 2] {
+pub fn create(tenant: &TenantId, ticket: &Ticket) -> [TransactOp; 2] {
     let mut item = Item::new();
     item.insert("subject".into(), Value::s(&ticket.subject));
     item.insert("customer".into(), Value::s(&ticket.customer));
@@ -217,14 +218,14 @@ pub fn create(tenant: &str, ticket: &Ticket) -> [TransactOp; 2] {
 }
 
 /// The write that gives up an open ticket's claim on its customer and subject.
-fn release(tenant: &str, ticket: &Ticket) -> TransactOp {
+fn release(tenant: &TenantId, ticket: &Ticket) -> TransactOp {
     store::Delete::new(claim_key(tenant, &ticket.customer, &ticket.subject))
         .when(Condition::eq("holder", Value::s(ticket.handle())))
         .into()
 }
 
 /// The writes that close a ticket and give up its claim.
-pub fn close(tenant: &str, ticket: &Ticket) -> [TransactOp; 2] {
+pub fn close(tenant: &TenantId, ticket: &Ticket) -> [TransactOp; 2] {
     let set = vec![UpdateAction::Set("status".into(), Value::s("closed"))];
     [
         at_version(tenant, ticket, set).into(),
@@ -233,13 +234,13 @@ pub fn close(tenant: &str, ticket: &Ticket) -> [TransactOp; 2] {
 }
 
 /// The write that mutes a ticket's alerts.
-pub fn mute(tenant: &str, ticket: &Ticket) -> TransactOp {
+pub fn mute(tenant: &TenantId, ticket: &Ticket) -> TransactOp {
     let set = vec![UpdateAction::Set("muted".into(), Value::Bool(true))];
     at_version(tenant, ticket, set).into()
 }
 
 /// The writes that delete a ticket (and give up its claim while it is open).
-pub fn delete(tenant: &str, ticket: &Ticket) -> Vec<TransactOp> {
+pub fn delete(tenant: &TenantId, ticket: &Ticket) -> Vec<TransactOp> {
     let mut ops: Vec<TransactOp> = vec![
         store::Delete::new(key(tenant, &ticket.id))
             .when(Condition::eq("version", Value::n(ticket.version)))
@@ -253,6 +254,6 @@ pub fn delete(tenant: &str, ticket: &Ticket) -> Vec<TransactOp> {
 
 /// The write that records that `ticket` was answered (its version moves, so that a reply
 /// prepared against an older one is refused).
-pub fn answered(tenant: &str, ticket: &Ticket) -> TransactOp {
+pub fn answered(tenant: &TenantId, ticket: &Ticket) -> TransactOp {
     at_version(tenant, ticket, Vec::new()).into()
 }

@@ -146,7 +146,7 @@ impl Tool for GetTicket {
         let t = self
             .0
             .tickets
-            .get(tenant.as_str(), input.ticket.id())
+            .get(&tenant, input.ticket.id())
             .await
             .map_err(other)?;
         Ok(Success::new(
@@ -222,7 +222,7 @@ impl Tool for FindTickets {
         let found = self
             .0
             .tickets
-            .list(tenant.as_str(), all, usize::try_from(limit).unwrap_or(20))
+            .list(&tenant, all, usize::try_from(limit).unwrap_or(20))
             .await
             .map_err(other)?;
         Ok(Success::new(
@@ -290,7 +290,7 @@ impl Tool for CreateTicket {
             muted: false,
             version: 1,
         };
-        let [put, claim] = tickets::create(tenant.as_str(), &ticket);
+        let [put, claim] = tickets::create(&tenant, &ticket);
         ctx.writes.push(put);
         ctx.writes.push_or(claim, |current| {
             let holder = current
@@ -348,10 +348,10 @@ impl Tool for CloseTicket {
         let mut t = self
             .0
             .tickets
-            .open_at(tenant.as_str(), input.ticket.id(), input.version)
+            .open_at(&tenant, input.ticket.id(), input.version)
             .await
             .map_err(other)?;
-        for op in tickets::close(tenant.as_str(), &t) {
+        for op in tickets::close(&tenant, &t) {
             ctx.writes.push(op);
         }
         ctx.writes.touch(t.handle());
@@ -410,17 +410,21 @@ impl Tool for ReplyToCustomer {
         let t = self
             .0
             .tickets
-            .open_at(tenant.as_str(), input.ticket.id(), input.version)
+            .open_at(&tenant, input.ticket.id(), input.version)
             .await
             .map_err(other)?;
-        ctx.writes.push(tickets::answered(tenant.as_str(), &t));
+        ctx.writes.push(tickets::answered(&tenant, &t));
         let subject = format!("Re: {}", t.subject);
         queue(
             &ctx.writes,
             &self.0,
-            tenant.as_str(),
-            (&t.customer, &subject, &message),
-            &t.handle(),
+            &tenant,
+            &outbox::Outgoing {
+                to: &t.customer,
+                subject: &subject,
+                body: &message,
+                about: &t.handle(),
+            },
         );
         let preview = ctx.writes.preview(
             format!(
@@ -440,26 +444,20 @@ impl Tool for ReplyToCustomer {
     }
 }
 
-/// Queues one message in the call's writes and names its recipient (counted per recipient).
+/// Queues `message` of `tenant` in the call's writes and names its recipient (counted per
+/// recipient) and the record it is about.
 fn queue(
     writes: &TwoStepWrites,
     services: &Services,
-    tenant: &str,
-    (to, subject, body): (&str, &str, &str),
-    about: &str,
+    tenant: &TenantId,
+    message: &outbox::Outgoing<'_>,
 ) {
     let id = outside::random_text(services.randomness.as_ref(), 20);
-    let message = outbox::Outgoing {
-        to,
-        subject,
-        body,
-        about,
-    };
-    for put in outbox::queue(tenant, &id, &message) {
+    for put in outbox::queue(tenant.as_str(), &id, message) {
         writes.push(put);
     }
-    writes.notify(to);
-    writes.touch(about);
+    writes.notify(message.to);
+    writes.touch(message.about);
 }
 
 /// Arguments of `escalate_ticket`.
@@ -500,17 +498,21 @@ impl Tool for EscalateTicket {
         let t = self
             .0
             .tickets
-            .open_at(tenant.as_str(), input.ticket.id(), input.version)
+            .open_at(&tenant, input.ticket.id(), input.version)
             .await
             .map_err(other)?;
-        ctx.writes.push(tickets::answered(tenant.as_str(), &t));
+        ctx.writes.push(tickets::answered(&tenant, &t));
         let subject = format!("Escalated: {}", t.subject);
         queue(
             &ctx.writes,
             &self.0,
-            tenant.as_str(),
-            (ONCALL, &subject, &reason),
-            &t.handle(),
+            &tenant,
+            &outbox::Outgoing {
+                to: ONCALL,
+                subject: &subject,
+                body: &reason,
+                about: &t.handle(),
+            },
         );
         let preview = ctx.writes.preview(
             format!("Page on-call about ticket {}: \"{reason}\"", t.handle()),
@@ -547,10 +549,10 @@ impl Tool for MuteTicketAlerts {
         let mut t = self
             .0
             .tickets
-            .open_at(tenant.as_str(), input.ticket.id(), input.version)
+            .open_at(&tenant, input.ticket.id(), input.version)
             .await
             .map_err(other)?;
-        ctx.writes.push(tickets::mute(tenant.as_str(), &t));
+        ctx.writes.push(tickets::mute(&tenant, &t));
         ctx.writes.touch(t.handle());
         let preview = ctx.writes.preview(
             format!("Mute the alerts of ticket {}", t.handle()),
@@ -596,7 +598,7 @@ impl Tool for DeleteTicket {
         let t = self
             .0
             .tickets
-            .get(tenant.as_str(), input.ticket.id())
+            .get(&tenant, input.ticket.id())
             .await
             .map_err(other)?;
         if t.version != input.version {
@@ -606,7 +608,7 @@ impl Tool for DeleteTicket {
                 current: t.version,
             }));
         }
-        for op in tickets::delete(tenant.as_str(), &t) {
+        for op in tickets::delete(&tenant, &t) {
             ctx.writes.push(op);
         }
         ctx.writes.touch(t.handle());
@@ -680,10 +682,10 @@ impl Tool for CreditCustomer {
         let t = self
             .0
             .tickets
-            .open_at(tenant.as_str(), input.ticket.id(), input.version)
+            .open_at(&tenant, input.ticket.id(), input.version)
             .await
             .map_err(other)?;
-        ctx.writes.push(tickets::answered(tenant.as_str(), &t));
+        ctx.writes.push(tickets::answered(&tenant, &t));
         let body = format!(
             "We credited {amount} to your account for ticket {}.",
             t.handle()
@@ -691,9 +693,13 @@ impl Tool for CreditCustomer {
         queue(
             &ctx.writes,
             &self.0,
-            tenant.as_str(),
-            (&t.customer, "Your credit", &body),
-            &t.handle(),
+            &tenant,
+            &outbox::Outgoing {
+                to: &t.customer,
+                subject: "Your credit",
+                body: &body,
+                about: &t.handle(),
+            },
         );
         let preview = ctx.writes.preview(
             format!(

@@ -125,8 +125,8 @@ pub(crate) fn actor<E: Effect>(ctx: &ToolContext<E>) -> Result<Actor, CallError>
         ))
     })?;
     Ok(Actor {
-        tenant: caller.tenant.as_str().to_owned(),
-        member: caller.creator.as_str().to_owned(),
+        tenant: caller.tenant.clone(),
+        member: caller.creator.clone(),
         rights: caller.rights.clone(),
     })
 }

@@ -55,7 +55,10 @@ impl Tool for CancelBooking {
             .use_cases()
             .cancel_booking(
                 &actor,
-                (input.booking.id(), &input.version),
+                booking::Expected {
+                    id: input.booking.id(),
+                    version: &input.version,
+                },
                 crate::adapter::now(&ctx),
             )
             .await

@@ -55,16 +55,15 @@ impl Tool for CancelBookings {
         input: Input,
     ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let filter = (
-            input.customer.map(|h| h.id().to_owned()),
-            input.technician.map(|h| h.id().to_owned()),
-        );
+        let customer = input.customer.map(|h| h.id().to_owned());
+        let technician = input.technician.map(|h| h.id().to_owned());
         let changes = self
             .services
             .use_cases()
             .cancel_bookings(
                 &actor,
-                filter,
+                customer,
+                technician,
                 input.expected_count,
                 crate::adapter::now(&ctx),
             )

@@ -9,6 +9,7 @@ use booking::{
     Technicians, When,
 };
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+use store::{MemberId, TenantId};
 
 /// The demo.
 pub(crate) const DEMO: Demo = Demo {
@@ -100,10 +101,10 @@ fn next_clock_change(zone: chrono_tz::Tz, now: DateTime<Utc>) -> NaiveDate {
 }
 
 /// The seeding's product actor in `tenant`, with every right.
-fn seed_actor(tenant: &str) -> Actor {
+fn seed_actor(tenant: TenantId) -> Actor {
     Actor {
-        tenant: tenant.into(),
-        member: "seed".into(),
+        tenant,
+        member: MemberId::new("seed"),
         rights: booking::rights::ALL
             .iter()
             .map(|r| (*r).to_owned())
@@ -117,7 +118,7 @@ async fn seed_records(s: &DemoSeed) -> Result<(), DemoError> {
     let w = &s.workspace;
     let t = if w.id == "acme" { &ACME } else { &GLOBEX };
     let (store, now) = (&s.store, s.now);
-    let seed = seed_actor(w.id);
+    let seed = seed_actor(TenantId::new(w.id));
     let customers = Customers::new(store.clone());
     for (name, email, notes) in t.customers {
         let new = NewCustomer {

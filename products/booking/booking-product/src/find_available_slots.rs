@@ -105,8 +105,9 @@ impl Tool for FindAvailableSlots {
             .filter_map(|b| TimeRange::new(b.start, b.end).ok())
             .collect();
         let now = crate::adapter::now(&ctx);
-        let day = (date.and_time(from), date.and_time(to));
-        let slots = free_slots(day, (&technician.zone, input.duration_minutes), &busy, now);
+        let (first, end) = (date.and_time(from), date.and_time(to));
+        let minutes = input.duration_minutes;
+        let slots = free_slots(first, end, &technician.zone, minutes, &busy, now);
         let summary = format!(
             "{} free slots for {} on {}.",
             slots.len(),
@@ -140,8 +141,10 @@ fn working_hours(text: &str) -> Result<(chrono::NaiveTime, chrono::NaiveTime), T
 /// Up to 10 starts, every half hour of the working `day` in `zone`, that exist (not in a DST
 /// gap), lie ahead of `now` and leave `minutes` free of every `busy` range.
 fn free_slots(
-    (first, end): (chrono::NaiveDateTime, chrono::NaiveDateTime),
-    (zone, minutes): (&str, i64),
+    first: chrono::NaiveDateTime,
+    end: chrono::NaiveDateTime,
+    zone: &str,
+    minutes: i64,
     busy: &[TimeRange],
     now: chrono::DateTime<chrono::Utc>,
 ) -> Vec<Slot> {

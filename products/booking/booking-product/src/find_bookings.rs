@@ -95,7 +95,7 @@ impl Tool for FindBookings {
             .iter()
             .map(|b| BookingView::new(b, &self.services.console_base, now))
             .collect();
-        let summary = crate::present::matched(bookings.len(), more, ("booking", "bookings"));
+        let summary = crate::present::matched(bookings.len(), more, "booking", "bookings");
         let mut success = Success::new(summary, Output { bookings, more });
         if let Some(first) = found.first() {
             success = success.next_step(format!(

@@ -65,7 +65,7 @@ impl Tool for FindCustomers {
             .collect();
         let summary = match customers.len() {
             0 => format!("No customer matches {:?}.", input.query),
-            n => crate::present::matched(n, more, ("customer", "customers")),
+            n => crate::present::matched(n, more, "customer", "customers"),
         };
         let mut success = Success::new(summary, Output { customers, more });
         if let Some(first) = found.first() {

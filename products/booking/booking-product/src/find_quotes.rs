@@ -70,7 +70,7 @@ impl Tool for FindQuotes {
         let found = self
             .services
             .quotes
-            .find(&actor, (customer, state), limit + 1)
+            .find(&actor, customer, state, limit + 1)
             .await
             .map_err(error)?;
         let (found, more) = crate::present::page(found, limit);
@@ -78,7 +78,7 @@ impl Tool for FindQuotes {
             .iter()
             .map(|q| QuoteView::new(q, &self.services.console_base))
             .collect();
-        let summary = crate::present::matched(quotes.len(), more, ("quote", "quotes"));
+        let summary = crate::present::matched(quotes.len(), more, "quote", "quotes");
         let mut success = Success::new(summary, Output { quotes, more });
         if let Some(first) = found.first() {
             success = success.next_step(format!("get_quote {{\"quote\": \"{}\"}}", first.handle()));

@@ -26,8 +26,8 @@ impl NameLookup {
         name: &str,
     ) -> Result<Option<Vec<Named>>, ToolError> {
         let actor = Actor {
-            tenant: caller.tenant.as_str().to_owned(),
-            member: caller.creator.as_str().to_owned(),
+            tenant: caller.tenant.clone(),
+            member: caller.creator.clone(),
             rights: caller.rights.clone(),
         };
         let wanted = name.trim().to_lowercase();

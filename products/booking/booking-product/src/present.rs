@@ -15,8 +15,9 @@ pub(crate) fn page<T>(mut found: Vec<T>, limit: usize) -> (Vec<T>, bool) {
     (found, more)
 }
 
-/// A search's summary: how many are shown, and whether more match than are shown.
-pub(crate) fn matched(shown: usize, more: bool, (one, many): (&str, &str)) -> String {
+/// A search's summary: how many are shown, and whether more match than are shown (`one` and
+/// `many` name what was searched, in the singular and the plural).
+pub(crate) fn matched(shown: usize, more: bool, one: &str, many: &str) -> String {
     match (shown, more) {
         (0, _) => format!("No {many} match."),
         (1, true) => format!(

@@ -88,7 +88,9 @@ impl Product for Booking {
 
     fn read_ahead(&self) -> ReadAhead {
         // Handles in a call's arguments name the product's records, read with the credential.
-        ReadAhead(Arc::new(booking::keys::of_handle))
+        ReadAhead(Arc::new(|tenant: &str, text: &str| {
+            booking::keys::of_handle(&store::TenantId::new(tenant), text)
+        }))
     }
 
     fn workspace_settings(&self) -> &'static [WorkspaceSetting] {
@@ -120,7 +122,9 @@ impl Product for Booking {
                 .parse()
                 .map_err(|_| format!("the tax rate {tax:?} is not a number like 19 or 7.5"))?,
         };
-        let op = prices.plan(tenant).map_err(|e| e.to_string())?;
+        let op = prices
+            .plan(&store::TenantId::new(tenant))
+            .map_err(|e| e.to_string())?;
         Ok(vec![op])
     }
 

@@ -56,11 +56,22 @@ impl Tool for RescheduleBooking {
     ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
         let now = crate::adapter::now(&ctx);
-        let moved_to = (when(&input.start, &input.zone), input.duration_minutes);
+        let moved_to = booking::NewTime {
+            start: when(&input.start, &input.zone),
+            duration_minutes: input.duration_minutes,
+        };
         let change = self
             .services
             .use_cases()
-            .reschedule_booking(&actor, (input.booking.id(), &input.version), moved_to, now)
+            .reschedule_booking(
+                &actor,
+                booking::Expected {
+                    id: input.booking.id(),
+                    version: &input.version,
+                },
+                moved_to,
+                now,
+            )
             .await
             .map_err(error)?;
         let notified = change.notified.clone();

@@ -58,7 +58,14 @@ impl Tool for SendBookingConfirmation {
         let change = self
             .services
             .use_cases()
-            .send_booking_confirmation(&actor, (input.booking.id(), &input.version), now)
+            .send_booking_confirmation(
+                &actor,
+                booking::Expected {
+                    id: input.booking.id(),
+                    version: &input.version,
+                },
+                now,
+            )
             .await
             .map_err(error)?;
         let notified = change.notified.clone();

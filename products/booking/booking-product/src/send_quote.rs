@@ -56,7 +56,13 @@ impl Tool for SendQuote {
         let (change, customer) = self
             .services
             .use_cases()
-            .send_quote(&actor, (input.quote.id(), &input.version))
+            .send_quote(
+                &actor,
+                booking::Expected {
+                    id: input.quote.id(),
+                    version: &input.version,
+                },
+            )
             .await
             .map_err(error)?;
         let notified = change.notified.clone();

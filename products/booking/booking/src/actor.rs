@@ -2,15 +2,17 @@
 
 use std::collections::BTreeSet;
 
+use store::{MemberId, TenantId};
+
 use crate::BookingError;
 
 /// The member acting in a tenant, with the rights they hold right now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Actor {
     /// The tenant.
-    pub tenant: String,
+    pub tenant: TenantId,
     /// The member (or connection creator).
-    pub member: String,
+    pub member: MemberId,
     /// Current rights.
     pub rights: BTreeSet<String>,
 }

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde_json::json;
-use store::{Condition, Item, Put, Store, Value};
+use store::{Condition, Item, Put, Store, TenantId, Value};
 
 use crate::ids::Kind;
 use crate::text::version_of;
-use crate::time::{self, TimeError};
-use crate::{Actor, BookingError, Change, keys, rights};
+use crate::time;
+use crate::{Actor, BookingError, Change, Expected, keys, rights};
 
 /// Where a booking is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +82,7 @@ impl Booking {
     }
 
     /// The claim on this booking's customer, technician and start.
-    fn slot_claim(&self, tenant: &str) -> store::Key {
+    fn slot_claim(&self, tenant: &TenantId) -> store::Key {
         let business_key = format!(
             "{}|{}|{}",
             self.customer,
@@ -94,11 +94,11 @@ impl Booking {
 
     /// Moves the slot claim with the booking from where `before` stood (a draft or a
     /// confirmed booking that holds one).
-    fn move_claim(&self, before: &Booking, change: &mut Change<Booking>, tenant: &str) {
+    fn move_claim(&self, before: &Booking, change: &mut Change<Booking>, tenant: &TenantId) {
         if !self.separate {
-            let keys = (before.slot_claim(tenant), self.slot_claim(tenant));
+            let (from, to) = (before.slot_claim(tenant), self.slot_claim(tenant));
             let what = "customer, technician and start";
-            crate::claims::relocate(change, keys, &self.handle(), "booking", what);
+            crate::claims::relocate(change, from, to, &self.handle(), "booking", what);
         }
     }
 
@@ -248,11 +248,20 @@ pub struct NewBooking {
     pub duration_minutes: i64,
 }
 
+/// Where a confirmed booking moves ([`Bookings::reschedule`]): its new start and length.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTime {
+    /// The new start.
+    pub start: When,
+    /// The new length in minutes (`None`: as long as it is now).
+    pub duration_minutes: Option<i64>,
+}
+
 /// Every booking of `tenant` that `filter` matches, earliest start first (no rights checked:
 /// the caller has).
 pub(crate) async fn matching(
     store: &dyn Store,
-    tenant: &str,
+    tenant: &TenantId,
     filter: &BookingFilter,
 ) -> Result<Vec<Booking>, BookingError> {
     let keep = |b: &Booking| {
@@ -266,8 +275,8 @@ pub(crate) async fn matching(
                 .from
                 .is_none_or(|day| b.start.with_timezone(&b.zone).date_naive() >= day)
     };
-    let (kind, all) = ((tenant, Kind::Booking), usize::MAX);
-    let mut out = crate::records::scan(store, kind, Booking::from_item, keep, all).await?;
+    let (kind, all) = (Kind::Booking, usize::MAX);
+    let mut out = crate::records::scan(store, tenant, kind, Booking::from_item, keep, all).await?;
     out.sort_by_key(|b| b.start);
     Ok(out)
 }
@@ -588,7 +597,11 @@ impl Bookings {
 
     /// A technician's schedule: their revision and their bookings, read by one pass over the
     /// bookings' partition, in which the revision comes first (ADR 46).
-    pub async fn schedule(&self, tenant: &str, technician: &str) -> Result<Schedule, BookingError> {
+    pub async fn schedule(
+        &self,
+        tenant: &TenantId,
+        technician: &str,
+    ) -> Result<Schedule, BookingError> {
         let revision_key = keys::schedule(tenant, technician);
         let decode = |sk: &str, item: &Item| match sk == revision_key.sk {
             true => Some(Entry::Revision(item.get(SCHEDULE_REVISION).cloned())),
@@ -600,7 +613,8 @@ impl Bookings {
         };
         let entries = crate::records::scan(
             self.store.as_ref(),
-            (tenant, Kind::Booking),
+            tenant,
+            Kind::Booking,
             decode,
             keep,
             usize::MAX,
@@ -624,7 +638,7 @@ impl Bookings {
     /// second booking reads nothing.
     async fn hold_time(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         booking: &Booking,
         change: &mut Change<Booking>,
         now: DateTime<Utc>,
@@ -641,7 +655,7 @@ impl Bookings {
     /// with it, adding one (ADR 46). A deliberate second booking (`separate`) is the caller's
     /// choice, and not checked.
     fn check_free(
-        tenant: &str,
+        tenant: &TenantId,
         booking: &Booking,
         schedule: Schedule,
         change: &mut Change<Booking>,
@@ -695,7 +709,12 @@ impl Bookings {
         Ok(())
     }
 
-    fn save(change: &mut Change<Booking>, tenant: &str, expected_version: &str, booking: &Booking) {
+    fn save(
+        change: &mut Change<Booking>,
+        tenant: &TenantId,
+        expected_version: &str,
+        booking: &Booking,
+    ) {
         let expected = expected_version.to_owned();
         let handle = booking.handle();
         change.push(
@@ -835,9 +854,12 @@ impl Bookings {
             self.randomness.as_ref(),
             &mut change,
             &actor.tenant,
-            customer_email,
-            ("Your booking is confirmed", text),
-            &booking.handle(),
+            &outbox_format::Outgoing {
+                to: customer_email,
+                subject: "Your booking is confirmed",
+                body: text,
+                about: &booking.handle(),
+            },
         );
         change.ids.push(booking.handle());
         Ok(change)
@@ -848,14 +870,15 @@ impl Bookings {
     pub async fn cancel(
         &self,
         actor: &Actor,
-        (id, version): (&str, &str),
+        id: &str,
+        version: &str,
         customer_email: &str,
         text: &str,
         now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
         let booking = self.current(actor, id, version, still_open).await?;
-        self.cancel_read(actor, booking, (customer_email, text), now)
+        self.cancel_read(actor, booking, customer_email, text, now)
     }
 
     /// [`Bookings::cancel`] of a booking the caller has just read (by `get` or `find`), without
@@ -865,7 +888,8 @@ impl Bookings {
         &self,
         actor: &Actor,
         booking: Booking,
-        (customer_email, text): (&str, &str),
+        customer_email: &str,
+        text: &str,
         now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
         let (mut change, tell) = self.cancel_untold(actor, booking, now)?;
@@ -875,9 +899,12 @@ impl Bookings {
                 self.randomness.as_ref(),
                 &mut change,
                 &actor.tenant,
-                customer_email,
-                ("Your booking is cancelled", text),
-                &about,
+                &outbox_format::Outgoing {
+                    to: customer_email,
+                    subject: "Your booking is cancelled",
+                    body: text,
+                    about: &about,
+                },
             );
         }
         Ok(change)
@@ -934,9 +961,12 @@ impl Bookings {
             self.randomness.as_ref(),
             change,
             &actor.tenant,
-            &customer.email,
-            (subject, &text),
-            &customer.handle(),
+            &outbox_format::Outgoing {
+                to: &customer.email,
+                subject,
+                body: &text,
+                about: &customer.handle(),
+            },
         );
     }
 }
@@ -944,17 +974,20 @@ impl Bookings {
 impl Bookings {
     /// Plans moving a confirmed booking; the customer is told. Drafts move silently with
     /// `update_draft` instead.
-    #[allow(clippy::too_many_arguments)]
     pub async fn reschedule(
         &self,
         actor: &Actor,
-        id: &str,
-        version: &str,
-        start: When,
-        duration_minutes: Option<i64>,
-        (customer_email, schedule): (&str, Schedule),
+        expected: Expected<'_>,
+        to: NewTime,
+        customer_email: &str,
+        schedule: Schedule,
         now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
+        let Expected { id, version } = expected;
+        let NewTime {
+            start,
+            duration_minutes,
+        } = to;
         actor.require(rights::BOOKINGS_WRITE)?;
         actor.require(rights::CUSTOMERS_NOTIFY)?;
         let mut booking = self
@@ -1004,9 +1037,12 @@ impl Bookings {
             self.randomness.as_ref(),
             &mut change,
             &actor.tenant,
-            customer_email,
-            ("Your booking moves", &text),
-            &booking.handle(),
+            &outbox_format::Outgoing {
+                to: customer_email,
+                subject: "Your booking moves",
+                body: &text,
+                about: &booking.handle(),
+            },
         );
         change.ids.push(booking.handle());
         Ok(change)
@@ -1069,10 +1105,4 @@ fn in_status(booking: &Booking, allowed: bool, why: &str) -> Result<(), BookingE
         booking.handle(),
         booking.status.as_str()
     )))
-}
-
-impl From<(&'static str, TimeError)> for BookingError {
-    fn from((field, error): (&'static str, TimeError)) -> Self {
-        BookingError::Time { field, error }
-    }
 }

@@ -47,7 +47,8 @@ pub(crate) fn release<T>(change: &mut Change<T>, key: Key, holder: &str) {
 /// Moves `holder`'s claim from `from` to `to` (nothing when the key did not change).
 pub(crate) fn relocate<T>(
     change: &mut Change<T>,
-    (from, to): (Key, Key),
+    from: Key,
+    to: Key,
     holder: &str,
     kind: &'static str,
     what: &'static str,

@@ -53,7 +53,7 @@ impl Customer {
     }
 
     /// The claim on this customer's email.
-    fn email_claim(tenant: &str, email: &str) -> store::Key {
+    fn email_claim(tenant: &store::TenantId, email: &str) -> store::Key {
         keys::unique(tenant, "customer-email", email)
     }
 }
@@ -281,8 +281,8 @@ impl Customers {
     ) -> Result<Vec<Customer>, BookingError> {
         actor.require(rights::BOOKINGS_READ)?;
         let decode = |id: &str, item: &Item| Some(Customer::from_item(id, item));
-        let kind = (actor.tenant.as_str(), Kind::Customer);
-        crate::records::scan(self.store.as_ref(), kind, decode, keep, limit).await
+        let (tenant, kind) = (&actor.tenant, Kind::Customer);
+        crate::records::scan(self.store.as_ref(), tenant, kind, decode, keep, limit).await
     }
 
     /// Plans a new customer. The email is unique per tenant unless `separate_reason` says why
@@ -414,7 +414,7 @@ impl Customers {
             // The address moves with its claim: the old one goes, the new one must be free.
             let from = Customer::email_claim(&actor.tenant, &current.email);
             let to = Customer::email_claim(&actor.tenant, &email);
-            crate::claims::relocate(&mut change, (from, to), &handle, "customer", "email");
+            crate::claims::relocate(&mut change, from, to, &handle, "customer", "email");
         }
         change.ids.push(handle);
         Ok(change)

@@ -1,6 +1,6 @@
 //! Every key the booking product stores, in one place. The tenant id is the first segment.
 
-use store::Key;
+use store::{Key, TenantId};
 
 /// The second segment of the product's tenant partitions (`<tenant>#<kind>`): its settings,
 /// each kind of record ([`crate::ids::Kind::noun`]), duplicate claims and alert rules (its
@@ -20,30 +20,30 @@ pub const TENANT_KINDS: &[&str] = &[
 pub const GLOBAL: &[&str] = &[];
 
 /// How a workspace writes prices (currency, tax rate): the product's own settings.
-pub fn prices(tenant: &str) -> Key {
+pub fn prices(tenant: &TenantId) -> Key {
     Key::new(format!("{tenant}#prices"), "settings")
 }
 
 /// Where stores made before prices had their own item kept them: the platform's workspace
 /// item (`accounts::keys::workspace`), read for them only.
-pub(crate) fn workspace_of_earlier_stores(tenant: &str) -> Key {
+pub(crate) fn workspace_of_earlier_stores(tenant: &TenantId) -> Key {
     Key::new(format!("{tenant}#tenant"), "settings")
 }
 
 /// The partition of a kind of object.
-pub fn partition(tenant: &str, kind: crate::ids::Kind) -> String {
+pub fn partition(tenant: &TenantId, kind: crate::ids::Kind) -> String {
     format!("{tenant}#{}", kind.noun())
 }
 
 /// One object.
-pub fn object(tenant: &str, kind: crate::ids::Kind, id: &str) -> Key {
+pub fn object(tenant: &TenantId, kind: crate::ids::Kind, id: &str) -> Key {
     Key::new(partition(tenant, kind), id)
 }
 
 /// A technician's schedule revision (ADR 46), in the bookings' partition under a key that sorts
 /// before every booking (`!` before letters and digits), so that the query reading the
 /// bookings reads it first: a booking committed after it was read has changed it.
-pub fn schedule(tenant: &str, technician: &str) -> Key {
+pub fn schedule(tenant: &TenantId, technician: &str) -> Key {
     Key::new(
         partition(tenant, crate::ids::Kind::Booking),
         format!("!schedule#{technician}"),
@@ -51,17 +51,17 @@ pub fn schedule(tenant: &str, technician: &str) -> Key {
 }
 
 /// The record a handle names (`None`: not a handle in its exact form).
-pub fn of_handle(tenant: &str, handle: &str) -> Option<Key> {
+pub fn of_handle(tenant: &TenantId, handle: &str) -> Option<Key> {
     let (kind, id) = crate::ids::Kind::parse_handle(handle)?;
     Some(object(tenant, kind, id))
 }
 
 /// The claim on a unique business key (`email` of customers, ...).
-pub fn unique(tenant: &str, what: &str, value: &str) -> Key {
+pub fn unique(tenant: &TenantId, what: &str, value: &str) -> Key {
     Key::new(format!("{tenant}#unique#{what}"), value)
 }
 
 /// The alert rule of a booking.
-pub fn alert_rule(tenant: &str, booking: &str) -> Key {
+pub fn alert_rule(tenant: &TenantId, booking: &str) -> Key {
     Key::new(format!("{tenant}#alert"), booking)
 }

@@ -29,11 +29,11 @@ pub mod use_cases;
 
 pub use actor::Actor;
 pub use alerts::{AlertRule, Alerts};
-pub use bookings::{Booking, BookingFilter, Bookings, NewBooking, Schedule, Status, When};
+pub use bookings::{Booking, BookingFilter, Bookings, NewBooking, NewTime, Schedule, Status, When};
 pub use change::{Change, Op, Outgoing};
 pub use customers::{Customer, CustomerPatch, Customers, NewCustomer};
 pub use error::BookingError;
 pub use quotes::{LineInput, Quote, Quotes};
 pub use technicians::{NewTechnician, Technician, Technicians};
 pub use tenants::{Prices, Tenants};
-pub use use_cases::UseCases;
+pub use use_cases::{Expected, UseCases};

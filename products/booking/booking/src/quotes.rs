@@ -50,7 +50,7 @@ impl Quote {
     /// The claim on this quote's business key: the same customer and the same lines (in
     /// order, as decimals) make the same quote, drafted or sent; a second one is refused as a
     /// duplicate unless it is made `separate` with a reason.
-    fn content_claim(tenant: &str, customer: &str, lines: &[Line]) -> store::Key {
+    fn content_claim(tenant: &store::TenantId, customer: &str, lines: &[Line]) -> store::Key {
         let canonical: Vec<serde_json::Value> = lines
             .iter()
             .map(|l| {
@@ -217,7 +217,8 @@ impl Quotes {
     pub async fn find(
         &self,
         actor: &Actor,
-        (customer, status): (Option<&str>, Option<&str>),
+        customer: Option<&str>,
+        status: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Quote>, BookingError> {
         actor.require(rights::BOOKINGS_READ)?;
@@ -237,8 +238,9 @@ impl Quotes {
             customer.is_none_or(|c| q.customer == c) && status.is_none_or(|s| q.status == s)
         };
         let decode = |id: &str, item: &Item| from_item(id, item).ok();
-        let kind = (actor.tenant.as_str(), Kind::Quote);
-        let out = crate::records::scan(self.store.as_ref(), kind, decode, keep, limit).await?;
+        let (tenant, kind) = (&actor.tenant, Kind::Quote);
+        let out =
+            crate::records::scan(self.store.as_ref(), tenant, kind, decode, keep, limit).await?;
         Ok(out)
     }
 
@@ -370,8 +372,9 @@ impl Quotes {
             // The claim follows the lines.
             let claim =
                 |lines: &[Line]| Quote::content_claim(&actor.tenant, &current.customer, lines);
-            let moved = (claim(&current.lines), claim(&parsed));
-            crate::claims::relocate(&mut change, moved, &handle, "quote", "customer and lines");
+            let (from, to) = (claim(&current.lines), claim(&parsed));
+            let what = "customer and lines";
+            crate::claims::relocate(&mut change, from, to, &handle, "quote", what);
         }
         change.ids.push(handle);
         Ok(change)
@@ -419,9 +422,12 @@ impl Quotes {
             self.randomness.as_ref(),
             &mut change,
             &actor.tenant,
-            customer_email,
-            ("Your quote", text),
-            &handle,
+            &outbox_format::Outgoing {
+                to: customer_email,
+                subject: "Your quote",
+                body: text,
+                about: &handle,
+            },
         );
         change.ids.push(handle);
         Ok(change)

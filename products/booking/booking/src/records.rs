@@ -1,7 +1,7 @@
 //! A tenant's records of one kind, read page by page: the one loop every listing and search
 //! of the services goes through.
 
-use store::{Item, Query, Store};
+use store::{Item, Query, Store, TenantId};
 
 use crate::BookingError;
 use crate::ids::Kind;
@@ -11,7 +11,8 @@ use crate::keys;
 /// order, at most `limit` (the reading stops there).
 pub(crate) async fn scan<T>(
     store: &dyn Store,
-    (tenant, kind): (&str, Kind),
+    tenant: &TenantId,
+    kind: Kind,
     decode: impl Fn(&str, &Item) -> Option<T>,
     keep: impl Fn(&T) -> bool,
     limit: usize,

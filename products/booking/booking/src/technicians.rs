@@ -112,9 +112,16 @@ impl Technicians {
     pub async fn list(&self, actor: &Actor) -> Result<Vec<Technician>, BookingError> {
         actor.require(rights::BOOKINGS_READ)?;
         let decode = |id: &str, item: &Item| Some(Technician::from_item(id, item));
-        let kind = (actor.tenant.as_str(), Kind::Technician);
-        let mut out =
-            crate::records::scan(self.store.as_ref(), kind, decode, |_| true, usize::MAX).await?;
+        let (tenant, kind) = (&actor.tenant, Kind::Technician);
+        let mut out = crate::records::scan(
+            self.store.as_ref(),
+            tenant,
+            kind,
+            decode,
+            |_| true,
+            usize::MAX,
+        )
+        .await?;
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
@@ -163,9 +170,12 @@ impl Technicians {
             self.randomness.as_ref(),
             &mut change,
             &actor.tenant,
-            &phone,
-            ("Page", &text),
-            &handle,
+            &outbox_format::Outgoing {
+                to: &phone,
+                subject: "Page",
+                body: &text,
+                about: &handle,
+            },
         );
         // The number is a secret: what callers see names the technician, not the phone.
         change.notified = vec![handle.clone()];

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use rust_decimal::Decimal;
-use store::{Condition, Item, Put, Store, TransactOp, Value};
+use store::{Condition, Item, Put, Store, TenantId, TransactOp, Value};
 
 use crate::{BookingError, keys};
 
@@ -31,7 +31,7 @@ impl Prices {
     /// a tax rate as quotes read it (0 to 100 percent, at most four decimals: a rate they
     /// could not read would be stored only to refuse every later quote). Commit it with the
     /// workspace's creation.
-    pub fn plan(&self, tenant: &str) -> Result<TransactOp, BookingError> {
+    pub fn plan(&self, tenant: &TenantId) -> Result<TransactOp, BookingError> {
         crate::money::Currency::parse(&self.currency).map_err(|e| BookingError::Money {
             field: "currency",
             error: e,
@@ -67,7 +67,7 @@ impl Tenants {
 
     /// `tenant`'s prices: from their own item, else from the workspace item that held them
     /// before (workspaces made earlier).
-    pub async fn prices(&self, tenant: &str) -> Result<Prices, BookingError> {
+    pub async fn prices(&self, tenant: &TenantId) -> Result<Prices, BookingError> {
         let own = keys::prices(tenant);
         let earlier = keys::workspace_of_earlier_stores(tenant);
         let found = self.store.batch_get(&[own, earlier]).await?;
@@ -77,7 +77,7 @@ impl Tenants {
             .find_map(Prices::read)
             .ok_or_else(|| BookingError::NotFound {
                 kind: "workspace",
-                id: tenant.to_owned(),
+                id: tenant.as_str().to_owned(),
             })
     }
 }

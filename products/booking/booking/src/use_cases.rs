@@ -6,9 +6,19 @@
 use chrono::{DateTime, Utc};
 
 use crate::{
-    Actor, Booking, BookingError, Bookings, Change, Customer, Customers, Quote, Quotes,
-    Technicians, When, messages,
+    Actor, Booking, BookingError, Bookings, Change, Customer, Customers, NewTime, Quote, Quotes,
+    Technicians, messages,
 };
+
+/// A record to change and the version the caller read it at: the change is refused if it
+/// moved since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expected<'a> {
+    /// The record's id part.
+    pub id: &'a str,
+    /// The version the caller read.
+    pub version: &'a str,
+}
 
 /// The services the notifying writes use.
 #[derive(Debug, Clone)]
@@ -28,9 +38,10 @@ impl UseCases {
     pub async fn send_booking_confirmation(
         &self,
         actor: &Actor,
-        (id, version): (&str, &str),
+        expected: Expected<'_>,
         now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
+        let Expected { id, version } = expected;
         let current = self.bookings.get(actor, id).await?;
         crate::bookings::not_past(&current, now)?;
         let (customer, technician) = futures_util::future::join(
@@ -49,14 +60,15 @@ impl UseCases {
     pub async fn cancel_booking(
         &self,
         actor: &Actor,
-        (id, version): (&str, &str),
+        expected: Expected<'_>,
         now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
+        let Expected { id, version } = expected;
         let current = self.bookings.get(actor, id).await?;
         let customer = self.customers.get(actor, &current.customer).await?;
         let text = messages::booking_cancelled(&customer, &current);
         self.bookings
-            .cancel(actor, (id, version), &customer.email, &text, now)
+            .cancel(actor, id, version, &customer.email, &text, now)
             .await
     }
 
@@ -64,11 +76,11 @@ impl UseCases {
     pub async fn reschedule_booking(
         &self,
         actor: &Actor,
-        (id, version): (&str, &str),
-        (start, duration_minutes): (When, Option<i64>),
+        expected: Expected<'_>,
+        to: NewTime,
         now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
-        let current = self.bookings.get(actor, id).await?;
+        let current = self.bookings.get(actor, expected.id).await?;
         // The customer and the technician's schedule at once: the move's round trips stay
         // those of a preview (ADR 46).
         let (customer, schedule) = futures_util::future::join(
@@ -78,15 +90,7 @@ impl UseCases {
         .await;
         let (customer, schedule) = (customer?, schedule?);
         self.bookings
-            .reschedule(
-                actor,
-                id,
-                version,
-                start,
-                duration_minutes,
-                (&customer.email, schedule),
-                now,
-            )
+            .reschedule(actor, expected, to, &customer.email, schedule, now)
             .await
     }
 
@@ -96,7 +100,8 @@ impl UseCases {
     pub async fn cancel_bookings(
         &self,
         actor: &Actor,
-        (customer, technician): (Option<String>, Option<String>),
+        customer: Option<String>,
+        technician: Option<String>,
         expected_count: Option<u32>,
         now: DateTime<Utc>,
     ) -> Result<Vec<Change<Booking>>, BookingError> {
@@ -151,8 +156,9 @@ impl UseCases {
     pub async fn send_quote(
         &self,
         actor: &Actor,
-        (id, version): (&str, &str),
+        expected: Expected<'_>,
     ) -> Result<(Change<Quote>, Customer), BookingError> {
+        let Expected { id, version } = expected;
         let current = self.quotes.get(actor, id).await?;
         let customer = self.customers.get(actor, &current.customer).await?;
         let text = messages::quote_sent(&customer, &current);

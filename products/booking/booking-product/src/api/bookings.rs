@@ -67,14 +67,12 @@ pub(super) async fn create(r: &Route<'_>) -> Answer {
 pub(super) async fn cancel_many(r: &Route<'_>) -> Answer {
     let b = r.body(&["customer", "technician", "expected_count"])?;
     let expected = u32::try_from(b.int("expected_count")?).unwrap_or(0);
-    let filter = (
-        b.opt_handle("customer", Kind::Customer)?,
-        b.opt_handle("technician", Kind::Technician)?,
-    );
+    let customer = b.opt_handle("customer", Kind::Customer)?;
+    let technician = b.opt_handle("technician", Kind::Technician)?;
     let changes = r
         .services
         .use_cases()
-        .cancel_bookings(&r.actor, filter, Some(expected), r.now())
+        .cancel_bookings(&r.actor, customer, technician, Some(expected), r.now())
         .await
         .map_err(error)?;
     // One transaction: a batch is never half done.
@@ -143,10 +141,15 @@ pub(super) async fn add_note(r: &Route<'_>) -> Answer {
 pub(super) async fn confirm(r: &Route<'_>) -> Answer {
     let id = path_id(r.handle(), Kind::Booking)?;
     let b = r.body(&["version"])?;
+    let version = b.string("version")?;
+    let expected = booking::Expected {
+        id: &id,
+        version: &version,
+    };
     let change = r
         .services
         .use_cases()
-        .send_booking_confirmation(&r.actor, (&id, &b.string("version")?), r.now())
+        .send_booking_confirmation(&r.actor, expected, r.now())
         .await
         .map_err(error)?;
     let notified = change.notified.clone();
@@ -161,10 +164,15 @@ pub(super) async fn confirm(r: &Route<'_>) -> Answer {
 pub(super) async fn cancel(r: &Route<'_>) -> Answer {
     let id = path_id(r.handle(), Kind::Booking)?;
     let b = r.body(&["version"])?;
+    let version = b.string("version")?;
+    let expected = booking::Expected {
+        id: &id,
+        version: &version,
+    };
     let change = r
         .services
         .use_cases()
-        .cancel_booking(&r.actor, (&id, &b.string("version")?), r.now())
+        .cancel_booking(&r.actor, expected, r.now())
         .await
         .map_err(error)?;
     let notified = change.notified.clone();
@@ -179,14 +187,19 @@ pub(super) async fn cancel(r: &Route<'_>) -> Answer {
 pub(super) async fn reschedule(r: &Route<'_>) -> Answer {
     let id = path_id(r.handle(), Kind::Booking)?;
     let b = r.body(&["version", "start", "zone", "duration_minutes"])?;
-    let moved_to = (
-        When::from_input(&b.string("start")?, &b.string("zone")?),
-        b.opt_int("duration_minutes")?,
-    );
+    let moved_to = booking::NewTime {
+        start: When::from_input(&b.string("start")?, &b.string("zone")?),
+        duration_minutes: b.opt_int("duration_minutes")?,
+    };
+    let version = b.string("version")?;
+    let expected = booking::Expected {
+        id: &id,
+        version: &version,
+    };
     let change = r
         .services
         .use_cases()
-        .reschedule_booking(&r.actor, (&id, &b.string("version")?), moved_to, r.now())
+        .reschedule_booking(&r.actor, expected, moved_to, r.now())
         .await
         .map_err(error)?;
     let notified = change.notified.clone();

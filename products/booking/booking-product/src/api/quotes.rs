@@ -80,10 +80,15 @@ pub(super) async fn send(r: &Route<'_>) -> Answer {
     let b = r.body(&["version"])?;
     // The same use case as send_quote, for its checks; the planned change is dropped, never
     // committed.
+    let version = b.string("version")?;
+    let expected = booking::Expected {
+        id: &id,
+        version: &version,
+    };
     let (checked, _) = r
         .services
         .use_cases()
-        .send_quote(&r.actor, (&id, &b.string("version")?))
+        .send_quote(&r.actor, expected)
         .await
         .map_err(error)?;
     Ok(json_response(
