@@ -288,8 +288,14 @@ async fn api_tokens_expire_and_can_be_revoked(world: World) {
     // A day and a second later the same token no longer authenticates.
     let later =
         mcp_pipeline::FixedClock::at(mcp_pipeline::Clock::now(&mcp_pipeline::SystemClock) + 86_401);
-    let tomorrow = accounts::ApiTokens::new(world.app.store.clone(), booking::rights::for_role)
-        .with_clock(std::sync::Arc::new(later));
+    let tomorrow = accounts::ApiTokens::new(
+        world.app.store.clone(),
+        booking::rights::for_role,
+        outside::ClockAndRandomness::new(
+            std::sync::Arc::new(later),
+            world.app.web.randomness.clone(),
+        ),
+    );
     assert_eq!(tomorrow.authenticate(&secret).await.unwrap(), None);
     assert!(world.app.api_tokens.create(&ana, Some(366)).await.is_err());
     world.app.api_tokens.revoke(&ana, &token.id).await.unwrap();

@@ -33,8 +33,8 @@ const WRITE_TOOLS: [&str; 16] = [
 
 fn seed_actor() -> booking::Actor {
     booking::Actor {
-        tenant: "acme".into(),
-        member: "seed".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("seed"),
         rights: booking::rights::ALL
             .iter()
             .map(|r| (*r).to_owned())
@@ -150,7 +150,7 @@ async fn product_state(world: &World) -> String {
     let kinds = [Kind::Customer, Kind::Technician, Kind::Booking, Kind::Quote];
     let mut partitions: Vec<String> = kinds
         .iter()
-        .map(|k| booking::keys::partition("acme", *k))
+        .map(|k| booking::keys::partition(&store::TenantId::new("acme"), *k))
         .collect();
     partitions.extend(["acme#outbox", "acme#audit", "acme#alert"].map(String::from));
     for partition in partitions {

@@ -18,8 +18,8 @@ pub(crate) fn owner(tenant: &str) -> Actor {
         .map(|r| (*r).to_owned())
         .collect();
     Actor {
-        tenant: tenant.into(),
-        member: "seed".into(),
+        tenant: store::TenantId::new(tenant),
+        member: store::MemberId::new("seed"),
         rights,
     }
 }
@@ -58,7 +58,11 @@ pub(crate) async fn seeded_customer(
         "notes".into(),
         store::Value::s(format!("Please ring twice. {INJECTION}")),
     );
-    let key = booking::keys::object(tenant, booking::ids::Kind::Customer, &customer.id);
+    let key = booking::keys::object(
+        &store::TenantId::new(tenant),
+        booking::ids::Kind::Customer,
+        &customer.id,
+    );
     world
         .app
         .store
@@ -79,7 +83,8 @@ pub(crate) async fn setup(world: &World) -> (mcp_test_client::TestClient, String
 
 /// The customer items `tenant` holds.
 pub(crate) async fn customers_of(world: &World, tenant: &str) -> Vec<(store::Key, store::Item)> {
-    let partition = booking::keys::partition(tenant, booking::ids::Kind::Customer);
+    let partition =
+        booking::keys::partition(&store::TenantId::new(tenant), booking::ids::Kind::Customer);
     let page = world.app.store.query(store::Query::partition(partition));
     page.await.unwrap().items
 }
@@ -1561,7 +1566,8 @@ async fn a_long_history_hides_no_open_booking(world: World) {
         let cancel = bookings.cancel_read(
             &owner("acme"),
             draft,
-            ("ada@example.com", "-"),
+            "ada@example.com",
+            "-",
             chrono::Utc::now(),
         );
         cancel.unwrap().commit(store, vec![]).await.unwrap();

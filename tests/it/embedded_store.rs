@@ -78,8 +78,8 @@ async fn acknowledged_writes_survive_a_killed_process() {
     for handle in &acknowledged {
         let id = handle.trim_start_matches("cus_");
         let actor = booking::Actor {
-            tenant: "acme".into(),
-            member: "check".into(),
+            tenant: store::TenantId::new("acme"),
+            member: store::MemberId::new("check"),
             rights: booking::rights::ALL
                 .iter()
                 .map(|r| (*r).to_owned())

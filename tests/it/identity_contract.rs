@@ -778,12 +778,12 @@ async fn recent_changes_show_this_connections_work(world: World) {
             approval: None,
             ids: vec![id.into()],
             reason: None,
-            at: identity::now_rfc3339(),
+            at: identity::rfc3339_now(world.app.web.clock.as_ref()),
         };
         world
             .app
             .store
-            .transact_write(vec![entry.op()])
+            .transact_write(vec![entry.op(world.app.web.randomness.as_ref())])
             .await
             .unwrap();
     }

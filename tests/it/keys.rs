@@ -70,6 +70,7 @@ fn kind_of(pk: &str, tenant: &str) -> (bool, String) {
 #[test]
 fn every_key_builder_uses_its_owners_kinds() {
     let t = "acme";
+    let tid = store::TenantId::new(t);
     let built: Vec<(&str, store::Key)> = vec![
         (
             "mcp-pipeline",
@@ -121,23 +122,23 @@ fn every_key_builder_uses_its_owners_kinds() {
         ("accounts", accounts::keys::sign_in_address("192.0.2.1")),
         ("accounts", accounts::keys::workspace(t)),
         ("accounts", accounts::keys::listed_workspace(t)),
-        ("booking", booking::keys::prices(t)),
+        ("booking", booking::keys::prices(&tid)),
         (
             "booking",
-            booking::keys::object(t, booking::ids::Kind::Booking, "b"),
+            booking::keys::object(&tid, booking::ids::Kind::Booking, "b"),
         ),
         (
             "booking",
-            booking::keys::object(t, booking::ids::Kind::Message, "m"),
+            booking::keys::object(&tid, booking::ids::Kind::Message, "m"),
         ),
         (
             "booking",
-            booking::keys::unique(t, "customer-email", "a@b.c"),
+            booking::keys::unique(&tid, "customer-email", "a@b.c"),
         ),
         ("outbox-format", outbox_format::keys::outbox(t, "m1")),
         ("outbox-format", outbox_format::keys::outbox_due(t, "m1")),
-        ("booking", booking::keys::alert_rule(t, "b")),
-        ("booking", booking::keys::schedule(t, "tec_1")),
+        ("booking", booking::keys::alert_rule(&tid, "b")),
+        ("booking", booking::keys::schedule(&tid, "tec_1")),
     ];
     for (owner, key) in built {
         let (_, kinds, globals) = OWNERS.iter().find(|(o, _, _)| *o == owner).unwrap();

@@ -674,8 +674,8 @@ fn the_release_binary_serves_the_lambda_runtime_api() {
     let (app, table, token) = setup(&rt, &endpoint, "gatehouse-lambda");
     let spoiled = rt.block_on(async {
         let seed = booking::Actor {
-            tenant: "acme".into(),
-            member: "seed".into(),
+            tenant: store::TenantId::new("acme"),
+            member: store::MemberId::new("seed"),
             rights: booking::rights::ALL
                 .iter()
                 .map(|r| (*r).to_owned())
@@ -778,7 +778,8 @@ fn the_release_binary_serves_the_lambda_runtime_api() {
     rt.block_on(crate::support::store::spoil_an_item(
         &endpoint,
         &table,
-        &booking::keys::of_handle("acme", &spoiled).expect("a customer's key"),
+        &booking::keys::of_handle(&store::TenantId::new("acme"), &spoiled)
+            .expect("a customer's key"),
     ));
     let event = api_gateway_call(&token, 7, "find_customers", &json!({"query": marker}));
     let (id, payload, _) = api.invoke(&event);

@@ -27,9 +27,15 @@ async fn make_operator(world: &World) {
         member: "tests".into(),
         channel: identity::Channel::Cli,
     };
-    accounts::operators::create(world.app.store.as_ref(), &cli, EMAIL, PASSWORD)
-        .await
-        .unwrap();
+    accounts::operators::create(
+        world.app.store.as_ref(),
+        &world.app.web.outside(),
+        &cli,
+        EMAIL,
+        PASSWORD,
+    )
+    .await
+    .unwrap();
 }
 
 /// Signs the operator in; returns the cookie pair and the page's CSRF token.

@@ -293,8 +293,10 @@ async fn dead_letters_wait_for_an_operator(world: World) {
         member: "ops".into(),
         channel: identity::Channel::Cli,
     };
-    let audit = identity::AuditEntry::by(&console, "outbox.retry", vec![m.id.clone()]);
-    d.retry("acme", &m.id, vec![audit.op()]).await.unwrap();
+    let ids = vec![m.id.clone()];
+    let audit = identity::AuditEntry::by(&console, "outbox.retry", ids, &outside::SystemClock);
+    let audit = audit.op(&outside::SystemRandomness);
+    d.retry("acme", &m.id, vec![audit]).await.unwrap();
     assert!(
         d.retry("acme", &m.id, vec![]).await.is_err(),
         "only a dead letter is requeued"

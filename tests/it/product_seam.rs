@@ -201,9 +201,15 @@ async fn an_api_route_needs_its_tools_rights_whatever_the_product_checks() {
     let app = built(Mistake::ApiForgetsRights).expect("a product the app accepts");
     let workspace = crate::support::workspaces::named("acme", "Europe/Berlin");
     let console = crate::support::workspaces::console("acme");
-    accounts::workspaces::create(&app.store, &console, &workspace, Vec::new())
-        .await
-        .unwrap();
+    accounts::workspaces::create(
+        &app.store,
+        &app.web.outside(),
+        &console,
+        &workspace,
+        Vec::new(),
+    )
+    .await
+    .unwrap();
     let call = async |member: &str| {
         app.directory
             .put_member(

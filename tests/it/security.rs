@@ -380,13 +380,14 @@ async fn sessions_end_with_their_password(world: World) {
         channel: identity::Channel::Cli,
     };
     let store = world.app.store.as_ref();
+    let outside = world.app.web.outside();
     let email = "ops@example.com";
-    accounts::operators::create(store, &cli, email, "operator password 1")
+    accounts::operators::create(store, &outside, &cli, email, "operator password 1")
         .await
         .unwrap();
     let first = operator_session(&world, "operator+password+1").await;
     assert_eq!(operator_page(&world, &first).await, 200);
-    accounts::operators::set_password(store, &cli, email, "operator password 2")
+    accounts::operators::set_password(store, &outside, &cli, email, "operator password 2")
         .await
         .unwrap();
     assert_eq!(
@@ -396,7 +397,7 @@ async fn sessions_end_with_their_password(world: World) {
     );
     let second = operator_session(&world, "operator+password+2").await;
     assert_eq!(operator_page(&world, &second).await, 200);
-    accounts::operators::remove(store, &cli, email)
+    accounts::operators::remove(store, &outside, &cli, email)
         .await
         .unwrap();
     assert_eq!(operator_page(&world, &second).await, 303, "removal ends it");
@@ -432,6 +433,7 @@ async fn no_real_workspace_beside_the_demo(world: World) {
     let workspace = named("mycompany", "Europe/Berlin");
     let refused = accounts::workspaces::create(
         &world.app.store,
+        &world.app.web.outside(),
         &console,
         &workspace,
         vec![prices("mycompany", "EUR", "19")],
@@ -442,8 +444,14 @@ async fn no_real_workspace_beside_the_demo(world: World) {
         "{refused:?}"
     );
     let store = world.app.store.as_ref();
-    let refused =
-        accounts::operators::create(store, &console, "me@example.com", "long password").await;
+    let refused = accounts::operators::create(
+        store,
+        &world.app.web.outside(),
+        &console,
+        "me@example.com",
+        "long password",
+    )
+    .await;
     assert!(refused.is_err(), "{refused:?}");
     let listed = accounts::workspaces::list(&world.app.store).await.unwrap();
     assert!(

@@ -710,11 +710,13 @@ async fn a_workspace_made_while_the_store_fails_is_a_store_failure() {
     let shared: Arc<dyn store::Store> = store.clone();
     use crate::support::workspaces::{console, named, prices};
     let console = console("acme");
+    let outside = outside::ClockAndRandomness::system();
     let acme = |zone: &str| named("acme", zone);
     let ops = || vec![prices("acme", "EUR", "19")];
     store.on(|c| c.op == Op::Transact, Fault::Fail, 1);
     let failed =
-        accounts::workspaces::create(&shared, &console, &acme("Europe/Berlin"), ops()).await;
+        accounts::workspaces::create(&shared, &outside, &console, &acme("Europe/Berlin"), ops())
+            .await;
     assert!(
         matches!(failed, Err(accounts::AccountsError::Store(_))),
         "{failed:?}"
@@ -725,16 +727,17 @@ async fn a_workspace_made_while_the_store_fails_is_a_store_failure() {
             .unwrap()
             .is_empty()
     );
-    let bad = accounts::workspaces::create(&shared, &console, &acme("CEST"), ops()).await;
+    let bad = accounts::workspaces::create(&shared, &outside, &console, &acme("CEST"), ops()).await;
     assert!(
         matches!(bad, Err(accounts::AccountsError::Invalid(_))),
         "{bad:?}"
     );
-    accounts::workspaces::create(&shared, &console, &acme("Europe/Berlin"), ops())
+    accounts::workspaces::create(&shared, &outside, &console, &acme("Europe/Berlin"), ops())
         .await
         .unwrap();
     let again =
-        accounts::workspaces::create(&shared, &console, &acme("Europe/Berlin"), ops()).await;
+        accounts::workspaces::create(&shared, &outside, &console, &acme("Europe/Berlin"), ops())
+            .await;
     assert!(
         matches!(again, Err(accounts::AccountsError::Invalid(_))),
         "{again:?}"

@@ -48,27 +48,27 @@ pub struct Bearer {
 pub struct ApiTokens {
     store: Arc<dyn Store>,
     catalog: RoleCatalog,
-    clock: Arc<dyn outside::Clock>,
+    outside: outside::ClockAndRandomness,
 }
 
 impl ApiTokens {
-    /// The service over `store`, with roles from `catalog`.
-    pub fn new(store: Arc<dyn Store>, catalog: RoleCatalog) -> Self {
+    /// The service over `store`, with roles from `catalog`, its times and secrets from
+    /// `outside`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        catalog: RoleCatalog,
+        outside: outside::ClockAndRandomness,
+    ) -> Self {
         ApiTokens {
             store,
             catalog,
-            clock: Arc::new(outside::SystemClock),
+            outside,
         }
     }
 
-    /// The same service telling time by `clock`.
-    pub fn with_clock(mut self, clock: Arc<dyn outside::Clock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
     fn directory(&self) -> StoreDirectory {
-        StoreDirectory::new(Arc::clone(&self.store), self.catalog)
+        let randomness = Arc::clone(&self.outside.randomness);
+        StoreDirectory::new(Arc::clone(&self.store), self.catalog, randomness)
     }
 
     /// Makes a token for the actor (an active member), valid for `valid_days` (1 to 365);
@@ -95,10 +95,10 @@ impl ApiTokens {
                     actor.member, actor.tenant
                 ))
             })?;
-        let now = self.clock.now_micros();
+        let now = self.outside.now_micros();
         let expires = now + i64::from(days) * 86_400 * 1_000_000;
         let token = ApiToken {
-            id: format!("tok_{}", crate::random_id(16)),
+            id: format!("tok_{}", self.outside.random_text(16)),
             member: actor.member.clone(),
             created_at: identity::rfc3339_at(now),
             expires_at: identity::rfc3339_at(expires),
@@ -107,7 +107,7 @@ impl ApiTokens {
         let secret = format!(
             "{}{}",
             identity::token::API_TOKEN_PREFIX,
-            crate::random_id(43)
+            self.outside.random_text(43)
         );
         let hash = identity::token::hash(&secret);
         let mut record = record_item(&token);
@@ -127,7 +127,12 @@ impl ApiTokens {
             Put::new(keys::api_token(&hash), index)
                 .when(Condition::item_not_exists())
                 .into(),
-            crate::audit(actor, "api_token.create", vec![token.id.clone()]),
+            crate::audit(
+                actor,
+                "api_token.create",
+                vec![token.id.clone()],
+                &self.outside,
+            ),
         ];
         self.store.transact_write(ops).await?;
         Ok((token, secret))
@@ -182,7 +187,12 @@ impl ApiTokens {
             .when(Condition::eq("revoked", Value::Bool(false)))
             .into(),
             store::Delete::new(keys::api_token(hash)).into(),
-            crate::audit(actor, "api_token.revoke", vec![id.to_owned()]),
+            crate::audit(
+                actor,
+                "api_token.revoke",
+                vec![id.to_owned()],
+                &self.outside,
+            ),
         ];
         match self.store.transact_write(ops).await {
             Err(store::StoreError::TransactionCancelled { .. }) => Err(AccountsError::NotFound(
@@ -207,7 +217,7 @@ impl ApiTokens {
             return Ok(None);
         };
         let expires = crate::int(&item, "expires");
-        if expires.is_none_or(|e| e <= self.clock.now()) {
+        if expires.is_none_or(|e| e <= self.outside.now()) {
             return Ok(None);
         }
         let live = self

@@ -61,9 +61,13 @@ pub(crate) async fn refuse_beside_demo(store: &dyn Store, what: &str) -> Result<
 }
 
 /// Writes the marker in `state` where there is none; `false` when one was there.
-pub async fn claim(store: &dyn Store, state: &str) -> Result<bool, AccountsError> {
+pub async fn claim(
+    store: &dyn Store,
+    clock: &dyn outside::Clock,
+    state: &str,
+) -> Result<bool, AccountsError> {
     let mut item = Item::new();
-    item.insert("seeded_at".into(), Value::s(identity::now_rfc3339()));
+    item.insert("seeded_at".into(), Value::s(identity::rfc3339_now(clock)));
     item.insert("state".into(), Value::s(state));
     match store
         .put(Put::new(marker_key(), item).when(Condition::item_not_exists()))

@@ -56,13 +56,16 @@ impl From<identity::IdentityError> for AccountsError {
     }
 }
 
-/// An audit row of an accounts change, for the transaction that makes it.
-fn audit(actor: &identity::Actor, action: &str, ids: Vec<String>) -> store::TransactOp {
-    identity::AuditEntry::by(actor, action, ids).op()
-}
-
-fn random_id(len: usize) -> String {
-    outside::random_text(&outside::SystemRandomness, len)
+/// An audit row of an accounts change, stamped by `outside`, for the transaction that makes
+/// it.
+fn audit(
+    actor: &identity::Actor,
+    action: &str,
+    ids: Vec<String>,
+    outside: &outside::ClockAndRandomness,
+) -> store::TransactOp {
+    identity::AuditEntry::by(actor, action, ids, outside.clock.as_ref())
+        .op(outside.randomness.as_ref())
 }
 
 /// A whole-number attribute.

@@ -23,12 +23,22 @@ pub enum Set {
 pub struct Members {
     store: Arc<dyn Store>,
     catalog: RoleCatalog,
+    outside: outside::ClockAndRandomness,
 }
 
 impl Members {
-    /// The service over `store`, with roles from `catalog`.
-    pub fn new(store: Arc<dyn Store>, catalog: RoleCatalog) -> Self {
-        Members { store, catalog }
+    /// The service over `store`, with roles from `catalog`, its times and ids (person ids,
+    /// salts, sessions) from `outside`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        catalog: RoleCatalog,
+        outside: outside::ClockAndRandomness,
+    ) -> Self {
+        Members {
+            store,
+            catalog,
+            outside,
+        }
     }
 
     /// Adds `member` to the actor's workspace with `role`, or changes their role and active
@@ -62,12 +72,18 @@ impl Members {
             role,
             active,
             existing.as_ref(),
+            self.outside.randomness.as_ref(),
         );
         let (outcome, action) = match existing {
             None => (Set::Added, "member.add"),
             Some(_) => (Set::Changed, "member.set"),
         };
-        let audit = crate::audit(actor, action, vec![format!("{member}:{role}")]);
+        let audit = crate::audit(
+            actor,
+            action,
+            vec![format!("{member}:{role}")],
+            &self.outside,
+        );
         self.store.transact_write(vec![write, audit]).await?;
         Ok((outcome, active))
     }
@@ -81,7 +97,12 @@ impl Members {
             return Err(not_a_member(member, &actor.tenant));
         };
         let removal = identity::directory::member_removal(&actor.tenant, member, &existing);
-        let audit = crate::audit(actor, "member.remove", vec![member.to_owned()]);
+        let audit = crate::audit(
+            actor,
+            "member.remove",
+            vec![member.to_owned()],
+            &self.outside,
+        );
         match self.store.transact_write(vec![removal, audit]).await {
             Err(store::StoreError::TransactionCancelled { .. }) => Err(AccountsError::Invalid(
                 format!("{member} changed meanwhile; try again"),
@@ -99,13 +120,18 @@ impl Members {
         member: &str,
         password: &str,
     ) -> Result<(), AccountsError> {
-        let hash = passwords::hash(password)?;
+        let hash = passwords::hash(password, &self.outside)?;
         let change = Update::new(
             identity::keys::member(&actor.tenant, member),
             vec![UpdateAction::Set("password_hash".into(), Value::s(hash))],
         )
         .when(Condition::item_exists());
-        let audit = crate::audit(actor, "member.password", vec![member.to_owned()]);
+        let audit = crate::audit(
+            actor,
+            "member.password",
+            vec![member.to_owned()],
+            &self.outside,
+        );
         match self.store.transact_write(vec![change.into(), audit]).await {
             Err(store::StoreError::TransactionCancelled { .. }) => {
                 return Err(not_a_member(member, &actor.tenant));
@@ -123,7 +149,12 @@ impl Members {
             return Err(not_a_member(member, &actor.tenant));
         }
         crate::sign_in::clear_member(self.store.as_ref(), &actor.tenant, member).await?;
-        let audit = crate::audit(actor, "member.unlock", vec![member.to_owned()]);
+        let audit = crate::audit(
+            actor,
+            "member.unlock",
+            vec![member.to_owned()],
+            &self.outside,
+        );
         self.store.transact_write(vec![audit]).await?;
         Ok(())
     }
@@ -146,7 +177,11 @@ impl Members {
             .unwrap_or(passwords::DUMMY_HASH);
         let matches = passwords::verify_aside(password, hash).await;
         let tag = passwords::credential_tag(hash);
-        let directory = StoreDirectory::new(Arc::clone(&self.store), self.catalog);
+        let directory = StoreDirectory::new(
+            Arc::clone(&self.store),
+            self.catalog,
+            Arc::clone(&self.outside.randomness),
+        );
         let found = directory.member_from_item(member, item.as_ref());
         Ok(found
             .filter(|m| matches && item.is_some() && m.active)
@@ -174,7 +209,8 @@ impl Members {
             tracing::warn!(error = %e, "could not clear a member's sign-in count");
         }
         Ok(Some(
-            crate::sessions::start_member(self.store.as_ref(), tenant, &found, &tag).await?,
+            crate::sessions::start_member(self.store.as_ref(), &self.outside, tenant, &found, &tag)
+                .await?,
         ))
     }
 }

@@ -28,18 +28,20 @@ pub fn normalize_email(email: &str) -> Result<String, AccountsError> {
 /// same transaction).
 pub async fn create(
     store: &dyn Store,
+    outside: &outside::ClockAndRandomness,
     actor: &Actor,
     email: &str,
     password: &str,
 ) -> Result<String, AccountsError> {
     crate::demo::refuse_beside_demo(store, "an operator").await?;
-    create_in_demo(store, actor, email, password).await
+    create_in_demo(store, outside, actor, email, password).await
 }
 
 /// [`create`] for the demo's seed, which makes its operator in the store it marked as the
 /// demo's.
 pub async fn create_in_demo(
     store: &dyn Store,
+    outside: &outside::ClockAndRandomness,
     actor: &Actor,
     email: &str,
     password: &str,
@@ -47,13 +49,20 @@ pub async fn create_in_demo(
     let email = normalize_email(email)?;
     let mut item = Item::new();
     item.insert("email".into(), Value::s(&email));
-    item.insert("password_hash".into(), Value::s(passwords::hash(password)?));
+    item.insert(
+        "password_hash".into(),
+        Value::s(passwords::hash(password, outside)?),
+    );
     item.insert("active".into(), Value::Bool(true));
-    item.insert("created_at".into(), Value::s(identity::now_rfc3339()));
+    item.insert(
+        "created_at".into(),
+        Value::s(identity::rfc3339_now(outside.clock.as_ref())),
+    );
     let audit = crate::audit(
         &in_global_trail(actor),
         "operator.create",
         vec![email.clone()],
+        outside,
     );
     let put = Put::new(keys::operator(&email), item).when(Condition::item_not_exists());
     match store.transact_write(vec![put.into(), audit]).await {
@@ -86,13 +95,19 @@ fn not_an_operator(email: &str) -> AccountsError {
 /// Removes an operator, audited in the global trail: their sessions end at their next
 /// request (a session lives only while its operator does). An email that is no operator is
 /// an error.
-pub async fn remove(store: &dyn Store, actor: &Actor, email: &str) -> Result<(), AccountsError> {
+pub async fn remove(
+    store: &dyn Store,
+    outside: &outside::ClockAndRandomness,
+    actor: &Actor,
+    email: &str,
+) -> Result<(), AccountsError> {
     let email = normalize_email(email)?;
     let delete = store::Delete::new(keys::operator(&email)).when(Condition::item_exists());
     let audit = crate::audit(
         &in_global_trail(actor),
         "operator.remove",
         vec![email.clone()],
+        outside,
     );
     match store.transact_write(vec![delete.into(), audit]).await {
         Err(store::StoreError::TransactionCancelled { .. }) => Err(not_an_operator(&email)),
@@ -104,6 +119,7 @@ pub async fn remove(store: &dyn Store, actor: &Actor, email: &str) -> Result<(),
 /// old one end, and their sign-in counts are cleared.
 pub async fn set_password(
     store: &dyn Store,
+    outside: &outside::ClockAndRandomness,
     actor: &Actor,
     email: &str,
     password: &str,
@@ -113,7 +129,7 @@ pub async fn set_password(
         keys::operator(&email),
         vec![store::UpdateAction::Set(
             "password_hash".into(),
-            Value::s(passwords::hash(password)?),
+            Value::s(passwords::hash(password, outside)?),
         )],
     )
     .when(Condition::item_exists());
@@ -121,6 +137,7 @@ pub async fn set_password(
         &in_global_trail(actor),
         "operator.password",
         vec![email.clone()],
+        outside,
     );
     match store.transact_write(vec![change.into(), audit]).await {
         Err(store::StoreError::TransactionCancelled { .. }) => {
@@ -158,6 +175,7 @@ pub async fn check_password(
 /// Signs an operator in from `address`, as [`crate::Members::sign_in`] does a member.
 pub async fn sign_in(
     store: &dyn Store,
+    outside: &outside::ClockAndRandomness,
     throttle: &crate::Throttle,
     email: &str,
     password: &str,
@@ -173,7 +191,7 @@ pub async fn sign_in(
     }
     let email = normalize_email(email)?;
     Ok(Some(
-        crate::sessions::start_operator(store, &email, &tag).await?,
+        crate::sessions::start_operator(store, outside, &email, &tag).await?,
     ))
 }
 

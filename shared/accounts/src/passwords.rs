@@ -12,15 +12,19 @@ pub const MIN_PASSWORD_CHARS: usize = 8;
 pub(crate) const DUMMY_HASH: &str =
     "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG";
 
-/// Hashes a password with Argon2id and a random salt, after checking its length.
-pub fn hash(password: &str) -> Result<String, AccountsError> {
+/// Hashes a password with Argon2id and a salt drawn from `outside`, after checking its
+/// length.
+pub fn hash(
+    password: &str,
+    outside: &outside::ClockAndRandomness,
+) -> Result<String, AccountsError> {
     if password.chars().count() < MIN_PASSWORD_CHARS {
         return Err(AccountsError::Invalid(format!(
             "passwords have at least {MIN_PASSWORD_CHARS} characters"
         )));
     }
     let mut bytes = [0u8; 16];
-    outside::Randomness::fill(&outside::SystemRandomness, &mut bytes);
+    outside.fill(&mut bytes);
     let salt = SaltString::encode_b64(&bytes)
         .map_err(|e| AccountsError::Invalid(format!("cannot make a salt: {e}")))?;
     Argon2::default()

@@ -38,6 +38,7 @@ pub struct Session {
 /// `credential`; returns its id (for the cookie).
 pub async fn start_member(
     store: &dyn Store,
+    outside: &outside::ClockAndRandomness,
     tenant: &str,
     member: &identity::Member,
     credential: &str,
@@ -47,16 +48,17 @@ pub async fn start_member(
         member: member.id.clone(),
         person: member.person.clone(),
         operator: false,
-        csrf: crate::random_id(32),
+        csrf: outside.random_text(32),
         credential: credential.to_owned(),
     };
-    start(store, session).await
+    start(store, outside, session).await
 }
 
 /// Starts an operator's session (the role travels in the session, with no tenant); `email`
 /// is the operator's key, normalized.
 pub async fn start_operator(
     store: &dyn Store,
+    outside: &outside::ClockAndRandomness,
     email: &str,
     credential: &str,
 ) -> Result<(String, Session), AccountsError> {
@@ -65,14 +67,18 @@ pub async fn start_operator(
         member: email.to_owned(),
         person: None,
         operator: true,
-        csrf: crate::random_id(32),
+        csrf: outside.random_text(32),
         credential: credential.to_owned(),
     };
-    start(store, session).await
+    start(store, outside, session).await
 }
 
-async fn start(store: &dyn Store, session: Session) -> Result<(String, Session), AccountsError> {
-    let id = crate::random_id(43);
+async fn start(
+    store: &dyn Store,
+    outside: &outside::ClockAndRandomness,
+    session: Session,
+) -> Result<(String, Session), AccountsError> {
+    let id = outside.random_text(43);
     let mut item = Item::new();
     item.insert("tenant".into(), Value::s(&session.tenant));
     item.insert("member".into(), Value::s(&session.member));
@@ -89,7 +95,7 @@ async fn start(store: &dyn Store, session: Session) -> Result<(String, Session),
     }
     item.insert(
         store::TTL_ATTRIBUTE.into(),
-        Value::n(outside::Clock::now(&outside::SystemClock) + SESSION_SECONDS),
+        Value::n(outside.now() + SESSION_SECONDS),
     );
     let key = keys::session(&identity::token::hash(&id));
     store

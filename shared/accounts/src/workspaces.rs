@@ -61,18 +61,20 @@ pub async fn zone(store: &dyn Store, tenant: &str) -> String {
 /// the demo.
 pub async fn create(
     store: &Arc<dyn Store>,
+    outside: &outside::ClockAndRandomness,
     actor: &identity::Actor,
     workspace: &Workspace,
     product_ops: Vec<TransactOp>,
 ) -> Result<(), AccountsError> {
     crate::demo::refuse_beside_demo(store.as_ref(), "a workspace").await?;
-    create_in_demo(store, actor, workspace, product_ops).await
+    create_in_demo(store, outside, actor, workspace, product_ops).await
 }
 
 /// [`create`] for the demo's seed, which makes its workspaces in the store it marked as the
 /// demo's.
 pub async fn create_in_demo(
     store: &Arc<dyn Store>,
+    outside: &outside::ClockAndRandomness,
     actor: &identity::Actor,
     workspace: &Workspace,
     product_ops: Vec<TransactOp>,
@@ -91,6 +93,7 @@ pub async fn create_in_demo(
         actor,
         "workspace.create",
         vec![workspace.id.clone()],
+        outside,
     ));
     match store.transact_write(ops).await {
         Err(store::StoreError::TransactionCancelled { .. }) => Err(AccountsError::Invalid(

@@ -118,7 +118,7 @@ pub async fn seed_if_empty(app: &App, now: DateTime<Utc>) -> Result<Seeded, Demo
     let Some(demo) = app.product.demo() else {
         return Ok(Seeded::NoDemo);
     };
-    if !accounts::demo::claim(app.store.as_ref(), state::SEEDING).await? {
+    if !accounts::demo::claim(app.store.as_ref(), app.web.clock.as_ref(), state::SEEDING).await? {
         return earlier_seed(app).await;
     }
     // Checked once the marker is ours, so that nothing made meanwhile is missed; a store in
@@ -144,7 +144,14 @@ pub async fn seed_if_empty(app: &App, now: DateTime<Utc>) -> Result<Seeded, Demo
         channel: Channel::Cli,
     };
     let (email, password) = (DEMO_OPERATOR, DEMO_PASSWORD);
-    accounts::operators::create_in_demo(app.store.as_ref(), &seeder, email, password).await?;
+    accounts::operators::create_in_demo(
+        app.store.as_ref(),
+        &app.web.outside(),
+        &seeder,
+        email,
+        password,
+    )
+    .await?;
     accounts::demo::set_state(app.store.as_ref(), state::DONE).await?;
     Ok(Seeded::Now(connections))
 }
@@ -158,7 +165,12 @@ async fn in_use(app: &App) -> Result<bool, DemoError> {
 /// Records that this store is not to be seeded (`serve --no-demo`), so that a later start
 /// without the flag does not seed it either; a store seeded before keeps its marker.
 pub async fn decline(app: &App) -> Result<(), DemoError> {
-    accounts::demo::claim(app.store.as_ref(), accounts::demo::state::DECLINED).await?;
+    accounts::demo::claim(
+        app.store.as_ref(),
+        app.web.clock.as_ref(),
+        accounts::demo::state::DECLINED,
+    )
+    .await?;
     Ok(())
 }
 
@@ -196,7 +208,8 @@ async fn seed_workspace(app: &App, demo: &Demo, w: &DemoWorkspace) -> Result<(),
         member: "demo seed".into(),
         channel: Channel::Cli,
     };
-    accounts::workspaces::create_in_demo(&app.store, &seeding, &workspace, ops).await?;
+    accounts::workspaces::create_in_demo(&app.store, &app.web.outside(), &seeding, &workspace, ops)
+        .await?;
     for (member, role) in demo.members {
         app.members.set(&seeding, member, role, Some(true)).await?;
         app.members

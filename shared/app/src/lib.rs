@@ -368,9 +368,14 @@ fn assemble(
 ) -> App {
     let Built { server, api_tools } = built;
     let roles = product.roles();
-    let directory = Arc::new(StoreDirectory::new(Arc::clone(&store), roles));
-    let mut authenticator = McpAuthenticator::new(Arc::clone(&store), directory.clone())
-        .with_clock(Arc::clone(&settings.clock));
+    let outside = outside::ClockAndRandomness::new(
+        Arc::clone(&settings.clock),
+        Arc::clone(&settings.randomness),
+    );
+    let randomness = Arc::clone(&settings.randomness);
+    let directory = Arc::new(StoreDirectory::new(Arc::clone(&store), roles, randomness));
+    let clock = Arc::clone(&settings.clock);
+    let mut authenticator = McpAuthenticator::new(Arc::clone(&store), directory.clone(), clock);
     let mut protected_resource = None;
     if let Some(oauth) = &settings.oauth {
         authenticator = authenticator.with_oauth(Arc::clone(&oauth.validator));
@@ -390,11 +395,12 @@ fn assemble(
         },
     )
     .with_authenticator(Arc::new(authenticator));
-    let connections = identity::ConnectionService::new(Arc::clone(&store), directory.clone());
-    let switches = identity::SwitchService::new(Arc::clone(&store), directory.clone());
-    let members = accounts::Members::new(Arc::clone(&store), roles);
-    let api_tokens =
-        accounts::ApiTokens::new(Arc::clone(&store), roles).with_clock(Arc::clone(&settings.clock));
+    let connections =
+        identity::ConnectionService::new(Arc::clone(&store), directory.clone(), outside.clone());
+    let switches =
+        identity::SwitchService::new(Arc::clone(&store), directory.clone(), outside.clone());
+    let members = accounts::Members::new(Arc::clone(&store), roles, outside.clone());
+    let api_tokens = accounts::ApiTokens::new(Arc::clone(&store), roles, outside);
     let web = web::Web {
         store: Arc::clone(&store),
         approvals: server.clone(),

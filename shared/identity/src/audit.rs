@@ -64,8 +64,14 @@ pub struct AuditEntry {
 }
 
 impl AuditEntry {
-    /// A successful change made now by `actor` (a person through the CLI, a page or the API).
-    pub fn by(actor: &crate::Actor, action: impl Into<String>, ids: Vec<String>) -> Self {
+    /// A successful change made now (by `clock`) by `actor` (a person through the CLI, a page
+    /// or the API).
+    pub fn by(
+        actor: &crate::Actor,
+        action: impl Into<String>,
+        ids: Vec<String>,
+        clock: &dyn outside::Clock,
+    ) -> Self {
         AuditEntry {
             tenant: actor.tenant.clone(),
             actor: actor.member.clone(),
@@ -75,13 +81,14 @@ impl AuditEntry {
             approval: None,
             ids,
             reason: None,
-            at: crate::now_rfc3339(),
+            at: crate::rfc3339_now(clock),
         }
     }
 
-    /// The put that records this entry; include it in the change's transaction.
-    pub fn op(&self) -> TransactOp {
-        self.op_keyed(&crate::random_id(8))
+    /// The put that records this entry, told apart from rows of the same microsecond by a
+    /// suffix drawn from `randomness`; include it in the change's transaction.
+    pub fn op(&self, randomness: &dyn outside::Randomness) -> TransactOp {
+        self.op_keyed(&outside::random_text(randomness, 8))
     }
 
     /// The write of this row, told apart from rows of the same microsecond by `suffix` (an

@@ -27,20 +27,19 @@ pub struct McpAuthenticator {
 impl McpAuthenticator {
     /// An authenticator reading connections from `store` and rights from `directory`. A
     /// directory that names its member items ([`Directory::member_key`]) must keep them in
-    /// `store`: they are read in the credential's batch.
-    pub fn new(store: Arc<dyn Store>, directory: Arc<dyn Directory>) -> Self {
+    /// `store`: they are read in the credential's batch. The time is read from `clock` (the
+    /// server's), so that tests can set it.
+    pub fn new(
+        store: Arc<dyn Store>,
+        directory: Arc<dyn Directory>,
+        clock: Arc<dyn mcp_pipeline::Clock>,
+    ) -> Self {
         McpAuthenticator {
             store,
             directory,
             oauth: None,
-            clock: Arc::new(mcp_pipeline::SystemClock),
+            clock,
         }
-    }
-
-    /// Reads the time from `clock` (the server's), so that tests can set it.
-    pub fn with_clock(mut self, clock: Arc<dyn mcp_pipeline::Clock>) -> Self {
-        self.clock = clock;
-        self
     }
 
     /// Also accepts OAuth access tokens validated by `validator`.

@@ -146,12 +146,22 @@ pub struct NewConnection {
 pub struct ConnectionService {
     store: Arc<dyn Store>,
     directory: Arc<dyn Directory>,
+    outside: outside::ClockAndRandomness,
 }
 
 impl ConnectionService {
-    /// The service over `store`, asking `directory` for members' rights.
-    pub fn new(store: Arc<dyn Store>, directory: Arc<dyn Directory>) -> Self {
-        ConnectionService { store, directory }
+    /// The service over `store`, asking `directory` for members' rights; connections' ids,
+    /// tokens and times come from `outside`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        directory: Arc<dyn Directory>,
+        outside: outside::ClockAndRandomness,
+    ) -> Self {
+        ConnectionService {
+            store,
+            directory,
+            outside,
+        }
     }
 
     /// The creator, when they may create `new`; their person is recorded with it.
@@ -204,6 +214,7 @@ impl ConnectionService {
     }
 
     fn record(
+        &self,
         actor: &Actor,
         creator: crate::Member,
         new: &NewConnection,
@@ -212,13 +223,13 @@ impl ConnectionService {
     ) -> Connection {
         Connection {
             creator_person: creator.person,
-            id: format!("con_{}", crate::random_id(20)),
+            id: format!("con_{}", self.outside.random_text(20)),
             tenant: actor.tenant.clone(),
             creator: actor.member.clone(),
             rights: new.rights.clone(),
             toolset: new.toolset,
             client_name: new.client_name.trim().to_owned(),
-            created_at: crate::now_rfc3339(),
+            created_at: crate::rfc3339_now(self.outside.clock.as_ref()),
             revoked: false,
             kind: kind.into(),
             subject: subject.map(str::to_owned),
@@ -227,8 +238,10 @@ impl ConnectionService {
         }
     }
 
-    fn audit(actor: &Actor, action: &str, id: &str) -> TransactOp {
-        AuditEntry::by(actor, action, vec![id.to_owned()]).op()
+    fn audit(&self, actor: &Actor, action: &str, id: &str) -> TransactOp {
+        let clock = self.outside.clock.as_ref();
+        AuditEntry::by(actor, action, vec![id.to_owned()], clock)
+            .op(self.outside.randomness.as_ref())
     }
 
     /// Creates a connection with an MCP token. The token is returned here once and never
@@ -265,12 +278,13 @@ impl ConnectionService {
         form: Option<&str>,
     ) -> Result<(Connection, String), IdentityError> {
         let creator = self.check_creator(actor, &new).await?;
-        let connection = Self::record(actor, creator, &new, "token", None);
-        let token = token::generate(&token::Locator {
+        let connection = self.record(actor, creator, &new, "token", None);
+        let locator = token::Locator {
             tenant: connection.tenant.clone(),
             creator: connection.creator.clone(),
             connection: connection.id.clone(),
-        });
+        };
+        let token = token::generate(&locator, self.outside.randomness.as_ref());
         let mut index = connection.to_item();
         index.insert("token_hash".into(), Value::s(&token.hash));
         let mut stored = connection.to_item();
@@ -282,12 +296,12 @@ impl ConnectionService {
             Put::new(keys::mcp_token(&token.hash), index)
                 .when(Condition::item_not_exists())
                 .into(),
-            Self::audit(actor, "connection.create", &connection.id),
+            self.audit(actor, "connection.create", &connection.id),
         ];
         if let Some(form) = form {
             let mut mark = Item::new();
             mark.insert("connection".into(), Value::s(&connection.id));
-            let expires = outside::Clock::now(&outside::SystemClock) + FORM_MARK_SECONDS;
+            let expires = self.outside.now() + FORM_MARK_SECONDS;
             mark.insert(store::TTL_ATTRIBUTE.into(), Value::n(expires));
             let mark = Put::new(keys::connection_form(&actor.tenant, form), mark)
                 .when(Condition::item_not_exists())
@@ -316,7 +330,7 @@ impl ConnectionService {
                 "the OAuth subject must not be empty".into(),
             ));
         }
-        let connection = Self::record(actor, creator, &new, "oauth", Some(subject));
+        let connection = self.record(actor, creator, &new, "oauth", Some(subject));
         self.store
             .transact_write(vec![
                 Put::new(
@@ -331,7 +345,7 @@ impl ConnectionService {
                 )
                 .when(Condition::item_not_exists())
                 .into(),
-                Self::audit(actor, "connection.create", &connection.id),
+                self.audit(actor, "connection.create", &connection.id),
             ])
             .await
             .map_err(|e| match e {
@@ -425,7 +439,10 @@ impl ConnectionService {
         }
         let revoke = vec![
             UpdateAction::Set("revoked".into(), Value::Bool(true)),
-            UpdateAction::Set("revoked_at".into(), Value::s(crate::now_rfc3339())),
+            UpdateAction::Set(
+                "revoked_at".into(),
+                Value::s(crate::rfc3339_now(self.outside.clock.as_ref())),
+            ),
         ];
         let index = match (
             &connection.subject,
@@ -447,7 +464,7 @@ impl ConnectionService {
                 Update::new(index, revoke)
                     .when(Condition::item_exists())
                     .into(),
-                Self::audit(actor, "connection.revoke", connection_id),
+                self.audit(actor, "connection.revoke", connection_id),
             ])
             .await?;
         connection.revoked = true;

@@ -48,7 +48,7 @@ pub trait Directory: std::fmt::Debug + Send + Sync + 'static {
 /// The member item's attribute naming the person who holds the id.
 const PERSON: &str = "person";
 
-/// The write that adds a member (with a new person) or changes an existing one's role and
+/// The write that adds a member (with a new person, its id drawn from `randomness`) or changes an existing one's role and
 /// active flag, keeping its person and password; it fails if the item changed since
 /// `existing` was read. Put it in the transaction that audits the change.
 pub fn member_write(
@@ -57,6 +57,7 @@ pub fn member_write(
     role: &str,
     active: bool,
     existing: Option<&Item>,
+    randomness: &dyn outside::Randomness,
 ) -> TransactOp {
     let key = keys::member(tenant, member_id);
     let Some(existing) = existing else {
@@ -65,7 +66,7 @@ pub fn member_write(
         item.insert("active".into(), Value::Bool(active));
         item.insert(
             PERSON.into(),
-            Value::s(format!("per_{}", crate::random_id(20))),
+            Value::s(format!("per_{}", outside::random_text(randomness, 20))),
         );
         return Put::new(key, item)
             .when(Condition::item_not_exists())
@@ -105,12 +106,23 @@ pub type RoleCatalog = fn(&str) -> &'static [&'static str];
 pub struct StoreDirectory {
     store: Arc<dyn Store>,
     catalog: RoleCatalog,
+    /// Draws a new member's person id.
+    randomness: Arc<dyn outside::Randomness>,
 }
 
 impl StoreDirectory {
-    /// A directory over `store`, with rights from `catalog`.
-    pub fn new(store: Arc<dyn Store>, catalog: RoleCatalog) -> Self {
-        StoreDirectory { store, catalog }
+    /// A directory over `store`, with rights from `catalog`, drawing new members' person ids
+    /// from `randomness`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        catalog: RoleCatalog,
+        randomness: Arc<dyn outside::Randomness>,
+    ) -> Self {
+        StoreDirectory {
+            store,
+            catalog,
+            randomness,
+        }
     }
 
     /// Adds or changes a member, unaudited (seeding and tests; people administer members
@@ -123,7 +135,15 @@ impl StoreDirectory {
         active: bool,
     ) -> Result<(), StoreError> {
         let existing = self.store.get(&keys::member(tenant, member_id)).await?;
-        let write = member_write(tenant, member_id, role, active, existing.as_ref());
+        let randomness = self.randomness.as_ref();
+        let write = member_write(
+            tenant,
+            member_id,
+            role,
+            active,
+            existing.as_ref(),
+            randomness,
+        );
         self.store.transact_write(vec![write]).await
     }
 }

@@ -63,18 +63,14 @@ pub enum IdentityError {
     NotFound(String),
 }
 
-/// A Unix time (microseconds) as RFC 3339, in the same sortable form as [`now_rfc3339`].
+/// A Unix time (microseconds) as RFC 3339, sortable as text (every stored time's form).
 pub fn rfc3339_at(unix_micros: i64) -> String {
     chrono::DateTime::from_timestamp_micros(unix_micros)
         .unwrap_or_default()
         .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
-/// The current time in RFC 3339, for the product's own adapters (pages, CLI).
-pub fn now_rfc3339() -> String {
-    rfc3339_at(outside::Clock::now_micros(&outside::SystemClock))
-}
-
-pub(crate) fn random_id(len: usize) -> String {
-    outside::random_text(&outside::SystemRandomness, len)
+/// The time `clock` reads, as RFC 3339.
+pub fn rfc3339_now(clock: &dyn outside::Clock) -> String {
+    rfc3339_at(clock.now_micros())
 }

@@ -73,15 +73,25 @@ pub fn write_guards(tenant: &str) -> Vec<TransactOp> {
 pub struct SwitchService {
     store: Arc<dyn Store>,
     directory: Arc<dyn Directory>,
+    outside: outside::ClockAndRandomness,
 }
 
 /// The longest reason a flip of the kill switch keeps.
 const MOST_REASON_CHARS: usize = 500;
 
 impl SwitchService {
-    /// The service over `store`, asking `directory` for members' live rights.
-    pub fn new(store: Arc<dyn Store>, directory: Arc<dyn Directory>) -> Self {
-        SwitchService { store, directory }
+    /// The service over `store`, asking `directory` for members' live rights, stamping its
+    /// changes with `outside`'s time and ids.
+    pub fn new(
+        store: Arc<dyn Store>,
+        directory: Arc<dyn Directory>,
+        outside: outside::ClockAndRandomness,
+    ) -> Self {
+        SwitchService {
+            store,
+            directory,
+            outside,
+        }
     }
 
     /// Refuses an actor who is not an active member of their workspace holding
@@ -116,7 +126,7 @@ impl SwitchService {
                 reason.chars().count()
             )));
         }
-        let at = crate::now_rfc3339();
+        let at = crate::rfc3339_now(self.outside.clock.as_ref());
         let mut item = Item::new();
         item.insert("on".into(), Value::Bool(on));
         item.insert("reason".into(), Value::s(reason));
@@ -141,7 +151,7 @@ impl SwitchService {
         self.store
             .transact_write(vec![
                 Put::new(keys::global_switch(), item).into(),
-                audit.op(),
+                audit.op(self.outside.randomness.as_ref()),
             ])
             .await?;
         Ok(())
@@ -193,11 +203,14 @@ impl SwitchService {
         mut actions: Vec<UpdateAction>,
         action: &str,
     ) -> Result<(), IdentityError> {
-        let audit = AuditEntry::by(actor, action, Vec::new());
+        let audit = AuditEntry::by(actor, action, Vec::new(), self.outside.clock.as_ref());
         actions.push(UpdateAction::Set("at".into(), Value::s(&audit.at)));
         let change = Update::new(keys::tenant_switch(&actor.tenant), actions);
         self.store
-            .transact_write(vec![change.into(), audit.op()])
+            .transact_write(vec![
+                change.into(),
+                audit.op(self.outside.randomness.as_ref()),
+            ])
             .await?;
         Ok(())
     }

@@ -58,8 +58,9 @@ const MAX_LOCATOR_FIELD: usize = 128;
 /// Room for a decoded locator: three fields, two separators, and the decoder's margin.
 const LOCATOR_ROOM: usize = 3 * MAX_LOCATOR_FIELD + 2 + 4;
 
-/// Makes a new MCP token for the connection `locator` names.
-pub fn generate(locator: &Locator) -> NewToken {
+/// Makes a new MCP token for the connection `locator` names, its secret drawn from
+/// `randomness`.
+pub fn generate(locator: &Locator, randomness: &dyn outside::Randomness) -> NewToken {
     let fields = [
         locator.tenant.as_str(),
         locator.creator.as_str(),
@@ -69,7 +70,7 @@ pub fn generate(locator: &Locator) -> NewToken {
     let secret = format!(
         "{MCP_TOKEN_PREFIX}{}.{}",
         URL_SAFE_NO_PAD.encode(fields),
-        crate::random_id(SECRET_LEN)
+        outside::random_text(randomness, SECRET_LEN)
     );
     let hash = hash(&secret);
     NewToken { secret, hash }
@@ -148,8 +149,8 @@ mod tests {
             creator: "olivia".into(),
             connection: "con_1".into(),
         };
-        let a = generate(&at);
-        let b = generate(&at);
+        let a = generate(&at, &outside::SystemRandomness);
+        let b = generate(&at, &outside::SystemRandomness);
         assert!(a.secret.starts_with(MCP_TOKEN_PREFIX));
         let random = a.secret.rsplit_once('.').unwrap().1;
         assert_eq!(random.len(), SECRET_LEN);
@@ -182,12 +183,19 @@ mod tests {
             creator: "c".repeat(MAX_LOCATOR_FIELD),
             connection: "n".repeat(MAX_LOCATOR_FIELD),
         };
-        assert_eq!(locator(&generate(&longest).secret), Some(longest.clone()));
+        assert_eq!(
+            locator(&generate(&longest, &outside::SystemRandomness).secret),
+            Some(longest.clone())
+        );
         for field in 0..3 {
             let mut long = longest.clone();
             let grown = [&mut long.tenant, &mut long.creator, &mut long.connection];
             grown.into_iter().nth(field).unwrap().push('x');
-            assert_eq!(locator(&generate(&long).secret), None, "field {field}");
+            assert_eq!(
+                locator(&generate(&long, &outside::SystemRandomness).secret),
+                None,
+                "field {field}"
+            );
         }
     }
 }

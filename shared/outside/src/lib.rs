@@ -4,6 +4,7 @@
 //! outside: tests set them, and the same code runs where there is no system clock or random
 //! generator to read (an edge runtime passes its own).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 pub mod destination;
@@ -105,6 +106,50 @@ pub fn random_text(randomness: &dyn Randomness, len: usize) -> String {
         }
     }
     out
+}
+
+/// The server's clock and randomness together: what a service that stamps times or draws ids
+/// (audit rows, connections, sessions, tokens) is given when it is built, so that every time
+/// and id it makes comes from the same sources as the calls' (the settings').
+#[derive(Debug, Clone)]
+pub struct ClockAndRandomness {
+    /// Where the time is read.
+    pub clock: Arc<dyn Clock>,
+    /// Where random bytes come from.
+    pub randomness: Arc<dyn Randomness>,
+}
+
+impl ClockAndRandomness {
+    /// The two sources, as given.
+    pub fn new(clock: Arc<dyn Clock>, randomness: Arc<dyn Randomness>) -> Self {
+        ClockAndRandomness { clock, randomness }
+    }
+
+    /// The host's clock and the operating system's generator: for entry points and tools
+    /// (a CLI command, a benchmark), never inside a crate a call passes through.
+    pub fn system() -> Self {
+        ClockAndRandomness::new(Arc::new(SystemClock), Arc::new(SystemRandomness))
+    }
+
+    /// Seconds since the Unix epoch.
+    pub fn now(&self) -> i64 {
+        self.clock.now()
+    }
+
+    /// Microseconds since the Unix epoch.
+    pub fn now_micros(&self) -> i64 {
+        self.clock.now_micros()
+    }
+
+    /// `len` random letters and digits.
+    pub fn random_text(&self, len: usize) -> String {
+        random_text(self.randomness.as_ref(), len)
+    }
+
+    /// Fills `bytes` with random bytes.
+    pub fn fill(&self, bytes: &mut [u8]) {
+        self.randomness.fill(bytes);
+    }
 }
 
 #[cfg(test)]

@@ -149,8 +149,9 @@ fn decode(body: &[u8]) -> Result<Item, StoreError> {
 }
 
 impl GateFile {
-    /// The gate file at `path`, opened once per process.
-    pub(crate) fn open(path: &Path) -> Result<Arc<GateFile>, heed::Error> {
+    /// The gate file at `path`, opened once per process; opening it sweeps what expired by
+    /// `now` (the store's clock).
+    pub(crate) fn open(path: &Path, now: i64) -> Result<Arc<GateFile>, heed::Error> {
         let path = canonical(path)?;
         let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
         open.retain(|(_, file)| file.strong_count() > 0);
@@ -177,7 +178,7 @@ impl GateFile {
         if let Err(e) = file.env.clear_stale_readers() {
             tracing::warn!(error = %e, "could not clear the gate file's stale readers");
         }
-        if let Err(e) = file.sweep(store_now()) {
+        if let Err(e) = file.sweep(now) {
             tracing::warn!(error = %e, "could not sweep the gate file");
         }
         open.push((path, Arc::downgrade(&file)));
@@ -484,9 +485,4 @@ fn lock_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push("-lock");
     PathBuf::from(name)
-}
-
-/// Seconds since the epoch, for the sweep at open (expiry is in whole seconds).
-fn store_now() -> i64 {
-    outside::Clock::now(&outside::SystemClock)
 }

@@ -479,11 +479,14 @@ impl SqliteStore {
         durable
             .pragma_update(None, "cache_size", -WRITER_CACHE_KIB)
             .map_err(sqlite)?;
+        // The system's clock until `with_clock` gives another: the one default a store has.
+        let clock: Arc<dyn outside::Clock> = Arc::new(outside::SystemClock);
         let gates_path = gates_path(&path);
-        let gates = GateFile::open(&gates_path).map_err(|source| OpenError::Gates {
-            path: gates_path.clone(),
-            source,
-        })?;
+        let gates =
+            GateFile::open(&gates_path, clock.now()).map_err(|source| OpenError::Gates {
+                path: gates_path.clone(),
+                source,
+            })?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path,
@@ -494,7 +497,7 @@ impl SqliteStore {
                 kept: ReadCache::default(),
                 derived: DerivedCache::default(),
                 file_reads: AtomicU64::new(0),
-                clock: Arc::new(outside::SystemClock),
+                clock,
             }),
         })
     }

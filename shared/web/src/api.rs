@@ -46,6 +46,9 @@ pub struct ApiCall<'a> {
     pub tool: &'static str,
     /// When the call came, by the platform's clock.
     pub now: chrono::DateTime<chrono::Utc>,
+    /// The call's id, from the server's randomness: its rate buckets' request and its audit
+    /// row's suffix.
+    pub request_id: String,
 }
 
 impl ApiCall<'_> {
@@ -60,9 +63,9 @@ impl ApiCall<'_> {
             approval: None,
             ids,
             reason: None,
-            at: identity::now_rfc3339(),
+            at: identity::rfc3339_at(self.now.timestamp_micros()),
         }
-        .op()
+        .op_keyed(&self.request_id)
     }
 }
 
@@ -156,7 +159,8 @@ pub(crate) async fn handle(
         let body = json!({"error": "forbidden", "right": missing, "reason": format!("this needs the right {missing}")});
         return json_response(StatusCode::FORBIDDEN, &body);
     }
-    if let Err(refused) = admit(web, &caller, registered.effect).await {
+    let request_id = web.random_text(16);
+    if let Err(refused) = admit(web, &caller, registered.effect, &request_id).await {
         return refused;
     }
     let query = crate::form::parse(parts.uri.query().unwrap_or_default().as_bytes());
@@ -167,7 +171,8 @@ pub(crate) async fn handle(
         query,
         body,
         tool,
-        now: chrono::DateTime::from_timestamp_micros(web.clock.now_micros()).unwrap_or_default(),
+        now: web.now(),
+        request_id,
     };
     api.handle(call).await
 }
@@ -218,12 +223,12 @@ async fn admit(
     web: &Web,
     caller: &ApiCaller,
     class: mcp_pipeline::EffectClass,
+    request: &str,
 ) -> Result<(), WebResponse> {
-    let request = web.random_text(16);
     let now = web.clock.now();
     let Err(refused) = web
         .gates
-        .admit_product_call(&caller.tenant, &caller.token, class, &request, now)
+        .admit_product_call(&caller.tenant, &caller.token, class, request, now)
         .await
     else {
         return Ok(());

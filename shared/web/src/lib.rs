@@ -151,6 +151,11 @@ impl Web {
         chrono::DateTime::from_timestamp_micros(self.clock.now_micros()).unwrap_or_default()
     }
 
+    /// The server's clock and randomness together, for the services that stamp and draw.
+    pub fn outside(&self) -> outside::ClockAndRandomness {
+        outside::ClockAndRandomness::new(Arc::clone(&self.clock), Arc::clone(&self.randomness))
+    }
+
     /// `len` random letters and digits, from the server's randomness.
     pub fn random_text(&self, len: usize) -> String {
         outside::random_text(self.randomness.as_ref(), len)

@@ -41,6 +41,7 @@ pub(crate) async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -
     let address = client_address(parts);
     let signed_in = accounts::operators::sign_in(
         web.store.as_ref(),
+        &web.outside(),
         &web.throttle,
         field("email"),
         field("password"),

@@ -92,7 +92,7 @@ async fn invalid_values_are_validation_errors_naming_the_field() {
 #[tokio::test]
 async fn handles_are_accepted_in_every_form_and_wrong_kinds_are_named() {
     let f = fixture();
-    let h = Handle::<Booking>::generate();
+    let h = Handle::<Booking>::generate_with(&mcp_pipeline::SystemRandomness);
     for form in [
         h.to_string(),
         h.id().to_owned(),

@@ -200,7 +200,7 @@ impl Tool for CreateNote {
             .handover("Ask the user why a second note with this title is needed")
             .into());
         }
-        let id = Handle::<NoteKind>::generate();
+        let id = Handle::<NoteKind>::generate_with(&mcp_pipeline::SystemRandomness);
         let handle = id.to_string();
         ctx.writes.push(
             Put::new(
@@ -465,7 +465,7 @@ impl Tool for SendNote {
         .await?;
         let note = view(input.note.id(), &item);
         let content = json!({"to": input.to, "body": note.body, "note": note.note});
-        let message_id = Handle::<NoteKind>::generate();
+        let message_id = Handle::<NoteKind>::generate_with(&mcp_pipeline::SystemRandomness);
         let mut outbox = Item::new();
         outbox.insert("to".into(), SV::s(&input.to));
         outbox.insert("body".into(), SV::s(&note.body));
@@ -783,7 +783,9 @@ fn registry(
                         Arc::new(identity::StoreDirectory::new(
                             store.clone(),
                             booking::rights::for_role,
+                            Arc::new(outside::SystemRandomness),
                         )),
+                        outside::ClockAndRandomness::system(),
                     ),
                     armed: incident.clone(),
                 })

@@ -222,7 +222,8 @@ impl Store for TwoHandles {
 /// How many bookings `tenant` holds: the items of its bookings' partition but the technicians'
 /// schedule revisions kept there (`!schedule#…`, ADR 46).
 pub(crate) async fn bookings_held(store: &dyn Store, tenant: &str) -> usize {
-    let partition = booking::keys::partition(tenant, booking::ids::Kind::Booking);
+    let partition =
+        booking::keys::partition(&store::TenantId::new(tenant), booking::ids::Kind::Booking);
     let page = store
         .query(store::Query::partition(partition))
         .await

@@ -27,7 +27,7 @@ pub(crate) fn prices(tenant: &str, currency: &str, tax: &str) -> store::Transact
         currency: currency.into(),
         tax_rate: tax.parse().unwrap(),
     }
-    .plan(tenant)
+    .plan(&store::TenantId::new(tenant))
     .unwrap()
 }
 
@@ -35,6 +35,7 @@ pub(crate) fn prices(tenant: &str, currency: &str, tax: &str) -> store::Transact
 pub(crate) async fn create(store: &Arc<dyn store::Store>, tenant: &str, currency: &str, tax: &str) {
     accounts::workspaces::create(
         store,
+        &outside::ClockAndRandomness::system(),
         &console(tenant),
         &named(tenant, "Europe/Berlin"),
         vec![prices(tenant, currency, tax)],

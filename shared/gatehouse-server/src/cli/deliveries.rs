@@ -131,8 +131,11 @@ pub(crate) async fn run(
                 member: "cli".into(),
                 channel: Channel::Cli,
             };
-            let audit = identity::AuditEntry::by(&console, "outbox.retry", vec![id.clone()]);
-            dispatcher.retry(&tenant, &id, vec![audit.op()]).await?;
+            let ids = vec![id.clone()];
+            let audit =
+                identity::AuditEntry::by(&console, "outbox.retry", ids, &outside::SystemClock);
+            let audit = audit.op(&outside::SystemRandomness);
+            dispatcher.retry(&tenant, &id, vec![audit]).await?;
             println!("{tenant}/{id} is queued again; the next sweep delivers it");
         }
     }

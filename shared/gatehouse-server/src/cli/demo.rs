@@ -159,7 +159,12 @@ async fn remove(data_dir: &Path) -> anyhow::Result<()> {
     }
     let store = store_sqlite::SqliteStore::open(&file)
         .with_context(|| format!("opening {}", file.display()))?;
-    accounts::demo::claim(&store, accounts::demo::state::REMOVED).await?;
+    accounts::demo::claim(
+        &store,
+        &outside::SystemClock,
+        accounts::demo::state::REMOVED,
+    )
+    .await?;
     println!(
         "removed the demo from {}: its workspaces, members, connections and operator are gone, \
          and it is never seeded there again. Make your own workspace with `gatehouse tenant \

@@ -947,6 +947,11 @@ fn build(
     Ok(app::build(&settings, store, Arc::clone(product))?)
 }
 
+/// The clock and randomness of a command run from a terminal: the host's.
+fn system() -> outside::ClockAndRandomness {
+    outside::ClockAndRandomness::system()
+}
+
 fn cli_actor(tenant: &str, member: &str) -> Actor {
     Actor {
         tenant: tenant.to_owned(),
@@ -1607,8 +1612,10 @@ async fn stdio(
         mcp_pipeline::Headers::from([("authorization".to_owned(), format!("Bearer {token}"))]);
     // On the app's store, whose calls are bounded in time (ADR 22), as every other entry
     // point's authenticator is: one stalled read must not hang the session.
+    // The server's clock, as `serve`'s authenticator has it.
+    let clock = Arc::clone(&app.web.clock);
     let authenticator =
-        identity::McpAuthenticator::new(Arc::clone(&app.store), app.directory.clone());
+        identity::McpAuthenticator::new(Arc::clone(&app.store), app.directory.clone(), clock);
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut stdout = tokio::io::stdout();
     while let Some(line) = lines.next_line().await? {
@@ -1663,7 +1670,7 @@ async fn tenant(
                 });
                 anyhow::anyhow!(flags)
             })?;
-            accounts::workspaces::create(&store, &console(&id), &workspace, ops).await?;
+            accounts::workspaces::create(&store, &system(), &console(&id), &workspace, ops).await?;
             println!(
                 "workspace {id} created; add its first member with `{} member set --tenant {id} --member NAME --role owner`",
                 program()
@@ -1772,6 +1779,7 @@ async fn operator(store: Arc<dyn store::Store>, command: OperatorCommand) -> any
             let password = read_stdin_line("the password")?;
             let email = accounts::operators::create(
                 store.as_ref(),
+                &system(),
                 &cli_actor("system", "cli"),
                 &email,
                 &password,
@@ -1782,12 +1790,13 @@ async fn operator(store: Arc<dyn store::Store>, command: OperatorCommand) -> any
         OperatorCommand::Password { email } => {
             let password = read_stdin_line("the password")?;
             let actor = cli_actor("system", "cli");
-            accounts::operators::set_password(store.as_ref(), &actor, &email, &password).await?;
+            accounts::operators::set_password(store.as_ref(), &system(), &actor, &email, &password)
+                .await?;
             println!("password of operator {email} set; their earlier sessions have ended");
         }
         OperatorCommand::Remove { email } => {
             let actor = cli_actor("system", "cli");
-            accounts::operators::remove(store.as_ref(), &actor, &email).await?;
+            accounts::operators::remove(store.as_ref(), &system(), &actor, &email).await?;
             println!("{email} is no longer an operator; their sessions have ended");
         }
     }
