@@ -42,7 +42,7 @@ fn run(args: &[&str], data: &std::path::Path, stdin: &str) -> (bool, String, Str
 
 async fn audit_actions(data: &std::path::Path, tenant: &str) -> Vec<String> {
     let store = store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap();
-    identity::audit::recent(&store, tenant, None, 100)
+    identity::audit::recent(&store, &store::TenantId::new(tenant), None, 100)
         .await
         .unwrap()
         .into_iter()
@@ -228,11 +228,16 @@ async fn removing_a_member_ends_their_credentials_for_good(world: World) {
         200
     );
     let console = identity::Actor {
-        tenant: "acme".into(),
-        member: "cli".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("cli"),
         channel: identity::Channel::Cli,
     };
-    world.app.members.remove(&console, "ana").await.unwrap();
+    world
+        .app
+        .members
+        .remove(&console, &store::MemberId::new("ana"))
+        .await
+        .unwrap();
     // The same id added again is a new person: none of the old credentials comes back.
     world.member("acme", "ana", "owner").await;
     assert_eq!(
@@ -276,8 +281,8 @@ on_every_backend!(
 async fn api_tokens_expire_and_can_be_revoked(world: World) {
     world.member("acme", "ana", "owner").await;
     let ana = identity::Actor {
-        tenant: "acme".into(),
-        member: "ana".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("ana"),
         channel: identity::Channel::Cli,
     };
     let (token, secret) = world.app.api_tokens.create(&ana, Some(1)).await.unwrap();
@@ -441,7 +446,7 @@ async fn the_kill_switch_reasons_stay_in_the_audit_trail() {
     let (ok, _, err) = run(&["kill-switch", "on", "--reason", &long], data, "");
     assert!(!ok && err.contains("at most 500 are allowed"), "{err}");
     let store = store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap();
-    let trail = identity::audit::recent(&store, "system", None, 100)
+    let trail = identity::audit::recent(&store, &store::TenantId::new("system"), None, 100)
         .await
         .unwrap();
     let mut flips: Vec<(String, Option<String>)> =

@@ -38,13 +38,18 @@ on_every_backend!(the_mark, confirm_action_asks_prompting_clients_to_prompt);
 
 /// The audit rows of `acme` for `action` with outcome `ok`: their approval paths.
 async fn approvals_of(world: &World, action: &str) -> Vec<Option<String>> {
-    identity::audit::recent(world.app.store.as_ref(), "acme", None, 50)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|e| e.action == action && e.outcome == "ok")
-        .map(|e| e.approval)
-        .collect()
+    identity::audit::recent(
+        world.app.store.as_ref(),
+        &store::TenantId::new("acme"),
+        None,
+        50,
+    )
+    .await
+    .unwrap()
+    .into_iter()
+    .filter(|e| e.action == action && e.outcome == "ok")
+    .map(|e| e.approval)
+    .collect()
 }
 
 async fn booking_exists(world: &World, handle: &Value) -> bool {
@@ -84,7 +89,12 @@ async fn product_mode_moves_approval_to_the_page(world: World) {
     .await;
     assert_eq!(refused.status, 403, "{}", refused.body);
     assert_eq!(
-        world.app.switches.approval_modes("acme").await.unwrap(),
+        world
+            .app
+            .switches
+            .approval_modes(&store::TenantId::new("acme"))
+            .await
+            .unwrap(),
         mcp_pipeline::ProductApproval::NONE
     );
     // The owner moves deletes to the product, audited.
@@ -220,8 +230,8 @@ async fn a_mode_switched_back_does_not_release_prepared_actions(world: World) {
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
     let actor = identity::Actor {
-        tenant: "acme".into(),
-        member: "ana".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("ana"),
         channel: identity::Channel::Cli,
     };
     let switches = &world.app.switches;
@@ -276,8 +286,8 @@ async fn a_pinned_connection_approves_everything_in_the_product(world: World) {
     world.member("acme", "ana", "owner").await;
     let rights = crate::support::rights_of(&world.app, "acme", "ana").await;
     let actor = identity::Actor {
-        tenant: "acme".into(),
-        member: "ana".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("ana"),
         channel: identity::Channel::Cli,
     };
     let new = identity::NewConnection {
@@ -421,13 +431,14 @@ async fn the_cli_sets_modes_and_pins_connections() {
         "{words:?}"
     );
     let store = store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap();
-    let audited: Vec<String> = identity::audit::recent(&store, "acme", None, 50)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| format!("{}:{}", e.action, e.actor))
-        .filter(|a| a.starts_with("approval_mode"))
-        .collect();
+    let audited: Vec<String> =
+        identity::audit::recent(&store, &store::TenantId::new("acme"), None, 50)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| format!("{}:{}", e.action, e.actor))
+            .filter(|a| a.starts_with("approval_mode"))
+            .collect();
     assert_eq!(audited, ["approval_mode.delete.product:ana"]);
 }
 

@@ -267,9 +267,14 @@ async fn customer_writes(world: World) {
         .await;
     assert_eq!(again.structured()["replayed"], true);
     assert!(outbox_is_empty(&world, "acme").await);
-    let audit = identity::audit::recent(world.app.store.as_ref(), "acme", None, 50)
-        .await
-        .unwrap();
+    let audit = identity::audit::recent(
+        world.app.store.as_ref(),
+        &store::TenantId::new("acme"),
+        None,
+        50,
+    )
+    .await
+    .unwrap();
     let mcp: Vec<&str> = audit
         .iter()
         .filter(|a| a.channel.name() == "mcp")
@@ -1131,9 +1136,14 @@ async fn every_effect_class(world: World) {
     );
     assert_eq!(outbox(&world, "acme").await.len(), before + 1);
     // One audit row per executed write (previews are audited as `prepared`; refusals leave none).
-    let audit = identity::audit::recent(world.app.store.as_ref(), "acme", None, 100)
-        .await
-        .unwrap();
+    let audit = identity::audit::recent(
+        world.app.store.as_ref(),
+        &store::TenantId::new("acme"),
+        None,
+        100,
+    )
+    .await
+    .unwrap();
     let count = |tool: &str| {
         audit
             .iter()
@@ -1405,8 +1415,8 @@ async fn secrets_appear_in_no_log_line() {
     confirm(&c, &page).await;
     // Something is logged (so the capture works): the kill switch's line.
     let oncall = identity::Actor {
-        tenant: "system".into(),
-        member: "oncall".into(),
+        tenant: store::TenantId::new("system"),
+        member: store::MemberId::new("oncall"),
         channel: identity::Channel::Cli,
     };
     world
@@ -1499,9 +1509,14 @@ async fn silent_tools_send_nothing(world: World) {
         "a silent tool wrote to the outbox"
     );
     // Exactly one audit row per write, channel mcp, naming the tool.
-    let audit = identity::audit::recent(world.app.store.as_ref(), "acme", None, 100)
-        .await
-        .unwrap();
+    let audit = identity::audit::recent(
+        world.app.store.as_ref(),
+        &store::TenantId::new("acme"),
+        None,
+        100,
+    )
+    .await
+    .unwrap();
     let mut actions: Vec<&str> = audit
         .iter()
         .filter(|a| a.channel.name() == "mcp")
@@ -2043,7 +2058,7 @@ async fn a_preview_stored_before_registrations_still_runs(world: World) {
         .unwrap()
         .to_owned();
     let unregistered = store::Update::new(
-        mcp_pipeline::keys::pending("acme", &token),
+        mcp_pipeline::keys::pending(&store::TenantId::new("acme"), &token),
         vec![store::UpdateAction::Remove("marked".into())],
     );
     world.app.store.update(unregistered).await.unwrap();

@@ -58,14 +58,14 @@ pub(crate) async fn oauth_connection(world: &World, tenant: &str, member: &str, 
     let rights = world
         .app
         .directory
-        .member(tenant, member)
+        .member(&store::TenantId::new(tenant), &store::MemberId::new(member))
         .await
         .unwrap()
         .unwrap()
         .rights;
     let actor = Actor {
-        tenant: tenant.into(),
-        member: member.into(),
+        tenant: store::TenantId::new(tenant),
+        member: store::MemberId::new(member),
         channel: Channel::Cli,
     };
     world
@@ -518,7 +518,10 @@ async fn rights_are_cut_live_on_every_call(world: World) {
     world
         .app
         .store
-        .delete(store::Delete::new(identity::keys::member("acme", "dan")))
+        .delete(store::Delete::new(identity::keys::member(
+            &store::TenantId::new("acme"),
+            &store::MemberId::new("dan"),
+        )))
         .await
         .unwrap();
     assert_eq!(client.request("tools/list", json!({})).await.status, 401);
@@ -552,8 +555,8 @@ on_every_backend!(toolsets, toolsets_bound_to_the_connection);
 async fn connections_are_capped_hashed_and_revocable(world: World) {
     world.member("acme", "dan", "dispatcher").await;
     let actor = Actor {
-        tenant: "acme".into(),
-        member: "dan".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("dan"),
         channel: Channel::Cli,
     };
     let too_much = NewConnection {
@@ -571,8 +574,8 @@ async fn connections_are_capped_hashed_and_revocable(world: World) {
     assert!(err.to_string().contains("records:delete"), "{err}");
     world.member("acme", "vic", "viewer").await;
     let viewer = Actor {
-        tenant: "acme".into(),
-        member: "vic".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("vic"),
         channel: Channel::Cli,
     };
     let ok = NewConnection {
@@ -599,7 +602,12 @@ async fn connections_are_capped_hashed_and_revocable(world: World) {
     assert!(token.starts_with("ghm_"));
     assert_eq!(connection.rights.len(), 1);
     // The token is stored nowhere in clear; its hash is.
-    let listed = world.app.connections.list("acme").await.unwrap();
+    let listed = world
+        .app
+        .connections
+        .list(&store::TenantId::new("acme"))
+        .await
+        .unwrap();
     assert!(listed.iter().any(|c| c.id == connection.id));
     let hash = identity::token::hash(&token);
     let index = world
@@ -642,9 +650,14 @@ async fn connections_are_capped_hashed_and_revocable(world: World) {
         r.status, 401,
         "a revoked connection stops on the next request"
     );
-    let audit = identity::audit::recent(world.app.store.as_ref(), "acme", None, 10)
-        .await
-        .unwrap();
+    let audit = identity::audit::recent(
+        world.app.store.as_ref(),
+        &store::TenantId::new("acme"),
+        None,
+        10,
+    )
+    .await
+    .unwrap();
     let actions: Vec<&str> = audit.iter().map(|a| a.action.as_str()).collect();
     assert_eq!(
         actions,
@@ -663,8 +676,8 @@ pub(crate) async fn kill_switch_answers_503_and_is_audited(world: World) {
     let token = setup(&world).await;
     let client = world.client(&token);
     let operator = Actor {
-        tenant: "system".into(),
-        member: "oncall".into(),
+        tenant: store::TenantId::new("system"),
+        member: store::MemberId::new("oncall"),
         channel: Channel::Cli,
     };
     world
@@ -686,14 +699,19 @@ pub(crate) async fn kill_switch_answers_503_and_is_audited(world: World) {
         503,
         "every MCP call"
     );
-    let audit = identity::audit::recent(world.app.store.as_ref(), "system", None, 5)
-        .await
-        .unwrap();
+    let audit = identity::audit::recent(
+        world.app.store.as_ref(),
+        &store::TenantId::new("system"),
+        None,
+        5,
+    )
+    .await
+    .unwrap();
     assert_eq!(audit[0].action, "kill_switch.on");
-    assert_eq!(audit[0].actor, "oncall");
+    assert_eq!(audit[0].actor, store::MemberId::new("oncall"));
     // A transaction carrying the write guards does not commit while the switch is on.
     let row = store::Key::new("acme#probe", "row");
-    let mut ops = identity::switch::write_guards("acme");
+    let mut ops = identity::switch::write_guards(&store::TenantId::new("acme"));
     ops.push(store::Put::new(row.clone(), store::Item::new()).into());
     assert!(matches!(
         world.app.store.transact_write(ops.clone()).await,
@@ -717,8 +735,8 @@ pub(crate) async fn kill_switch_answers_503_and_is_audited(world: World) {
     world.app.store.transact_write(ops).await.unwrap();
     // The tenant's agent access, off: 503 for that tenant only.
     let ana = Actor {
-        tenant: "acme".into(),
-        member: "ana".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("ana"),
         channel: Channel::Web,
     };
     world
@@ -739,7 +757,7 @@ pub(crate) async fn kill_switch_answers_503_and_is_audited(world: World) {
             .status,
         200
     );
-    let mut guarded = identity::switch::write_guards("acme");
+    let mut guarded = identity::switch::write_guards(&store::TenantId::new("acme"));
     guarded.push(store::Put::new(store::Key::new("acme#probe", "row2"), store::Item::new()).into());
     assert!(world.app.store.transact_write(guarded).await.is_err());
     world
@@ -749,9 +767,14 @@ pub(crate) async fn kill_switch_answers_503_and_is_audited(world: World) {
         .await
         .unwrap();
     assert_eq!(client.request("tools/list", json!({})).await.status, 200);
-    let audit = identity::audit::recent(world.app.store.as_ref(), "acme", None, 10)
-        .await
-        .unwrap();
+    let audit = identity::audit::recent(
+        world.app.store.as_ref(),
+        &store::TenantId::new("acme"),
+        None,
+        10,
+    )
+    .await
+    .unwrap();
     assert!(
         audit
             .iter()
@@ -767,8 +790,8 @@ async fn recent_changes_show_this_connections_work(world: World) {
     let (dan_con, dan) = world.connect("acme", "dan", Toolset::Full).await;
     for (connection, id) in [(&ana_con, "bkg_A"), (&dan_con, "bkg_D")] {
         let entry = AuditEntry {
-            tenant: "acme".into(),
-            actor: "agent".into(),
+            tenant: store::TenantId::new("acme"),
+            actor: store::MemberId::new("agent"),
             channel: Channel::Mcp {
                 connection: connection.clone(),
                 client: "contract tests".into(),
@@ -848,37 +871,66 @@ async fn last_use_is_recorded_once_an_hour(world: World) {
     let (id, token) = world.connect("acme", "ana", Toolset::Core).await;
     let last_used = |list: Vec<identity::Connection>| {
         list.into_iter()
-            .find(|c| c.id == id)
+            .find(|c| id == c.id)
             .expect("the connection is listed")
             .last_used
     };
-    let before = world.app.connections.list("acme").await.unwrap();
+    let before = world
+        .app
+        .connections
+        .list(&store::TenantId::new("acme"))
+        .await
+        .unwrap();
     assert_eq!(last_used(before), None, "never used yet");
 
     let client = world.client(&token);
     client.list_tools().await;
-    let first = last_used(world.app.connections.list("acme").await.unwrap())
-        .expect("the first call records the time");
+    let first = last_used(
+        world
+            .app
+            .connections
+            .list(&store::TenantId::new("acme"))
+            .await
+            .unwrap(),
+    )
+    .expect("the first call records the time");
     let at = chrono::DateTime::parse_from_rfc3339(&first).expect("an RFC 3339 time");
     assert!((chrono::Utc::now() - at.to_utc()).num_seconds().abs() < 60);
 
     client.list_tools().await;
     assert_eq!(
-        last_used(world.app.connections.list("acme").await.unwrap()),
+        last_used(
+            world
+                .app
+                .connections
+                .list(&store::TenantId::new("acme"))
+                .await
+                .unwrap()
+        ),
         Some(first.clone()),
         "a second call within the hour writes nothing"
     );
 
     let actor = identity::Actor {
-        tenant: "acme".into(),
-        member: "ana".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("ana"),
         channel: identity::Channel::Cli,
     };
-    world.app.connections.revoke(&actor, &id).await.unwrap();
+    world
+        .app
+        .connections
+        .revoke(&actor, &store::ConnectionId::new(id.as_str()))
+        .await
+        .unwrap();
     let refused = client.request("tools/list", serde_json::json!({})).await;
     assert_eq!(refused.status, 401);
-    let listed = world.app.connections.list("acme").await.unwrap();
-    let revoked = listed.iter().find(|c| c.id == id).unwrap();
+    let listed = world
+        .app
+        .connections
+        .list(&store::TenantId::new("acme"))
+        .await
+        .unwrap();
+    let revoked = listed.iter().find(|c| id == c.id).unwrap();
     assert!(revoked.revoked);
     assert_eq!(
         revoked.last_used,
@@ -919,7 +971,7 @@ async fn a_token_locator_grants_nothing(world: World) {
     let forged = [
         with_locator(&token, "globex", "gus", &globex_connection),
         with_locator(&token, "acme", "ana", &globex_connection),
-        with_locator(&token, "acme", "gus", &claim.connection),
+        with_locator(&token, "acme", "gus", claim.connection.as_str()),
     ];
     for forged in &forged {
         let r = status_of(&world, Some(&format!("Bearer {forged}")), &[]).await;
@@ -971,8 +1023,8 @@ async fn a_token_locator_grants_nothing(world: World) {
         .switches
         .set_agent_access(
             &Actor {
-                tenant: "acme".into(),
-                member: "ana".into(),
+                tenant: store::TenantId::new("acme"),
+                member: store::MemberId::new("ana"),
                 channel: Channel::Cli,
             },
             false,

@@ -74,42 +74,100 @@ fn every_key_builder_uses_its_owners_kinds() {
     let built: Vec<(&str, store::Key)> = vec![
         (
             "mcp-pipeline",
-            mcp_pipeline::keys::replay(t, "con_1", "create_booking", "f"),
+            mcp_pipeline::keys::replay(
+                &store::TenantId::new(t),
+                &store::ConnectionId::new("con_1"),
+                "create_booking",
+                "f",
+            ),
         ),
-        ("mcp-pipeline", mcp_pipeline::keys::brake(t, "con_1")),
         (
             "mcp-pipeline",
-            mcp_pipeline::keys::rate(t, "con_1", "read", 0),
+            mcp_pipeline::keys::brake(&store::TenantId::new(t), &store::ConnectionId::new("con_1")),
         ),
         (
             "mcp-pipeline",
-            mcp_pipeline::keys::object_rate(t, "bkg_1", 0),
+            mcp_pipeline::keys::rate(&store::TenantId::new(t), "con_1", "read", 0),
         ),
-        ("mcp-pipeline", mcp_pipeline::keys::slot(t, "con_1", "0")),
-        ("mcp-pipeline", mcp_pipeline::keys::pending(t, "cfm_1")),
-        ("mcp-pipeline", mcp_pipeline::keys::executed(t, "a1")),
+        (
+            "mcp-pipeline",
+            mcp_pipeline::keys::object_rate(&store::TenantId::new(t), "bkg_1", 0),
+        ),
+        (
+            "mcp-pipeline",
+            mcp_pipeline::keys::slot(
+                &store::TenantId::new(t),
+                &store::ConnectionId::new("con_1"),
+                "0",
+            ),
+        ),
+        (
+            "mcp-pipeline",
+            mcp_pipeline::keys::pending(&store::TenantId::new(t), "cfm_1"),
+        ),
+        (
+            "mcp-pipeline",
+            mcp_pipeline::keys::executed(&store::TenantId::new(t), "a1"),
+        ),
         ("identity", identity::keys::mcp_token("ab")),
-        ("identity", identity::keys::connection(t, "con_1")),
-        ("identity", identity::keys::oauth_subject(t, "sub")),
-        ("identity", identity::keys::member(t, "ana")),
-        ("identity", identity::keys::global_switch()),
-        ("identity", identity::keys::tenant_switch(t)),
         (
             "identity",
-            store::Key::new(identity::keys::audit_partition(t), "x"),
+            identity::keys::connection(
+                &store::TenantId::new(t),
+                &store::ConnectionId::new("con_1"),
+            ),
         ),
         (
             "identity",
-            store::Key::new(identity::keys::audit_partition("system"), "x"),
+            identity::keys::oauth_subject(&store::TenantId::new(t), "sub"),
+        ),
+        (
+            "identity",
+            identity::keys::member(&store::TenantId::new(t), &store::MemberId::new("ana")),
+        ),
+        ("identity", identity::keys::global_switch()),
+        (
+            "identity",
+            identity::keys::tenant_switch(&store::TenantId::new(t)),
+        ),
+        (
+            "identity",
+            store::Key::new(
+                identity::keys::audit_partition(&store::TenantId::new(t)),
+                "x",
+            ),
+        ),
+        (
+            "identity",
+            store::Key::new(
+                identity::keys::audit_partition(&store::TenantId::new("system")),
+                "x",
+            ),
         ),
         ("accounts", accounts::keys::session("ab")),
         ("accounts", accounts::keys::api_token("ab")),
-        ("accounts", accounts::keys::api_token_record(t, "tok_1")),
-        ("accounts", accounts::keys::operator("ops@example.com")),
-        ("accounts", accounts::keys::sign_in_member(t, "ana", "").0),
         (
             "accounts",
-            accounts::keys::sign_in_member(t, "ana", "192.0.2.1").1,
+            accounts::keys::api_token_record(&store::TenantId::new(t), "tok_1"),
+        ),
+        ("accounts", accounts::keys::operator("ops@example.com")),
+        (
+            "accounts",
+            accounts::keys::sign_in_member(
+                &store::TenantId::new(t),
+                &store::MemberId::new("ana"),
+                "",
+            )
+            .0,
+        ),
+        (
+            "accounts",
+            accounts::keys::sign_in_member(
+                &store::TenantId::new(t),
+                &store::MemberId::new("ana"),
+                "192.0.2.1",
+            )
+            .1,
         ),
         (
             "accounts",
@@ -120,8 +178,14 @@ fn every_key_builder_uses_its_owners_kinds() {
             accounts::keys::sign_in_operator("ops@example.com", "192.0.2.1").1,
         ),
         ("accounts", accounts::keys::sign_in_address("192.0.2.1")),
-        ("accounts", accounts::keys::workspace(t)),
-        ("accounts", accounts::keys::listed_workspace(t)),
+        (
+            "accounts",
+            accounts::keys::workspace(&store::TenantId::new(t)),
+        ),
+        (
+            "accounts",
+            accounts::keys::listed_workspace(&store::TenantId::new(t)),
+        ),
         ("booking", booking::keys::prices(&tid)),
         (
             "booking",
@@ -135,8 +199,14 @@ fn every_key_builder_uses_its_owners_kinds() {
             "booking",
             booking::keys::unique(&tid, "customer-email", "a@b.c"),
         ),
-        ("outbox-format", outbox_format::keys::outbox(t, "m1")),
-        ("outbox-format", outbox_format::keys::outbox_due(t, "m1")),
+        (
+            "outbox-format",
+            outbox_format::keys::outbox(&store::TenantId::new(t), "m1"),
+        ),
+        (
+            "outbox-format",
+            outbox_format::keys::outbox_due(&store::TenantId::new(t), "m1"),
+        ),
         ("booking", booking::keys::alert_rule(&tid, "b")),
         ("booking", booking::keys::schedule(&tid, "tec_1")),
     ];

@@ -982,7 +982,12 @@ fn the_template_runs_the_product_its_parameter_names() {
         let shared = helpdesk::Helpdesk::shared();
         let app = app::build(&settings, std::sync::Arc::new(store), shared).expect("app");
         app.directory
-            .put_member("acme", "ana", "owner", true)
+            .put_member(
+                &store::TenantId::new("acme"),
+                &store::MemberId::new("ana"),
+                "owner",
+                true,
+            )
             .await
             .unwrap();
         let rights = crate::support::rights(&[helpdesk::rights::TICKETS_READ]);
@@ -1413,7 +1418,10 @@ fn nothing_is_left_running_when_the_function_answers() {
         full_connection_function(&rt, &api, &endpoint, &slow, "gatehouse-settle");
     let pid = function.child.id();
     *api.shared.freeze_on_response.lock().unwrap() = Some(pid);
-    let slots = mcp_pipeline::keys::slots("acme", &connection);
+    let slots = mcp_pipeline::keys::slots(
+        &store::TenantId::new("acme"),
+        &store::ConnectionId::new(connection.as_str()),
+    );
     let grace = json!({"name": "Grace Hopper", "email": "grace@example.com"});
     let calls = [
         ("get_server_status", json!({})),
@@ -1433,7 +1441,7 @@ fn nothing_is_left_running_when_the_function_answers() {
     assert_eq!(partition(&rt, &app, "acme#customer").len(), 1);
     let audit = rt.block_on(identity::audit::recent(
         app.store.as_ref(),
-        "acme",
+        &store::TenantId::new("acme"),
         None,
         10,
     ));
@@ -1493,7 +1501,10 @@ fn a_deadline_already_past_still_gives_positive_leases() {
             .unwrap_or_else(|| panic!("an expiry: {item:?}"));
         assert!(expires > now_s + 60, "a lease in the future: {item:?}");
     }
-    let slots = mcp_pipeline::keys::slots("acme", &connection);
+    let slots = mcp_pipeline::keys::slots(
+        &store::TenantId::new("acme"),
+        &store::ConnectionId::new(connection.as_str()),
+    );
     assert!(partition(&rt, &app, &slots).is_empty());
     function.stop();
 }

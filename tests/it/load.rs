@@ -440,7 +440,10 @@ async fn reconcile(t: &Tenant, seen: &Seen) {
     let mut left = 0;
     for (connection, _) in &t.connections {
         for (key, item) in t
-            .partition(&mcp_pipeline::keys::slots("acme", connection))
+            .partition(&mcp_pipeline::keys::slots(
+                &store::TenantId::new("acme"),
+                &store::ConnectionId::new(connection.as_str()),
+            ))
             .await
         {
             let expires = item.get(store::TTL_ATTRIBUTE).and_then(store::Value::as_n);

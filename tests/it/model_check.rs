@@ -34,7 +34,12 @@ async fn model() -> Model {
     )
     .unwrap();
     app.directory
-        .put_member("acme", "ana", "owner", true)
+        .put_member(
+            &store::TenantId::new("acme"),
+            &store::MemberId::new("ana"),
+            "owner",
+            true,
+        )
         .await
         .unwrap();
     let rights = rights_of(&app, "acme", "ana").await;
@@ -74,7 +79,7 @@ async fn count(m: &Model, pk: &str) -> usize {
 }
 
 async fn audited(m: &Model, action: &str) -> usize {
-    identity::audit::recent(m.store.as_ref(), "acme", None, 100)
+    identity::audit::recent(m.store.as_ref(), &store::TenantId::new("acme"), None, 100)
         .await
         .unwrap()
         .iter()

@@ -23,8 +23,8 @@ fn csrf_of(body: &str) -> String {
 
 async fn make_operator(world: &World) {
     let cli = identity::Actor {
-        tenant: "system".into(),
-        member: "tests".into(),
+        tenant: store::TenantId::new("system"),
+        member: store::MemberId::new("tests"),
         channel: identity::Channel::Cli,
     };
     accounts::operators::create(
@@ -61,12 +61,17 @@ async fn operator_sign_in(world: &World) -> (String, String) {
 }
 
 async fn global_audit(world: &World) -> Vec<identity::AuditEntry> {
-    identity::audit::recent(world.app.store.as_ref(), "system", None, 50)
-        .await
-        .unwrap()
-        .into_iter()
-        .filter(|e| e.action.starts_with("kill_switch"))
-        .collect()
+    identity::audit::recent(
+        world.app.store.as_ref(),
+        &store::TenantId::new("system"),
+        None,
+        50,
+    )
+    .await
+    .unwrap()
+    .into_iter()
+    .filter(|e| e.action.starts_with("kill_switch"))
+    .collect()
 }
 
 async fn an_operator_sets_the_kill_switch_on_the_page(world: World) {
@@ -134,7 +139,7 @@ async fn an_operator_sets_the_kill_switch_on_the_page(world: World) {
     let audit = global_audit(&world).await;
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0].action, "kill_switch.on");
-    assert_eq!(audit[0].actor, EMAIL);
+    assert_eq!(audit[0].actor, store::MemberId::new(EMAIL));
     assert_eq!(audit[0].channel, identity::Channel::Web);
 
     // Off: the next call is served again.
@@ -151,7 +156,7 @@ async fn an_operator_sets_the_kill_switch_on_the_page(world: World) {
     let audit = global_audit(&world).await;
     assert_eq!(audit.len(), 2);
     assert_eq!(audit[0].action, "kill_switch.off");
-    assert_eq!(audit[0].actor, EMAIL);
+    assert_eq!(audit[0].actor, store::MemberId::new(EMAIL));
 
     // An operator's session opens no tenant's pages and changes no tenant's switch.
     for path in ["/app/connections", "/app/activity", "/app/agent-access"] {

@@ -289,16 +289,20 @@ async fn dead_letters_wait_for_an_operator(world: World) {
     // The receiver is fixed; an operator requeues the message (audited) and it goes out.
     receiver.recover();
     let console = identity::Actor {
-        tenant: "acme".into(),
-        member: "ops".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("ops"),
         channel: identity::Channel::Cli,
     };
     let ids = vec![m.id.clone()];
     let audit = identity::AuditEntry::by(&console, "outbox.retry", ids, &outside::SystemClock);
     let audit = audit.op(&outside::SystemRandomness);
-    d.retry("acme", &m.id, vec![audit]).await.unwrap();
+    d.retry(&store::TenantId::new("acme"), &m.id, vec![audit])
+        .await
+        .unwrap();
     assert!(
-        d.retry("acme", &m.id, vec![]).await.is_err(),
+        d.retry(&store::TenantId::new("acme"), &m.id, vec![])
+            .await
+            .is_err(),
         "only a dead letter is requeued"
     );
     assert_eq!(d.sweep().await.unwrap().delivered, 1);

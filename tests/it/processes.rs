@@ -46,7 +46,7 @@ async fn race(clients: &[TestClient], call: &Value, rounds: usize) -> Vec<Value>
 
 async fn audit_ok(place: &Place, action: &str) -> usize {
     let store = place.store();
-    identity::audit::recent(store.as_ref(), "acme", None, 100)
+    identity::audit::recent(store.as_ref(), &store::TenantId::new("acme"), None, 100)
         .await
         .unwrap()
         .iter()

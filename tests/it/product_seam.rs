@@ -213,8 +213,8 @@ async fn an_api_route_needs_its_tools_rights_whatever_the_product_checks() {
     let call = async |member: &str| {
         app.directory
             .put_member(
-                "acme",
-                member,
+                &store::TenantId::new("acme"),
+                &store::MemberId::new(member),
                 if member == "olivia" {
                     "owner"
                 } else {

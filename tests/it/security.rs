@@ -37,12 +37,17 @@ async fn quote_waiting(world: &World, agent: &mcp_test_client::TestClient) -> St
 
 /// The audit rows of `tenant` whose action or outcome is `what`.
 async fn audited(world: &World, tenant: &str, what: &str) -> usize {
-    identity::audit::recent(world.app.store.as_ref(), tenant, None, 100)
-        .await
-        .unwrap()
-        .iter()
-        .filter(|e| e.outcome == what || e.action == what)
-        .count()
+    identity::audit::recent(
+        world.app.store.as_ref(),
+        &store::TenantId::new(tenant),
+        None,
+        100,
+    )
+    .await
+    .unwrap()
+    .iter()
+    .filter(|e| e.outcome == what || e.action == what)
+    .count()
 }
 
 /// A viewer, and a dispatcher lacking `quotes:approve`, are refused rejecting an owner's
@@ -135,8 +140,8 @@ async fn switches_check_the_deciders_rights(world: World) {
     world.member("acme", "ana", "owner").await;
     world.member("acme", "vic", "viewer").await;
     let viewer = identity::Actor {
-        tenant: "acme".into(),
-        member: "vic".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("vic"),
         channel: identity::Channel::Cli,
     };
     let refused = world.app.switches.set_agent_access(&viewer, false).await;
@@ -155,8 +160,20 @@ async fn switches_check_the_deciders_rights(world: World) {
         matches!(refused, Err(identity::IdentityError::Forbidden(_))),
         "{refused:?}"
     );
-    assert!(world.app.switches.agent_access("acme").await.unwrap());
-    let modes = world.app.switches.approval_modes("acme").await.unwrap();
+    assert!(
+        world
+            .app
+            .switches
+            .agent_access(&store::TenantId::new("acme"))
+            .await
+            .unwrap()
+    );
+    let modes = world
+        .app
+        .switches
+        .approval_modes(&store::TenantId::new("acme"))
+        .await
+        .unwrap();
     assert_eq!(modes.mode(notify), mcp_pipeline::ApprovalMode::Client);
     for action in ["agent_access.off", "approval_mode.notify.product"] {
         assert_eq!(audited(&world, "acme", action).await, 0, "{action} audited");
@@ -210,7 +227,12 @@ async fn pages_answer_only_their_own_origin(world: World) {
     let r = send(&world, "POST", "/app/agent-access", &elsewhere, &off).await;
     assert_eq!(r.status, 403, "{}", r.body);
     assert!(
-        world.app.switches.agent_access("acme").await.unwrap(),
+        world
+            .app
+            .switches
+            .agent_access(&store::TenantId::new("acme"))
+            .await
+            .unwrap(),
         "unchanged"
     );
     let referred = [
@@ -221,7 +243,14 @@ async fn pages_answer_only_their_own_origin(world: World) {
     ];
     let r = send(&world, "POST", "/app/agent-access", &referred, &off).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert!(!world.app.switches.agent_access("acme").await.unwrap());
+    assert!(
+        !world
+            .app
+            .switches
+            .agent_access(&store::TenantId::new("acme"))
+            .await
+            .unwrap()
+    );
     for header in ["x-content-type-options", "referrer-policy"] {
         assert!(r.headers.get(header).is_some(), "{header} missing");
     }
@@ -328,11 +357,16 @@ async fn nobody_can_keep_a_member_locked_out(world: World) {
         "another address"
     );
     let console = identity::Actor {
-        tenant: "acme".into(),
-        member: "cli".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("cli"),
         channel: identity::Channel::Cli,
     };
-    world.app.members.unlock(&console, "ana").await.unwrap();
+    world
+        .app
+        .members
+        .unlock(&console, &store::MemberId::new("ana"))
+        .await
+        .unwrap();
     assert_eq!(
         attempt(&world, "198.51.100.1", right).await.status,
         303,
@@ -375,8 +409,8 @@ async fn sessions_end_with_their_password(world: World) {
     assert_eq!(after.status, 303, "sent to sign in again: {}", after.body);
 
     let cli = identity::Actor {
-        tenant: "system".into(),
-        member: "cli".into(),
+        tenant: store::TenantId::new("system"),
+        member: store::MemberId::new("cli"),
         channel: identity::Channel::Cli,
     };
     let store = world.app.store.as_ref();

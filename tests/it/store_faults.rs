@@ -147,12 +147,17 @@ fn consumption(c: &Call) -> bool {
 
 /// Executed `action`s of `acme` in its audit trail.
 async fn audited(f: &Faulty, action: &str) -> usize {
-    identity::audit::recent(f.store.inner().as_ref(), "acme", None, 100)
-        .await
-        .unwrap()
-        .iter()
-        .filter(|e| e.action == action && e.outcome == "ok")
-        .count()
+    identity::audit::recent(
+        f.store.inner().as_ref(),
+        &store::TenantId::new("acme"),
+        None,
+        100,
+    )
+    .await
+    .unwrap()
+    .iter()
+    .filter(|e| e.action == action && e.outcome == "ok")
+    .count()
 }
 
 /// The tool result's error code, when the call ended in a tool error.

@@ -73,7 +73,7 @@ pub(crate) const FORM: (&str, &str) = ("content-type", "application/x-www-form-u
 
 pub(crate) async fn sign_in(world: &World, tenant: &str, member: &str) -> (String, String) {
     // A new password ends the member's other sessions: set it only where there is none.
-    let key = identity::keys::member(tenant, member);
+    let key = identity::keys::member(&store::TenantId::new(tenant), &store::MemberId::new(member));
     let stored = world.app.store.get(&key).await.unwrap();
     if !stored.is_some_and(|item| item.contains_key("password_hash")) {
         crate::support::set_password(&world.app, tenant, member, "correct horse battery")
@@ -202,7 +202,13 @@ async fn sign_in_sets_a_safe_cookie_and_forms_need_csrf(world: World) {
         assert_eq!(r.status, 403, "{body}");
     }
     assert!(
-        world.app.connections.list("acme").await.unwrap().is_empty(),
+        world
+            .app
+            .connections
+            .list(&store::TenantId::new("acme"))
+            .await
+            .unwrap()
+            .is_empty(),
         "no connection was made without the token"
     );
     let r = send(
@@ -215,7 +221,16 @@ async fn sign_in_sets_a_safe_cookie_and_forms_need_csrf(world: World) {
     .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("ghm_"), "the new token is shown once");
-    assert_eq!(world.app.connections.list("acme").await.unwrap().len(), 1);
+    assert_eq!(
+        world
+            .app
+            .connections
+            .list(&store::TenantId::new("acme"))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     let anonymous = send(&world, "GET", "/app/connections", &[], "").await;
     assert_eq!(anonymous.status, 303, "pages need a session");
 }
@@ -800,7 +815,13 @@ on_every_backend!(
 async fn a_malformed_form_is_a_400_and_changes_nothing(world: World) {
     crate::booking_tools::setup(&world).await;
     let (owner, csrf) = sign_in(&world, "acme", "ana").await;
-    let before = world.app.connections.list("acme").await.unwrap().len();
+    let before = world
+        .app
+        .connections
+        .list(&store::TenantId::new("acme"))
+        .await
+        .unwrap()
+        .len();
     for body in [
         "tenant=acme&member=%a\u{e9}x&password=x",
         "tenant=acme&password=%ff%fe",
@@ -820,7 +841,13 @@ async fn a_malformed_form_is_a_400_and_changes_nothing(world: World) {
         assert_eq!(r.status, 400, "{}", r.body);
     }
     assert_eq!(
-        world.app.connections.list("acme").await.unwrap().len(),
+        world
+            .app
+            .connections
+            .list(&store::TenantId::new("acme"))
+            .await
+            .unwrap()
+            .len(),
         before
     );
     // The pages go on, and the refused bodies counted no failed sign-in.
@@ -842,7 +869,7 @@ async fn a_choice_outside_its_options_is_refused(world: World) {
     let audit = |world: &World| {
         let store = world.app.store.clone();
         async move {
-            identity::audit::recent(store.as_ref(), "acme", None, 100)
+            identity::audit::recent(store.as_ref(), &store::TenantId::new("acme"), None, 100)
                 .await
                 .unwrap()
                 .len()
@@ -870,7 +897,12 @@ async fn a_choice_outside_its_options_is_refused(world: World) {
         .await;
         assert_eq!(r.status, 400, "{path} {body}: {}", r.body);
     }
-    let listed = world.app.connections.list("acme").await.unwrap();
+    let listed = world
+        .app
+        .connections
+        .list(&store::TenantId::new("acme"))
+        .await
+        .unwrap();
     assert_eq!(listed.len(), 1, "only setup's connection: {listed:?}");
     assert_eq!(audit(&world).await, before, "nothing was changed");
     // A client name out of bounds is the caller's mistake too, not a refusal of rights.
@@ -926,7 +958,13 @@ async fn a_connection_form_sent_twice_makes_one(world: World) {
     let (owner, csrf) = sign_in(&world, "acme", "ana").await;
     let page = send(&world, "GET", "/app/connections", &[("cookie", &owner)], "").await;
     let form_id = crate::support::pages::form_value(&page.body, "form");
-    let before = world.app.connections.list("acme").await.unwrap().len();
+    let before = world
+        .app
+        .connections
+        .list(&store::TenantId::new("acme"))
+        .await
+        .unwrap()
+        .len();
     let body = format!("client=laptop&toolset=core&form={form_id}&csrf={csrf}");
     let post = async || {
         send(
@@ -948,11 +986,16 @@ async fn a_connection_form_sent_twice_makes_one(world: World) {
     let again = post().await;
     assert_eq!(again.status, 400, "{}", again.body);
     assert!(!again.body.contains("ghm_"), "{}", again.body);
-    let listed = world.app.connections.list("acme").await.unwrap();
+    let listed = world
+        .app
+        .connections
+        .list(&store::TenantId::new("acme"))
+        .await
+        .unwrap();
     assert_eq!(listed.len(), before + 1, "{listed:?}");
     let made = listed.iter().find(|c| c.client_name == "laptop").unwrap();
     assert!(
-        again.body.contains(&made.id),
+        again.body.contains(made.id.as_str()),
         "names the connection: {}",
         again.body
     );

@@ -120,7 +120,12 @@ impl World {
     pub(crate) async fn member(&self, tenant: &str, member: &str, role: &str) {
         self.app
             .directory
-            .put_member(tenant, member, role, true)
+            .put_member(
+                &store::TenantId::new(tenant),
+                &store::MemberId::new(member),
+                role,
+                true,
+            )
             .await
             .unwrap();
     }
@@ -128,7 +133,12 @@ impl World {
     pub(crate) async fn deactivate(&self, tenant: &str, member: &str, role: &str) {
         self.app
             .directory
-            .put_member(tenant, member, role, false)
+            .put_member(
+                &store::TenantId::new(tenant),
+                &store::MemberId::new(member),
+                role,
+                false,
+            )
             .await
             .unwrap();
     }

@@ -135,9 +135,7 @@ impl Product for Helpdesk {
     }
 
     fn read_ahead(&self) -> ReadAhead {
-        ReadAhead(Arc::new(|tenant: &str, text: &str| {
-            tickets::of_handle(&gatehouse_tool::TenantId::new(tenant), text)
-        }))
+        ReadAhead(Arc::new(tickets::of_handle))
     }
 
     fn records(&self, cx: &ProductContext) -> Option<Arc<dyn Records>> {

@@ -7,7 +7,6 @@ use gatehouse_server::{store, web};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use gatehouse_tool::TenantId;
 use gatehouse_tool::records::{
     Attribute, AttributeType as T, AttributeValue as V, Reader, Record, RecordError, RecordKind,
     Records,
@@ -56,8 +55,7 @@ impl Records for TicketRecords {
                     right: rights::TICKETS_READ.into(),
                 });
             }
-            let tenant = TenantId::new(reader.tenant.as_str());
-            match self.0.get(&tenant, id).await {
+            match self.0.get(&reader.tenant, id).await {
                 Ok(t) => Ok(record(&t)),
                 Err(HelpdeskError::Store(_)) => Err(RecordError::Unavailable),
                 Err(_) => Err(RecordError::NotFound),
@@ -135,7 +133,7 @@ impl TicketApi {
     async fn list(&self, call: &ApiCall<'_>) -> Result<WebResponse, WebResponse> {
         let found = self
             .tickets
-            .list(&TenantId::new(call.caller.tenant.as_str()), true, 50)
+            .list(&call.caller.tenant, true, 50)
             .await
             .map_err(error)?;
         let shown: Vec<Value> = found.iter().map(view).collect();
@@ -144,7 +142,7 @@ impl TicketApi {
 
     /// Closes or deletes the ticket the path names, at the version the body names.
     async fn change(&self, call: &ApiCall<'_>) -> Result<WebResponse, WebResponse> {
-        let tenant = TenantId::new(call.caller.tenant.as_str());
+        let tenant = &call.caller.tenant;
         let handle = call.route.get(1).copied().unwrap_or_default();
         let id = TICKET
             .id_of(handle)
@@ -155,9 +153,9 @@ impl TicketApi {
             return Err(answer(http::StatusCode::BAD_REQUEST, &reason));
         };
         let mut ticket = if call.tool == "close_ticket" {
-            self.tickets.open_at(&tenant, id, version).await
+            self.tickets.open_at(tenant, id, version).await
         } else {
-            self.tickets.get(&tenant, id).await
+            self.tickets.get(tenant, id).await
         }
         .map_err(error)?;
         if ticket.version != version {
@@ -168,9 +166,9 @@ impl TicketApi {
             }));
         }
         let mut ops = if call.tool == "close_ticket" {
-            tickets::close(&tenant, &ticket).to_vec()
+            tickets::close(tenant, &ticket).to_vec()
         } else {
-            tickets::delete(&tenant, &ticket)
+            tickets::delete(tenant, &ticket)
         };
         ops.push(call.audit(vec![ticket.handle()]));
         self.store

@@ -453,7 +453,7 @@ fn queue(
     message: &outbox::Outgoing<'_>,
 ) {
     let id = outside::random_text(services.randomness.as_ref(), 20);
-    for put in outbox::queue(tenant.as_str(), &id, message) {
+    for put in outbox::queue(tenant, &id, message) {
         writes.push(put);
     }
     writes.notify(message.to);

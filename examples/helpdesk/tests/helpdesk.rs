@@ -71,12 +71,17 @@ impl Desk {
     async fn agent(&self, tenant: &str, member: &str, role: &str) -> TestClient {
         self.app
             .directory
-            .put_member(tenant, member, role, true)
+            .put_member(
+                &store::TenantId::new(tenant),
+                &store::MemberId::new(member),
+                role,
+                true,
+            )
             .await
             .unwrap();
         let actor = identity::Actor {
-            tenant: tenant.into(),
-            member: member.into(),
+            tenant: store::TenantId::new(tenant),
+            member: store::MemberId::new(member),
             channel: identity::Channel::Cli,
         };
         let rights = helpdesk::rights::for_role(role)
@@ -102,14 +107,14 @@ impl Desk {
     /// Signs `member` of `tenant` in on the pages; the session cookie.
     async fn sign_in(&self, tenant: &str, member: &str) -> String {
         let console = identity::Actor {
-            tenant: tenant.into(),
-            member: "cli".into(),
+            tenant: store::TenantId::new(tenant),
+            member: store::MemberId::new("cli"),
             channel: identity::Channel::Cli,
         };
         let password = "correct horse battery";
         self.app
             .members
-            .set_password(&console, member, password)
+            .set_password(&console, &store::MemberId::new(member), password)
             .await
             .unwrap();
         let form = format!("tenant={tenant}&member={member}&password=correct+horse+battery");
@@ -145,7 +150,7 @@ impl Desk {
 
     /// The messages waiting in `tenant`'s outbox.
     async fn outbox(&self, tenant: &str) -> Vec<store::Item> {
-        let partition = outbox::keys::outbox_partition(tenant);
+        let partition = outbox::keys::outbox_partition(&store::TenantId::new(tenant));
         let page = self.app.store.query(store::Query::partition(partition));
         page.await
             .unwrap()
@@ -358,8 +363,8 @@ async fn pages_and_the_api_take_the_tools_kinds_and_classes(desk: Desk) {
     assert_eq!(status, 404, "another workspace's ticket: {page}");
 
     let ana_actor = identity::Actor {
-        tenant: "acme".into(),
-        member: "ana".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("ana"),
         channel: identity::Channel::Cli,
     };
     let (_, token) = desk.app.api_tokens.create(&ana_actor, None).await.unwrap();
@@ -482,8 +487,8 @@ async fn limits_money_two_steps_and_the_kill_switch(desk: Desk) {
         "nothing done before approval"
     );
     let operator = identity::Actor {
-        tenant: "system".into(),
-        member: "oncall".into(),
+        tenant: store::TenantId::new("system"),
+        member: store::MemberId::new("oncall"),
         channel: identity::Channel::Cli,
     };
     desk.app

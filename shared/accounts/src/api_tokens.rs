@@ -20,7 +20,7 @@ pub struct ApiToken {
     /// Public id (`tok_...`).
     pub id: String,
     /// The member it acts as.
-    pub member: String,
+    pub member: store::MemberId,
     /// When it was made (RFC 3339).
     pub created_at: String,
     /// When it stops working (RFC 3339).
@@ -33,9 +33,9 @@ pub struct ApiToken {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bearer {
     /// The workspace.
-    pub tenant: String,
+    pub tenant: store::TenantId,
     /// The member.
-    pub member: String,
+    pub member: store::MemberId,
     /// The token's public id (its rate buckets are its own).
     pub token: String,
     /// The member's rights now: their current role decides, not what they had when the
@@ -113,8 +113,8 @@ impl ApiTokens {
         let mut record = record_item(&token);
         record.insert("hash".into(), Value::s(&hash));
         let mut index = Item::new();
-        index.insert("tenant".into(), Value::s(&actor.tenant));
-        index.insert("member".into(), Value::s(&actor.member));
+        index.insert("tenant".into(), Value::s(actor.tenant.as_str()));
+        index.insert("member".into(), Value::s(actor.member.as_str()));
         index.insert("id".into(), Value::s(&token.id));
         index.insert("expires".into(), Value::n(expires / 1_000_000));
         if let Some(person) = &member.person {
@@ -139,7 +139,7 @@ impl ApiTokens {
     }
 
     /// The workspace's tokens, newest first.
-    pub async fn list(&self, tenant: &str) -> Result<Vec<ApiToken>, AccountsError> {
+    pub async fn list(&self, tenant: &store::TenantId) -> Result<Vec<ApiToken>, AccountsError> {
         let mut out = Vec::new();
         let mut cursor = None;
         loop {
@@ -216,6 +216,7 @@ impl ApiTokens {
         let (Some(tenant), Some(member), Some(token)) = (s("tenant"), s("member"), s("id")) else {
             return Ok(None);
         };
+        let (tenant, member) = (store::TenantId::new(tenant), store::MemberId::new(member));
         let expires = crate::int(&item, "expires");
         if expires.is_none_or(|e| e <= self.outside.now()) {
             return Ok(None);
@@ -236,7 +237,7 @@ impl ApiTokens {
 
 fn record_item(token: &ApiToken) -> Item {
     let mut item = Item::new();
-    item.insert("member".into(), Value::s(&token.member));
+    item.insert("member".into(), Value::s(token.member.as_str()));
     item.insert("created_at".into(), Value::s(&token.created_at));
     item.insert("valid_until".into(), Value::s(&token.expires_at));
     item.insert("revoked".into(), Value::Bool(token.revoked));
@@ -252,7 +253,7 @@ fn read_record(id: &str, item: &Item) -> ApiToken {
     };
     ApiToken {
         id: id.to_owned(),
-        member: s("member"),
+        member: store::MemberId::new(s("member")),
         created_at: s("created_at"),
         expires_at: s("valid_until"),
         revoked: matches!(item.get("revoked"), Some(Value::Bool(true))),

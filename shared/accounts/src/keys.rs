@@ -2,7 +2,7 @@
 //! tenant id first; the others live in partitions whose first segment no tenant id can take
 //! ([`GLOBAL`], reserved by `store::tenant_id`).
 
-use store::Key;
+use store::{Key, MemberId, TenantId};
 
 /// The second segment of this crate's tenant partitions (`<tenant>#<kind>`).
 pub const TENANT_KINDS: &[&str] = &["tenant", "apitoken", "signin"];
@@ -14,13 +14,13 @@ pub const GLOBAL: &[&str] = &["session", "apitoken", "operator", "signin", WORKS
 pub const WORKSPACES: &str = "tenants";
 
 /// A workspace: its name and zone.
-pub fn workspace(tenant: &str) -> Key {
+pub fn workspace(tenant: &TenantId) -> Key {
     Key::new(format!("{tenant}#tenant"), "settings")
 }
 
 /// A workspace's entry in the list of workspaces.
-pub fn listed_workspace(tenant: &str) -> Key {
-    Key::new(WORKSPACES, tenant)
+pub fn listed_workspace(tenant: &TenantId) -> Key {
+    Key::new(WORKSPACES, tenant.as_str())
 }
 
 /// A sign-in session, by the hash of its cookie value.
@@ -34,12 +34,12 @@ pub fn api_token(hash: &str) -> Key {
 }
 
 /// The partition of a tenant's product API tokens (what the listing shows).
-pub fn api_tokens(tenant: &str) -> String {
+pub fn api_tokens(tenant: &TenantId) -> String {
     format!("{tenant}#apitoken")
 }
 
 /// One product API token of a tenant, by its public id.
-pub fn api_token_record(tenant: &str, id: &str) -> Key {
+pub fn api_token_record(tenant: &TenantId, id: &str) -> Key {
     Key::new(api_tokens(tenant), id)
 }
 
@@ -51,10 +51,10 @@ pub fn operator(email: &str) -> Key {
 
 /// Sign-in attempts of one member: the account's count and the count of the account from
 /// `address` (the account's sort key, `#`, the address), in the tenant's partition.
-pub fn sign_in_member(tenant: &str, member: &str, address: &str) -> (Key, Key) {
+pub fn sign_in_member(tenant: &TenantId, member: &MemberId, address: &str) -> (Key, Key) {
     let partition = format!("{tenant}#signin");
     (
-        Key::new(partition.clone(), member),
+        Key::new(partition.clone(), member.as_str()),
         Key::new(partition, format!("{member}#{address}")),
     )
 }

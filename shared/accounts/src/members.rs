@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use identity::{Actor, Directory as _, RoleCatalog, StoreDirectory};
 use store::{Condition, Store, Update, UpdateAction, Value};
+use store::{MemberId, TenantId};
 
 use crate::{AccountsError, passwords};
 
@@ -48,11 +49,11 @@ impl Members {
     pub async fn set(
         &self,
         actor: &Actor,
-        member: &str,
+        member: &MemberId,
         role: &str,
         active: Option<bool>,
     ) -> Result<(Set, bool), AccountsError> {
-        check_member_id(member)?;
+        check_member_id(member.as_str())?;
         if (self.catalog)(role).is_empty() {
             return Err(AccountsError::Invalid(format!(
                 "unknown role {role:?}: it grants no right of this product (see its roles)"
@@ -91,7 +92,7 @@ impl Members {
     /// Removes `member` from the actor's workspace, audited. Every credential their person
     /// made (connections, API tokens, sessions) stops working for good, even if the id is
     /// added again. A member that does not exist is an error, not a success.
-    pub async fn remove(&self, actor: &Actor, member: &str) -> Result<(), AccountsError> {
+    pub async fn remove(&self, actor: &Actor, member: &MemberId) -> Result<(), AccountsError> {
         let key = identity::keys::member(&actor.tenant, member);
         let Some(existing) = self.store.get(&key).await? else {
             return Err(not_a_member(member, &actor.tenant));
@@ -100,7 +101,7 @@ impl Members {
         let audit = crate::audit(
             actor,
             "member.remove",
-            vec![member.to_owned()],
+            vec![member.to_string()],
             &self.outside,
         );
         match self.store.transact_write(vec![removal, audit]).await {
@@ -117,7 +118,7 @@ impl Members {
     pub async fn set_password(
         &self,
         actor: &Actor,
-        member: &str,
+        member: &MemberId,
         password: &str,
     ) -> Result<(), AccountsError> {
         let hash = passwords::hash(password, &self.outside)?;
@@ -129,7 +130,7 @@ impl Members {
         let audit = crate::audit(
             actor,
             "member.password",
-            vec![member.to_owned()],
+            vec![member.to_string()],
             &self.outside,
         );
         match self.store.transact_write(vec![change.into(), audit]).await {
@@ -143,7 +144,7 @@ impl Members {
 
     /// Lets `member` sign in again at once: clears every sign-in count of their account
     /// (after failures from anywhere), audited. A member that does not exist is an error.
-    pub async fn unlock(&self, actor: &Actor, member: &str) -> Result<(), AccountsError> {
+    pub async fn unlock(&self, actor: &Actor, member: &MemberId) -> Result<(), AccountsError> {
         let key = identity::keys::member(&actor.tenant, member);
         if self.store.get(&key).await?.is_none() {
             return Err(not_a_member(member, &actor.tenant));
@@ -152,7 +153,7 @@ impl Members {
         let audit = crate::audit(
             actor,
             "member.unlock",
-            vec![member.to_owned()],
+            vec![member.to_string()],
             &self.outside,
         );
         self.store.transact_write(vec![audit]).await?;
@@ -164,8 +165,8 @@ impl Members {
     /// apart). The check runs away from the request threads.
     pub async fn check_password(
         &self,
-        tenant: &str,
-        member: &str,
+        tenant: &TenantId,
+        member: &MemberId,
         password: &str,
     ) -> Result<Option<(identity::Member, String)>, AccountsError> {
         let key = identity::keys::member(tenant, member);
@@ -195,8 +196,8 @@ impl Members {
     pub async fn sign_in(
         &self,
         throttle: &crate::Throttle,
-        tenant: &str,
-        member: &str,
+        tenant: &TenantId,
+        member: &MemberId,
         password: &str,
         address: Option<&str>,
     ) -> Result<Option<(String, crate::Session)>, AccountsError> {
@@ -215,7 +216,7 @@ impl Members {
     }
 }
 
-fn not_a_member(member: &str, tenant: &str) -> AccountsError {
+fn not_a_member(member: &MemberId, tenant: &TenantId) -> AccountsError {
     AccountsError::NotFound(format!("{member} is not a member of {tenant}"))
 }
 

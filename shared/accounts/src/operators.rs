@@ -83,7 +83,7 @@ pub async fn any(store: &dyn Store) -> Result<bool, AccountsError> {
 /// The global trail's actor for a change made by `actor`.
 fn in_global_trail(actor: &Actor) -> Actor {
     Actor {
-        tenant: "system".into(),
+        tenant: identity::system(),
         ..actor.clone()
     }
 }
@@ -216,8 +216,8 @@ pub async fn set_kill_switch(
         )));
     }
     let actor = Actor {
-        tenant: "system".into(),
-        member: email,
+        tenant: identity::system(),
+        member: store::MemberId::new(email),
         channel,
     };
     Ok(switches.set_global(&actor, on, reason).await?)

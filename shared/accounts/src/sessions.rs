@@ -18,9 +18,9 @@ pub const OPERATOR_ROLE: &str = "operator";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Session {
     /// The tenant (empty for an operator, who belongs to none).
-    pub tenant: String,
+    pub tenant: store::TenantId,
     /// The member (an operator's email).
-    pub member: String,
+    pub member: store::MemberId,
     /// The person who held the member id at sign-in: the session ends when the member is
     /// removed, even if the id is added again (`None` for operators and older members).
     pub person: Option<String>,
@@ -39,12 +39,12 @@ pub struct Session {
 pub async fn start_member(
     store: &dyn Store,
     outside: &outside::ClockAndRandomness,
-    tenant: &str,
+    tenant: &store::TenantId,
     member: &identity::Member,
     credential: &str,
 ) -> Result<(String, Session), AccountsError> {
     let session = Session {
-        tenant: tenant.into(),
+        tenant: tenant.clone(),
         member: member.id.clone(),
         person: member.person.clone(),
         operator: false,
@@ -63,8 +63,8 @@ pub async fn start_operator(
     credential: &str,
 ) -> Result<(String, Session), AccountsError> {
     let session = Session {
-        tenant: String::new(),
-        member: email.to_owned(),
+        tenant: store::TenantId::default(),
+        member: store::MemberId::new(email),
         person: None,
         operator: true,
         csrf: outside.random_text(32),
@@ -80,8 +80,8 @@ async fn start(
 ) -> Result<(String, Session), AccountsError> {
     let id = outside.random_text(43);
     let mut item = Item::new();
-    item.insert("tenant".into(), Value::s(&session.tenant));
-    item.insert("member".into(), Value::s(&session.member));
+    item.insert("tenant".into(), Value::s(session.tenant.as_str()));
+    item.insert("member".into(), Value::s(session.member.as_str()));
     item.insert("csrf".into(), Value::s(&session.csrf));
     item.insert("credential".into(), Value::s(&session.credential));
     let role = if session.operator {
@@ -113,8 +113,8 @@ pub async fn get(store: &dyn Store, id: &str) -> Result<Option<Session>, Account
     };
     let s = |k: &str| item.get(k).and_then(Value::as_s).map(str::to_owned);
     Ok(Some(Session {
-        tenant: s("tenant").unwrap_or_default(),
-        member: s("member").unwrap_or_default(),
+        tenant: store::TenantId::new(s("tenant").unwrap_or_default()),
+        member: store::MemberId::new(s("member").unwrap_or_default()),
         person: s("person"),
         operator: s("role").as_deref() == Some(OPERATOR_ROLE),
         csrf: s("csrf").unwrap_or_default(),
@@ -129,7 +129,7 @@ pub async fn live(store: &dyn Store, id: &str) -> Result<Option<Session>, Accoun
         return Ok(None);
     };
     let account = if session.operator {
-        keys::operator(&session.member)
+        keys::operator(session.member.as_str())
     } else {
         identity::keys::member(&session.tenant, &session.member)
     };

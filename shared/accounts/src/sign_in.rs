@@ -41,7 +41,11 @@ pub struct Attempt {
 
 impl Attempt {
     /// A member's sign-in from `address` (the client's address, when known).
-    pub fn member(tenant: &str, member: &str, address: Option<&str>) -> Self {
+    pub fn member(
+        tenant: &store::TenantId,
+        member: &store::MemberId,
+        address: Option<&str>,
+    ) -> Self {
         let (account, pair) = keys::sign_in_member(tenant, member, address.unwrap_or_default());
         Self::of(account, pair, address)
     }
@@ -169,8 +173,8 @@ impl Throttle {
 /// own and those of each address it was tried from.
 pub async fn clear_member(
     store: &dyn Store,
-    tenant: &str,
-    member: &str,
+    tenant: &store::TenantId,
+    member: &store::MemberId,
 ) -> Result<(), AccountsError> {
     let (account, _) = keys::sign_in_member(tenant, member, "");
     clear_account(store, &account).await

@@ -21,7 +21,7 @@ pub struct Workspace {
 }
 
 /// The workspace must exist.
-pub async fn require(store: &dyn Store, tenant: &str) -> Result<(), AccountsError> {
+pub async fn require(store: &dyn Store, tenant: &store::TenantId) -> Result<(), AccountsError> {
     if store.get(&keys::workspace(tenant)).await?.is_some() {
         return Ok(());
     }
@@ -31,7 +31,10 @@ pub async fn require(store: &dyn Store, tenant: &str) -> Result<(), AccountsErro
 }
 
 /// The workspace `tenant`, when it exists.
-pub async fn get(store: &dyn Store, tenant: &str) -> Result<Option<Workspace>, AccountsError> {
+pub async fn get(
+    store: &dyn Store,
+    tenant: &store::TenantId,
+) -> Result<Option<Workspace>, AccountsError> {
     let Some(item) = store.get(&keys::workspace(tenant)).await? else {
         return Ok(None);
     };
@@ -42,14 +45,14 @@ pub async fn get(store: &dyn Store, tenant: &str) -> Result<Option<Workspace>, A
             .to_owned()
     };
     Ok(Some(Workspace {
-        id: tenant.to_owned(),
+        id: tenant.to_string(),
         name: text("name"),
         zone: text("zone"),
     }))
 }
 
 /// The zone `tenant`'s people read times in (UTC when it has none, or cannot be read).
-pub async fn zone(store: &dyn Store, tenant: &str) -> String {
+pub async fn zone(store: &dyn Store, tenant: &store::TenantId) -> String {
     match get(store, tenant).await {
         Ok(Some(w)) if !w.zone.is_empty() => w.zone,
         _ => "UTC".to_owned(),
@@ -80,11 +83,13 @@ pub async fn create_in_demo(
     product_ops: Vec<TransactOp>,
 ) -> Result<(), AccountsError> {
     let (item, listed) = checked(workspace)?;
+    // The id is checked: from here on it is a tenant's.
+    let tenant = store::TenantId::new(workspace.id.as_str());
     let mut ops: Vec<TransactOp> = vec![
-        Put::new(keys::workspace(&workspace.id), item)
+        Put::new(keys::workspace(&tenant), item)
             .when(Condition::item_not_exists())
             .into(),
-        Put::new(keys::listed_workspace(&workspace.id), listed)
+        Put::new(keys::listed_workspace(&tenant), listed)
             .when(Condition::item_not_exists())
             .into(),
     ];

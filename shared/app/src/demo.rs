@@ -139,8 +139,8 @@ pub async fn seed_if_empty(app: &App, now: DateTime<Utc>) -> Result<Seeded, Demo
         connections.extend(demo_connections(app, &demo, workspace).await?);
     }
     let seeder = identity::Actor {
-        tenant: "system".into(),
-        member: "demo seed".into(),
+        tenant: identity::system(),
+        member: store::MemberId::new("demo seed"),
         channel: Channel::Cli,
     };
     let (email, password) = (DEMO_OPERATOR, DEMO_PASSWORD);
@@ -202,18 +202,20 @@ async fn seed_workspace(app: &App, demo: &Demo, w: &DemoWorkspace) -> Result<(),
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
-    let ops = app.product.new_workspace(w.id, &settings)?;
+    let tenant = store::TenantId::new(w.id);
+    let ops = app.product.new_workspace(&tenant, &settings)?;
     let seeding = identity::Actor {
-        tenant: w.id.into(),
-        member: "demo seed".into(),
+        tenant,
+        member: store::MemberId::new("demo seed"),
         channel: Channel::Cli,
     };
     accounts::workspaces::create_in_demo(&app.store, &app.web.outside(), &seeding, &workspace, ops)
         .await?;
     for (member, role) in demo.members {
-        app.members.set(&seeding, member, role, Some(true)).await?;
+        let member = store::MemberId::new(*member);
+        app.members.set(&seeding, &member, role, Some(true)).await?;
         app.members
-            .set_password(&seeding, member, DEMO_PASSWORD)
+            .set_password(&seeding, &member, DEMO_PASSWORD)
             .await?;
     }
     Ok(())
@@ -238,8 +240,8 @@ async fn demo_connections(
                 first
             };
             let actor = identity::Actor {
-                tenant: w.id.into(),
-                member: creator.into(),
+                tenant: store::TenantId::new(w.id),
+                member: store::MemberId::new(creator),
                 channel: Channel::Cli,
             };
             let new = NewConnection {
@@ -255,7 +257,7 @@ async fn demo_connections(
                 member: creator.into(),
                 role: (*role).into(),
                 toolset: toolset.as_str().into(),
-                connection: connection.id,
+                connection: connection.id.into_string(),
                 token,
             });
         }

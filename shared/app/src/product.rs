@@ -79,7 +79,7 @@ pub trait Product: std::fmt::Debug + Send + Sync + 'static {
     /// with the workspace. The error names what is wrong and how to give it.
     fn new_workspace(
         &self,
-        tenant: &str,
+        tenant: &store::TenantId,
         settings: &BTreeMap<String, String>,
     ) -> Result<Vec<TransactOp>, String> {
         let _ = tenant;

@@ -97,7 +97,7 @@ impl Tool for ListRecentChanges {
         };
         let limit = mcp_pipeline::search_limit(input.limit, 20)?;
         let connection = match input.scope {
-            Scope::Connection => Some(caller.connection.as_str()),
+            Scope::Connection => Some(&caller.connection),
             Scope::Tenant if caller.rights.contains(identity::audit::AUDIT_READ) => None,
             Scope::Tenant => {
                 return Err(ToolError::new(
@@ -109,14 +109,10 @@ impl Tool for ListRecentChanges {
                 .into());
             }
         };
-        let entries = identity::audit::recent(
-            self.store.as_ref(),
-            caller.tenant.as_str(),
-            connection,
-            limit + 1,
-        )
-        .await
-        .map_err(|e| CallError::Other(Box::new(e)))?;
+        let entries =
+            identity::audit::recent(self.store.as_ref(), &caller.tenant, connection, limit + 1)
+                .await
+                .map_err(|e| CallError::Other(Box::new(e)))?;
         let more = entries.len() > limit;
         let changes: Vec<Change> = entries
             .into_iter()

@@ -19,9 +19,9 @@ use store::{Item, Key};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
     /// The tenant the credential names.
-    pub tenant: String,
+    pub tenant: crate::TenantId,
     /// The connection the credential names.
-    pub connection: String,
+    pub connection: crate::ConnectionId,
 }
 
 /// Items read ahead for one request, by key (`None`: read, and absent).
@@ -68,7 +68,7 @@ impl std::fmt::Debug for Defer {
 pub struct ReadAhead(pub Arc<RecordKey>);
 
 /// `(tenant, text) -> the key of the record the text is a handle of`.
-pub type RecordKey = dyn Fn(&str, &str) -> Option<Key> + Send + Sync;
+pub type RecordKey = dyn Fn(&crate::TenantId, &str) -> Option<Key> + Send + Sync;
 
 impl std::fmt::Debug for ReadAhead {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -87,7 +87,7 @@ impl ReadAhead {
 
     /// The key of the record `text` is a handle of, in `tenant` (`None`: not a handle).
     #[doc(hidden)]
-    pub fn key(&self, tenant: &str, text: &str) -> Option<Key> {
+    pub fn key(&self, tenant: &crate::TenantId, text: &str) -> Option<Key> {
         (self.0)(tenant, text)
     }
 
@@ -97,11 +97,13 @@ impl ReadAhead {
     #[doc(hidden)]
     pub fn handles(&self, args: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
+        // Any tenant will do (the empty id allocates nothing): only the text decides.
+        let any_tenant = crate::TenantId::default();
         for text in args.values().filter_map(serde_json::Value::as_str) {
             if out.len() == MAX_READ_AHEAD {
                 break;
             }
-            if self.key("", text).is_some() && !out.iter().any(|h| h == text) {
+            if self.key(&any_tenant, text).is_some() && !out.iter().any(|h| h == text) {
                 out.push(text.to_owned());
             }
         }

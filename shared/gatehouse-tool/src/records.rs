@@ -171,9 +171,9 @@ impl Record {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reader {
     /// The workspace.
-    pub tenant: String,
+    pub tenant: crate::TenantId,
     /// The member.
-    pub member: String,
+    pub member: crate::MemberId,
     /// Their rights now.
     pub rights: BTreeSet<String>,
 }

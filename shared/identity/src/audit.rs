@@ -43,9 +43,9 @@ impl Channel {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditEntry {
     /// The tenant (or `system`).
-    pub tenant: String,
+    pub tenant: store::TenantId,
     /// Who acted.
-    pub actor: String,
+    pub actor: store::MemberId,
     /// Through which channel.
     pub channel: Channel,
     /// What was done (a tool name or a service action).
@@ -99,7 +99,7 @@ impl AuditEntry {
             format!("{}#{suffix}", self.at),
         );
         let mut item = Item::new();
-        item.insert("actor".into(), Value::s(&self.actor));
+        item.insert("actor".into(), Value::s(self.actor.as_str()));
         item.insert("channel".into(), Value::s(self.channel.name()));
         if let Channel::Mcp { connection, client } = &self.channel {
             item.insert("connection".into(), Value::s(connection));
@@ -123,7 +123,7 @@ impl AuditEntry {
             .into()
     }
 
-    fn from_item(tenant: &str, item: &Item) -> Self {
+    fn from_item(tenant: &store::TenantId, item: &Item) -> Self {
         let s = |k: &str| {
             item.get(k)
                 .and_then(Value::as_s)
@@ -148,8 +148,8 @@ impl AuditEntry {
             _ => Vec::new(),
         };
         AuditEntry {
-            tenant: tenant.to_owned(),
-            actor: s("actor"),
+            tenant: tenant.clone(),
+            actor: store::MemberId::new(s("actor")),
             channel,
             action: s("action"),
             outcome: s("outcome"),
@@ -178,8 +178,8 @@ pub fn approval_words(label: &str) -> String {
 /// The most recent audit rows of a tenant, newest first, optionally only one connection's.
 pub async fn recent(
     store: &dyn Store,
-    tenant: &str,
-    connection: Option<&str>,
+    tenant: &store::TenantId,
+    connection: Option<&store::ConnectionId>,
     limit: usize,
 ) -> Result<Vec<AuditEntry>, StoreError> {
     let mut out = Vec::new();
@@ -199,7 +199,7 @@ pub async fn recent(
             let entry = AuditEntry::from_item(tenant, item);
             let matches = match (connection, &entry.channel) {
                 (None, _) => true,
-                (Some(c), Channel::Mcp { connection, .. }) => c == connection,
+                (Some(c), Channel::Mcp { connection, .. }) => c.as_str() == connection,
                 (Some(_), _) => false,
             };
             if matches {

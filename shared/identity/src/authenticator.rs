@@ -107,7 +107,13 @@ impl McpAuthenticator {
                     .validate(bearer, self.clock.now())
                     .await
                     .map_err(|reason| oauth_refusal(oauth, reason))?;
-                (keys::oauth_subject(&subject.tenant, &subject.subject), true)
+                (
+                    keys::oauth_subject(
+                        &store::TenantId::new(subject.tenant.as_str()),
+                        &subject.subject,
+                    ),
+                    true,
+                )
             }
             BearerKind::Unknown => {
                 return Err(Rejection::invalid_token(
@@ -272,9 +278,9 @@ impl McpAuthenticator {
         };
         Ok(Authenticated {
             caller: Caller {
-                tenant: mcp_pipeline::TenantId::new(connection.tenant.clone()),
-                connection: mcp_pipeline::ConnectionId::new(connection.id.clone()),
-                creator: mcp_pipeline::MemberId::new(connection.creator.clone()),
+                tenant: connection.tenant.clone(),
+                connection: connection.id.clone(),
+                creator: connection.creator.clone(),
                 client_name: connection.client_name.clone(),
                 rights,
                 toolset: connection.toolset,
@@ -300,7 +306,11 @@ struct Decoded {
 }
 
 impl Decoded {
-    fn from_items(directory: &dyn Directory, creator: &str, items: &[Option<store::Item>]) -> Self {
+    fn from_items(
+        directory: &dyn Directory,
+        creator: &store::MemberId,
+        items: &[Option<store::Item>],
+    ) -> Self {
         let item = |i: usize| items.get(i).and_then(Option::as_ref);
         Decoded {
             connection: item(0).and_then(Connection::from_item),
@@ -357,7 +367,7 @@ fn check_global(on: bool) -> Result<(), Rejection> {
 }
 
 fn check_path(connection: &Connection, path_tenant: Option<&str>) -> Result<(), Rejection> {
-    if path_tenant.is_some_and(|t| t != connection.tenant) {
+    if path_tenant.is_some_and(|t| t != connection.tenant.as_str()) {
         return Err(Rejection::forbidden(
             "this credential is bound to another tenant than the one in the path",
         ));

@@ -4,7 +4,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use mcp_pipeline::{ApprovalMode, Toolset};
-use store::{Condition, Item, Put, Query, Store, TransactOp, Update, UpdateAction, Value};
+use store::{
+    Condition, ConnectionId, Item, MemberId, Put, Query, Store, TenantId, TransactOp, Update,
+    UpdateAction, Value,
+};
 
 use crate::{Actor, AuditEntry, Directory, IdentityError, keys, token};
 
@@ -15,11 +18,11 @@ pub const MANAGE_CONNECTIONS: &str = "connections:manage";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Connection {
     /// Public id (`con_...`).
-    pub id: String,
+    pub id: ConnectionId,
     /// The tenant it is bound to.
-    pub tenant: String,
+    pub tenant: TenantId,
     /// The member who created it.
-    pub creator: String,
+    pub creator: MemberId,
     /// Rights granted at creation (never more than the creator had then).
     pub rights: BTreeSet<String>,
     /// The tool catalog it sees.
@@ -52,9 +55,9 @@ pub const LAST_USED_RESOLUTION_SECONDS: i64 = 3600;
 impl Connection {
     pub(crate) fn to_item(&self) -> Item {
         let mut item = Item::new();
-        item.insert("id".into(), Value::s(&self.id));
-        item.insert("tenant".into(), Value::s(&self.tenant));
-        item.insert("creator".into(), Value::s(&self.creator));
+        item.insert("id".into(), Value::s(self.id.as_str()));
+        item.insert("tenant".into(), Value::s(self.tenant.as_str()));
+        item.insert("creator".into(), Value::s(self.creator.as_str()));
         item.insert(
             "rights".into(),
             Value::L(self.rights.iter().map(Value::s).collect()),
@@ -93,7 +96,10 @@ impl Connection {
     fn credential_key(item: &Item) -> Option<store::Key> {
         let s = |k: &str| item.get(k).and_then(Value::as_s);
         match s("kind").unwrap_or("token") {
-            "oauth" => Some(keys::oauth_subject(s("tenant")?, s("subject")?)),
+            "oauth" => Some(keys::oauth_subject(
+                &TenantId::new(s("tenant")?),
+                s("subject")?,
+            )),
             _ => Some(keys::mcp_token(s("token_hash")?)),
         }
     }
@@ -110,9 +116,9 @@ impl Connection {
             _ => BTreeSet::new(),
         };
         Some(Connection {
-            id: s("id")?,
-            tenant: s("tenant")?,
-            creator: s("creator")?,
+            id: ConnectionId::new(s("id")?),
+            tenant: TenantId::new(s("tenant")?),
+            creator: MemberId::new(s("creator")?),
             rights,
             toolset: Toolset::parse(&s("toolset")?)?,
             client_name: s("client").unwrap_or_default(),
@@ -223,7 +229,7 @@ impl ConnectionService {
     ) -> Connection {
         Connection {
             creator_person: creator.person,
-            id: format!("con_{}", self.outside.random_text(20)),
+            id: ConnectionId::new(format!("con_{}", self.outside.random_text(20))),
             tenant: actor.tenant.clone(),
             creator: actor.member.clone(),
             rights: new.rights.clone(),
@@ -238,9 +244,9 @@ impl ConnectionService {
         }
     }
 
-    fn audit(&self, actor: &Actor, action: &str, id: &str) -> TransactOp {
+    fn audit(&self, actor: &Actor, action: &str, id: &ConnectionId) -> TransactOp {
         let clock = self.outside.clock.as_ref();
-        AuditEntry::by(actor, action, vec![id.to_owned()], clock)
+        AuditEntry::by(actor, action, vec![id.as_str().to_owned()], clock)
             .op(self.outside.randomness.as_ref())
     }
 
@@ -300,7 +306,7 @@ impl ConnectionService {
         ];
         if let Some(form) = form {
             let mut mark = Item::new();
-            mark.insert("connection".into(), Value::s(&connection.id));
+            mark.insert("connection".into(), Value::s(connection.id.as_str()));
             let expires = self.outside.now() + FORM_MARK_SECONDS;
             mark.insert(store::TTL_ATTRIBUTE.into(), Value::n(expires));
             let mark = Put::new(keys::connection_form(&actor.tenant, form), mark)
@@ -359,7 +365,7 @@ impl ConnectionService {
     }
 
     /// The tenant's connections, oldest first.
-    pub async fn list(&self, tenant: &str) -> Result<Vec<Connection>, IdentityError> {
+    pub async fn list(&self, tenant: &TenantId) -> Result<Vec<Connection>, IdentityError> {
         let mut out = Vec::new();
         let mut credentials = Vec::new();
         let mut cursor = None;
@@ -408,7 +414,7 @@ impl ConnectionService {
     pub async fn revoke(
         &self,
         actor: &Actor,
-        connection_id: &str,
+        connection_id: &ConnectionId,
     ) -> Result<Connection, IdentityError> {
         let member = self
             .directory
@@ -421,7 +427,7 @@ impl ConnectionService {
                     actor.member, actor.tenant
                 ))
             })?;
-        if connection_id.trim().is_empty() {
+        if connection_id.as_str().trim().is_empty() {
             return Err(IdentityError::Invalid(
                 "name the connection to revoke by its id (con_..., as `token list` and the connections page show it)".into(),
             ));

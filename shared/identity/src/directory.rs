@@ -4,7 +4,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use store::{
-    Condition, Item, Key, Put, Store, StoreError, TransactOp, Update, UpdateAction, Value,
+    Condition, Item, Key, MemberId, Put, Store, StoreError, TenantId, TransactOp, Update,
+    UpdateAction, Value,
 };
 
 use crate::keys;
@@ -13,7 +14,7 @@ use crate::keys;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
     /// The member's id.
-    pub id: String,
+    pub id: MemberId,
     /// Whether the member may act at all.
     pub active: bool,
     /// The member's role.
@@ -30,17 +31,21 @@ pub struct Member {
 #[async_trait::async_trait]
 pub trait Directory: std::fmt::Debug + Send + Sync + 'static {
     /// The member, or `None` when they are no longer a member of the tenant.
-    async fn member(&self, tenant: &str, member_id: &str) -> Result<Option<Member>, StoreError>;
+    async fn member(
+        &self,
+        tenant: &TenantId,
+        member_id: &MemberId,
+    ) -> Result<Option<Member>, StoreError>;
 
     /// The item holding the member, when this directory keeps members in the store that
     /// authentication reads, so that the member comes back in the same batch as the
     /// credential. `None` (the default): authentication asks [`Directory::member`].
-    fn member_key(&self, _tenant: &str, _member_id: &str) -> Option<Key> {
+    fn member_key(&self, _tenant: &TenantId, _member_id: &MemberId) -> Option<Key> {
         None
     }
 
     /// The member read from the item at [`Directory::member_key`] (`None` when absent).
-    fn member_from_item(&self, _member_id: &str, _item: Option<&Item>) -> Option<Member> {
+    fn member_from_item(&self, _member_id: &MemberId, _item: Option<&Item>) -> Option<Member> {
         None
     }
 }
@@ -48,12 +53,12 @@ pub trait Directory: std::fmt::Debug + Send + Sync + 'static {
 /// The member item's attribute naming the person who holds the id.
 const PERSON: &str = "person";
 
-/// The write that adds a member (with a new person, its id drawn from `randomness`) or changes an existing one's role and
-/// active flag, keeping its person and password; it fails if the item changed since
+/// The write that adds a member (with a new person, its id drawn from `randomness`) or
+/// changes an existing one's role and active flag, keeping its person and password; it fails if the item changed since
 /// `existing` was read. Put it in the transaction that audits the change.
 pub fn member_write(
-    tenant: &str,
-    member_id: &str,
+    tenant: &TenantId,
+    member_id: &MemberId,
     role: &str,
     active: bool,
     existing: Option<&Item>,
@@ -92,7 +97,7 @@ fn same_person(existing: &Item) -> Condition {
 }
 
 /// The write that removes a member, only while it is the person read as `existing`.
-pub fn member_removal(tenant: &str, member_id: &str, existing: &Item) -> TransactOp {
+pub fn member_removal(tenant: &TenantId, member_id: &MemberId, existing: &Item) -> TransactOp {
     store::Delete::new(keys::member(tenant, member_id))
         .when(same_person(existing))
         .into()
@@ -129,8 +134,8 @@ impl StoreDirectory {
     /// through the audited service of the accounts crate, which writes [`member_write`]).
     pub async fn put_member(
         &self,
-        tenant: &str,
-        member_id: &str,
+        tenant: &TenantId,
+        member_id: &MemberId,
         role: &str,
         active: bool,
     ) -> Result<(), StoreError> {
@@ -150,16 +155,20 @@ impl StoreDirectory {
 
 #[async_trait::async_trait]
 impl Directory for StoreDirectory {
-    async fn member(&self, tenant: &str, member_id: &str) -> Result<Option<Member>, StoreError> {
+    async fn member(
+        &self,
+        tenant: &TenantId,
+        member_id: &MemberId,
+    ) -> Result<Option<Member>, StoreError> {
         let item = self.store.get(&keys::member(tenant, member_id)).await?;
         Ok(self.member_from_item(member_id, item.as_ref()))
     }
 
-    fn member_key(&self, tenant: &str, member_id: &str) -> Option<Key> {
+    fn member_key(&self, tenant: &TenantId, member_id: &MemberId) -> Option<Key> {
         Some(keys::member(tenant, member_id))
     }
 
-    fn member_from_item(&self, member_id: &str, item: Option<&Item>) -> Option<Member> {
+    fn member_from_item(&self, member_id: &MemberId, item: Option<&Item>) -> Option<Member> {
         let item = item?;
         let role = item
             .get("role")
@@ -172,7 +181,7 @@ impl Directory for StoreDirectory {
             .map(|r| (*r).to_owned())
             .collect();
         Some(Member {
-            id: member_id.to_owned(),
+            id: member_id.clone(),
             active,
             role,
             rights,

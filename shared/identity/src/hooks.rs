@@ -25,13 +25,13 @@ impl CommitHooks for McpCommitHooks {
             )
             .detail("switched_off", true)
         };
-        let mut ops: Vec<(TransactOp, ToolError)> = switch::write_guards(caller.tenant.as_str())
+        let mut ops: Vec<(TransactOp, ToolError)> = switch::write_guards(&caller.tenant)
             .into_iter()
             .map(|op| (op, switched_off()))
             .collect();
         let audit = AuditEntry {
-            tenant: caller.tenant.as_str().to_owned(),
-            actor: caller.creator.as_str().to_owned(),
+            tenant: caller.tenant.clone(),
+            actor: caller.creator.clone(),
             channel: Channel::Mcp {
                 connection: caller.connection.as_str().to_owned(),
                 client: caller.client_name.clone(),

@@ -4,7 +4,7 @@
 //! index (found by the token's hash, before the tenant is known), the global switch and its
 //! audit trail.
 
-use store::{Key, concat};
+use store::{ConnectionId, Key, MemberId, TenantId, concat};
 
 /// The second segment of this crate's tenant partitions (`<tenant>#<kind>`).
 pub const TENANT_KINDS: &[&str] = &["connection", "oauth", "member", "settings", "audit"];
@@ -18,28 +18,31 @@ pub fn mcp_token(hash_hex: &str) -> Key {
 }
 
 /// The mark of a submitted "new connection" form: one form makes one connection.
-pub fn connection_form(tenant: &str, form: &str) -> Key {
-    Key::new(concat(&[tenant, "#connection_form"]), form)
+pub fn connection_form(tenant: &TenantId, form: &str) -> Key {
+    Key::new(concat(&[tenant.as_str(), "#connection_form"]), form)
 }
 
 /// A connection of a tenant.
-pub fn connection(tenant: &str, connection_id: &str) -> Key {
-    Key::new(concat(&[tenant, "#connection"]), connection_id)
+pub fn connection(tenant: &TenantId, connection_id: &ConnectionId) -> Key {
+    Key::new(
+        concat(&[tenant.as_str(), "#connection"]),
+        connection_id.as_str(),
+    )
 }
 
 /// The partition of a tenant's connections.
-pub fn connections(tenant: &str) -> String {
-    concat(&[tenant, "#connection"])
+pub fn connections(tenant: &TenantId) -> String {
+    concat(&[tenant.as_str(), "#connection"])
 }
 
 /// The item mapping an OAuth subject to its connection in a tenant.
-pub fn oauth_subject(tenant: &str, subject: &str) -> Key {
-    Key::new(concat(&[tenant, "#oauth"]), subject)
+pub fn oauth_subject(tenant: &TenantId, subject: &str) -> Key {
+    Key::new(concat(&[tenant.as_str(), "#oauth"]), subject)
 }
 
 /// A member of a tenant (used by [`crate::StoreDirectory`]).
-pub fn member(tenant: &str, member_id: &str) -> Key {
-    Key::new(concat(&[tenant, "#member"]), member_id)
+pub fn member(tenant: &TenantId, member_id: &MemberId) -> Key {
+    Key::new(concat(&[tenant.as_str(), "#member"]), member_id.as_str())
 }
 
 /// The global kill switch.
@@ -48,13 +51,13 @@ pub fn global_switch() -> Key {
 }
 
 /// A tenant's agent-access switch.
-pub fn tenant_switch(tenant: &str) -> Key {
-    Key::new(concat(&[tenant, "#settings"]), "agent_access")
+pub fn tenant_switch(tenant: &TenantId) -> Key {
+    Key::new(concat(&[tenant.as_str(), "#settings"]), "agent_access")
 }
 
 /// The partition of a tenant's audit rows (`system` for global events).
-pub fn audit_partition(tenant: &str) -> String {
-    concat(&[tenant, "#audit"])
+pub fn audit_partition(tenant: &TenantId) -> String {
+    concat(&[tenant.as_str(), "#audit"])
 }
 
 /// Bearers the edge's admin route refused from `address` in the window numbered `window`.

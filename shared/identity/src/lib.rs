@@ -39,9 +39,9 @@ pub use switch::SwitchService;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Actor {
     /// The tenant acted in.
-    pub tenant: String,
+    pub tenant: store::TenantId,
     /// The member (or `operator` for the command line).
-    pub member: String,
+    pub member: store::MemberId,
     /// Where the action came from.
     pub channel: Channel,
 }
@@ -61,6 +61,12 @@ pub enum IdentityError {
     /// No such connection or member.
     #[error("{0}")]
     NotFound(String),
+}
+
+/// The owner of what belongs to no tenant (the global switch and its audit trail): a word
+/// no tenant id may take (`store::tenant_id::RESERVED`).
+pub fn system() -> store::TenantId {
+    store::TenantId::new("system")
 }
 
 /// A Unix time (microseconds) as RFC 3339, sortable as text (every stored time's form).

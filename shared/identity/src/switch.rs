@@ -7,7 +7,9 @@
 use std::sync::Arc;
 
 use mcp_pipeline::{ApprovalMode, EffectClass, ProductApproval};
-use store::{Condition, ConditionCheck, Item, Put, Store, TransactOp, Update, UpdateAction, Value};
+use store::{
+    Condition, ConditionCheck, Item, Put, Store, TenantId, TransactOp, Update, UpdateAction, Value,
+};
 
 use crate::{Actor, AuditEntry, Directory, IdentityError, keys};
 
@@ -54,7 +56,7 @@ pub fn approval_modes(item: Option<&Item>) -> ProductApproval {
 
 /// Condition checks to put in every MCP write transaction of `tenant`: the global switch is
 /// not on, and the tenant's agent access is not off.
-pub fn write_guards(tenant: &str) -> Vec<TransactOp> {
+pub fn write_guards(tenant: &TenantId) -> Vec<TransactOp> {
     let not_killed = Condition::eq("on", Value::Bool(true)).not();
     let tenant_open = if AGENT_ACCESS_DEFAULT {
         Condition::eq("enabled", Value::Bool(false)).not()
@@ -130,10 +132,10 @@ impl SwitchService {
         let mut item = Item::new();
         item.insert("on".into(), Value::Bool(on));
         item.insert("reason".into(), Value::s(reason));
-        item.insert("actor".into(), Value::s(&actor.member));
+        item.insert("actor".into(), Value::s(actor.member.as_str()));
         item.insert("at".into(), Value::s(&at));
         let audit = AuditEntry {
-            tenant: "system".into(),
+            tenant: crate::system(),
             actor: actor.member.clone(),
             channel: actor.channel.clone(),
             action: if on {
@@ -165,7 +167,7 @@ impl SwitchService {
     }
 
     /// Whether `tenant`'s agents may call (its agent access is on).
-    pub async fn agent_access(&self, tenant: &str) -> Result<bool, IdentityError> {
+    pub async fn agent_access(&self, tenant: &TenantId) -> Result<bool, IdentityError> {
         Ok(tenant_allows(
             self.store.get(&keys::tenant_switch(tenant)).await?.as_ref(),
         ))
@@ -188,7 +190,7 @@ impl SwitchService {
             actor,
             vec![
                 UpdateAction::Set("enabled".into(), Value::Bool(enabled)),
-                UpdateAction::Set("actor".into(), Value::s(&actor.member)),
+                UpdateAction::Set("actor".into(), Value::s(actor.member.as_str())),
             ],
             action,
         )
@@ -216,7 +218,10 @@ impl SwitchService {
     }
 
     /// The classes the actor's tenant approves only in the product.
-    pub async fn approval_modes(&self, tenant: &str) -> Result<ProductApproval, IdentityError> {
+    pub async fn approval_modes(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<ProductApproval, IdentityError> {
         let item = self.store.get(&keys::tenant_switch(tenant)).await?;
         Ok(approval_modes(item.as_ref()))
     }

@@ -44,11 +44,11 @@ impl std::fmt::Debug for NewToken {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Locator {
     /// The tenant.
-    pub tenant: String,
+    pub tenant: store::TenantId,
     /// The member who created the connection.
-    pub creator: String,
+    pub creator: store::MemberId,
     /// The connection id.
-    pub connection: String,
+    pub connection: store::ConnectionId,
 }
 
 /// Separates the locator's fields; ids never contain it.
@@ -101,9 +101,9 @@ pub fn locator(token: &str) -> Option<Locator> {
         return None;
     }
     Some(Locator {
-        tenant: tenant.to_owned(),
-        creator: creator.to_owned(),
-        connection: connection.to_owned(),
+        tenant: store::TenantId::new(tenant),
+        creator: store::MemberId::new(creator),
+        connection: store::ConnectionId::new(connection),
     })
 }
 
@@ -145,9 +145,9 @@ mod tests {
     #[test]
     fn tokens_are_prefixed_random_and_hashed() {
         let at = Locator {
-            tenant: "acme".into(),
-            creator: "olivia".into(),
-            connection: "con_1".into(),
+            tenant: store::TenantId::new("acme"),
+            creator: store::MemberId::new("olivia"),
+            connection: store::ConnectionId::new("con_1"),
         };
         let a = generate(&at, &outside::SystemRandomness);
         let b = generate(&at, &outside::SystemRandomness);
@@ -178,19 +178,20 @@ mod tests {
 
     #[test]
     fn a_locator_is_read_up_to_its_longest_fields_and_not_past_them() {
-        let longest = Locator {
-            tenant: "t".repeat(MAX_LOCATOR_FIELD),
-            creator: "c".repeat(MAX_LOCATOR_FIELD),
-            connection: "n".repeat(MAX_LOCATOR_FIELD),
+        let fields = |lengths: [usize; 3]| Locator {
+            tenant: store::TenantId::new("t".repeat(lengths[0])),
+            creator: store::MemberId::new("c".repeat(lengths[1])),
+            connection: store::ConnectionId::new("n".repeat(lengths[2])),
         };
+        let longest = fields([MAX_LOCATOR_FIELD; 3]);
         assert_eq!(
             locator(&generate(&longest, &outside::SystemRandomness).secret),
             Some(longest.clone())
         );
         for field in 0..3 {
-            let mut long = longest.clone();
-            let grown = [&mut long.tenant, &mut long.creator, &mut long.connection];
-            grown.into_iter().nth(field).unwrap().push('x');
+            let mut lengths = [MAX_LOCATOR_FIELD; 3];
+            lengths[field] += 1;
+            let long = fields(lengths);
             assert_eq!(
                 locator(&generate(&long, &outside::SystemRandomness).secret),
                 None,

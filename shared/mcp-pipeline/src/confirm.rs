@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use store::{Condition, Item, Put, UpdateAction, Value as SV};
 
-use crate::{Caller, ErrorKind, ToolError};
+use crate::{Caller, ErrorKind, TenantId, ToolError};
 
 /// How long a prepared action can be confirmed.
 pub(crate) const PENDING_TTL_SECONDS: i64 = 15 * 60;
@@ -153,7 +153,7 @@ pub(crate) async fn load_named(
     if !(well_formed(token) || (by_id && is_id(token))) {
         return check(None, caller, summary);
     }
-    let key = crate::keys::pending(caller.tenant.as_str(), token);
+    let key = crate::keys::pending(&caller.tenant, token);
     let item = match prefetched.one(&key) {
         Some(item) => item,
         None => store.get(&key).await.map_err(|e| {
@@ -279,14 +279,14 @@ fn prepared_at(item: &Item) -> i64 {
 }
 
 /// Stores a new pending action.
-pub(crate) fn store_op(tenant: &str, p: &Pending, now: i64) -> Put {
+pub(crate) fn store_op(tenant: &TenantId, p: &Pending, now: i64) -> Put {
     Put::new(crate::keys::pending(tenant, &p.token), pending_item(p, now))
         .when(Condition::item_not_exists())
 }
 
 /// Marks a pending action used, only if it is still pending: the consumption that makes 20
 /// racing confirmations execute once.
-pub(crate) fn consume_op(tenant: &str, token: &str, to: &str) -> store::Update {
+pub(crate) fn consume_op(tenant: &TenantId, token: &str, to: &str) -> store::Update {
     store::Update::new(
         crate::keys::pending(tenant, token),
         vec![UpdateAction::Set("status".into(), SV::s(to))],
@@ -308,7 +308,7 @@ pub(crate) fn decided(caller: &Caller, pending: &Pending, to: &str) -> crate::Wr
 /// action first (executed, rejected, replaced), read from the item as it is now and worded by
 /// [`check`] for this caller: of two decisions at once, the second is told the first.
 pub(crate) fn consumption(caller: &Caller, token: &str, to: &str) -> crate::PlannedWrite {
-    let op = consume_op(caller.tenant.as_str(), token, to).return_old_on_failure();
+    let op = consume_op(&caller.tenant, token, to).return_old_on_failure();
     let (caller, token) = (caller.clone(), token.to_owned());
     crate::PlannedWrite {
         op: op.into(),
@@ -342,7 +342,7 @@ pub(crate) fn consumption_refused(error: ToolError, fix: &str) -> ToolError {
 
 /// The key of an action's mark: the tool and what its preview showed, so however its
 /// arguments were spelled (a technician's bare id or handle, a trailing blank).
-fn mark_key(tenant: &str, p: &Pending) -> store::Key {
+fn mark_key(tenant: &TenantId, p: &Pending) -> store::Key {
     let action = crate::digest(&json!({"tool": p.tool, "content": p.content_hash}));
     crate::keys::executed(tenant, &action)
 }
@@ -360,7 +360,7 @@ fn registration(p: &Pending) -> String {
 /// means it ran meanwhile, and the preview is registered again without the condition and says
 /// so ([`ran_meanwhile_error`]).
 pub(crate) fn register_op(
-    tenant: &str,
+    tenant: &TenantId,
     p: &Pending,
     now: i64,
     first_since_run: bool,
@@ -441,7 +441,7 @@ pub(crate) fn warn_ran_before(
 /// mark, dropping every registration; a preview registered after it is a new decision, and runs
 /// (ADR 44). A pending action stored before registrations existed runs if the action has not
 /// run since it was prepared (ADR 42).
-pub(crate) fn executed_op(tenant: &str, p: &Pending, now_micros: i64) -> Put {
+pub(crate) fn executed_op(tenant: &TenantId, p: &Pending, now_micros: i64) -> Put {
     let mut item = Item::new();
     item.insert("tool".into(), SV::s(&p.tool));
     item.insert("connection".into(), SV::s(&p.connection));

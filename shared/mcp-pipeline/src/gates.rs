@@ -13,7 +13,9 @@ use store::{
     UpdateAction, Value as SV,
 };
 
-use crate::{Caller, EffectClass, ErrorKind, IDEMPOTENCY_KEY, ToolError, ToolResult};
+use crate::{
+    Caller, ConnectionId, EffectClass, ErrorKind, IDEMPOTENCY_KEY, TenantId, ToolError, ToolResult,
+};
 
 /// Operations a deployment adds to every MCP write transaction.
 pub trait CommitHooks: std::fmt::Debug + Send + Sync + 'static {
@@ -141,12 +143,9 @@ pub const BRAKE_AFTER_FAILURES: i64 = 2;
 const BRAKE_WINDOW_SECONDS: i64 = 600;
 
 /// The tenant and connection a call is keyed by (`-` without a bound connection).
-pub(crate) fn scope(caller: Option<&Caller>) -> (String, String) {
-    caller.map_or(("-".into(), "-".into()), |c| {
-        (
-            c.tenant.as_str().to_owned(),
-            c.connection.as_str().to_owned(),
-        )
+pub(crate) fn scope(caller: Option<&Caller>) -> (TenantId, ConnectionId) {
+    caller.map_or((TenantId::new("-"), ConnectionId::new("-")), |c| {
+        (c.tenant.clone(), c.connection.clone())
     })
 }
 
@@ -303,7 +302,7 @@ fn slot_candidates(class: EffectClass) -> &'static [&'static str] {
 fn slot_keys(caller: &Caller, class: EffectClass) -> impl Iterator<Item = Key> + '_ {
     slot_candidates(class)
         .iter()
-        .map(|slot| crate::keys::slot(caller.tenant.as_str(), caller.connection.as_str(), slot))
+        .map(|slot| crate::keys::slot(&caller.tenant, &caller.connection, slot))
 }
 
 /// Every slot `ask` could take of `caller`'s connection, as held by `ask`'s call: what to give
@@ -342,7 +341,7 @@ impl Ask<'_> {
     }
 
     /// The update counting this call in `who`'s bucket, refused when `limit` is reached.
-    fn bucket(&self, gates: &Gates, tenant: &str, who: &str, limit: u32) -> TransactOp {
+    fn bucket(&self, gates: &Gates, tenant: &TenantId, who: &str, limit: u32) -> TransactOp {
         let (start, window) = self.window(gates);
         // One partition per connection and per tenant shard: no partition takes the calls
         // of a whole tenant unless its limit is low enough for one item (see `tenant_shard`).
@@ -365,11 +364,11 @@ impl Ask<'_> {
 
     /// The connection's and the tenant's bucket updates (of the write class too, when asked).
     fn buckets(&self, gates: &Gates, caller: &Caller) -> Vec<TransactOp> {
-        self.buckets_of(gates, caller.tenant.as_str(), caller.connection.as_str())
+        self.buckets_of(gates, &caller.tenant, caller.connection.as_str())
     }
 
     /// The updates of `who`'s bucket and its tenant's shared bucket.
-    fn buckets_of(&self, gates: &Gates, tenant: &str, who: &str) -> Vec<TransactOp> {
+    fn buckets_of(&self, gates: &Gates, tenant: &TenantId, who: &str) -> Vec<TransactOp> {
         let mut ops = self.class_buckets(gates, tenant, who);
         if self.also_write && self.class != EffectClass::SilentWrite {
             let write = Ask {
@@ -383,7 +382,7 @@ impl Ask<'_> {
         ops
     }
 
-    fn class_buckets(&self, gates: &Gates, tenant: &str, who: &str) -> Vec<TransactOp> {
+    fn class_buckets(&self, gates: &Gates, tenant: &TenantId, who: &str) -> Vec<TransactOp> {
         let limits = &gates.limits;
         let (_, window) = self.window(gates);
         let (shard, tenant_limit) = tenant_shard(
@@ -446,7 +445,7 @@ impl Gates {
     /// the tenant's limits. `Err`: refused, nothing counted (the error says when to retry).
     pub async fn admit_product_call(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         credential: &str,
         class: EffectClass,
         request_id: &str,
@@ -650,7 +649,7 @@ pub(crate) async fn beside_release<T>(
 /// at once; for a tool that names no recipient, per record it touches.
 pub(crate) fn object_buckets(
     gates: &Gates,
-    tenant: &str,
+    tenant: &TenantId,
     ids: &[String],
     recipients: &[String],
     now: i64,

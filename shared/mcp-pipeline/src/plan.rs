@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use store::Key;
 
-use crate::{EffectClass, ReadAhead, ToolError, ToolSpec, gates};
+use crate::{ConnectionId, EffectClass, ReadAhead, TenantId, ToolError, ToolSpec, gates};
 
 /// What one `tools/call` is, before anything is checked.
 #[derive(Debug)]
@@ -73,7 +73,7 @@ impl CallPlan {
     }
 
     /// The replay record of this call for `tenant`'s `connection` (silent writes only).
-    pub(crate) fn replay_key(&self, tenant: &str, connection: &str) -> Option<Key> {
+    pub(crate) fn replay_key(&self, tenant: &TenantId, connection: &ConnectionId) -> Option<Key> {
         (self.spec.effect() == EffectClass::SilentWrite).then(|| {
             let fingerprint = gates::fingerprint(self.idempotency_key.as_deref(), &self.digest);
             crate::keys::replay(tenant, connection, self.spec.name(), &fingerprint)
@@ -83,7 +83,7 @@ impl CallPlan {
     /// The keys of the records the arguments name, in `tenant`.
     pub(crate) fn record_keys<'a>(
         &'a self,
-        tenant: &'a str,
+        tenant: &'a TenantId,
         read_ahead: &'a ReadAhead,
     ) -> impl Iterator<Item = Key> + 'a {
         self.records
@@ -96,8 +96,8 @@ impl CallPlan {
     /// action's token) name. Invalid arguments read nothing but the brake.
     pub(crate) fn gate_keys(
         &self,
-        tenant: &str,
-        connection: &str,
+        tenant: &TenantId,
+        connection: &ConnectionId,
         read_ahead: &ReadAhead,
     ) -> Vec<Key> {
         let mut keys = vec![crate::keys::brake(tenant, connection)];

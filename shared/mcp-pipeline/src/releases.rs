@@ -107,7 +107,7 @@ impl Releases {
 
     /// Waits for this process's unfinished releases of `caller`'s slots.
     pub(crate) async fn settle(&self, caller: &Caller) {
-        let partition = crate::keys::slots(caller.tenant.as_str(), caller.connection.as_str());
+        let partition = crate::keys::slots(&caller.tenant, &caller.connection);
         let landing: Vec<Landed> = {
             let pending = lock(&self.0);
             pending

@@ -57,7 +57,7 @@ impl Status {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     /// The tenant.
-    pub tenant: String,
+    pub tenant: store::TenantId,
     /// The message id.
     pub id: String,
     /// The recipient's address.
@@ -81,7 +81,7 @@ pub struct Message {
 impl Message {
     /// The message stored at `key`, if `item` is one.
     pub fn read(key: &Key, item: &Item) -> Option<Message> {
-        let tenant = keys::outbox_tenant(&key.pk)?.to_owned();
+        let tenant = keys::outbox_tenant(&key.pk)?;
         let s = |k: &str| item.get(k).and_then(Value::as_s).map(str::to_owned);
         Some(Message {
             tenant,
@@ -126,7 +126,7 @@ impl Due {
     pub fn read(key: &Key, item: &Item) -> Option<Due> {
         let (tenant, id) = key.sk.split_once('#')?;
         Some(Due {
-            message: keys::outbox(tenant, id),
+            message: keys::outbox(&store::TenantId::new(tenant), id),
             at: number(item, "due").unwrap_or(0),
             dead: item.get("state").and_then(Value::as_s) == Some("dead"),
         })
@@ -155,7 +155,7 @@ pub struct Outgoing<'a> {
 /// The two writes that queue a message `id` of `tenant`: the message and its due-index entry,
 /// each on the condition that nothing holds its key (a repeated id fails the transaction).
 /// Commit them with the change that causes the message.
-pub fn queue(tenant: &str, id: &str, message: &Outgoing<'_>) -> [Put; 2] {
+pub fn queue(tenant: &store::TenantId, id: &str, message: &Outgoing<'_>) -> [Put; 2] {
     let mut item = Item::new();
     item.insert("to".into(), Value::s(message.to));
     item.insert("subject".into(), Value::s(message.subject));

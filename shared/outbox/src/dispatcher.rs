@@ -278,7 +278,7 @@ impl Dispatcher {
     /// same transaction; the next sweep delivers it.
     pub async fn retry(
         &self,
-        tenant: &str,
+        tenant: &store::TenantId,
         id: &str,
         extra: Vec<TransactOp>,
     ) -> Result<(), OutboxError> {

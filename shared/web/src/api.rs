@@ -19,9 +19,9 @@ use crate::{Web, WebResponse, json_response};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiCaller {
     /// The workspace.
-    pub tenant: String,
+    pub tenant: store::TenantId,
     /// The member.
-    pub member: String,
+    pub member: store::MemberId,
     /// Their rights now.
     pub rights: BTreeSet<String>,
     /// The token's id (its rate bucket).

@@ -38,7 +38,12 @@ impl Context {
             .await
             .unwrap_or_default()
             .into_iter()
-            .map(|c| (c.id, format!("{} (made by {})", c.client_name, c.creator)))
+            .map(|c| {
+                (
+                    c.id.into_string(),
+                    format!("{} (made by {})", c.client_name, c.creator),
+                )
+            })
             .collect();
         Context {
             zone,
@@ -243,9 +248,9 @@ pub(crate) async fn decide(
     };
     // The approving member acts with their own live rights, for the connection that asked.
     let caller = mcp_pipeline::Caller {
-        tenant: mcp_pipeline::TenantId::new(s.tenant.clone()),
+        tenant: s.tenant.clone(),
         connection: mcp_pipeline::ConnectionId::new(p.connection.clone()),
-        creator: mcp_pipeline::MemberId::new(s.member.clone()),
+        creator: s.member.clone(),
         client_name: "product page".into(),
         rights: rights(web, s).await,
         toolset: mcp_pipeline::Toolset::Full,

@@ -200,6 +200,7 @@ pub(crate) async fn revoke_connection(
     form: &std::collections::BTreeMap<String, String>,
 ) -> WebResponse {
     let id = form.get("connection").cloned().unwrap_or_default();
+    let id = mcp_pipeline::ConnectionId::new(id);
     match web.connections.revoke(&actor(s), &id).await {
         Ok(_) => redirect("/app/connections"),
         Err(e) => refused("MCP connections", &e),

@@ -158,7 +158,7 @@ async fn set(web: &Web, s: &Session, form: &BTreeMap<String, String>) -> WebResp
     let flipped = accounts::operators::set_kill_switch(
         web.store.as_ref(),
         &web.switches,
-        &s.member,
+        s.member.as_str(),
         identity::Channel::Web,
         on,
         reason,

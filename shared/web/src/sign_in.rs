@@ -38,8 +38,8 @@ pub(crate) async fn login(web: &Web, parts: &Parts, method: &str, body: &[u8]) -
         .members
         .sign_in(
             &web.throttle,
-            field("tenant"),
-            field("member"),
+            &store::TenantId::new(field("tenant")),
+            &store::MemberId::new(field("member")),
             field("password"),
             address.as_deref(),
         )

@@ -386,7 +386,13 @@ async fn an_approval_log_line_times_the_approval() {
     let logged = crate::support::LogCapture::default();
     let result = {
         let _guard = logged.install();
-        mcp_pipeline::Approvals::approve(n.app.server.as_ref(), &token, caller, "dan").await
+        mcp_pipeline::Approvals::approve(
+            n.app.server.as_ref(),
+            &token,
+            caller,
+            &store::MemberId::new("dan"),
+        )
+        .await
     };
     assert!(!result.is_error(), "{}", result.structured);
     let line = logged

@@ -158,7 +158,7 @@ async fn bad_tokens_and_summaries_fail(n: Notes) {
         json!(["confirm_token", "confirm_summary"])
     );
     // Expired: the pending action's expiry passes.
-    let key = mcp_pipeline::keys::pending("acme", &token);
+    let key = mcp_pipeline::keys::pending(&store::TenantId::new("acme"), &token);
     let past = store::Update::new(
         key,
         vec![store::UpdateAction::Set(

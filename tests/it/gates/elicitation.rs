@@ -119,7 +119,7 @@ async fn a_declined_approval_does_nothing(n: Notes) {
         .to_owned();
     // The link names the token's id (its digest), never the token itself.
     let token = charge.structured()["confirm_token"].as_str().unwrap();
-    let id = mcp_pipeline::keys::pending("acme", token).sk;
+    let id = mcp_pipeline::keys::pending(&store::TenantId::new("acme"), token).sk;
     assert!(url.ends_with(&format!("/approvals/{id}")), "{url}");
     assert!(!url.contains("cfm_"), "{url}");
     assert!(

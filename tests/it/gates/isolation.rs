@@ -16,7 +16,12 @@ use crate::support::{connect, on_every_backend, rights};
 async fn writer(n: &Notes, tenant: &str, member: &str) -> TestClient {
     n.app
         .directory
-        .put_member(tenant, member, "dispatcher", true)
+        .put_member(
+            &store::TenantId::new(tenant),
+            &store::MemberId::new(member),
+            "dispatcher",
+            true,
+        )
         .await
         .unwrap();
     let rights = rights(&[
@@ -112,7 +117,12 @@ async fn a_confirmation_is_checked_again_when_used(n: Notes) {
     let preview = c.call_tool("send_note", send.clone()).await;
     n.app
         .directory
-        .put_member("acme", "dan", "viewer", true)
+        .put_member(
+            &store::TenantId::new("acme"),
+            &store::MemberId::new("dan"),
+            "viewer",
+            true,
+        )
         .await
         .unwrap();
     let denied = c.call_tool("confirm_action", confirm_args(&preview)).await;
@@ -127,13 +137,18 @@ async fn a_confirmation_is_checked_again_when_used(n: Notes) {
     // Restored, then the kill switch is engaged between preview and confirmation.
     n.app
         .directory
-        .put_member("acme", "dan", "dispatcher", true)
+        .put_member(
+            &store::TenantId::new("acme"),
+            &store::MemberId::new("dan"),
+            "dispatcher",
+            true,
+        )
         .await
         .unwrap();
     let preview = c.call_tool("send_note", send).await;
     let operator = identity::Actor {
-        tenant: "acme".into(),
-        member: "ops".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("ops"),
         channel: identity::Channel::Cli,
     };
     n.app
@@ -348,12 +363,17 @@ async fn a_tenant_switch_stops_its_replays_and_no_other_tenant(n: Notes) {
     // Switching a workspace's agent access needs a member who may (ADR 48).
     n.app
         .directory
-        .put_member("acme", "olivia", "owner", true)
+        .put_member(
+            &store::TenantId::new("acme"),
+            &store::MemberId::new("olivia"),
+            "owner",
+            true,
+        )
         .await
         .unwrap();
     let owner = identity::Actor {
-        tenant: "acme".into(),
-        member: "olivia".into(),
+        tenant: store::TenantId::new("acme"),
+        member: store::MemberId::new("olivia"),
         channel: identity::Channel::Cli,
     };
     n.app

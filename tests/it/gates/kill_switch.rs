@@ -67,8 +67,8 @@ async fn writes_in_flight_when_the_switch_flips_commit_nothing(n: Notes) {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     let oncall = identity::Actor {
-        tenant: "system".into(),
-        member: "oncall".into(),
+        tenant: store::TenantId::new("system"),
+        member: store::MemberId::new("oncall"),
         channel: identity::Channel::Cli,
     };
     n.app

@@ -146,7 +146,12 @@ async fn a_replay_is_not_served_without_the_right(n: Notes) {
     assert!(!c.call_tool("create_note", args.clone()).await.is_error());
     n.app
         .directory
-        .put_member("acme", "dan", "viewer", true)
+        .put_member(
+            &store::TenantId::new("acme"),
+            &store::MemberId::new("dan"),
+            "viewer",
+            true,
+        )
         .await
         .unwrap();
     let call = c.call_tool("create_note", args).await;
@@ -169,8 +174,8 @@ async fn absent_null_and_empty_arguments_name_one_replay_record() {
         .await
         .unwrap();
     let claim = mcp_pipeline::Claim {
-        tenant: "acme".into(),
-        connection: n.connection.clone(),
+        tenant: store::TenantId::new("acme"),
+        connection: store::ConnectionId::new(n.connection.clone()),
     };
     let keys: Vec<Vec<store::Key>> = [
         r#"{"name":"create_note"}"#,

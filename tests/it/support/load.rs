@@ -108,7 +108,9 @@ impl Tenant {
     /// at most 500 rows, fewer than a soak writes).
     pub(crate) async fn audited(&self, action: &str, outcome: &str) -> usize {
         let rows = self
-            .partition(&identity::keys::audit_partition("acme"))
+            .partition(&identity::keys::audit_partition(&store::TenantId::new(
+                "acme",
+            )))
             .await;
         let text =
             |item: &Item, k: &str| item.get(k).and_then(store::Value::as_s).map(str::to_owned);

@@ -62,8 +62,8 @@ pub(crate) async fn connect(
     client: &str,
 ) -> (String, String) {
     let actor = identity::Actor {
-        tenant: tenant.into(),
-        member: member.into(),
+        tenant: ::store::TenantId::new(tenant),
+        member: ::store::MemberId::new(member),
         channel: identity::Channel::Cli,
     };
     let new = identity::NewConnection {
@@ -73,7 +73,7 @@ pub(crate) async fn connect(
         approval: mcp_pipeline::ApprovalMode::Client,
     };
     let (connection, token) = app.connections.create_token(&actor, new).await.unwrap();
-    (connection.id, token)
+    (connection.id.into_string(), token)
 }
 
 /// Creates a customer with `create_customer` through `client`, which must succeed; its handle.
@@ -102,8 +102,8 @@ pub(crate) async fn api_token(
     member: &str,
 ) -> Result<String, accounts::AccountsError> {
     let actor = identity::Actor {
-        tenant: tenant.into(),
-        member: member.into(),
+        tenant: ::store::TenantId::new(tenant),
+        member: ::store::MemberId::new(member),
         channel: identity::Channel::Cli,
     };
     Ok(app.api_tokens.create(&actor, None).await?.1)
@@ -117,18 +117,23 @@ pub(crate) async fn set_password(
     password: &str,
 ) -> Result<(), accounts::AccountsError> {
     let console = identity::Actor {
-        tenant: tenant.into(),
-        member: "cli".into(),
+        tenant: ::store::TenantId::new(tenant),
+        member: ::store::MemberId::new("cli"),
         channel: identity::Channel::Cli,
     };
-    app.members.set_password(&console, member, password).await
+    app.members
+        .set_password(&console, &::store::MemberId::new(member), password)
+        .await
 }
 
 /// Every right `member` of `tenant` holds now.
 pub(crate) async fn rights_of(app: &app::App, tenant: &str, member: &str) -> BTreeSet<String> {
     use identity::Directory as _;
     app.directory
-        .member(tenant, member)
+        .member(
+            &::store::TenantId::new(tenant),
+            &::store::MemberId::new(member),
+        )
         .await
         .unwrap()
         .unwrap()
@@ -144,7 +149,12 @@ pub(crate) fn rights(names: &[&str]) -> BTreeSet<String> {
 /// named `client`; returns its MCP token.
 pub(crate) async fn owner_connection(app: &app::App, client: &str) -> String {
     app.directory
-        .put_member("acme", "ana", "owner", true)
+        .put_member(
+            &::store::TenantId::new("acme"),
+            &::store::MemberId::new("ana"),
+            "owner",
+            true,
+        )
         .await
         .unwrap();
     let (_, token) = connect(

@@ -659,8 +659,8 @@ impl Interceptor for IncidentMidFlight {
             let result = next.run().await;
             if self.armed.swap(false, Ordering::SeqCst) {
                 let oncall = Actor {
-                    tenant: "system".into(),
-                    member: "oncall".into(),
+                    tenant: store::TenantId::new("system"),
+                    member: store::MemberId::new("oncall"),
                     channel: Channel::Cli,
                 };
                 self.switches
@@ -949,7 +949,12 @@ impl Notes {
         )
         .unwrap();
         app.directory
-            .put_member("acme", "dan", "dispatcher", true)
+            .put_member(
+                &store::TenantId::new("acme"),
+                &store::MemberId::new("dan"),
+                "dispatcher",
+                true,
+            )
             .await
             .unwrap();
         let (connection, token) = connect(
@@ -1049,27 +1054,37 @@ impl Notes {
     /// The connection's audit rows, newest first: the action for an executed write,
     /// `action:outcome` for anything else (`send_note:prepared`, `send_note:rejected`).
     pub(crate) async fn audit_actions(&self) -> Vec<String> {
-        identity::audit::recent(self.app.store.as_ref(), "acme", Some(&self.connection), 100)
-            .await
-            .unwrap()
-            .into_iter()
-            .inspect(|e| assert_eq!(e.channel.name(), "mcp"))
-            .map(|e| match e.outcome.as_str() {
-                "ok" => e.action,
-                other => format!("{}:{other}", e.action),
-            })
-            .collect()
+        identity::audit::recent(
+            self.app.store.as_ref(),
+            &store::TenantId::new("acme"),
+            Some(&store::ConnectionId::new(self.connection.as_str())),
+            100,
+        )
+        .await
+        .unwrap()
+        .into_iter()
+        .inspect(|e| assert_eq!(e.channel.name(), "mcp"))
+        .map(|e| match e.outcome.as_str() {
+            "ok" => e.action,
+            other => format!("{}:{other}", e.action),
+        })
+        .collect()
     }
 
     /// How each executed `action` of this connection was approved, newest first.
     pub(crate) async fn approvals_of(&self, action: &str) -> Vec<Option<String>> {
-        identity::audit::recent(self.app.store.as_ref(), "acme", Some(&self.connection), 100)
-            .await
-            .unwrap()
-            .into_iter()
-            .filter(|e| e.action == action && e.outcome == "ok")
-            .map(|e| e.approval)
-            .collect()
+        identity::audit::recent(
+            self.app.store.as_ref(),
+            &store::TenantId::new("acme"),
+            Some(&store::ConnectionId::new(self.connection.as_str())),
+            100,
+        )
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.action == action && e.outcome == "ok")
+        .map(|e| e.approval)
+        .collect()
     }
 
     /// The executed writes among [`Notes::audit_actions`].

@@ -6,8 +6,8 @@ use std::sync::Arc;
 /// The console actor that creates workspaces in tests.
 pub(crate) fn console(tenant: &str) -> identity::Actor {
     identity::Actor {
-        tenant: tenant.into(),
-        member: "cli".into(),
+        tenant: store::TenantId::new(tenant),
+        member: store::MemberId::new("cli"),
         channel: identity::Channel::Cli,
     }
 }

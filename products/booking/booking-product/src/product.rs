@@ -88,9 +88,7 @@ impl Product for Booking {
 
     fn read_ahead(&self) -> ReadAhead {
         // Handles in a call's arguments name the product's records, read with the credential.
-        ReadAhead(Arc::new(|tenant: &str, text: &str| {
-            booking::keys::of_handle(&store::TenantId::new(tenant), text)
-        }))
+        ReadAhead(Arc::new(booking::keys::of_handle))
     }
 
     fn workspace_settings(&self) -> &'static [WorkspaceSetting] {
@@ -99,7 +97,7 @@ impl Product for Booking {
 
     fn new_workspace(
         &self,
-        tenant: &str,
+        tenant: &store::TenantId,
         settings: &BTreeMap<String, String>,
     ) -> Result<Vec<store::TransactOp>, String> {
         if let Some(other) = settings
@@ -122,9 +120,7 @@ impl Product for Booking {
                 .parse()
                 .map_err(|_| format!("the tax rate {tax:?} is not a number like 19 or 7.5"))?,
         };
-        let op = prices
-            .plan(&store::TenantId::new(tenant))
-            .map_err(|e| e.to_string())?;
+        let op = prices.plan(tenant).map_err(|e| e.to_string())?;
         Ok(vec![op])
     }
 

@@ -90,8 +90,8 @@ impl Records for BookingRecords {
     ) -> BoxFuture<'a, Result<Record, RecordError>> {
         Box::pin(async move {
             let actor = booking::Actor {
-                tenant: store::TenantId::new(reader.tenant.as_str()),
-                member: store::MemberId::new(reader.member.as_str()),
+                tenant: reader.tenant.clone(),
+                member: reader.member.clone(),
                 rights: reader.rights.clone(),
             };
             let store = Arc::clone(&self.store);

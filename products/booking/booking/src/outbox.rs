@@ -15,7 +15,7 @@ pub(crate) fn queue<T>(
     message: &Outgoing<'_>,
 ) {
     let id = crate::ids::new_id(randomness);
-    for put in outbox_format::queue(tenant.as_str(), &id, message) {
+    for put in outbox_format::queue(tenant, &id, message) {
         change.push(put, |_| {
             BookingError::Rejected("an outbox entry with this id exists; try again".into())
         });

@@ -20,8 +20,8 @@ pub(crate) enum OutboxCommand {
     Dead,
     /// Puts a dead letter back in the queue (audited); the next sweep delivers it.
     Retry {
-        #[arg(long)]
-        tenant: String,
+        #[arg(long, value_parser = crate::cli::tenant_id)]
+        tenant: store::TenantId,
         /// The message id.
         id: String,
     },
@@ -29,7 +29,7 @@ pub(crate) enum OutboxCommand {
 
 impl OutboxCommand {
     /// The workspace the command acts in, if it names one.
-    pub(crate) fn tenant(&self) -> Option<&str> {
+    pub(crate) fn tenant(&self) -> Option<&store::TenantId> {
         match self {
             OutboxCommand::Retry { tenant, .. } => Some(tenant),
             OutboxCommand::Dispatch | OutboxCommand::Dead => None,
@@ -128,7 +128,7 @@ pub(crate) async fn run(
         OutboxCommand::Retry { tenant, id } => {
             let console = Actor {
                 tenant: tenant.clone(),
-                member: "cli".into(),
+                member: store::MemberId::new("cli"),
                 channel: Channel::Cli,
             };
             let ids = vec![id.clone()];

@@ -166,11 +166,11 @@ enum Command {
         /// on or off, or status to print it.
         state: SwitchState,
         /// The workspace (tenant) id, as `tenant list` shows it.
-        #[arg(long)]
-        tenant: String,
+        #[arg(long, value_parser = crate::cli::tenant_id)]
+        tenant: store::TenantId,
         /// The member doing it (needs agent_access:manage to change it).
-        #[arg(long)]
-        member: String,
+        #[arg(long, value_parser = crate::cli::member_id)]
+        member: store::MemberId,
     },
     /// Where a tenant's agents' actions are approved, per effect class: `client` (the client
     /// prompts or elicits) or `product` (only through the approval link). Without a class and
@@ -181,11 +181,11 @@ enum Command {
         /// client or product.
         mode: Option<Approval>,
         /// The workspace (tenant) id, as `tenant list` shows it.
-        #[arg(long)]
-        tenant: String,
+        #[arg(long, value_parser = crate::cli::tenant_id)]
+        tenant: store::TenantId,
         /// The member doing it (needs agent_access:manage to change a mode).
-        #[arg(long)]
-        member: String,
+        #[arg(long, value_parser = crate::cli::member_id)]
+        member: store::MemberId,
     },
 }
 
@@ -320,11 +320,11 @@ enum MemberCommand {
     /// (audited).
     Set {
         /// The workspace (tenant) id, as `tenant list` shows it.
-        #[arg(long)]
-        tenant: String,
+        #[arg(long, value_parser = crate::cli::tenant_id)]
+        tenant: store::TenantId,
         /// The member id (who does it, or whose it is).
-        #[arg(long)]
-        member: String,
+        #[arg(long, value_parser = crate::cli::member_id)]
+        member: store::MemberId,
         /// One of the product's roles (the booking product's: owner, admin, dispatcher or
         /// viewer).
         #[arg(long)]
@@ -341,11 +341,11 @@ enum MemberCommand {
     /// stdin so that it stays out of the shell history and the process list (audited).
     Password {
         /// The workspace (tenant) id, as `tenant list` shows it.
-        #[arg(long)]
-        tenant: String,
+        #[arg(long, value_parser = crate::cli::tenant_id)]
+        tenant: store::TenantId,
         /// The member id (who does it, or whose it is).
-        #[arg(long)]
-        member: String,
+        #[arg(long, value_parser = crate::cli::member_id)]
+        member: store::MemberId,
     },
     /// Product API tokens (for /api/..., never accepted at /mcp): create, list, revoke.
     ApiToken {
@@ -356,21 +356,21 @@ enum MemberCommand {
     /// new password does the same.
     Unlock {
         /// The workspace (tenant) id, as `tenant list` shows it.
-        #[arg(long)]
-        tenant: String,
+        #[arg(long, value_parser = crate::cli::tenant_id)]
+        tenant: store::TenantId,
         /// The member id.
-        #[arg(long)]
-        member: String,
+        #[arg(long, value_parser = crate::cli::member_id)]
+        member: store::MemberId,
     },
     /// Removes a member: every credential they made (connections, API tokens, sessions)
     /// stops working for good, even if the id is added again (audited).
     Remove {
         /// The workspace (tenant) id, as `tenant list` shows it.
-        #[arg(long)]
-        tenant: String,
+        #[arg(long, value_parser = crate::cli::tenant_id)]
+        tenant: store::TenantId,
         /// The member id (who does it, or whose it is).
-        #[arg(long)]
-        member: String,
+        #[arg(long, value_parser = crate::cli::member_id)]
+        member: store::MemberId,
     },
 }
 
@@ -379,11 +379,11 @@ enum ApiTokenCommand {
     /// Creates a token acting as the member and prints it once.
     Create {
         /// The workspace (tenant) id, as `tenant list` shows it.
-        #[arg(long)]
-        tenant: String,
+        #[arg(long, value_parser = crate::cli::tenant_id)]
+        tenant: store::TenantId,
         /// The member id (who does it, or whose it is).
-        #[arg(long)]
-        member: String,
+        #[arg(long, value_parser = crate::cli::member_id)]
+        member: store::MemberId,
         /// How long it lasts, in days (1 to 365).
         #[arg(long, default_value_t = accounts::api_tokens::DEFAULT_VALID_DAYS)]
         days: u32,
@@ -391,14 +391,14 @@ enum ApiTokenCommand {
     /// Lists a workspace's tokens (never their secrets).
     List {
         /// The workspace (tenant) id, as `tenant list` shows it.
-        #[arg(long)]
-        tenant: String,
+        #[arg(long, value_parser = crate::cli::tenant_id)]
+        tenant: store::TenantId,
     },
     /// Revokes a token: it stops working on the next request.
     Revoke {
         /// The workspace (tenant) id, as `tenant list` shows it.
-        #[arg(long)]
-        tenant: String,
+        #[arg(long, value_parser = crate::cli::tenant_id)]
+        tenant: store::TenantId,
         /// The token's id (`tok_...`).
         id: String,
     },
@@ -457,11 +457,11 @@ enum OperatorCommand {
 #[derive(Debug, Args)]
 struct NewToken {
     /// The workspace (tenant) id, as `tenant list` shows it.
-    #[arg(long)]
-    tenant: String,
+    #[arg(long, value_parser = crate::cli::tenant_id)]
+    tenant: store::TenantId,
     /// The member creating it; the connection never has more rights than they do.
-    #[arg(long)]
-    member: String,
+    #[arg(long, value_parser = crate::cli::member_id)]
+    member: store::MemberId,
     /// The client it is for ("Claude Desktop on Ana's laptop").
     #[arg(long)]
     client: String,
@@ -487,21 +487,22 @@ enum TokenCommand {
     /// Lists a tenant's connections (never their tokens).
     List {
         /// The workspace (tenant) id, as `tenant list` shows it.
-        #[arg(long)]
-        tenant: String,
+        #[arg(long, value_parser = crate::cli::tenant_id)]
+        tenant: store::TenantId,
         #[arg(long)]
         json: bool,
     },
     /// Revokes a connection: its token stops working on the next request.
     Revoke {
         /// The workspace (tenant) id, as `tenant list` shows it.
-        #[arg(long)]
-        tenant: String,
+        #[arg(long, value_parser = crate::cli::tenant_id)]
+        tenant: store::TenantId,
         /// The member revoking it (needs connections:manage).
-        #[arg(long)]
-        member: String,
+        #[arg(long, value_parser = crate::cli::member_id)]
+        member: store::MemberId,
         /// The connection id (`con_...`).
-        connection: String,
+        #[arg(value_parser = crate::cli::connection_id)]
+        connection: store::ConnectionId,
         #[arg(long)]
         json: bool,
     },
@@ -673,7 +674,7 @@ fn may_make_a_store(command: &Command) -> bool {
 /// checked against the workspaces before it runs: a mistyped id would otherwise list nothing,
 /// show the default approval modes as if they were that workspace's, or answer "not a
 /// member", none of which says what is wrong.
-fn named_workspace(command: &Command) -> Option<&str> {
+fn named_workspace(command: &Command) -> Option<&store::TenantId> {
     let tenant = match command {
         Command::Member { command } => match command {
             MemberCommand::Set { tenant, .. }
@@ -952,12 +953,28 @@ fn system() -> outside::ClockAndRandomness {
     outside::ClockAndRandomness::system()
 }
 
-fn cli_actor(tenant: &str, member: &str) -> Actor {
+fn cli_actor(tenant: &store::TenantId, member: &store::MemberId) -> Actor {
     Actor {
-        tenant: tenant.to_owned(),
-        member: member.to_owned(),
+        tenant: tenant.clone(),
+        member: member.clone(),
         channel: Channel::Cli,
     }
+}
+
+/// A workspace id as typed on the command line (checked where it is used: a workspace that
+/// does not exist is refused by name).
+pub(crate) fn tenant_id(text: &str) -> Result<store::TenantId, std::convert::Infallible> {
+    Ok(store::TenantId::new(text))
+}
+
+/// A member id as typed on the command line.
+pub(crate) fn member_id(text: &str) -> Result<store::MemberId, std::convert::Infallible> {
+    Ok(store::MemberId::new(text))
+}
+
+/// A connection id as typed on the command line (`con_...`).
+pub(crate) fn connection_id(text: &str) -> Result<store::ConnectionId, std::convert::Infallible> {
+    Ok(store::ConnectionId::new(text))
 }
 
 /// OAuth from the serve flags: the key set read from its file, or fetched by URL.
@@ -1633,8 +1650,8 @@ async fn stdio(
 }
 
 /// Who acts at the command line: whoever holds the deployment's shell, recorded as `cli`.
-fn console(tenant: &str) -> Actor {
-    cli_actor(tenant, "cli")
+fn console(tenant: &store::TenantId) -> Actor {
+    cli_actor(tenant, &store::MemberId::new("cli"))
 }
 
 /// The first line of stdin, without its line break.
@@ -1663,14 +1680,16 @@ async fn tenant(
                 name,
                 zone,
             };
-            let ops = product.new_workspace(&id, &settings).map_err(|e| {
+            let tenant = store::TenantId::new(id.as_str());
+            let ops = product.new_workspace(&tenant, &settings).map_err(|e| {
                 // The product names its settings; the person typed them as flags.
                 let flags = product.workspace_settings().iter().fold(e, |e, s| {
                     e.replace(s.name, &format!("--{}", setting_flag(s.name)))
                 });
                 anyhow::anyhow!(flags)
             })?;
-            accounts::workspaces::create(&store, &system(), &console(&id), &workspace, ops).await?;
+            accounts::workspaces::create(&store, &system(), &console(&tenant), &workspace, ops)
+                .await?;
             println!(
                 "workspace {id} created; add its first member with `{} member set --tenant {id} --member NAME --role owner`",
                 program()
@@ -1780,7 +1799,7 @@ async fn operator(store: Arc<dyn store::Store>, command: OperatorCommand) -> any
             let email = accounts::operators::create(
                 store.as_ref(),
                 &system(),
-                &cli_actor("system", "cli"),
+                &cli_actor(&identity::system(), &store::MemberId::new("cli")),
                 &email,
                 &password,
             )
@@ -1789,13 +1808,13 @@ async fn operator(store: Arc<dyn store::Store>, command: OperatorCommand) -> any
         }
         OperatorCommand::Password { email } => {
             let password = read_stdin_line("the password")?;
-            let actor = cli_actor("system", "cli");
+            let actor = cli_actor(&identity::system(), &store::MemberId::new("cli"));
             accounts::operators::set_password(store.as_ref(), &system(), &actor, &email, &password)
                 .await?;
             println!("password of operator {email} set; their earlier sessions have ended");
         }
         OperatorCommand::Remove { email } => {
-            let actor = cli_actor("system", "cli");
+            let actor = cli_actor(&identity::system(), &store::MemberId::new("cli"));
             accounts::operators::remove(store.as_ref(), &system(), &actor, &email).await?;
             println!("{email} is no longer an operator; their sessions have ended");
         }
@@ -1959,7 +1978,11 @@ async fn kill_switch(
             // administrator, audited under the name given (ADR 48).
             let on = state == SwitchState::On;
             app.switches
-                .set_global(&cli_actor("system", operator), on, &reason)
+                .set_global(
+                    &cli_actor(&identity::system(), &store::MemberId::new(operator)),
+                    on,
+                    &reason,
+                )
                 .await?;
         }
     }
@@ -1979,8 +2002,8 @@ async fn approval_mode(
     store: Arc<dyn store::Store>,
     class: Option<ApprovalClass>,
     mode: Option<Approval>,
-    tenant: &str,
-    member: &str,
+    tenant: &store::TenantId,
+    member: &store::MemberId,
 ) -> anyhow::Result<()> {
     let app = build(product, Arc::clone(&store), app::Settings::default())?;
     match (class, mode) {
@@ -2010,8 +2033,8 @@ async fn agent_access(
     product: &Arc<dyn Product>,
     store: Arc<dyn store::Store>,
     state: SwitchState,
-    tenant: &str,
-    member: &str,
+    tenant: &store::TenantId,
+    member: &store::MemberId,
 ) -> anyhow::Result<()> {
     let app = build(product, Arc::clone(&store), app::Settings::default())?;
     let on = match state {

@@ -219,7 +219,7 @@ impl<'a> Call<'a> {
             return Default::default();
         };
         self.plan
-            .record_keys(caller.tenant.as_str(), &self.server.config().read_ahead)
+            .record_keys(&caller.tenant, &self.server.config().read_ahead)
             .filter_map(|key| self.req.prefetched.one(&key).map(|item| (key, item)))
             .collect()
     }

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::finish::Audited;
 use super::{Call, CallPlan, Exit, Stage};
+use crate::TenantId;
 use crate::confirm::{self, Approver, ConfirmInput, Phase, RejectInput};
 use crate::gates::Committed;
 use crate::server::{Interrupt, Server};
@@ -232,9 +233,9 @@ pub struct PendingView {
 /// the MCP server itself.
 pub trait Approvals: std::fmt::Debug + Send + Sync {
     /// A pending action of `tenant` (`None`: unknown or expired).
-    fn pending(&self, tenant: &str, token: &str) -> BoxFuture<'_, Option<PendingView>>;
+    fn pending(&self, tenant: &TenantId, token: &str) -> BoxFuture<'_, Option<PendingView>>;
     /// The actions of `tenant` still waiting for a decision (at most 100, oldest first).
-    fn waiting(&self, tenant: &str) -> BoxFuture<'_, Vec<PendingView>>;
+    fn waiting(&self, tenant: &TenantId) -> BoxFuture<'_, Vec<PendingView>>;
     /// Approves a pending action as `member`: the same checks as `confirm_action` (unused,
     /// unexpired, a fresh preparation with unchanged content, exactly once), with the
     /// member's live rights standing in for the connection's. `approver` carries the pending
@@ -243,7 +244,7 @@ pub trait Approvals: std::fmt::Debug + Send + Sync {
         &'a self,
         token: &'a str,
         approver: Caller,
-        member: &'a str,
+        member: &'a crate::MemberId,
     ) -> BoxFuture<'a, ToolResult>;
     /// Rejects a pending action, audited.
     fn reject<'a>(&'a self, token: &'a str, rejecter: Caller) -> BoxFuture<'a, ToolResult>;
@@ -273,8 +274,8 @@ impl Server {
 }
 
 impl Approvals for Server {
-    fn pending(&self, tenant: &str, token: &str) -> BoxFuture<'_, Option<PendingView>> {
-        let (tenant, token) = (tenant.to_owned(), token.to_owned());
+    fn pending(&self, tenant: &TenantId, token: &str) -> BoxFuture<'_, Option<PendingView>> {
+        let (tenant, token) = (tenant.clone(), token.to_owned());
         Box::pin(async move {
             let g = &self.config().gates;
             if !(confirm::well_formed(&token) || confirm::is_id(&token)) {
@@ -289,7 +290,7 @@ impl Approvals for Server {
         })
     }
 
-    fn waiting(&self, tenant: &str) -> BoxFuture<'_, Vec<PendingView>> {
+    fn waiting(&self, tenant: &TenantId) -> BoxFuture<'_, Vec<PendingView>> {
         let partition = crate::keys::pending(tenant, "-").pk;
         Box::pin(async move {
             let query = store::Query::partition(partition).limit(100);
@@ -311,9 +312,9 @@ impl Approvals for Server {
         &'a self,
         token: &'a str,
         approver: Caller,
-        member: &'a str,
+        member: &'a crate::MemberId,
     ) -> BoxFuture<'a, ToolResult> {
-        Box::pin(self.decide(token, approver, Some(member)))
+        Box::pin(self.decide(token, approver, Some(member.as_str())))
     }
 
     fn reject<'a>(&'a self, token: &'a str, rejecter: Caller) -> BoxFuture<'a, ToolResult> {

@@ -9,7 +9,7 @@ use super::{Call, Exit, Stage};
 use crate::confirm::{self, Approver, Pending, Phase};
 use crate::gates::{self, Committed, ReplayRecord};
 use crate::server::Interrupt;
-use crate::{Caller, EffectClass, ErrorKind, ToolError, ToolResult};
+use crate::{Caller, EffectClass, ErrorKind, TenantId, ToolError, ToolResult};
 use crate::{PlannedWrite as Planned, WriteSet};
 
 /// A two-step action as its body just prepared it: the pending action to store, and the
@@ -266,9 +266,7 @@ impl Call<'_> {
         } = fresh;
         let tenant = self.caller().map(|c| c.tenant.clone()).unwrap_or_default();
         fresh.elicited = self.client_elicits() && !fresh.in_product;
-        let ran_meanwhile = self
-            .store_registered(g, tenant.as_str(), &fresh, &ran)
-            .await?;
+        let ran_meanwhile = self.store_registered(g, &tenant, &fresh, &ran).await?;
         if fresh.elicited {
             // The client can ask its user: ask for approval of the server-written summary;
             // the sealed state names the pending action.
@@ -292,7 +290,7 @@ impl Call<'_> {
     async fn store_registered(
         &mut self,
         g: &gates::Gates,
-        tenant: &str,
+        tenant: &TenantId,
         fresh: &Pending,
         ran: &Ran,
     ) -> Stage<Option<confirm::RanMeanwhile>> {
@@ -347,16 +345,10 @@ impl Call<'_> {
         };
         let tenant = caller.tenant.clone();
         let mut ops = confirm::decided(caller, old, "superseded");
-        ops.ops.push(Planned::new(confirm::store_op(
-            tenant.as_str(),
-            &fresh,
-            self.now,
-        )));
+        ops.ops
+            .push(Planned::new(confirm::store_op(&tenant, &fresh, self.now)));
         ops.ops.push(Planned::new(confirm::register_op(
-            tenant.as_str(),
-            &fresh,
-            self.now,
-            false,
+            &tenant, &fresh, self.now, false,
         )));
         let audit = Audited::outcome("superseded");
         if let Committed::Refused(e) = self.commit(g, ops, None, audit).await {
@@ -407,13 +399,8 @@ impl Call<'_> {
             confirm::consumption(caller, &old.token, "used"),
         );
         if self.plan.spec.effect() == EffectClass::Notify {
-            let buckets = gates::object_buckets(
-                g,
-                tenant.as_str(),
-                &writes.ids,
-                &writes.recipients,
-                self.now,
-            );
+            let buckets =
+                gates::object_buckets(g, &tenant, &writes.ids, &writes.recipients, self.now);
             writes.ops.extend(buckets);
         }
         // The pending action's own conditions come first: when the same confirmation commits
@@ -422,7 +409,7 @@ impl Call<'_> {
         // it and act again.
         let tool = old.tool.clone();
         let mark = Planned {
-            op: confirm::executed_op(tenant.as_str(), old, self.now_micros).into(),
+            op: confirm::executed_op(&tenant, old, self.now_micros).into(),
             on_conflict: Some(Box::new(move |_| confirm::executed_already(&tool))),
         };
         writes.ops.splice(0..0, [consume, mark]);

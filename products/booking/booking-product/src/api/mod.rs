@@ -131,8 +131,8 @@ impl Route<'_> {
 /// Answers an admitted call through the route of its tool.
 pub(crate) async fn handle(api: &BookingApi, call: ApiCall<'_>) -> WebResponse {
     let actor = booking::Actor {
-        tenant: store::TenantId::new(call.caller.tenant.as_str()),
-        member: store::MemberId::new(call.caller.member.as_str()),
+        tenant: call.caller.tenant.clone(),
+        member: call.caller.member.clone(),
         rights: call.caller.rights.clone(),
     };
     let r = Route {
