@@ -26,7 +26,8 @@ pub async fn require(store: &dyn Store, tenant: &store::TenantId) -> Result<(), 
         return Ok(());
     }
     Err(AccountsError::NotFound(format!(
-        "there is no workspace {tenant:?}; create it first with `gatehouse tenant create`"
+        "there is no workspace {:?}; create it first with `gatehouse tenant create`",
+        tenant.as_str()
     )))
 }
 
