@@ -674,9 +674,9 @@ async fn the_api_acts_with_the_members_live_rights(world: World) {
     let brief = body["customer"].as_str().unwrap().to_owned();
     let (status, body) = call("DELETE", format!("/api/customers/{brief}"), ana, json!({})).await;
     assert_eq!(status, 200, "{body}");
-    let id = brief.split_once('_').unwrap().1;
+    let id = booking::CustomerId::new(brief.split_once('_').unwrap().1);
     let gone = booking::Customers::new(world.app.store.clone())
-        .get(&seed_actor(), id)
+        .get(&seed_actor(), &id)
         .await;
     assert!(matches!(gone, Err(booking::BookingError::NotFound { .. })));
 }

@@ -61,7 +61,7 @@ pub(crate) async fn seeded_customer(
     let key = booking::keys::object(
         &store::TenantId::new(tenant),
         booking::ids::Kind::Customer,
-        &customer.id,
+        customer.id.as_str(),
     );
     world
         .app
@@ -293,7 +293,10 @@ pub(crate) async fn foreign_handles_are_not_found_and_change_nothing(world: Worl
     world.member("globex", "gus", "owner").await;
     let theirs = seeded_customer(&world, "globex", "Globex Buyer", "buyer@globex.example").await;
     let before = Customers::new(world.app.store.clone())
-        .get(&owner("globex"), theirs.trim_start_matches("cus_"))
+        .get(
+            &owner("globex"),
+            &booking::CustomerId::new(theirs.trim_start_matches("cus_")),
+        )
         .await
         .unwrap();
     for (tool, args) in [
@@ -334,7 +337,10 @@ pub(crate) async fn foreign_handles_are_not_found_and_change_nothing(world: Worl
         );
     }
     let after = Customers::new(world.app.store.clone())
-        .get(&owner("globex"), theirs.trim_start_matches("cus_"))
+        .get(
+            &owner("globex"),
+            &booking::CustomerId::new(theirs.trim_start_matches("cus_")),
+        )
         .await
         .unwrap();
     assert_eq!(after, before, "the other tenant's row is unchanged");
@@ -464,8 +470,8 @@ pub(crate) async fn seeded_draft(
 ) -> booking::Booking {
     let part = |handle: &str| handle.split_once('_').unwrap().1.to_owned();
     let new = booking::NewBooking {
-        customer: part(customer),
-        technician: part(technician),
+        customer: booking::CustomerId::new(part(customer)),
+        technician: booking::TechnicianId::new(part(technician)),
         service: "boiler service".into(),
         start: booking::When::from_input(start, "Europe/Berlin"),
         duration_minutes: 30,

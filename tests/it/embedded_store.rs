@@ -76,7 +76,7 @@ async fn acknowledged_writes_survive_a_killed_process() {
         std::sync::Arc::new(store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap());
     let customers = booking::Customers::new(store);
     for handle in &acknowledged {
-        let id = handle.trim_start_matches("cus_");
+        let id = booking::CustomerId::new(handle.trim_start_matches("cus_"));
         let actor = booking::Actor {
             tenant: store::TenantId::new("acme"),
             member: store::MemberId::new("check"),
@@ -85,7 +85,7 @@ async fn acknowledged_writes_survive_a_killed_process() {
                 .map(|r| (*r).to_owned())
                 .collect(),
         };
-        let found = customers.get(&actor, id).await;
+        let found = customers.get(&actor, &id).await;
         assert!(
             found.is_ok(),
             "{handle} was acknowledged but is gone: {found:?}"

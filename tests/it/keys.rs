@@ -207,8 +207,14 @@ fn every_key_builder_uses_its_owners_kinds() {
             "outbox-format",
             outbox_format::keys::outbox_due(&store::TenantId::new(t), "m1"),
         ),
-        ("booking", booking::keys::alert_rule(&tid, "b")),
-        ("booking", booking::keys::schedule(&tid, "tec_1")),
+        (
+            "booking",
+            booking::keys::alert_rule(&tid, &booking::BookingId::new("b")),
+        ),
+        (
+            "booking",
+            booking::keys::schedule(&tid, &booking::TechnicianId::new("tec_1")),
+        ),
     ];
     for (owner, key) in built {
         let (_, kinds, globals) = OWNERS.iter().find(|(o, _, _)| *o == owner).unwrap();

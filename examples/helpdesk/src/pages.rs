@@ -17,7 +17,7 @@ use web::api::{answer, no_such_route};
 use web::{ApiCall, ApiRoute, ProductApi, WebResponse};
 
 use crate::rights;
-use crate::tickets::{self, HelpdeskError, Ticket, Tickets};
+use crate::tickets::{self, HelpdeskError, Ticket, TicketId, Tickets};
 
 /// Tickets, as their pages show them.
 pub const TICKET: RecordKind = RecordKind {
@@ -55,7 +55,7 @@ impl Records for TicketRecords {
                     right: rights::TICKETS_READ.into(),
                 });
             }
-            match self.0.get(&reader.tenant, id).await {
+            match self.0.get(&reader.tenant, &TicketId::new(id)).await {
                 Ok(t) => Ok(record(&t)),
                 Err(HelpdeskError::Store(_)) => Err(RecordError::Unavailable),
                 Err(_) => Err(RecordError::NotFound),
@@ -146,6 +146,7 @@ impl TicketApi {
         let handle = call.route.get(1).copied().unwrap_or_default();
         let id = TICKET
             .id_of(handle)
+            .map(TicketId::new)
             .ok_or_else(|| error(HelpdeskError::NotFound(handle.into())))?;
         let body: Value = serde_json::from_slice(call.body).unwrap_or(Value::Null);
         let Some(version) = body.get("version").and_then(Value::as_i64) else {
@@ -153,9 +154,9 @@ impl TicketApi {
             return Err(answer(http::StatusCode::BAD_REQUEST, &reason));
         };
         let mut ticket = if call.tool == "close_ticket" {
-            self.tickets.open_at(tenant, id, version).await
+            self.tickets.open_at(tenant, &id, version).await
         } else {
-            self.tickets.get(tenant, id).await
+            self.tickets.get(tenant, &id).await
         }
         .map_err(error)?;
         if ticket.version != version {

@@ -5,12 +5,62 @@
 
 use gatehouse_server::store;
 use gatehouse_tool::TenantId;
+use std::fmt;
 use std::sync::Arc;
 
 use store::{Condition, Item, Key, Put, Query, Store, TransactOp, Update, UpdateAction, Value};
 
 /// The handle prefix of tickets (`tkt_...`).
 pub const PREFIX: &str = "tkt";
+
+/// A ticket's id (its handle without `tkt_`), as a type: the functions that name a ticket take
+/// it, so that a tenant's id or a customer's address cannot be passed where a ticket is meant.
+/// Like the platform's ids (`TenantId`), it is its text underneath, made only by name (`new`)
+/// and given up only by name (`as_str`, `into_string`, `Display`): no `Deref` or `From` turns
+/// other text into it unnoticed.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Default,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct TicketId(String);
+
+impl TicketId {
+    /// The id written as `text` (read from a handle, a key or a request).
+    pub fn new(text: impl Into<String>) -> Self {
+        TicketId(text.into())
+    }
+
+    /// The id's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The id's text, owned.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Display for TicketId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl PartialEq<TicketId> for String {
+    fn eq(&self, other: &TicketId) -> bool {
+        *self == other.0
+    }
+}
 
 /// What went wrong with a ticket, in the helpdesk's own terms; the tools' exception handlers
 /// turn these into errors a model can act on.
@@ -41,7 +91,7 @@ pub enum HelpdeskError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ticket {
     /// The id (the handle without `tkt_`).
-    pub id: String,
+    pub id: TicketId,
     /// One line the agent or the customer gave it.
     pub subject: String,
     /// The customer's email address.
@@ -62,7 +112,7 @@ impl Ticket {
         format!("{PREFIX}_{}", self.id)
     }
 
-    fn read(id: &str, item: &Item) -> Ticket {
+    fn read(id: TicketId, item: &Item) -> Ticket {
         let text = |k: &str| {
             item.get(k)
                 .and_then(Value::as_s)
@@ -70,7 +120,7 @@ impl Ticket {
                 .to_owned()
         };
         Ticket {
-            id: id.to_owned(),
+            id,
             subject: text("subject"),
             customer: text("customer"),
             body: text("body"),
@@ -91,8 +141,8 @@ pub fn partition(tenant: &TenantId) -> String {
 }
 
 /// One ticket of `tenant`.
-pub fn key(tenant: &TenantId, id: &str) -> Key {
-    Key::new(partition(tenant), id)
+pub fn key(tenant: &TenantId, id: &TicketId) -> Key {
+    Key::new(partition(tenant), id.as_str())
 }
 
 /// The claim an open ticket holds on its customer and subject: one open ticket per question.
@@ -111,7 +161,7 @@ fn claim_key(tenant: &TenantId, customer: &str, subject: &str) -> Key {
 pub fn of_handle(tenant: &TenantId, text: &str) -> Option<Key> {
     let id = text.strip_prefix(PREFIX)?.strip_prefix('_')?;
     let plain = !id.is_empty() && id.len() <= 32 && id.chars().all(|c| c.is_ascii_alphanumeric());
-    plain.then(|| key(tenant, id))
+    plain.then(|| key(tenant, &TicketId::new(id)))
 }
 
 /// The tickets of one workspace.
@@ -127,9 +177,9 @@ impl Tickets {
     }
 
     /// The ticket `id` of `tenant`.
-    pub async fn get(&self, tenant: &TenantId, id: &str) -> Result<Ticket, HelpdeskError> {
+    pub async fn get(&self, tenant: &TenantId, id: &TicketId) -> Result<Ticket, HelpdeskError> {
         match self.store.get(&key(tenant, id)).await? {
-            Some(item) => Ok(Ticket::read(id, &item)),
+            Some(item) => Ok(Ticket::read(id.clone(), &item)),
             None => Err(HelpdeskError::NotFound(format!("{PREFIX}_{id}"))),
         }
     }
@@ -138,7 +188,7 @@ impl Tickets {
     pub async fn open_at(
         &self,
         tenant: &TenantId,
-        id: &str,
+        id: &TicketId,
         version: i64,
     ) -> Result<Ticket, HelpdeskError> {
         let ticket = self.get(tenant, id).await?;
@@ -172,7 +222,7 @@ impl Tickets {
             found.extend(
                 page.items
                     .iter()
-                    .map(|(k, item)| Ticket::read(&k.sk, item))
+                    .map(|(k, item)| Ticket::read(TicketId::new(&k.sk), item))
                     .filter(|t| closed_too || t.open),
             );
             match page.next {

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::rights;
-use crate::tickets::{self, HelpdeskError, Ticket, Tickets};
+use crate::tickets::{self, HelpdeskError, Ticket, TicketId, Tickets};
 
 /// Ticket handles (`tkt_...`).
 #[derive(Debug)]
@@ -146,7 +146,7 @@ impl Tool for GetTicket {
         let t = self
             .0
             .tickets
-            .get(&tenant, input.ticket.id())
+            .get(&tenant, &TicketId::new(input.ticket.id()))
             .await
             .map_err(other)?;
         Ok(Success::new(
@@ -282,7 +282,7 @@ impl Tool for CreateTicket {
         }
         let handle = Handle::<TicketKind>::generate_with(self.0.randomness.as_ref());
         let ticket = Ticket {
-            id: handle.id().to_owned(),
+            id: TicketId::new(handle.id()),
             subject: written("subject", &input.subject, 120, false)?,
             customer,
             body: written("body", &input.body, 4_000, true)?,
@@ -348,7 +348,7 @@ impl Tool for CloseTicket {
         let mut t = self
             .0
             .tickets
-            .open_at(&tenant, input.ticket.id(), input.version)
+            .open_at(&tenant, &TicketId::new(input.ticket.id()), input.version)
             .await
             .map_err(other)?;
         for op in tickets::close(&tenant, &t) {
@@ -410,7 +410,7 @@ impl Tool for ReplyToCustomer {
         let t = self
             .0
             .tickets
-            .open_at(&tenant, input.ticket.id(), input.version)
+            .open_at(&tenant, &TicketId::new(input.ticket.id()), input.version)
             .await
             .map_err(other)?;
         ctx.writes.push(tickets::answered(&tenant, &t));
@@ -498,7 +498,7 @@ impl Tool for EscalateTicket {
         let t = self
             .0
             .tickets
-            .open_at(&tenant, input.ticket.id(), input.version)
+            .open_at(&tenant, &TicketId::new(input.ticket.id()), input.version)
             .await
             .map_err(other)?;
         ctx.writes.push(tickets::answered(&tenant, &t));
@@ -549,7 +549,7 @@ impl Tool for MuteTicketAlerts {
         let mut t = self
             .0
             .tickets
-            .open_at(&tenant, input.ticket.id(), input.version)
+            .open_at(&tenant, &TicketId::new(input.ticket.id()), input.version)
             .await
             .map_err(other)?;
         ctx.writes.push(tickets::mute(&tenant, &t));
@@ -598,7 +598,7 @@ impl Tool for DeleteTicket {
         let t = self
             .0
             .tickets
-            .get(&tenant, input.ticket.id())
+            .get(&tenant, &TicketId::new(input.ticket.id()))
             .await
             .map_err(other)?;
         if t.version != input.version {
@@ -682,7 +682,7 @@ impl Tool for CreditCustomer {
         let t = self
             .0
             .tickets
-            .open_at(&tenant, input.ticket.id(), input.version)
+            .open_at(&tenant, &TicketId::new(input.ticket.id()), input.version)
             .await
             .map_err(other)?;
         ctx.writes.push(tickets::answered(&tenant, &t));

@@ -1,5 +1,6 @@
 //! `add_booking_note`: a staff note on a booking (silent).
 
+use booking::BookingId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -48,10 +49,11 @@ impl Tool for AddBookingNote {
         input: Input,
     ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = BookingId::new(input.booking.id());
         let change = self
             .services
             .bookings
-            .add_note(&actor, input.booking.id(), &input.note)
+            .add_note(&actor, &id, &input.note)
             .await
             .map_err(error)?;
         let b = apply(&ctx.writes, change);

@@ -1,6 +1,7 @@
 //! `cancel_booking`: prepares cancelling a booking (and telling the customer if it was
 //! confirmed); `confirm_action` cancels.
 
+use booking::BookingId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -50,13 +51,14 @@ impl Tool for CancelBooking {
         input: Input,
     ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = BookingId::new(input.booking.id());
         let change = self
             .services
             .use_cases()
             .cancel_booking(
                 &actor,
                 booking::Expected {
-                    id: input.booking.id(),
+                    id: &id,
                     version: &input.version,
                 },
                 crate::adapter::now(&ctx),

@@ -2,6 +2,7 @@
 //! match count is what the caller expects.
 
 use booking::rights;
+use booking::{CustomerId, TechnicianId};
 use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -55,8 +56,8 @@ impl Tool for CancelBookings {
         input: Input,
     ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let customer = input.customer.map(|h| h.id().to_owned());
-        let technician = input.technician.map(|h| h.id().to_owned());
+        let customer = input.customer.map(|h| CustomerId::new(h.id()));
+        let technician = input.technician.map(|h| TechnicianId::new(h.id()));
         let changes = self
             .services
             .use_cases()

@@ -1,7 +1,7 @@
 //! `create_booking`: a draft booking; nobody is told.
 
-use booking::NewBooking;
 use booking::rights;
+use booking::{CustomerId, NewBooking, TechnicianId};
 use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -70,8 +70,8 @@ impl Tool for CreateBooking {
             "a second booking at this slot",
         )?;
         let new = NewBooking {
-            customer: input.customer.id().to_owned(),
-            technician: input.technician.id().to_owned(),
+            customer: CustomerId::new(input.customer.id()),
+            technician: TechnicianId::new(input.technician.id()),
             service: input.service,
             start: when(&input.start, &input.zone),
             duration_minutes: input.duration_minutes,

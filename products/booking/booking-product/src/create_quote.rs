@@ -1,5 +1,6 @@
 //! `create_quote`: a draft quote (silent).
 
+use booking::CustomerId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -53,6 +54,7 @@ impl Tool for CreateQuote {
         input: Input,
     ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let customer = CustomerId::new(input.customer.id());
         let reason = crate::adapter::separate_reason(
             input.separate,
             input.reason.as_deref(),
@@ -61,7 +63,7 @@ impl Tool for CreateQuote {
         let change = self
             .services
             .quotes
-            .create(&actor, input.customer.id(), &lines(input.lines), reason)
+            .create(&actor, &customer, &lines(input.lines), reason)
             .await
             .map_err(error)?;
         let q = apply(&ctx.writes, change);

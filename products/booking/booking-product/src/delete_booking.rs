@@ -1,5 +1,6 @@
 //! `delete_booking`: prepares deleting a draft or cancelled booking.
 
+use booking::BookingId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -49,10 +50,11 @@ impl Tool for DeleteBooking {
         input: Input,
     ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = BookingId::new(input.booking.id());
         let change = self
             .services
             .bookings
-            .delete(&actor, input.booking.id(), &input.version)
+            .delete(&actor, &id, &input.version)
             .await
             .map_err(error)?;
         let b = apply_sending(&ctx.writes, change);

@@ -1,5 +1,6 @@
 //! `delete_customer`: prepares deleting a customer; `confirm_action` deletes.
 
+use booking::CustomerId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -47,10 +48,11 @@ impl Tool for DeleteCustomer {
         input: Input,
     ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = CustomerId::new(input.customer.id());
         let change = self
             .services
             .customers
-            .delete(&actor, input.customer.id())
+            .delete(&actor, &id)
             .await
             .map_err(error)?;
         let customer = apply_sending(&ctx.writes, change);

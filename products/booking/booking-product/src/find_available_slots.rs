@@ -1,5 +1,6 @@
 //! `find_available_slots`: free times of a technician on a day.
 
+use booking::TechnicianId;
 use booking::rights;
 use booking::time::{self, TimeRange};
 use booking::{BookingFilter, Status};
@@ -65,6 +66,7 @@ impl Tool for FindAvailableSlots {
         input: Input,
     ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = TechnicianId::new(input.technician.id());
         if !(15..=booking::time::LONGEST_SEARCHED_VISIT_MINUTES).contains(&input.duration_minutes) {
             return Err(ToolError::validation(
                 "`duration_minutes` must be 15 to 600",
@@ -84,7 +86,7 @@ impl Tool for FindAvailableSlots {
         let technician = self
             .services
             .technicians
-            .get(&actor, input.technician.id())
+            .get(&actor, &id)
             .await
             .map_err(error)?;
         let (from, to) = working_hours(&technician.working_hours)?;

@@ -1,7 +1,7 @@
 //! `find_bookings`: bookings by customer, technician or status.
 
 use booking::rights;
-use booking::{BookingFilter, Status};
+use booking::{BookingFilter, CustomerId, Status, TechnicianId};
 use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -72,8 +72,8 @@ impl Tool for FindBookings {
         let actor = actor(&ctx)?;
         let from = input.from.as_deref().map(day).transpose()?;
         let filter = BookingFilter {
-            customer: input.customer.map(|h| h.id().to_owned()),
-            technician: input.technician.map(|h| h.id().to_owned()),
+            customer: input.customer.map(|h| CustomerId::new(h.id())),
+            technician: input.technician.map(|h| TechnicianId::new(h.id())),
             status: input.status.map(|s| match s {
                 StatusArg::Draft => Status::Draft,
                 StatusArg::Confirmed => Status::Confirmed,

@@ -1,5 +1,6 @@
 //! `find_quotes`: a customer's quotes, or all, by state.
 
+use booking::CustomerId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -66,11 +67,11 @@ impl Tool for FindQuotes {
             StateArg::Draft => "draft",
             StateArg::Sent => "sent",
         });
-        let customer = input.customer.as_ref().map(Handle::id);
+        let customer = input.customer.map(|h| CustomerId::new(h.id()));
         let found = self
             .services
             .quotes
-            .find(&actor, customer, state, limit + 1)
+            .find(&actor, customer.as_ref(), state, limit + 1)
             .await
             .map_err(error)?;
         let (found, more) = crate::present::page(found, limit);

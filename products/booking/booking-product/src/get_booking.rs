@@ -1,5 +1,6 @@
 //! `get_booking`: one booking.
 
+use booking::BookingId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -44,10 +45,11 @@ impl Tool for GetBooking {
         input: Input,
     ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = BookingId::new(input.booking.id());
         let b = self
             .services
             .bookings
-            .get(&actor, input.booking.id())
+            .get(&actor, &id)
             .await
             .map_err(error)?;
         let handle = b.handle();
@@ -59,7 +61,7 @@ impl Tool for GetBooking {
         } else {
             format!(
                 "find_bookings {{\"customer\": \"{}\"}}",
-                booking::ids::Kind::Customer.handle(&b.customer)
+                b.customer.handle()
             )
         };
         Ok(Success::new(

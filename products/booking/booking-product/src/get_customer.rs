@@ -1,5 +1,6 @@
 //! `get_customer`: one customer.
 
+use booking::CustomerId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -44,10 +45,11 @@ impl Tool for GetCustomer {
         input: Input,
     ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = CustomerId::new(input.customer.id());
         let c = self
             .services
             .customers
-            .get(&actor, input.customer.id())
+            .get(&actor, &id)
             .await
             .map_err(error)?;
         let handle = c.handle();

@@ -1,5 +1,6 @@
 //! `get_quote`: one quote with its totals.
 
+use booking::QuoteId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -44,12 +45,8 @@ impl Tool for GetQuote {
         input: Input,
     ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
-        let q = self
-            .services
-            .quotes
-            .get(&actor, input.quote.id())
-            .await
-            .map_err(error)?;
+        let id = QuoteId::new(input.quote.id());
+        let q = self.services.quotes.get(&actor, &id).await.map_err(error)?;
         Ok(Success::new(
             format!(
                 "Quote {} is {} over {}.",

@@ -1,5 +1,6 @@
 //! `mute_booking_alerts`: prepares muting a booking's reminders for a while.
 
+use booking::BookingId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -51,15 +52,11 @@ impl Tool for MuteBookingAlerts {
         input: Input,
     ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = BookingId::new(input.booking.id());
         let change = self
             .services
             .alerts
-            .mute(
-                &actor,
-                input.booking.id(),
-                input.hours,
-                crate::adapter::now(&ctx),
-            )
+            .mute(&actor, &id, input.hours, crate::adapter::now(&ctx))
             .await
             .map_err(error)?;
         let rule = apply_sending(&ctx.writes, change);

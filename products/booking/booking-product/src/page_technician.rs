@@ -1,5 +1,6 @@
 //! `page_technician`: prepares paging a technician by text message.
 
+use booking::TechnicianId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -50,10 +51,11 @@ impl Tool for PageTechnician {
         input: Input,
     ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = TechnicianId::new(input.technician.id());
         let change = self
             .services
             .technicians
-            .page(&actor, input.technician.id(), &input.message)
+            .page(&actor, &id, &input.message)
             .await
             .map_err(error)?;
         let notified = change.notified.clone();

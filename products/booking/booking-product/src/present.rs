@@ -209,8 +209,8 @@ impl BookingView {
             version: b.version.clone(),
             state: b.status.as_str(),
             link: format!("{console_base}/bookings/{}", b.handle()),
-            customer: booking::ids::Kind::Customer.handle(&b.customer),
-            technician: booking::ids::Kind::Technician.handle(&b.technician),
+            customer: b.customer.handle(),
+            technician: b.technician.handle(),
             service: Untrusted::of(&b.service, 200),
             start: Moment::new(b.start, b.zone, now).into(),
             end: Moment::new(b.end, b.zone, now).into(),
@@ -272,7 +272,7 @@ impl QuoteView {
             version: q.version.clone(),
             state: q.status.clone(),
             link: format!("{console_base}/quotes/{}", q.handle()),
-            customer: booking::ids::Kind::Customer.handle(&q.customer),
+            customer: q.customer.handle(),
             lines: q
                 .lines
                 .iter()

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use booking::ids::Kind;
 use futures_util::future::BoxFuture;
 use mcp_pipeline::records::{
     Attribute, AttributeType as T, AttributeValue as V, Reader, Record, RecordError, RecordKind,
@@ -97,19 +96,19 @@ impl Records for BookingRecords {
             let store = Arc::clone(&self.store);
             let read = match kind.prefix {
                 "cus" => booking::Customers::new(store)
-                    .get(&actor, id)
+                    .get(&actor, &booking::CustomerId::new(id))
                     .await
                     .map(|c| customer(&c)),
                 "tec" => booking::Technicians::new(store)
-                    .get(&actor, id)
+                    .get(&actor, &booking::TechnicianId::new(id))
                     .await
                     .map(|t| technician(&t)),
                 "bkg" => booking::Bookings::new(store)
-                    .get(&actor, id)
+                    .get(&actor, &booking::BookingId::new(id))
                     .await
                     .map(|b| booking_record(&b)),
                 "quo" => booking::Quotes::new(store)
-                    .get(&actor, id)
+                    .get(&actor, &booking::QuoteId::new(id))
                     .await
                     .map(|q| quote(&q)),
                 _ => return Err(RecordError::NotFound),
@@ -153,8 +152,8 @@ fn booking_record(b: &booking::Booking) -> Record {
         .with("start", V::DateTime(b.start))
         .with("end", V::DateTime(b.end))
         .with("zone", b.zone.name())
-        .with("customer", Kind::Customer.handle(&b.customer))
-        .with("technician", Kind::Technician.handle(&b.technician))
+        .with("customer", b.customer.handle())
+        .with("technician", b.technician.handle())
         .with("notes", b.notes.join("\n"))
 }
 
@@ -172,7 +171,7 @@ fn quote(q: &booking::Quote) -> Record {
         .collect();
     Record::default()
         .with("status", q.status.as_str())
-        .with("customer", Kind::Customer.handle(&q.customer))
+        .with("customer", q.customer.handle())
         .with("lines", lines.join("\n"))
         .with("currency", q.totals.currency.code())
         .with("net", V::Decimal(q.totals.net.amount()))

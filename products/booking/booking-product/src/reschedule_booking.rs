@@ -1,5 +1,6 @@
 //! `reschedule_booking`: prepares moving a confirmed booking and telling the customer.
 
+use booking::BookingId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -55,6 +56,7 @@ impl Tool for RescheduleBooking {
         input: Input,
     ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = BookingId::new(input.booking.id());
         let now = crate::adapter::now(&ctx);
         let moved_to = booking::NewTime {
             start: when(&input.start, &input.zone),
@@ -66,7 +68,7 @@ impl Tool for RescheduleBooking {
             .reschedule_booking(
                 &actor,
                 booking::Expected {
-                    id: input.booking.id(),
+                    id: &id,
                     version: &input.version,
                 },
                 moved_to,

@@ -1,6 +1,7 @@
 //! `send_booking_confirmation`: prepares confirming a draft to the customer by email;
 //! `confirm_action` sends.
 
+use booking::BookingId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -54,6 +55,7 @@ impl Tool for SendBookingConfirmation {
         input: Input,
     ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = BookingId::new(input.booking.id());
         let now = crate::adapter::now(&ctx);
         let change = self
             .services
@@ -61,7 +63,7 @@ impl Tool for SendBookingConfirmation {
             .send_booking_confirmation(
                 &actor,
                 booking::Expected {
-                    id: input.booking.id(),
+                    id: &id,
                     version: &input.version,
                 },
                 now,

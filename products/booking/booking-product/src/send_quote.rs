@@ -1,6 +1,7 @@
 //! `send_quote`: prepares sending a quote; it binds the company to a price, so only a person
 //! with the right approves it, in the product's page.
 
+use booking::QuoteId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Prepared, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -53,13 +54,14 @@ impl Tool for SendQuote {
         input: Input,
     ) -> Result<Prepared<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = QuoteId::new(input.quote.id());
         let (change, customer) = self
             .services
             .use_cases()
             .send_quote(
                 &actor,
                 booking::Expected {
-                    id: input.quote.id(),
+                    id: &id,
                     version: &input.version,
                 },
             )

@@ -1,5 +1,6 @@
 //! `update_booking`: change a draft booking (silent).
 
+use booking::BookingId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -56,6 +57,7 @@ impl Tool for UpdateBooking {
         input: Input,
     ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = BookingId::new(input.booking.id());
         let start = booking::When::from_optional(input.start.as_deref(), input.zone.as_deref())
             .map_err(error)?;
         let now = crate::adapter::now(&ctx);
@@ -75,7 +77,7 @@ impl Tool for UpdateBooking {
             .bookings
             .update_draft(
                 &actor,
-                input.booking.id(),
+                &id,
                 &input.version,
                 input.service,
                 start,

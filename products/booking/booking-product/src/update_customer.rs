@@ -1,7 +1,7 @@
 //! `update_customer`: change a customer's details (silent).
 
-use booking::CustomerPatch;
 use booking::rights;
+use booking::{CustomerId, CustomerPatch};
 use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -60,6 +60,7 @@ impl Tool for UpdateCustomer {
         input: Input,
     ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = CustomerId::new(input.customer.id());
         let patch = CustomerPatch {
             name: input.name,
             email: input.email,
@@ -69,7 +70,7 @@ impl Tool for UpdateCustomer {
         let change = self
             .services
             .customers
-            .update(&actor, input.customer.id(), &input.version, patch)
+            .update(&actor, &id, &input.version, patch)
             .await
             .map_err(error)?;
         let customer = apply(&ctx.writes, change);

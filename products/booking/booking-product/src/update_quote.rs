@@ -1,5 +1,6 @@
 //! `update_quote`: replace a draft quote's lines (silent).
 
+use booking::QuoteId;
 use booking::rights;
 use mcp_pipeline::{CallError, Handle, Policy, Success, Tool, ToolContext, Toolset};
 use schemars::JsonSchema;
@@ -51,15 +52,11 @@ impl Tool for UpdateQuote {
         input: Input,
     ) -> Result<Success<Output>, CallError> {
         let actor = actor(&ctx)?;
+        let id = QuoteId::new(input.quote.id());
         let change = self
             .services
             .quotes
-            .update(
-                &actor,
-                input.quote.id(),
-                &input.version,
-                &lines(input.lines),
-            )
+            .update(&actor, &id, &input.version, &lines(input.lines))
             .await
             .map_err(error)?;
         let q = apply(&ctx.writes, change);

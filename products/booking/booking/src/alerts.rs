@@ -6,14 +6,14 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use store::{Item, Put, Store, Value};
 
-use crate::ids::Kind;
+use crate::ids::{BookingId, Kind};
 use crate::{Actor, BookingError, Change, keys, rights};
 
 /// A booking's alert rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AlertRule {
     /// The booking's id part.
-    pub booking: String,
+    pub booking: BookingId,
     /// Muted until then, if muted.
     pub muted_until: Option<DateTime<Utc>>,
 }
@@ -34,7 +34,7 @@ impl Alerts {
     pub async fn mute(
         &self,
         actor: &Actor,
-        booking: &str,
+        booking: &BookingId,
         hours: i64,
         now: DateTime<Utc>,
     ) -> Result<Change<AlertRule>, BookingError> {
@@ -44,20 +44,24 @@ impl Alerts {
         }
         if self
             .store
-            .get(&keys::object(&actor.tenant, Kind::Booking, booking))
+            .get(&keys::object(
+                &actor.tenant,
+                Kind::Booking,
+                booking.as_str(),
+            ))
             .await?
             .is_none()
         {
             return Err(BookingError::NotFound {
                 kind: "booking",
-                id: Kind::Booking.handle(booking),
+                id: booking.handle(),
             });
         }
         let until = now + Duration::hours(hours);
         let mut item = Item::new();
         item.insert("muted_until".into(), Value::s(until.to_rfc3339()));
         let rule = AlertRule {
-            booking: booking.to_owned(),
+            booking: booking.clone(),
             muted_until: Some(until),
         };
         let mut change = Change::new(rule);
@@ -65,7 +69,7 @@ impl Alerts {
             Put::new(crate::keys::alert_rule(&actor.tenant, booking), item),
             |_| BookingError::Rejected("the alert rule changed meanwhile".into()),
         );
-        change.ids.push(Kind::Booking.handle(booking));
+        change.ids.push(booking.handle());
         Ok(change)
     }
 }

@@ -7,7 +7,7 @@ use chrono_tz::Tz;
 use serde_json::json;
 use store::{Condition, Item, Put, Store, TenantId, Value};
 
-use crate::ids::Kind;
+use crate::ids::{BookingId, CustomerId, Kind, TechnicianId};
 use crate::text::version_of;
 use crate::time;
 use crate::{Actor, BookingError, Change, Expected, keys, rights};
@@ -52,11 +52,11 @@ impl Status {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Booking {
     /// Random id part (`bkg_<id>`).
-    pub id: String,
+    pub id: BookingId,
     /// The customer's id part.
-    pub customer: String,
+    pub customer: CustomerId,
     /// The technician's id part.
-    pub technician: String,
+    pub technician: TechnicianId,
     /// What is done (`boiler service`).
     pub service: String,
     /// Start.
@@ -78,7 +78,7 @@ pub struct Booking {
 impl Booking {
     /// The public handle.
     pub fn handle(&self) -> String {
-        Kind::Booking.handle(&self.id)
+        self.id.handle()
     }
 
     /// The claim on this booking's customer, technician and start.
@@ -102,6 +102,7 @@ impl Booking {
         }
     }
 
+    /// The booking stored at `id` (the sort key) as `item`, if it reads as one.
     fn from_item(id: &str, item: &Item) -> Option<Self> {
         let s = |k: &str| item.get(k).and_then(Value::as_s).map(str::to_owned);
         let instant = |k: &str| {
@@ -109,9 +110,9 @@ impl Booking {
                 .map(|t| t.with_timezone(&Utc))
         };
         Some(Booking {
-            id: id.to_owned(),
-            customer: s("customer")?,
-            technician: s("technician")?,
+            id: BookingId::new(id),
+            customer: CustomerId::new(s("customer")?),
+            technician: TechnicianId::new(s("technician")?),
             service: s("service").unwrap_or_default(),
             start: instant("start")?,
             end: instant("end")?,
@@ -132,8 +133,8 @@ impl Booking {
 
     fn to_item(&self) -> Item {
         let mut item = Item::new();
-        item.insert("customer".into(), Value::s(&self.customer));
-        item.insert("technician".into(), Value::s(&self.technician));
+        item.insert("customer".into(), Value::s(self.customer.as_str()));
+        item.insert("technician".into(), Value::s(self.technician.as_str()));
         item.insert("service".into(), Value::s(&self.service));
         item.insert("start".into(), Value::s(self.start.to_rfc3339()));
         item.insert("end".into(), Value::s(self.end.to_rfc3339()));
@@ -237,9 +238,9 @@ impl When {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewBooking {
     /// The customer's id part.
-    pub customer: String,
+    pub customer: CustomerId,
     /// The technician's id part.
-    pub technician: String,
+    pub technician: TechnicianId,
     /// What is done.
     pub service: String,
     /// When it starts.
@@ -291,9 +292,9 @@ pub const MOST_CANCELLED_AT_ONCE: u32 = 19;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BookingFilter {
     /// Only this customer's.
-    pub customer: Option<String>,
+    pub customer: Option<CustomerId>,
     /// Only this technician's.
-    pub technician: Option<String>,
+    pub technician: Option<TechnicianId>,
     /// Only in this status.
     pub status: Option<Status>,
     /// Only those starting on or after this day, in the booking's own zone (so that a
@@ -307,7 +308,7 @@ const SCHEDULE_REVISION: &str = "revision";
 /// A technician's schedule as one read found it (see [`Bookings::schedule`]).
 #[derive(Debug, Clone)]
 pub struct Schedule {
-    technician: String,
+    technician: TechnicianId,
     /// The revision read before the bookings (none before the first booking change).
     revision: Option<Value>,
     /// Their bookings, every status.
@@ -413,17 +414,17 @@ impl Bookings {
     }
 
     /// One booking.
-    pub async fn get(&self, actor: &Actor, id: &str) -> Result<Booking, BookingError> {
+    pub async fn get(&self, actor: &Actor, id: &BookingId) -> Result<Booking, BookingError> {
         actor.require(rights::BOOKINGS_READ)?;
         let item = self
             .store
-            .get(&keys::object(&actor.tenant, Kind::Booking, id))
+            .get(&keys::object(&actor.tenant, Kind::Booking, id.as_str()))
             .await?;
         item.as_ref()
-            .and_then(|i| Booking::from_item(id, i))
+            .and_then(|i| Booking::from_item(id.as_str(), i))
             .ok_or_else(|| BookingError::NotFound {
                 kind: "booking",
-                id: Kind::Booking.handle(id),
+                id: id.handle(),
             })
     }
 
@@ -438,10 +439,12 @@ impl Bookings {
         // A filter names records: they must be this tenant's (another tenant's handle is not
         // found, rather than silently matching nothing).
         if let Some(customer) = &filter.customer {
-            self.exists(actor, Kind::Customer, customer).await?;
+            self.exists(actor, Kind::Customer, customer.as_str())
+                .await?;
         }
         if let Some(technician) = &filter.technician {
-            self.exists(actor, Kind::Technician, technician).await?;
+            self.exists(actor, Kind::Technician, technician.as_str())
+                .await?;
         }
         let mut out = matching(self.store.as_ref(), &actor.tenant, filter).await?;
         out.truncate(limit);
@@ -456,8 +459,8 @@ impl Bookings {
     pub async fn open_matching(
         &self,
         actor: &Actor,
-        customer: Option<String>,
-        technician: Option<String>,
+        customer: Option<CustomerId>,
+        technician: Option<TechnicianId>,
         expected_count: Option<u32>,
     ) -> Result<Vec<Booking>, BookingError> {
         if customer.is_none() && technician.is_none() {
@@ -500,6 +503,8 @@ impl Bookings {
         Ok(open)
     }
 
+    /// Fails unless the record `id` of `kind` is the actor's tenant's (the kind is a value here,
+    /// so the id is its text).
     async fn exists(&self, actor: &Actor, kind: Kind, id: &str) -> Result<(), BookingError> {
         match self
             .store
@@ -535,8 +540,9 @@ impl Bookings {
             ));
         }
         // Every referenced record must be this tenant's.
-        self.exists(actor, Kind::Customer, &new.customer).await?;
-        self.exists(actor, Kind::Technician, &new.technician)
+        self.exists(actor, Kind::Customer, new.customer.as_str())
+            .await?;
+        self.exists(actor, Kind::Technician, new.technician.as_str())
             .await?;
         let start = resolve_ahead(&new.start, now)?;
         let end = start
@@ -546,7 +552,7 @@ impl Bookings {
                 error: e,
             })?;
         let booking = Booking {
-            id: crate::ids::new_id(self.randomness.as_ref()),
+            id: BookingId::new(crate::ids::new_id(self.randomness.as_ref())),
             customer: new.customer.clone(),
             technician: new.technician.clone(),
             service,
@@ -560,7 +566,7 @@ impl Bookings {
         }
         .with_version();
         let handle = booking.handle();
-        let key = keys::object(&actor.tenant, Kind::Booking, &booking.id);
+        let key = keys::object(&actor.tenant, Kind::Booking, booking.id.as_str());
         let item = booking.to_item();
         let mut change = Change::new(booking.clone());
         change.push(
@@ -569,19 +575,19 @@ impl Bookings {
         );
         // The customer still exists when the booking lands, and a deletion that read them
         // before sees that they were booked meanwhile (`LATEST_BOOKING`).
-        let customer = new.customer.clone();
+        let customer = new.customer.handle();
         change.push(
             store::Update::new(
-                keys::object(&actor.tenant, Kind::Customer, &new.customer),
+                keys::object(&actor.tenant, Kind::Customer, new.customer.as_str()),
                 vec![store::UpdateAction::Set(
                     LATEST_BOOKING.into(),
-                    Value::s(&booking.id),
+                    Value::s(booking.id.as_str()),
                 )],
             )
             .when(Condition::item_exists()),
             move |_| BookingError::NotFound {
                 kind: "customer",
-                id: Kind::Customer.handle(&customer),
+                id: customer.clone(),
             },
         );
         if separate_reason.is_none() {
@@ -600,7 +606,7 @@ impl Bookings {
     pub async fn schedule(
         &self,
         tenant: &TenantId,
-        technician: &str,
+        technician: &TechnicianId,
     ) -> Result<Schedule, BookingError> {
         let revision_key = keys::schedule(tenant, technician);
         let decode = |sk: &str, item: &Item| match sk == revision_key.sk {
@@ -609,7 +615,7 @@ impl Bookings {
         };
         let keep = |entry: &Entry| match entry {
             Entry::Revision(_) => true,
-            Entry::Booking(b) => b.technician == technician,
+            Entry::Booking(b) => b.technician == *technician,
         };
         let entries = crate::records::scan(
             self.store.as_ref(),
@@ -621,7 +627,7 @@ impl Bookings {
         )
         .await?;
         let mut schedule = Schedule {
-            technician: technician.to_owned(),
+            technician: technician.clone(),
             revision: None,
             bookings: Vec::new(),
         };
@@ -674,7 +680,7 @@ impl Bookings {
                 && !(b.customer == booking.customer && b.start == booking.start)
         }) {
             return Err(BookingError::Busy {
-                technician: Kind::Technician.handle(&booking.technician),
+                technician: booking.technician.handle(),
                 other: other.handle(),
                 from: Box::new(time::Moment::new(other.start, other.zone, now)),
                 until: Box::new(time::Moment::new(other.end, other.zone, now)),
@@ -690,7 +696,7 @@ impl Bookings {
             Some(read) => Condition::eq(SCHEDULE_REVISION, read),
             None => Condition::NotExists(SCHEDULE_REVISION.into()),
         };
-        let handle = Kind::Technician.handle(&booking.technician);
+        let handle = booking.technician.handle();
         change.push(
             store::Update::new(
                 keys::schedule(tenant, &schedule.technician),
@@ -719,7 +725,7 @@ impl Bookings {
         let handle = booking.handle();
         change.push(
             Put::new(
-                keys::object(tenant, Kind::Booking, &booking.id),
+                keys::object(tenant, Kind::Booking, booking.id.as_str()),
                 booking.to_item(),
             )
             .when(Condition::eq("version", Value::s(expected_version))),
@@ -738,7 +744,7 @@ impl Bookings {
     async fn current(
         &self,
         actor: &Actor,
-        id: &str,
+        id: &BookingId,
         version: &str,
         allowed: impl FnOnce(&Booking) -> Result<(), BookingError>,
     ) -> Result<Booking, BookingError> {
@@ -759,7 +765,7 @@ impl Bookings {
     pub async fn update_draft(
         &self,
         actor: &Actor,
-        id: &str,
+        id: &BookingId,
         version: &str,
         service: Option<String>,
         start: Option<When>,
@@ -809,7 +815,7 @@ impl Bookings {
     pub async fn add_note(
         &self,
         actor: &Actor,
-        id: &str,
+        id: &BookingId,
         note: &str,
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::BOOKINGS_WRITE)?;
@@ -830,7 +836,7 @@ impl Bookings {
     pub async fn confirm(
         &self,
         actor: &Actor,
-        id: &str,
+        id: &BookingId,
         version: &str,
         customer_email: &str,
         text: &str,
@@ -870,7 +876,7 @@ impl Bookings {
     pub async fn cancel(
         &self,
         actor: &Actor,
-        id: &str,
+        id: &BookingId,
         version: &str,
         customer_email: &str,
         text: &str,
@@ -977,7 +983,7 @@ impl Bookings {
     pub async fn reschedule(
         &self,
         actor: &Actor,
-        expected: Expected<'_>,
+        expected: Expected<'_, BookingId>,
         to: NewTime,
         customer_email: &str,
         schedule: Schedule,
@@ -1053,7 +1059,7 @@ impl Bookings {
     pub async fn delete(
         &self,
         actor: &Actor,
-        id: &str,
+        id: &BookingId,
         version: &str,
     ) -> Result<Change<Booking>, BookingError> {
         actor.require(rights::RECORDS_DELETE)?;
@@ -1069,7 +1075,7 @@ impl Bookings {
         let handle = booking.handle();
         let mut change = Change::new(booking.clone());
         change.push(
-            store::Delete::new(keys::object(&actor.tenant, Kind::Booking, id))
+            store::Delete::new(keys::object(&actor.tenant, Kind::Booking, id.as_str()))
                 .when(Condition::eq("version", Value::s(version))),
             |_| {
                 BookingError::Rejected(

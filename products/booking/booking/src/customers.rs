@@ -6,7 +6,7 @@ use serde_json::json;
 use store::{Condition, Item, Put, Store, Value};
 
 use crate::bookings::LATEST_BOOKING;
-use crate::ids::Kind;
+use crate::ids::{CustomerId, Kind};
 use crate::text::{Lines, UntrustedText, untrusted, version_of, written};
 use crate::{Actor, BookingError, Change, keys, rights};
 
@@ -15,7 +15,7 @@ use crate::{Actor, BookingError, Change, keys, rights};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Customer {
     /// Random id part (the handle is `cus_<id>`).
-    pub id: String,
+    pub id: CustomerId,
     /// Name.
     pub name: String,
     /// Email address.
@@ -35,13 +35,13 @@ pub struct Customer {
 impl Customer {
     /// The public handle.
     pub fn handle(&self) -> String {
-        Kind::Customer.handle(&self.id)
+        self.id.handle()
     }
 
-    fn from_item(id: &str, item: &Item) -> Self {
+    fn from_item(id: CustomerId, item: &Item) -> Self {
         let s = |k: &str| item.get(k).and_then(Value::as_s).map(str::to_owned);
         Customer {
-            id: id.to_owned(),
+            id,
             name: s("name").unwrap_or_default(),
             email: s("email").unwrap_or_default(),
             phone: s("phone"),
@@ -230,21 +230,21 @@ impl Customers {
     }
 
     /// One customer of the actor's tenant.
-    pub async fn get(&self, actor: &Actor, id: &str) -> Result<Customer, BookingError> {
+    pub async fn get(&self, actor: &Actor, id: &CustomerId) -> Result<Customer, BookingError> {
         actor.require(rights::BOOKINGS_READ)?;
         self.load(actor, id).await.map(|(c, _)| c)
     }
 
-    async fn load(&self, actor: &Actor, id: &str) -> Result<(Customer, Item), BookingError> {
+    async fn load(&self, actor: &Actor, id: &CustomerId) -> Result<(Customer, Item), BookingError> {
         let item = self
             .store
-            .get(&keys::object(&actor.tenant, Kind::Customer, id))
+            .get(&keys::object(&actor.tenant, Kind::Customer, id.as_str()))
             .await?
             .ok_or_else(|| BookingError::NotFound {
                 kind: "customer",
-                id: Kind::Customer.handle(id),
+                id: id.handle(),
             })?;
-        Ok((Customer::from_item(id, &item), item))
+        Ok((Customer::from_item(id.clone(), &item), item))
     }
 
     /// Customers whose name or email contains `text` (case-insensitive), at most `limit`.
@@ -280,7 +280,7 @@ impl Customers {
         limit: usize,
     ) -> Result<Vec<Customer>, BookingError> {
         actor.require(rights::BOOKINGS_READ)?;
-        let decode = |id: &str, item: &Item| Some(Customer::from_item(id, item));
+        let decode = |id: &str, item: &Item| Some(Customer::from_item(CustomerId::new(id), item));
         let (tenant, kind) = (&actor.tenant, Kind::Customer);
         crate::records::scan(self.store.as_ref(), tenant, kind, decode, keep, limit).await
     }
@@ -321,7 +321,7 @@ impl Customers {
         if let Some(reason) = separate_reason {
             written("reason", reason, 300, Lines::One)?;
         }
-        let id = crate::ids::new_id(self.randomness.as_ref());
+        let id = CustomerId::new(crate::ids::new_id(self.randomness.as_ref()));
         let secret = portal_password_hash.map(Value::S);
         let item = item_of(
             &name,
@@ -332,12 +332,12 @@ impl Customers {
             secret.as_ref(),
             separate_reason.is_some(),
         );
-        let customer = Customer::from_item(&id, &item);
+        let key = keys::object(&actor.tenant, Kind::Customer, id.as_str());
+        let customer = Customer::from_item(id, &item);
         let handle = customer.handle();
         let mut change = Change::new(customer);
         change.push(
-            Put::new(keys::object(&actor.tenant, Kind::Customer, &id), item)
-                .when(Condition::item_not_exists()),
+            Put::new(key, item).when(Condition::item_not_exists()),
             |_| BookingError::Rejected("a customer with this id exists; try again".into()),
         );
         if separate_reason.is_none() {
@@ -352,7 +352,7 @@ impl Customers {
     pub async fn update(
         &self,
         actor: &Actor,
-        id: &str,
+        id: &CustomerId,
         version: &str,
         patch: CustomerPatch,
     ) -> Result<Change<Customer>, BookingError> {
@@ -395,12 +395,12 @@ impl Customers {
             item.get("portal_password_hash"),
             current.separate,
         );
-        let updated = Customer::from_item(id, &new_item);
+        let updated = Customer::from_item(id.clone(), &new_item);
         let handle = updated.handle();
-        let key = keys::object(&actor.tenant, Kind::Customer, id);
+        let key = keys::object(&actor.tenant, Kind::Customer, id.as_str());
         let mut change = Change::new(updated);
         let expected = version.to_owned();
-        let stale_handle = Kind::Customer.handle(id);
+        let stale_handle = id.handle();
         change.push(
             store::Update::new(key, own_attributes(new_item))
                 .when(Condition::eq("version", Value::s(version))),
@@ -423,14 +423,18 @@ impl Customers {
     /// Plans deleting a customer (and the claim on their email). Refused while the customer
     /// has open bookings (drafts or confirmed): cancelling one needs its customer, so they would
     /// be left confirmed, holding the technician's time, with nobody to tell.
-    pub async fn delete(&self, actor: &Actor, id: &str) -> Result<Change<Customer>, BookingError> {
+    pub async fn delete(
+        &self,
+        actor: &Actor,
+        id: &CustomerId,
+    ) -> Result<Change<Customer>, BookingError> {
         actor.require(rights::RECORDS_DELETE)?;
         let (current, item) = self.load(actor, id).await?;
         // Read before the bookings: a booking made after this read moves the mark (see
         // `Bookings::create_draft`), and the deletion's condition below sees that.
         let latest_booking = item.get(LATEST_BOOKING).cloned();
         let theirs = crate::BookingFilter {
-            customer: Some(id.to_owned()),
+            customer: Some(id.clone()),
             ..crate::BookingFilter::default()
         };
         let open: Vec<String> =
@@ -458,7 +462,7 @@ impl Customers {
             None => Condition::NotExists(LATEST_BOOKING.into()),
         };
         change.push(
-            store::Delete::new(keys::object(&actor.tenant, Kind::Customer, id))
+            store::Delete::new(keys::object(&actor.tenant, Kind::Customer, id.as_str()))
                 .when(Condition::eq("version", Value::s(&version)).and(unbooked))
                 .return_old_on_failure(),
             move |now: Option<&Item>| {

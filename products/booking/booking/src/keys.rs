@@ -2,6 +2,8 @@
 
 use store::{Key, TenantId};
 
+use crate::ids::{BookingId, TechnicianId};
+
 /// The second segment of the product's tenant partitions (`<tenant>#<kind>`): its settings,
 /// each kind of record ([`crate::ids::Kind::noun`]), duplicate claims and alert rules (its
 /// messages are in the platform's outbox, `outbox_format::keys`).
@@ -35,7 +37,8 @@ pub fn partition(tenant: &TenantId, kind: crate::ids::Kind) -> String {
     format!("{tenant}#{}", kind.noun())
 }
 
-/// One object.
+/// One object. Its id is text because its kind is a value (a handle's kind is known only once
+/// the handle is read); callers holding a typed id pass its `as_str()`.
 pub fn object(tenant: &TenantId, kind: crate::ids::Kind, id: &str) -> Key {
     Key::new(partition(tenant, kind), id)
 }
@@ -43,7 +46,7 @@ pub fn object(tenant: &TenantId, kind: crate::ids::Kind, id: &str) -> Key {
 /// A technician's schedule revision (ADR 46), in the bookings' partition under a key that sorts
 /// before every booking (`!` before letters and digits), so that the query reading the
 /// bookings reads it first: a booking committed after it was read has changed it.
-pub fn schedule(tenant: &TenantId, technician: &str) -> Key {
+pub fn schedule(tenant: &TenantId, technician: &TechnicianId) -> Key {
     Key::new(
         partition(tenant, crate::ids::Kind::Booking),
         format!("!schedule#{technician}"),
@@ -62,6 +65,6 @@ pub fn unique(tenant: &TenantId, what: &str, value: &str) -> Key {
 }
 
 /// The alert rule of a booking.
-pub fn alert_rule(tenant: &TenantId, booking: &str) -> Key {
-    Key::new(format!("{tenant}#alert"), booking)
+pub fn alert_rule(tenant: &TenantId, booking: &BookingId) -> Key {
+    Key::new(format!("{tenant}#alert"), booking.as_str())
 }

@@ -33,6 +33,7 @@ pub use bookings::{Booking, BookingFilter, Bookings, NewBooking, NewTime, Schedu
 pub use change::{Change, Op, Outgoing};
 pub use customers::{Customer, CustomerPatch, Customers, NewCustomer};
 pub use error::BookingError;
+pub use ids::{BookingId, CustomerId, QuoteId, TechnicianId};
 pub use quotes::{LineInput, Quote, Quotes};
 pub use technicians::{NewTechnician, Technician, Technicians};
 pub use tenants::{Prices, Tenants};

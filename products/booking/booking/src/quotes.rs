@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::json;
 use store::{Condition, Item, Put, Store, Value};
 
-use crate::ids::Kind;
+use crate::ids::{CustomerId, Kind, QuoteId};
 use crate::money::{Currency, Line, TaxRate, Totals, compute_totals};
 use crate::text::version_of;
 use crate::{Actor, BookingError, Change, Tenants, keys, rights};
@@ -25,9 +25,9 @@ pub struct LineInput {
 #[derive(Debug, Clone)]
 pub struct Quote {
     /// Random id part (`quo_<id>`).
-    pub id: String,
+    pub id: QuoteId,
     /// The customer's id part.
-    pub customer: String,
+    pub customer: CustomerId,
     /// The lines.
     pub lines: Vec<Line>,
     /// Totals, computed from the lines.
@@ -44,13 +44,17 @@ pub struct Quote {
 impl Quote {
     /// The public handle.
     pub fn handle(&self) -> String {
-        Kind::Quote.handle(&self.id)
+        self.id.handle()
     }
 
     /// The claim on this quote's business key: the same customer and the same lines (in
     /// order, as decimals) make the same quote, drafted or sent; a second one is refused as a
     /// duplicate unless it is made `separate` with a reason.
-    fn content_claim(tenant: &store::TenantId, customer: &str, lines: &[Line]) -> store::Key {
+    fn content_claim(
+        tenant: &store::TenantId,
+        customer: &CustomerId,
+        lines: &[Line],
+    ) -> store::Key {
         let canonical: Vec<serde_json::Value> = lines
             .iter()
             .map(|l| {
@@ -85,7 +89,7 @@ fn parse_lines(lines: &[LineInput]) -> Result<Vec<Line>, BookingError> {
 }
 
 fn item_of(
-    customer: &str,
+    customer: &CustomerId,
     lines: &[Line],
     currency: Currency,
     tax_rate: &TaxRate,
@@ -96,7 +100,7 @@ fn item_of(
         .map(|l| json!({"description": l.description, "quantity": l.quantity.to_string(), "unit_price": l.unit_price.to_string()}))
         .collect();
     let mut item = Item::new();
-    item.insert("customer".into(), Value::s(customer));
+    item.insert("customer".into(), Value::s(customer.as_str()));
     item.insert(
         "lines".into(),
         Value::L(
@@ -122,7 +126,7 @@ fn item_of(
     item
 }
 
-fn from_item(id: &str, item: &Item) -> Result<Quote, BookingError> {
+fn from_item(id: QuoteId, item: &Item) -> Result<Quote, BookingError> {
     let s = |k: &str| {
         item.get(k)
             .and_then(Value::as_s)
@@ -130,10 +134,7 @@ fn from_item(id: &str, item: &Item) -> Result<Quote, BookingError> {
             .to_owned()
     };
     let corrupt = |what: &str| {
-        BookingError::Rejected(format!(
-            "quote {} is unreadable ({what})",
-            Kind::Quote.handle(id)
-        ))
+        BookingError::Rejected(format!("quote {} is unreadable ({what})", id.handle()))
     };
     let currency = Currency::parse(&s("currency")).map_err(|_| corrupt("currency"))?;
     let tax_rate = TaxRate::parse(&s("tax_rate")).map_err(|_| corrupt("tax rate"))?;
@@ -157,8 +158,8 @@ fn from_item(id: &str, item: &Item) -> Result<Quote, BookingError> {
     };
     let totals = compute_totals(&lines, currency, tax_rate).map_err(|_| corrupt("lines"))?;
     Ok(Quote {
-        id: id.to_owned(),
-        customer: s("customer"),
+        id,
+        customer: CustomerId::new(s("customer")),
         lines,
         totals,
         status: s("status"),
@@ -199,17 +200,17 @@ impl Quotes {
     }
 
     /// One quote.
-    pub async fn get(&self, actor: &Actor, id: &str) -> Result<Quote, BookingError> {
+    pub async fn get(&self, actor: &Actor, id: &QuoteId) -> Result<Quote, BookingError> {
         actor.require(rights::BOOKINGS_READ)?;
         let item = self
             .store
-            .get(&keys::object(&actor.tenant, Kind::Quote, id))
+            .get(&keys::object(&actor.tenant, Kind::Quote, id.as_str()))
             .await?
             .ok_or_else(|| BookingError::NotFound {
                 kind: "quote",
-                id: Kind::Quote.handle(id),
+                id: id.handle(),
             })?;
-        from_item(id, &item)
+        from_item(id.clone(), &item)
     }
 
     /// The quotes of a customer, or all, in a status or any, newest first (by id order of the
@@ -217,7 +218,7 @@ impl Quotes {
     pub async fn find(
         &self,
         actor: &Actor,
-        customer: Option<&str>,
+        customer: Option<&CustomerId>,
         status: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Quote>, BookingError> {
@@ -225,19 +226,23 @@ impl Quotes {
         if let Some(customer) = customer
             && self
                 .store
-                .get(&keys::object(&actor.tenant, Kind::Customer, customer))
+                .get(&keys::object(
+                    &actor.tenant,
+                    Kind::Customer,
+                    customer.as_str(),
+                ))
                 .await?
                 .is_none()
         {
             return Err(BookingError::NotFound {
                 kind: "customer",
-                id: Kind::Customer.handle(customer),
+                id: customer.handle(),
             });
         }
         let keep = |q: &Quote| {
-            customer.is_none_or(|c| q.customer == c) && status.is_none_or(|s| q.status == s)
+            customer.is_none_or(|c| q.customer == *c) && status.is_none_or(|s| q.status == s)
         };
-        let decode = |id: &str, item: &Item| from_item(id, item).ok();
+        let decode = |id: &str, item: &Item| from_item(QuoteId::new(id), item).ok();
         let (tenant, kind) = (&actor.tenant, Kind::Quote);
         let out =
             crate::records::scan(self.store.as_ref(), tenant, kind, decode, keep, limit).await?;
@@ -249,7 +254,7 @@ impl Quotes {
     pub async fn create(
         &self,
         actor: &Actor,
-        customer: &str,
+        customer: &CustomerId,
         lines: &[LineInput],
         separate_reason: Option<&str>,
     ) -> Result<Change<Quote>, BookingError> {
@@ -259,13 +264,17 @@ impl Quotes {
         }
         if self
             .store
-            .get(&keys::object(&actor.tenant, Kind::Customer, customer))
+            .get(&keys::object(
+                &actor.tenant,
+                Kind::Customer,
+                customer.as_str(),
+            ))
             .await?
             .is_none()
         {
             return Err(BookingError::NotFound {
                 kind: "customer",
-                id: Kind::Customer.handle(customer),
+                id: customer.handle(),
             });
         }
         let tenant = Tenants::new(self.store.clone())
@@ -285,31 +294,31 @@ impl Quotes {
             field: "lines",
             error: e,
         })?;
-        let id = crate::ids::new_id(self.randomness.as_ref());
+        let id = QuoteId::new(crate::ids::new_id(self.randomness.as_ref()));
         let separate = separate_reason.is_some();
         let item = marked(
             item_of(customer, &parsed, currency, &tax_rate, "draft"),
             separate,
         );
-        let quote = from_item(&id, &item)?;
+        let key = keys::object(&actor.tenant, Kind::Quote, id.as_str());
+        let quote = from_item(id, &item)?;
         let handle = quote.handle();
         let mut change = Change::new(quote);
         change.push(
-            Put::new(keys::object(&actor.tenant, Kind::Quote, &id), item)
-                .when(Condition::item_not_exists()),
+            Put::new(key, item).when(Condition::item_not_exists()),
             |_| BookingError::Rejected("a quote with this id exists; try again".into()),
         );
         // The customer read above still exists when the quote lands: a deletion in between
         // fails the quote rather than leaving one nobody can send (ADR 41).
-        let named = customer.to_owned();
+        let named = customer.handle();
         change.push(
             store::ConditionCheck::new(
-                keys::object(&actor.tenant, Kind::Customer, customer),
+                keys::object(&actor.tenant, Kind::Customer, customer.as_str()),
                 Condition::item_exists(),
             ),
             move |_| BookingError::NotFound {
                 kind: "customer",
-                id: Kind::Customer.handle(&named),
+                id: named.clone(),
             },
         );
         if !separate {
@@ -324,7 +333,7 @@ impl Quotes {
     pub async fn update(
         &self,
         actor: &Actor,
-        id: &str,
+        id: &QuoteId,
         version: &str,
         lines: &[LineInput],
     ) -> Result<Change<Quote>, BookingError> {
@@ -354,13 +363,13 @@ impl Quotes {
             ),
             current.separate,
         );
-        let quote = from_item(id, &item)?;
+        let quote = from_item(id.clone(), &item)?;
         let handle = quote.handle();
         let expected = version.to_owned();
         let mut change = Change::new(quote);
         let stale_handle = handle.clone();
         change.push(
-            Put::new(keys::object(&actor.tenant, Kind::Quote, id), item)
+            Put::new(keys::object(&actor.tenant, Kind::Quote, id.as_str()), item)
                 .when(Condition::eq("version", Value::s(version))),
             move |_| BookingError::Stale {
                 kind: "quote",
@@ -384,7 +393,7 @@ impl Quotes {
     pub async fn send(
         &self,
         actor: &Actor,
-        id: &str,
+        id: &QuoteId,
         version: &str,
         customer_email: &str,
         text: &str,
@@ -410,11 +419,11 @@ impl Quotes {
             ),
             current.separate,
         );
-        let quote = from_item(id, &item)?;
+        let quote = from_item(id.clone(), &item)?;
         let handle = quote.handle();
         let mut change = Change::new(quote);
         change.push(
-            Put::new(keys::object(&actor.tenant, Kind::Quote, id), item)
+            Put::new(keys::object(&actor.tenant, Kind::Quote, id.as_str()), item)
                 .when(Condition::eq("version", Value::s(version))),
             |_| BookingError::Rejected("the quote changed meanwhile; read it again".into()),
         );

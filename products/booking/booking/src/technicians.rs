@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::json;
 use store::{Condition, Item, Put, Store, Value};
 
-use crate::ids::Kind;
+use crate::ids::{Kind, TechnicianId};
 use crate::text::version_of;
 use crate::{Actor, BookingError, Change, keys, rights};
 
@@ -13,7 +13,7 @@ use crate::{Actor, BookingError, Change, keys, rights};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Technician {
     /// Random id part (`tec_<id>`).
-    pub id: String,
+    pub id: TechnicianId,
     /// Name.
     pub name: String,
     /// Skills (`boiler`, `electrics`, ...).
@@ -31,10 +31,10 @@ pub struct Technician {
 impl Technician {
     /// The public handle.
     pub fn handle(&self) -> String {
-        Kind::Technician.handle(&self.id)
+        self.id.handle()
     }
 
-    fn from_item(id: &str, item: &Item) -> Self {
+    fn from_item(id: TechnicianId, item: &Item) -> Self {
         let s = |k: &str| {
             item.get(k)
                 .and_then(Value::as_s)
@@ -50,7 +50,7 @@ impl Technician {
             _ => Vec::new(),
         };
         Technician {
-            id: id.to_owned(),
+            id,
             name: s("name"),
             skills,
             working_hours: s("working_hours"),
@@ -111,7 +111,8 @@ impl Technicians {
     /// Every technician of the tenant, by name.
     pub async fn list(&self, actor: &Actor) -> Result<Vec<Technician>, BookingError> {
         actor.require(rights::BOOKINGS_READ)?;
-        let decode = |id: &str, item: &Item| Some(Technician::from_item(id, item));
+        let decode =
+            |id: &str, item: &Item| Some(Technician::from_item(TechnicianId::new(id), item));
         let (tenant, kind) = (&actor.tenant, Kind::Technician);
         let mut out = crate::records::scan(
             self.store.as_ref(),
@@ -127,17 +128,17 @@ impl Technicians {
     }
 
     /// One technician.
-    pub async fn get(&self, actor: &Actor, id: &str) -> Result<Technician, BookingError> {
+    pub async fn get(&self, actor: &Actor, id: &TechnicianId) -> Result<Technician, BookingError> {
         actor.require(rights::BOOKINGS_READ)?;
         let item = self
             .store
-            .get(&keys::object(&actor.tenant, Kind::Technician, id))
+            .get(&keys::object(&actor.tenant, Kind::Technician, id.as_str()))
             .await?
             .ok_or_else(|| BookingError::NotFound {
                 kind: "technician",
-                id: Kind::Technician.handle(id),
+                id: id.handle(),
             })?;
-        Ok(Technician::from_item(id, &item))
+        Ok(Technician::from_item(id.clone(), &item))
     }
 
     /// Plans paging a technician: a text to their private phone, which stays on the server.
@@ -145,25 +146,25 @@ impl Technicians {
     pub async fn page(
         &self,
         actor: &Actor,
-        id: &str,
+        id: &TechnicianId,
         message: &str,
     ) -> Result<Change<Technician>, BookingError> {
         actor.require(rights::TECHNICIANS_PAGE)?;
         let text = crate::text::written("message", message, 300, crate::text::Lines::Many)?;
         let item = self
             .store
-            .get(&keys::object(&actor.tenant, Kind::Technician, id))
+            .get(&keys::object(&actor.tenant, Kind::Technician, id.as_str()))
             .await?
             .ok_or_else(|| BookingError::NotFound {
                 kind: "technician",
-                id: Kind::Technician.handle(id),
+                id: id.handle(),
             })?;
         let phone = item
             .get("private_phone")
             .and_then(Value::as_s)
             .unwrap_or_default()
             .to_owned();
-        let technician = Technician::from_item(id, &item);
+        let technician = Technician::from_item(id.clone(), &item);
         let handle = technician.handle();
         let mut change = Change::new(technician);
         crate::outbox::queue(
@@ -207,7 +208,7 @@ impl Technicians {
                 ),
             ));
         }
-        let id = crate::ids::new_id(self.randomness.as_ref());
+        let id = TechnicianId::new(crate::ids::new_id(self.randomness.as_ref()));
         let mut item = Item::new();
         item.insert("name".into(), Value::s(name));
         item.insert(
@@ -220,12 +221,12 @@ impl Technicians {
         item.insert("private_phone".into(), Value::s(&new.private_phone));
         let public = json!({"name": name, "skills": new.skills, "hours": new.working_hours, "zone": new.zone, "on_call": new.on_call});
         item.insert("version".into(), Value::s(version_of(&public)));
-        let technician = Technician::from_item(&id, &item);
+        let key = keys::object(&actor.tenant, Kind::Technician, id.as_str());
+        let technician = Technician::from_item(id, &item);
         let handle = technician.handle();
         let mut change = Change::new(technician);
         change.push(
-            Put::new(keys::object(&actor.tenant, Kind::Technician, &id), item)
-                .when(Condition::item_not_exists()),
+            Put::new(key, item).when(Condition::item_not_exists()),
             |_| BookingError::Rejected("a technician with this id exists; try again".into()),
         );
         change.ids.push(handle);

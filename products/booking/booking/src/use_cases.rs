@@ -5,20 +5,31 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::ids::{BookingId, CustomerId, QuoteId, TechnicianId};
 use crate::{
     Actor, Booking, BookingError, Bookings, Change, Customer, Customers, NewTime, Quote, Quotes,
     Technicians, messages,
 };
 
 /// A record to change and the version the caller read it at: the change is refused if it
-/// moved since.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Expected<'a> {
+/// moved since. `Id` is the record's id type (`BookingId`, `QuoteId`), so that a write on a
+/// booking cannot be handed a quote's id.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Expected<'a, Id> {
     /// The record's id part.
-    pub id: &'a str,
+    pub id: &'a Id,
     /// The version the caller read.
     pub version: &'a str,
 }
+
+// By hand: derived, they would ask the id type to be `Copy`, though only a reference is held.
+impl<Id> Clone for Expected<'_, Id> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<Id> Copy for Expected<'_, Id> {}
 
 /// The services the notifying writes use.
 #[derive(Debug, Clone)]
@@ -38,7 +49,7 @@ impl UseCases {
     pub async fn send_booking_confirmation(
         &self,
         actor: &Actor,
-        expected: Expected<'_>,
+        expected: Expected<'_, BookingId>,
         now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
         let Expected { id, version } = expected;
@@ -60,7 +71,7 @@ impl UseCases {
     pub async fn cancel_booking(
         &self,
         actor: &Actor,
-        expected: Expected<'_>,
+        expected: Expected<'_, BookingId>,
         now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
         let Expected { id, version } = expected;
@@ -76,7 +87,7 @@ impl UseCases {
     pub async fn reschedule_booking(
         &self,
         actor: &Actor,
-        expected: Expected<'_>,
+        expected: Expected<'_, BookingId>,
         to: NewTime,
         now: DateTime<Utc>,
     ) -> Result<Change<Booking>, BookingError> {
@@ -100,8 +111,8 @@ impl UseCases {
     pub async fn cancel_bookings(
         &self,
         actor: &Actor,
-        customer: Option<String>,
-        technician: Option<String>,
+        customer: Option<CustomerId>,
+        technician: Option<TechnicianId>,
         expected_count: Option<u32>,
         now: DateTime<Utc>,
     ) -> Result<Vec<Change<Booking>>, BookingError> {
@@ -111,7 +122,7 @@ impl UseCases {
             .await?;
         let customers = self.customers_of(actor, &open).await?;
         let mut changes = Vec::with_capacity(open.len());
-        let mut told: Vec<(String, usize)> = Vec::new();
+        let mut told: Vec<(CustomerId, usize)> = Vec::new();
         for b in open {
             let customer = b.customer.clone();
             let (change, tell) = self.bookings.cancel_untold(actor, b.clone(), now)?;
@@ -125,7 +136,7 @@ impl UseCases {
         for group in told.chunk_by(|a, b| a.0 == b.0) {
             let bookings: Vec<Booking> = group.iter().map(|(_, i)| changes[*i].1.clone()).collect();
             let bookings: Vec<&Booking> = bookings.iter().collect();
-            let customer = &customers[group[0].0.as_str()];
+            let customer = &customers[&group[0].0];
             let carrier = &mut changes[group[0].1].0;
             self.bookings
                 .tell_cancelled(actor, carrier, customer, &bookings);
@@ -138,8 +149,8 @@ impl UseCases {
         &self,
         actor: &Actor,
         bookings: &[Booking],
-    ) -> Result<std::collections::HashMap<String, Customer>, BookingError> {
-        let mut wanted: Vec<&str> = bookings.iter().map(|b| b.customer.as_str()).collect();
+    ) -> Result<std::collections::HashMap<CustomerId, Customer>, BookingError> {
+        let mut wanted: Vec<&CustomerId> = bookings.iter().map(|b| &b.customer).collect();
         wanted.sort_unstable();
         wanted.dedup();
         let found =
@@ -148,7 +159,7 @@ impl UseCases {
         wanted
             .into_iter()
             .zip(found)
-            .map(|(id, c)| Ok((id.to_owned(), c?)))
+            .map(|(id, c)| Ok((id.clone(), c?)))
             .collect()
     }
 
@@ -156,7 +167,7 @@ impl UseCases {
     pub async fn send_quote(
         &self,
         actor: &Actor,
-        expected: Expected<'_>,
+        expected: Expected<'_, QuoteId>,
     ) -> Result<(Change<Quote>, Customer), BookingError> {
         let Expected { id, version } = expected;
         let current = self.quotes.get(actor, id).await?;

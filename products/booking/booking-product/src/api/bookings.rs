@@ -9,7 +9,7 @@
 //! the right, with the message the server writes (`booking::messages`), as the tool's would.
 
 use booking::ids::Kind;
-use booking::{Booking, When};
+use booking::{Booking, BookingId, CustomerId, TechnicianId, When};
 use http::StatusCode;
 use serde_json::{Value, json};
 
@@ -21,8 +21,8 @@ fn booking_json(b: &Booking) -> Value {
         "version": b.version,
         "status": b.status.as_str(),
         "service": b.service,
-        "customer": Kind::Customer.handle(&b.customer),
-        "technician": Kind::Technician.handle(&b.technician),
+        "customer": b.customer.handle(),
+        "technician": b.technician.handle(),
         "start": b.start.to_rfc3339(),
         "end": b.end.to_rfc3339(),
         "zone": b.zone.name(),
@@ -49,8 +49,8 @@ pub(super) async fn create(r: &Route<'_>) -> Answer {
     ])?;
     let reason = b.separate_reason()?;
     let new = booking::NewBooking {
-        customer: b.handle("customer", Kind::Customer)?,
-        technician: b.handle("technician", Kind::Technician)?,
+        customer: CustomerId::new(b.handle("customer", Kind::Customer)?),
+        technician: TechnicianId::new(b.handle("technician", Kind::Technician)?),
         service: b.string("service")?,
         start: When::from_input(&b.string("start")?, &b.string("zone")?),
         duration_minutes: b.int("duration_minutes")?,
@@ -67,8 +67,12 @@ pub(super) async fn create(r: &Route<'_>) -> Answer {
 pub(super) async fn cancel_many(r: &Route<'_>) -> Answer {
     let b = r.body(&["customer", "technician", "expected_count"])?;
     let expected = u32::try_from(b.int("expected_count")?).unwrap_or(0);
-    let customer = b.opt_handle("customer", Kind::Customer)?;
-    let technician = b.opt_handle("technician", Kind::Technician)?;
+    let customer = b
+        .opt_handle("customer", Kind::Customer)?
+        .map(CustomerId::new);
+    let technician = b
+        .opt_handle("technician", Kind::Technician)?
+        .map(TechnicianId::new);
     let changes = r
         .services
         .use_cases()
@@ -88,7 +92,7 @@ pub(super) async fn cancel_many(r: &Route<'_>) -> Answer {
 /// `PATCH /api/bookings/{handle}`: `update_booking`.
 pub(super) async fn update(r: &Route<'_>) -> Answer {
     let bookings = &r.services.bookings;
-    let id = path_id(r.handle(), Kind::Booking)?;
+    let id = BookingId::new(path_id(r.handle(), Kind::Booking)?);
     let b = r.body(&["version", "service", "start", "zone", "duration_minutes"])?;
     let start = When::from_optional(
         b.opt_string("start")?.as_deref(),
@@ -114,7 +118,7 @@ pub(super) async fn update(r: &Route<'_>) -> Answer {
 /// `DELETE /api/bookings/{handle}`: `delete_booking`.
 pub(super) async fn delete(r: &Route<'_>) -> Answer {
     let bookings = &r.services.bookings;
-    let id = path_id(r.handle(), Kind::Booking)?;
+    let id = BookingId::new(path_id(r.handle(), Kind::Booking)?);
     let b = r.body(&["version"])?;
     let change = bookings
         .delete(&r.actor, &id, &b.string("version")?)
@@ -127,7 +131,7 @@ pub(super) async fn delete(r: &Route<'_>) -> Answer {
 /// `POST /api/bookings/{handle}/notes`: `add_booking_note`.
 pub(super) async fn add_note(r: &Route<'_>) -> Answer {
     let bookings = &r.services.bookings;
-    let id = path_id(r.handle(), Kind::Booking)?;
+    let id = BookingId::new(path_id(r.handle(), Kind::Booking)?);
     let b = r.body(&["note"])?;
     let change = bookings
         .add_note(&r.actor, &id, &b.string("note")?)
@@ -139,7 +143,7 @@ pub(super) async fn add_note(r: &Route<'_>) -> Answer {
 
 /// `POST /api/bookings/{handle}/confirmation`: `send_booking_confirmation`.
 pub(super) async fn confirm(r: &Route<'_>) -> Answer {
-    let id = path_id(r.handle(), Kind::Booking)?;
+    let id = BookingId::new(path_id(r.handle(), Kind::Booking)?);
     let b = r.body(&["version"])?;
     let version = b.string("version")?;
     let expected = booking::Expected {
@@ -162,7 +166,7 @@ pub(super) async fn confirm(r: &Route<'_>) -> Answer {
 
 /// `POST /api/bookings/{handle}/cancellation`: `cancel_booking`.
 pub(super) async fn cancel(r: &Route<'_>) -> Answer {
-    let id = path_id(r.handle(), Kind::Booking)?;
+    let id = BookingId::new(path_id(r.handle(), Kind::Booking)?);
     let b = r.body(&["version"])?;
     let version = b.string("version")?;
     let expected = booking::Expected {
@@ -185,7 +189,7 @@ pub(super) async fn cancel(r: &Route<'_>) -> Answer {
 
 /// `POST /api/bookings/{handle}/reschedule`: `reschedule_booking`.
 pub(super) async fn reschedule(r: &Route<'_>) -> Answer {
-    let id = path_id(r.handle(), Kind::Booking)?;
+    let id = BookingId::new(path_id(r.handle(), Kind::Booking)?);
     let b = r.body(&["version", "start", "zone", "duration_minutes"])?;
     let moved_to = booking::NewTime {
         start: When::from_input(&b.string("start")?, &b.string("zone")?),
@@ -212,7 +216,7 @@ pub(super) async fn reschedule(r: &Route<'_>) -> Answer {
 
 /// `POST /api/bookings/{handle}/mute`: `mute_booking_alerts`.
 pub(super) async fn mute(r: &Route<'_>) -> Answer {
-    let id = path_id(r.handle(), Kind::Booking)?;
+    let id = BookingId::new(path_id(r.handle(), Kind::Booking)?);
     let b = r.body(&["hours"])?;
     let change = r
         .services
@@ -223,13 +227,13 @@ pub(super) async fn mute(r: &Route<'_>) -> Answer {
     let rule = r.commit(change).await?;
     ok(
         StatusCode::OK,
-        &json!({"booking": Kind::Booking.handle(&id), "muted_until": rule.muted_until.map(|t| t.to_rfc3339())}),
+        &json!({"booking": id.handle(), "muted_until": rule.muted_until.map(|t| t.to_rfc3339())}),
     )
 }
 
 /// `POST /api/technicians/{handle}/pages`: `page_technician`.
 pub(super) async fn page(r: &Route<'_>) -> Answer {
-    let id = path_id(r.handle(), Kind::Technician)?;
+    let id = TechnicianId::new(path_id(r.handle(), Kind::Technician)?);
     let b = r.body(&["message"])?;
     let change = r
         .services

@@ -48,7 +48,7 @@ pub(super) async fn create(r: &Route<'_>) -> Answer {
 
 /// `PATCH /api/customers/{handle}`.
 pub(super) async fn update(r: &Route<'_>) -> Answer {
-    let id = path_id(r.handle(), Kind::Customer)?;
+    let id = booking::CustomerId::new(path_id(r.handle(), Kind::Customer)?);
     let b = r.body(&["version", "name", "email", "phone", "address"])?;
     let patch = booking::CustomerPatch {
         name: b.opt_string("name")?,
@@ -69,7 +69,7 @@ pub(super) async fn update(r: &Route<'_>) -> Answer {
 /// `DELETE /api/customers/{handle}`: a person's token with `records:delete` deletes at once;
 /// an agent's `delete_customer` only prepares and waits for `confirm_action`.
 pub(super) async fn delete(r: &Route<'_>) -> Answer {
-    let id = path_id(r.handle(), Kind::Customer)?;
+    let id = booking::CustomerId::new(path_id(r.handle(), Kind::Customer)?);
     r.body(&[])?;
     let change = r
         .services

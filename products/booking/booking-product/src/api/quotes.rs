@@ -8,7 +8,7 @@
 //! `approval_required` with nothing written.
 
 use booking::ids::Kind;
-use booking::{LineInput, Quote};
+use booking::{CustomerId, LineInput, Quote, QuoteId};
 use http::StatusCode;
 use serde_json::{Value, json};
 use web::WebResponse;
@@ -20,7 +20,7 @@ fn quote_json(q: &Quote) -> Value {
         "quote": q.handle(),
         "version": q.version,
         "status": q.status,
-        "customer": Kind::Customer.handle(&q.customer),
+        "customer": q.customer.handle(),
         "gross": q.totals.gross.to_string(),
     })
 }
@@ -48,7 +48,7 @@ fn lines(b: &Body) -> Result<Vec<LineInput>, WebResponse> {
 /// `POST /api/quotes`: `create_quote`.
 pub(super) async fn create(r: &Route<'_>) -> Answer {
     let b = r.body(&["customer", "lines", "separate", "reason"])?;
-    let customer = b.handle("customer", Kind::Customer)?;
+    let customer = CustomerId::new(b.handle("customer", Kind::Customer)?);
     let reason = b.separate_reason()?;
     let change = r
         .services
@@ -62,7 +62,7 @@ pub(super) async fn create(r: &Route<'_>) -> Answer {
 
 /// `PATCH /api/quotes/{handle}`: `update_quote`.
 pub(super) async fn update(r: &Route<'_>) -> Answer {
-    let id = path_id(r.handle(), Kind::Quote)?;
+    let id = QuoteId::new(path_id(r.handle(), Kind::Quote)?);
     let b = r.body(&["version", "lines"])?;
     let change = r
         .services
@@ -76,7 +76,7 @@ pub(super) async fn update(r: &Route<'_>) -> Answer {
 
 /// `POST /api/quotes/{handle}/send`: checked as `send_quote` checks, never performed.
 pub(super) async fn send(r: &Route<'_>) -> Answer {
-    let id = path_id(r.handle(), Kind::Quote)?;
+    let id = QuoteId::new(path_id(r.handle(), Kind::Quote)?);
     let b = r.body(&["version"])?;
     // The same use case as send_quote, for its checks; the planned change is dropped, never
     // committed.
