@@ -1,13 +1,17 @@
-//! The app for one request at the edge, and the conversions between the Workers runtime's
+//! The app of an isolate at the edge, and the conversions between the Workers runtime's
 //! request and response and the `http` types the app speaks.
 //!
-//! The app is built per request: a Durable Object stub, the `waitUntil` of the request and the
-//! timer belong to that request's I/O context, which the runtime does not let another request
-//! use. Building it costs no store round trip.
+//! The app is built once per isolate, by its first request that finds the deployment
+//! configured (a change of settings is a new deployment, so a new isolate). What belongs to a
+//! request (the object its store messages go to, its `waitUntil`) is bound per request through
+//! [`crate::scope`]: the app's store and deferred work hold none of it.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::env::setting;
+use crate::scope::{InScope, RequestScope};
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use store::StoreError;
@@ -63,6 +67,27 @@ pub(crate) async fn post_to_store(
     let request = Request::new_with_init("https://store.internal/op", &init)?;
     let mut answer = stub.fetch_with_request(request).await?;
     answer.text().await
+}
+
+/// Sends store messages to the object of the request being polled ([`crate::scope`]): the
+/// store of the app built once per isolate.
+#[derive(Debug)]
+struct ScopedTransport;
+
+#[async_trait::async_trait]
+impl Transport for ScopedTransport {
+    async fn send(&self, request: String) -> std::result::Result<String, StoreError> {
+        let Some(scope) = crate::scope::current() else {
+            return Err(StoreError::Unavailable(
+                "a store message outside every request".into(),
+            ));
+        };
+        SendFuture::new(
+            async move { post_to_store(&scope.namespace, &scope.object, request).await },
+        )
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("the store object did not answer: {e}")))
+    }
 }
 
 #[async_trait::async_trait]
@@ -158,8 +183,9 @@ pub(crate) fn check(env: &Env) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// The deployment's settings from its variables and secrets.
-fn settings(env: &Env, ctx: Context) -> Result<app::Settings> {
+/// The deployment's settings from its variables and secrets; deferred work runs under the
+/// `waitUntil` of the request that defers it.
+fn settings(env: &Env) -> Result<app::Settings> {
     let vars = variables(env).map_err(worker::Error::RustError)?;
     let mut settings = app::Settings {
         backend: "durable-object".into(),
@@ -174,27 +200,68 @@ fn settings(env: &Env, ctx: Context) -> Result<app::Settings> {
     if let Some(base) = vars.console_base {
         settings.console_base = base;
     }
-    let ctx = SendWrapper::new(ctx);
-    settings.defer = Some(mcp_pipeline::Defer(Arc::new(move |work| {
-        ctx.0.wait_until(work)
-    })));
+    settings.defer = Some(mcp_pipeline::Defer(Arc::new(crate::scope::defer)));
     settings.oauth = crate::keys::oauth(env)?;
     Ok(settings)
 }
 
-/// Serves one request with the app of `product`.
+/// The app of this isolate, with the body limit its settings give.
+struct Built {
+    app: app::App,
+    max_body_bytes: usize,
+}
+
+thread_local! {
+    /// The isolate's app, once a request has built it (isolates are single-threaded).
+    static BUILT: RefCell<Option<Rc<Built>>> = const { RefCell::new(None) };
+}
+
+/// The isolate's app, built now if no request has built it yet; `Err(Ok(..))` is the answer
+/// of a misconfigured deployment (nothing is kept, so a fixed one serves at once).
+fn built(
+    env: &Env,
+    product: app::SharedProduct,
+) -> std::result::Result<Rc<Built>, Result<Response>> {
+    if let Some(built) = BUILT.with_borrow(Clone::clone) {
+        return Ok(built);
+    }
+    if let Err(problem) = check(env) {
+        return Err(crate::misconfigured(&problem));
+    }
+    let settings = settings(env).map_err(Err)?;
+    let store: Arc<dyn store::Store> = Arc::new(RemoteStore::new(Arc::new(ScopedTransport)));
+    let app = app::build(&settings, store, product).map_err(|e| {
+        Err(worker::Error::RustError(format!(
+            "the tools did not register: {e}"
+        )))
+    })?;
+    let built = Rc::new(Built {
+        app,
+        max_body_bytes: settings.max_body_bytes,
+    });
+    BUILT.set(Some(Rc::clone(&built)));
+    Ok(built)
+}
+
+/// Serves one request with the isolate's app of `product`, in the request's own scope.
 pub(crate) async fn serve(
     req: Request,
     env: Env,
     ctx: Context,
     product: app::SharedProduct,
 ) -> Result<Response> {
-    let settings = settings(&env, ctx)?;
-    let store: Arc<dyn store::Store> = Arc::new(object_store(&env, &store_object(&req))?);
-    let app = app::build(&settings, store, product)
-        .map_err(|e| worker::Error::RustError(format!("the tools did not register: {e}")))?;
-    let request = into_http(req, settings.max_body_bytes).await?;
-    let response = app.http.handle(request).await;
+    let built = match built(&env, product) {
+        Ok(built) => built,
+        Err(answer) => return answer,
+    };
+    let scope = Rc::new(RequestScope {
+        namespace: env.durable_object(STORE_BINDING)?,
+        object: store_object(&req),
+        ctx,
+    });
+    let request = into_http(req, built.max_body_bytes).await?;
+    let handling = async move { built.app.http.handle(request).await };
+    let response = InScope::new(scope, handling).await;
     from_http(response).await
 }
 

@@ -1,8 +1,8 @@
 //! gatehouse at the edge: the MCP endpoint of any product on Cloudflare Workers (ADR 20, ADR 49).
 //!
 //! The same app as every other entry point (`app::build`: pipeline, credentials, gates, the
-//! product's tools), built for each request on a [`store::remote::RemoteStore`] whose messages
-//! go to one Durable Object ([`StoreObject`]) that keeps the items in its SQLite database and
+//! product's tools), built once per isolate on a [`store::remote::RemoteStore`] whose messages
+//! go, per request ([`scope`]), to one Durable Object ([`StoreObject`]) that keeps the items in its SQLite database and
 //! runs each operation alone ([`store::remote::serve`]). Time is the host's (`Date.now()`),
 //! randomness the host's `crypto.getRandomValues`, the deadline timer `setTimeout`, and work
 //! after the answer runs under the request's `waitUntil`.
@@ -33,6 +33,7 @@ mod durable;
 mod env;
 mod keys;
 mod logs;
+mod scope;
 mod sql_rows;
 
 use worker::{Context, Env, Request, Response, Result};
@@ -61,16 +62,14 @@ pub async fn fetch(
             Err(problem) => misconfigured(&problem),
         },
         STORE_PATH => admin::handle(req, &env).await,
-        _ => match assembly::check(&env) {
-            Ok(()) => assembly::serve(req, env, ctx, product).await,
-            Err(problem) => misconfigured(&problem),
-        },
+        // The app checks the settings once, when it is built for the isolate.
+        _ => assembly::serve(req, env, ctx, product).await,
     }
 }
 
 /// The answer of a deployment whose settings are wrong: only that, to anyone; what is wrong goes
 /// to the log, where the deployment's owner reads it.
-fn misconfigured(problem: &str) -> Result<Response> {
+pub(crate) fn misconfigured(problem: &str) -> Result<Response> {
     tracing::error!("misconfigured: {problem}");
     Response::error("misconfigured", 500)
 }

@@ -82,6 +82,15 @@ struct Args {
     /// Count a response as an error unless its body contains this text.
     #[arg(long)]
     expect: Option<String>,
+    /// The HTTP status that counts as served (default 200, a JSON-RPC answer that is not an
+    /// error): 401 measures refusals, whose body is then only checked against --expect.
+    #[arg(long)]
+    expect_status: Option<u16>,
+    /// Take the next token for each call (across clients) instead of one token per client:
+    /// spreads one client's calls over many connections and workspaces, to measure latency
+    /// below their rate limits.
+    #[arg(long)]
+    rotate_tokens: bool,
     /// Print the first few failed responses.
     #[arg(long, default_value_t = 3)]
     show_errors: usize,
@@ -245,14 +254,16 @@ async fn connect(target: &Target) -> anyhow::Result<http1::SendRequest<Full<Byte
 
 async fn client(shared: Arc<Shared>, index: usize) -> anyhow::Result<ClientReport> {
     let mut report = ClientReport::default();
-    let token = shared
-        .tokens
-        .get(index % shared.tokens.len().max(1))
-        .cloned();
     let mut sender = connect(&shared.target).await?;
     let mut seq: u64 = 0;
     while !shared.stop.load(Ordering::Relaxed) {
         seq += 1;
+        let turn = if shared.args.rotate_tokens {
+            index + usize::try_from(seq).unwrap_or(0) * shared.args.clients
+        } else {
+            index
+        };
+        let token = shared.tokens.get(turn % shared.tokens.len().max(1));
         let (body, name) = request_body(&shared, index, seq)?;
         let mut request = http::Request::builder()
             .method(http::Method::POST)
@@ -289,13 +300,16 @@ async fn client(shared: Arc<Shared>, index: usize) -> anyhow::Result<ClientRepor
         .await;
         let elapsed = started.elapsed();
         let failure = match &outcome {
-            Ok((status, content_type, body)) => judge(*status, content_type, body)
-                .or_else(|| {
-                    let expected = shared.args.expect.as_deref()?;
-                    (!contains(body, expected.as_bytes()))
-                        .then(|| "expected text missing".to_owned())
-                })
-                .map(|why| (why, body.clone())),
+            Ok((status, content_type, body)) => match shared.args.expect_status {
+                Some(wanted) if status.as_u16() == wanted => None,
+                Some(wanted) => Some(format!("http {} (not {wanted})", status.as_u16())),
+                None => judge(*status, content_type, body),
+            }
+            .or_else(|| {
+                let expected = shared.args.expect.as_deref()?;
+                (!contains(body, expected.as_bytes())).then(|| "expected text missing".to_owned())
+            })
+            .map(|why| (why, body.clone())),
             Err(e) => Some((format!("transport: {e}"), Bytes::new())),
         };
         if outcome.is_err() {
