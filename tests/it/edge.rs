@@ -129,6 +129,53 @@ async fn edge_tenant_isolation() {
     passed("edge_tenant_isolation");
 }
 
+/// The app is built once per isolate and each request finds its own store object and
+/// `waitUntil` through the request being polled (`gatehouse-edge::scope`): requests of eight
+/// objects at once, interleaved in one isolate, each write and read their own object only, and
+/// each connection's slots are released after its answers (deferred work), so that every one
+/// of its sequential calls is admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_interleaved_requests_each_use_their_own_store_object() {
+    let mut worlds = Vec::new();
+    for _ in 0..8 {
+        let Some(world) = edge().await else { return };
+        world.member("acme", "ana", "owner").await;
+        let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
+        worlds.push((world, token));
+    }
+    let each = worlds
+        .iter()
+        .enumerate()
+        .map(|(i, (world, token))| async move {
+            let client = world.client(token);
+            let name = format!("Customer {i}");
+            let email = format!("customer-{i}@example.com");
+            let made = client
+                .call_tool("create_customer", json!({"name": name, "email": email}))
+                .await;
+            assert!(!made.is_error(), "{}", made.text());
+            for _ in 0..3 {
+                let found = client
+                    .call_tool("find_customers", json!({"query": "Customer"}))
+                    .await;
+                assert!(!found.is_error(), "{}", found.text());
+                let names: Vec<String> = found.structured()["customers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c["name"]["untrusted_text"].as_str().unwrap().to_owned())
+                    .collect();
+                assert_eq!(
+                    names,
+                    [name.clone()],
+                    "object {i} holds only its own customer"
+                );
+            }
+        });
+    futures_util::future::join_all(each).await;
+    passed("edge_interleaved_requests_each_use_their_own_store_object");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_tenant_comes_from_the_credential_only() {
     let Some(world) = edge().await else { return };
