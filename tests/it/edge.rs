@@ -167,7 +167,7 @@ async fn edge_interleaved_requests_each_use_their_own_store_object() {
                     .collect();
                 assert_eq!(
                     names,
-                    [name.clone()],
+                    std::slice::from_ref(&name),
                     "object {i} holds only its own customer"
                 );
             }
