@@ -798,6 +798,91 @@ fn no_function_takes_an_anonymous_tuple() {
     assert!(offenders.is_empty(), "tuple parameters: {offenders:#?}");
 }
 
+/// The parameters of `list` that name a tenant, member or connection but take it as text.
+fn untyped_ids(list: &str) -> Vec<String> {
+    const IDS: &[&str] = &[
+        "tenant",
+        "tenant_id",
+        "member",
+        "member_id",
+        "connection",
+        "connection_id",
+        "creator",
+    ];
+    const TEXT: &[&str] = &[
+        "&str",
+        "String",
+        "&String",
+        "Option<&str>",
+        "Option<String>",
+    ];
+    let mut found = Vec::new();
+    let (mut depth, mut current) = (0i32, String::new());
+    for c in list.chars().chain([',']) {
+        match c {
+            '(' | '[' | '{' | '<' => depth += 1,
+            ')' | ']' | '}' | '>' => depth -= 1,
+            ',' if depth == 0 => {
+                let parameter = std::mem::take(&mut current);
+                let parameter = parameter.split_whitespace().collect::<Vec<_>>().join(" ");
+                if let Some((name, ty)) = parameter.split_once(':') {
+                    if IDS.contains(&name.trim()) && TEXT.contains(&ty.trim()) {
+                        found.push(parameter.clone());
+                    }
+                }
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    found
+}
+
+/// Ids are types at every public function of the crates that hold them (ADR 50): a tenant,
+/// member or connection is a `TenantId`, `MemberId` or `ConnectionId`, never text, so that a
+/// swapped argument does not compile. Tests inside a file (after `#[cfg(test)]`) may use text.
+#[test]
+fn public_functions_take_ids_as_types() {
+    let mut offenders = Vec::new();
+    for dir in [
+        "store",
+        "gatehouse-tool",
+        "mcp-pipeline",
+        "identity",
+        "accounts",
+        "outbox-format",
+        "web",
+        "app",
+        "booking",
+        "booking-product",
+        "helpdesk",
+    ] {
+        for (path, text) in sources(&src_of(dir)) {
+            let shipped = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let lines: Vec<&str> = shipped.lines().collect();
+            for (line, list) in parameter_lists(shipped) {
+                let public = lines
+                    .get(line - 1)
+                    .is_some_and(|l| l.trim_start().starts_with("pub"));
+                for parameter in untyped_ids(&list).into_iter().filter(|_| public) {
+                    offenders.push(format!("{}:{line} {parameter}", path.display()));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "ids taken as text: {offenders:#?}");
+}
+
+#[test]
+fn the_id_check_finds_an_id_taken_as_text() {
+    assert_eq!(
+        untyped_ids("tenant: &TenantId, member: &str, id: &str, connection: Option<String>"),
+        ["member: &str", "connection: Option<String>"],
+        "a member and a connection as text are found; a typed tenant and a record id are not"
+    );
+}
+
 #[test]
 fn the_tuple_check_finds_a_tuple_parameter() {
     // `{f}` for `fn`, so that this file's own check does not find the sample.
