@@ -825,10 +825,11 @@ fn untyped_ids(list: &str) -> Vec<String> {
             ',' if depth == 0 => {
                 let parameter = std::mem::take(&mut current);
                 let parameter = parameter.split_whitespace().collect::<Vec<_>>().join(" ");
-                if let Some((name, ty)) = parameter.split_once(':') {
-                    if IDS.contains(&name.trim()) && TEXT.contains(&ty.trim()) {
-                        found.push(parameter.clone());
-                    }
+                if let Some((name, ty)) = parameter.split_once(':')
+                    && IDS.contains(&name.trim())
+                    && TEXT.contains(&ty.trim())
+                {
+                    found.push(parameter.clone());
                 }
                 continue;
             }
