@@ -5,7 +5,7 @@
 #                          release build into functions/mcp-worker/build/ (what wrangler
 #                          deploys) and the test build (--features test-routes) into
 #                          build-test/, and the helpdesk's Worker (examples/helpdesk-worker,
-#                          a second product, ADR 49) into its build/, and prints their sizes
+#                          a second product, ADR 49) into its build/, prints their sizes and fails when one is past the free plan's 3 MiB gzipped upload
 #   tests/edge.sh dry-run  builds, then checks wrangler.toml with `wrangler deploy --dry-run`
 #                          (no account needed: nothing is uploaded)
 #   tests/edge.sh start    builds, dry-runs, then serves it in workerd (Durable Objects with
@@ -111,9 +111,16 @@ build_crate() {
     (cd "$crate" && WASM_BINDGEN_BIN="$CACHE/wasm-bindgen-cli-$WASM_BINDGEN_VERSION/bin/wasm-bindgen" \
         ESBUILD_BIN="$NPM_DIR/node_modules/.bin/esbuild" \
         "$CACHE/worker-build-$WORKER_BUILD_VERSION/bin/worker-build" --release --out-dir "$out" . "$@" >&2)
-    local wasm
+    local wasm gzipped
     wasm=$(find "$ROOT/$crate/$out" -name '*.wasm' | head -1)
-    say "built $out in $((SECONDS - started)) s: $(basename "$wasm") is $(stat -c %s "$wasm") bytes ($(gzip -c "$wasm" | wc -c) gzipped)"
+    gzipped=$(gzip -c "$wasm" | wc -c)
+    say "built $out in $((SECONDS - started)) s: $(basename "$wasm") is $(stat -c %s "$wasm") bytes ($gzipped gzipped)"
+    # Cloudflare's free plan uploads at most 3 MiB gzipped; the wasm is nearly all of an upload
+    # (the JavaScript shim is a few KiB), so a build past it fails here, not at deploy time.
+    if [ "$gzipped" -gt $((3 * 1024 * 1024)) ]; then
+        say "$crate/$out: the wasm is $gzipped bytes gzipped, past the free plan's 3 MiB upload"
+        exit 1
+    fi
 }
 
 # Two builds (ADR 48): the release build (build/, what `wrangler deploy` uploads: no test
