@@ -42,9 +42,8 @@ fn run(args: &[&str], data: &std::path::Path, stdin: &str) -> (bool, String, Str
 
 async fn audit_actions(data: &std::path::Path, tenant: &str) -> Vec<String> {
     let store = store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap();
-    identity::audit::recent(&store, &store::TenantId::new(tenant), None, 100)
+    crate::support::audit_rows(&store, tenant, None, 100)
         .await
-        .unwrap()
         .into_iter()
         .map(|e| format!("{} by {}", e.action, e.actor))
         .collect()
@@ -227,11 +226,7 @@ async fn removing_a_member_ends_their_credentials_for_good(world: World) {
             .status,
         200
     );
-    let console = identity::Actor {
-        tenant: store::TenantId::new("acme"),
-        member: store::MemberId::new("cli"),
-        channel: identity::Channel::Cli,
-    };
+    let console = crate::support::cli_actor("acme", "cli");
     world
         .app
         .members
@@ -280,11 +275,7 @@ on_every_backend!(
 
 async fn api_tokens_expire_and_can_be_revoked(world: World) {
     world.member("acme", "ana", "owner").await;
-    let ana = identity::Actor {
-        tenant: store::TenantId::new("acme"),
-        member: store::MemberId::new("ana"),
-        channel: identity::Channel::Cli,
-    };
+    let ana = crate::support::cli_actor("acme", "ana");
     let (token, secret) = world.app.api_tokens.create(&ana, Some(1)).await.unwrap();
     let header = format!("Bearer {secret}");
     let headers = [("authorization", header.as_str())];
@@ -446,9 +437,7 @@ async fn the_kill_switch_reasons_stay_in_the_audit_trail() {
     let (ok, _, err) = run(&["kill-switch", "on", "--reason", &long], data, "");
     assert!(!ok && err.contains("at most 500 are allowed"), "{err}");
     let store = store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap();
-    let trail = identity::audit::recent(&store, &store::TenantId::new("system"), None, 100)
-        .await
-        .unwrap();
+    let trail = crate::support::audit_rows(&store, "system", None, 100).await;
     let mut flips: Vec<(String, Option<String>)> =
         trail.into_iter().map(|e| (e.action, e.reason)).collect();
     flips.sort();

@@ -603,14 +603,7 @@ async fn the_api_acts_with_the_members_live_rights(world: World) {
     .await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(body["notes"][0], "gate code 1234");
-    let audit = identity::audit::recent(
-        world.app.store.as_ref(),
-        &store::TenantId::new("acme"),
-        None,
-        5,
-    )
-    .await
-    .unwrap();
+    let audit = crate::support::audit_rows(world.app.store.as_ref(), "acme", None, 5).await;
     assert_eq!(audit[0].action, "api.add_booking_note");
     assert_eq!(audit[0].actor, store::MemberId::new("ana"));
     assert_eq!(audit[0].channel, identity::Channel::Api);

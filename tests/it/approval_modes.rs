@@ -38,18 +38,12 @@ on_every_backend!(the_mark, confirm_action_asks_prompting_clients_to_prompt);
 
 /// The audit rows of `acme` for `action` with outcome `ok`: their approval paths.
 async fn approvals_of(world: &World, action: &str) -> Vec<Option<String>> {
-    identity::audit::recent(
-        world.app.store.as_ref(),
-        &store::TenantId::new("acme"),
-        None,
-        50,
-    )
-    .await
-    .unwrap()
-    .into_iter()
-    .filter(|e| e.action == action && e.outcome == "ok")
-    .map(|e| e.approval)
-    .collect()
+    crate::support::audit_rows(world.app.store.as_ref(), "acme", None, 50)
+        .await
+        .into_iter()
+        .filter(|e| e.action == action && e.outcome == "ok")
+        .map(|e| e.approval)
+        .collect()
 }
 
 async fn booking_exists(world: &World, handle: &Value) -> bool {
@@ -229,11 +223,7 @@ async fn a_mode_switched_back_does_not_release_prepared_actions(world: World) {
     let agent = world.client(&token);
     let ada = seeded_customer(&world, "acme", "Ada Lovelace", "ada@example.com").await;
     let tom = seeded_technician(&world, "acme", "Tom Weber", "Europe/Berlin").await;
-    let actor = identity::Actor {
-        tenant: store::TenantId::new("acme"),
-        member: store::MemberId::new("ana"),
-        channel: identity::Channel::Cli,
-    };
+    let actor = crate::support::cli_actor("acme", "ana");
     let switches = &world.app.switches;
     let delete = mcp_pipeline::EffectClass::Delete;
     switches
@@ -285,11 +275,7 @@ on_every_backend!(
 async fn a_pinned_connection_approves_everything_in_the_product(world: World) {
     world.member("acme", "ana", "owner").await;
     let rights = crate::support::rights_of(&world.app, "acme", "ana").await;
-    let actor = identity::Actor {
-        tenant: store::TenantId::new("acme"),
-        member: store::MemberId::new("ana"),
-        channel: identity::Channel::Cli,
-    };
+    let actor = crate::support::cli_actor("acme", "ana");
     let new = identity::NewConnection {
         rights,
         toolset: Toolset::Full,
@@ -431,14 +417,12 @@ async fn the_cli_sets_modes_and_pins_connections() {
         "{words:?}"
     );
     let store = store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap();
-    let audited: Vec<String> =
-        identity::audit::recent(&store, &store::TenantId::new("acme"), None, 50)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| format!("{}:{}", e.action, e.actor))
-            .filter(|a| a.starts_with("approval_mode"))
-            .collect();
+    let audited: Vec<String> = crate::support::audit_rows(&store, "acme", None, 50)
+        .await
+        .into_iter()
+        .map(|e| format!("{}:{}", e.action, e.actor))
+        .filter(|a| a.starts_with("approval_mode"))
+        .collect();
     assert_eq!(audited, ["approval_mode.delete.product:ana"]);
 }
 

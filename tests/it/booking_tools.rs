@@ -267,14 +267,7 @@ async fn customer_writes(world: World) {
         .await;
     assert_eq!(again.structured()["replayed"], true);
     assert!(outbox_is_empty(&world, "acme").await);
-    let audit = identity::audit::recent(
-        world.app.store.as_ref(),
-        &store::TenantId::new("acme"),
-        None,
-        50,
-    )
-    .await
-    .unwrap();
+    let audit = crate::support::audit_rows(world.app.store.as_ref(), "acme", None, 50).await;
     let mcp: Vec<&str> = audit
         .iter()
         .filter(|a| a.channel.name() == "mcp")
@@ -1142,14 +1135,7 @@ async fn every_effect_class(world: World) {
     );
     assert_eq!(outbox(&world, "acme").await.len(), before + 1);
     // One audit row per executed write (previews are audited as `prepared`; refusals leave none).
-    let audit = identity::audit::recent(
-        world.app.store.as_ref(),
-        &store::TenantId::new("acme"),
-        None,
-        100,
-    )
-    .await
-    .unwrap();
+    let audit = crate::support::audit_rows(world.app.store.as_ref(), "acme", None, 100).await;
     let count = |tool: &str| {
         audit
             .iter()
@@ -1420,11 +1406,7 @@ async fn secrets_appear_in_no_log_line() {
         .await;
     confirm(&c, &page).await;
     // Something is logged (so the capture works): the kill switch's line.
-    let oncall = identity::Actor {
-        tenant: store::TenantId::new("system"),
-        member: store::MemberId::new("oncall"),
-        channel: identity::Channel::Cli,
-    };
+    let oncall = crate::support::cli_actor("system", "oncall");
     world
         .app
         .switches
@@ -1515,14 +1497,7 @@ async fn silent_tools_send_nothing(world: World) {
         "a silent tool wrote to the outbox"
     );
     // Exactly one audit row per write, channel mcp, naming the tool.
-    let audit = identity::audit::recent(
-        world.app.store.as_ref(),
-        &store::TenantId::new("acme"),
-        None,
-        100,
-    )
-    .await
-    .unwrap();
+    let audit = crate::support::audit_rows(world.app.store.as_ref(), "acme", None, 100).await;
     let mut actions: Vec<&str> = audit
         .iter()
         .filter(|a| a.channel.name() == "mcp")

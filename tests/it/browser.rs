@@ -188,14 +188,12 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
         1,
         "one message to the customer (the cancelled demo booking was a draft: nobody is told)"
     );
-    let cancelled: Vec<_> =
-        identity::audit::recent(&store, &store::TenantId::new("acme"), None, 50)
-            .await
-            .unwrap()
-            .into_iter()
-            .filter(|e| e.action == "cancel_booking" && e.outcome == "ok")
-            .map(|e| e.approval)
-            .collect();
+    let cancelled: Vec<_> = crate::support::audit_rows(&store, "acme", None, 50)
+        .await
+        .into_iter()
+        .filter(|e| e.action == "cancel_booking" && e.outcome == "ok")
+        .map(|e| e.approval)
+        .collect();
     assert_eq!(cancelled, [Some("product_page:olivia".to_owned())]);
     // A second approval and the reused token fail; nothing more is sent.
     let (owner, owner_csrf) = form_login(addr, "olivia").await;

@@ -75,14 +75,7 @@ async fn edge_answers_a_silent_write_once_and_replays_it() {
         .await;
     let matches = found.structured()["customers"].as_array().map(Vec::len);
     assert_eq!(matches, Some(1), "one customer: {}", found.text());
-    let audit = identity::audit::recent(
-        world.app.store.as_ref(),
-        &store::TenantId::new("acme"),
-        None,
-        20,
-    )
-    .await
-    .unwrap();
+    let audit = crate::support::audit_rows(world.app.store.as_ref(), "acme", None, 20).await;
     let created = audit
         .iter()
         .filter(|a| a.action == "create_customer")

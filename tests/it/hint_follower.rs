@@ -419,14 +419,7 @@ async fn follow_hints(world: World) {
         );
     }
     // Nor does any audit row written along the way.
-    let audit = identity::audit::recent(
-        world.app.store.as_ref(),
-        &store::TenantId::new("acme"),
-        None,
-        500,
-    )
-    .await
-    .unwrap();
+    let audit = crate::support::audit_rows(world.app.store.as_ref(), "acme", None, 500).await;
     let rows = format!("{audit:?}");
     for secret in crate::support::hint_follower::SECRETS {
         if rows.contains(secret) {

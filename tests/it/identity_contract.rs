@@ -650,14 +650,7 @@ async fn connections_are_capped_hashed_and_revocable(world: World) {
         r.status, 401,
         "a revoked connection stops on the next request"
     );
-    let audit = identity::audit::recent(
-        world.app.store.as_ref(),
-        &store::TenantId::new("acme"),
-        None,
-        10,
-    )
-    .await
-    .unwrap();
+    let audit = crate::support::audit_rows(world.app.store.as_ref(), "acme", None, 10).await;
     let actions: Vec<&str> = audit.iter().map(|a| a.action.as_str()).collect();
     assert_eq!(
         actions,
@@ -699,14 +692,7 @@ pub(crate) async fn kill_switch_answers_503_and_is_audited(world: World) {
         503,
         "every MCP call"
     );
-    let audit = identity::audit::recent(
-        world.app.store.as_ref(),
-        &store::TenantId::new("system"),
-        None,
-        5,
-    )
-    .await
-    .unwrap();
+    let audit = crate::support::audit_rows(world.app.store.as_ref(), "system", None, 5).await;
     assert_eq!(audit[0].action, "kill_switch.on");
     assert_eq!(audit[0].actor, store::MemberId::new("oncall"));
     // A transaction carrying the write guards does not commit while the switch is on.
@@ -767,14 +753,7 @@ pub(crate) async fn kill_switch_answers_503_and_is_audited(world: World) {
         .await
         .unwrap();
     assert_eq!(client.request("tools/list", json!({})).await.status, 200);
-    let audit = identity::audit::recent(
-        world.app.store.as_ref(),
-        &store::TenantId::new("acme"),
-        None,
-        10,
-    )
-    .await
-    .unwrap();
+    let audit = crate::support::audit_rows(world.app.store.as_ref(), "acme", None, 10).await;
     assert!(
         audit
             .iter()
@@ -911,11 +890,7 @@ async fn last_use_is_recorded_once_an_hour(world: World) {
         "a second call within the hour writes nothing"
     );
 
-    let actor = identity::Actor {
-        tenant: store::TenantId::new("acme"),
-        member: store::MemberId::new("ana"),
-        channel: identity::Channel::Cli,
-    };
+    let actor = crate::support::cli_actor("acme", "ana");
     world
         .app
         .connections

@@ -68,15 +68,9 @@ async fn an_ambiguous_or_partial_name_changes_nothing(world: World) {
         )
         .await;
     assert!(!second.is_error(), "{}", second.text());
-    let audit_before = identity::audit::recent(
-        world.app.store.as_ref(),
-        &store::TenantId::new("acme"),
-        None,
-        100,
-    )
-    .await
-    .unwrap()
-    .len();
+    let audit_before = crate::support::audit_rows(world.app.store.as_ref(), "acme", None, 100)
+        .await
+        .len();
     let ambiguous = c
         .call_tool(
             "create_booking",
@@ -107,15 +101,9 @@ async fn an_ambiguous_or_partial_name_changes_nothing(world: World) {
         "find_customers {\"query\":\"Grace\"}"
     );
     assert_eq!(bookings(&world).await, 0, "nothing was booked");
-    let audit_after = identity::audit::recent(
-        world.app.store.as_ref(),
-        &store::TenantId::new("acme"),
-        None,
-        100,
-    )
-    .await
-    .unwrap()
-    .len();
+    let audit_after = crate::support::audit_rows(world.app.store.as_ref(), "acme", None, 100)
+        .await
+        .len();
     assert_eq!(audit_after, audit_before, "nothing was written");
 }
 on_every_backend!(ambiguous, an_ambiguous_or_partial_name_changes_nothing);

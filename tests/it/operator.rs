@@ -22,11 +22,7 @@ fn csrf_of(body: &str) -> String {
 }
 
 async fn make_operator(world: &World) {
-    let cli = identity::Actor {
-        tenant: store::TenantId::new("system"),
-        member: store::MemberId::new("tests"),
-        channel: identity::Channel::Cli,
-    };
+    let cli = crate::support::cli_actor("system", "tests");
     accounts::operators::create(
         world.app.store.as_ref(),
         &world.app.web.outside(),
@@ -61,17 +57,11 @@ async fn operator_sign_in(world: &World) -> (String, String) {
 }
 
 async fn global_audit(world: &World) -> Vec<identity::AuditEntry> {
-    identity::audit::recent(
-        world.app.store.as_ref(),
-        &store::TenantId::new("system"),
-        None,
-        50,
-    )
-    .await
-    .unwrap()
-    .into_iter()
-    .filter(|e| e.action.starts_with("kill_switch"))
-    .collect()
+    crate::support::audit_rows(world.app.store.as_ref(), "system", None, 50)
+        .await
+        .into_iter()
+        .filter(|e| e.action.starts_with("kill_switch"))
+        .collect()
 }
 
 async fn an_operator_sets_the_kill_switch_on_the_page(world: World) {

@@ -288,11 +288,7 @@ async fn dead_letters_wait_for_an_operator(world: World) {
     );
     // The receiver is fixed; an operator requeues the message (audited) and it goes out.
     receiver.recover();
-    let console = identity::Actor {
-        tenant: store::TenantId::new("acme"),
-        member: store::MemberId::new("ops"),
-        channel: identity::Channel::Cli,
-    };
+    let console = crate::support::cli_actor("acme", "ops");
     let ids = vec![m.id.clone()];
     let audit = identity::AuditEntry::by(&console, "outbox.retry", ids, &outside::SystemClock);
     let audit = audit.op(&outside::SystemRandomness);

@@ -46,9 +46,8 @@ async fn race(clients: &[TestClient], call: &Value, rounds: usize) -> Vec<Value>
 
 async fn audit_ok(place: &Place, action: &str) -> usize {
     let store = place.store();
-    identity::audit::recent(store.as_ref(), &store::TenantId::new("acme"), None, 100)
+    crate::support::audit_rows(store.as_ref(), "acme", None, 100)
         .await
-        .unwrap()
         .iter()
         .filter(|e| e.action == action && e.outcome == "ok")
         .count()

@@ -37,17 +37,11 @@ async fn quote_waiting(world: &World, agent: &mcp_test_client::TestClient) -> St
 
 /// The audit rows of `tenant` whose action or outcome is `what`.
 async fn audited(world: &World, tenant: &str, what: &str) -> usize {
-    identity::audit::recent(
-        world.app.store.as_ref(),
-        &store::TenantId::new(tenant),
-        None,
-        100,
-    )
-    .await
-    .unwrap()
-    .iter()
-    .filter(|e| e.outcome == what || e.action == what)
-    .count()
+    crate::support::audit_rows(world.app.store.as_ref(), tenant, None, 100)
+        .await
+        .iter()
+        .filter(|e| e.outcome == what || e.action == what)
+        .count()
 }
 
 /// A viewer, and a dispatcher lacking `quotes:approve`, are refused rejecting an owner's
@@ -139,11 +133,7 @@ on_every_backend!(
 async fn switches_check_the_deciders_rights(world: World) {
     world.member("acme", "ana", "owner").await;
     world.member("acme", "vic", "viewer").await;
-    let viewer = identity::Actor {
-        tenant: store::TenantId::new("acme"),
-        member: store::MemberId::new("vic"),
-        channel: identity::Channel::Cli,
-    };
+    let viewer = crate::support::cli_actor("acme", "vic");
     let refused = world.app.switches.set_agent_access(&viewer, false).await;
     assert!(
         matches!(&refused, Err(identity::IdentityError::Forbidden(m)) if m.contains("agent_access:manage")),
@@ -356,11 +346,7 @@ async fn nobody_can_keep_a_member_locked_out(world: World) {
         303,
         "another address"
     );
-    let console = identity::Actor {
-        tenant: store::TenantId::new("acme"),
-        member: store::MemberId::new("cli"),
-        channel: identity::Channel::Cli,
-    };
+    let console = crate::support::cli_actor("acme", "cli");
     world
         .app
         .members
@@ -408,11 +394,7 @@ async fn sessions_end_with_their_password(world: World) {
     let after = send(&world, "GET", "/app/", &[("cookie", &cookie)], "").await;
     assert_eq!(after.status, 303, "sent to sign in again: {}", after.body);
 
-    let cli = identity::Actor {
-        tenant: store::TenantId::new("system"),
-        member: store::MemberId::new("cli"),
-        channel: identity::Channel::Cli,
-    };
+    let cli = crate::support::cli_actor("system", "cli");
     let store = world.app.store.as_ref();
     let outside = world.app.web.outside();
     let email = "ops@example.com";

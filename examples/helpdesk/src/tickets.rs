@@ -5,7 +5,6 @@
 
 use gatehouse_server::store;
 use gatehouse_tool::TenantId;
-use std::fmt;
 use std::sync::Arc;
 
 use store::{Condition, Item, Key, Put, Query, Store, TransactOp, Update, UpdateAction, Value};
@@ -13,54 +12,13 @@ use store::{Condition, Item, Key, Put, Query, Store, TransactOp, Update, UpdateA
 /// The handle prefix of tickets (`tkt_...`).
 pub const PREFIX: &str = "tkt";
 
-/// A ticket's id (its handle without `tkt_`), as a type: the functions that name a ticket take
-/// it, so that a tenant's id or a customer's address cannot be passed where a ticket is meant.
-/// Like the platform's ids (`TenantId`), it is its text underneath, made only by name (`new`)
-/// and given up only by name (`as_str`, `into_string`, `Display`): no `Deref` or `From` turns
-/// other text into it unnoticed.
-#[derive(
-    Debug,
-    Clone,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Default,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-#[serde(transparent)]
-pub struct TicketId(String);
-
-impl TicketId {
-    /// The id written as `text` (read from a handle, a key or a request).
-    pub fn new(text: impl Into<String>) -> Self {
-        TicketId(text.into())
-    }
-
-    /// The id's text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// The id's text, owned.
-    pub fn into_string(self) -> String {
-        self.0
-    }
-}
-
-impl fmt::Display for TicketId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl PartialEq<TicketId> for String {
-    fn eq(&self, other: &TicketId) -> bool {
-        *self == other.0
-    }
-}
+gatehouse_tool::typed_id!(
+    /// A ticket's id (its handle without `tkt_`), as a type: the functions that name a ticket take
+    /// it, so that a tenant's id or a customer's address cannot be passed where a ticket is meant.
+    /// Made by the platform's `typed_id!` (as `TenantId` is): its text underneath, made only by
+    /// name (`new`) and given up only by name (`as_str`, `into_string`, `Display`).
+    TicketId
+);
 
 /// What went wrong with a ticket, in the helpdesk's own terms; the tools' exception handlers
 /// turn these into errors a model can act on.

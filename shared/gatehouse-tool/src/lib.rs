@@ -91,7 +91,7 @@ pub use registry::{
     ToolSpec,
 };
 pub use search::{MOST_SHOWN, search_limit};
-pub use store::{ConnectionId, MemberId, TenantId};
+pub use store::{ConnectionId, MemberId, TenantId, typed_id};
 pub use tool::{InputRequired, Policy, Tool};
 pub use writes::{NoWrites, Prepared, Preview, TwoStepWrites, Writes};
 

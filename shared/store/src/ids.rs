@@ -6,13 +6,16 @@
 //! turns one id into another's text unnoticed. A record's id is its
 //! `Handle` (in the tool-author crate).
 
-use std::fmt;
-
-macro_rules! id {
+/// Defines an id type with this module's discipline: a `String` underneath, made only by name
+/// (`new`), given up only by name (`as_str`, `into_string`, `Display`), serialized as its text;
+/// no `From`, `Deref` or `AsRef`. Products define their record ids with it
+/// (`booking::ids::CustomerId`; re-exported by the tool-author crate).
+#[macro_export]
+macro_rules! typed_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-        #[derive(serde::Serialize, serde::Deserialize)]
+        #[derive(::serde::Serialize, ::serde::Deserialize)]
         #[serde(transparent)]
         pub struct $name(String);
 
@@ -34,8 +37,8 @@ macro_rules! id {
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.write_str(&self.0)
             }
         }
@@ -48,7 +51,7 @@ macro_rules! id {
     };
 }
 
-id!(
+crate::typed_id!(
     /// A workspace's (tenant's) id: the first part of every key it owns. Its text is given
     /// up by name:
     ///
@@ -73,11 +76,11 @@ id!(
     /// ```
     TenantId
 );
-id!(
+crate::typed_id!(
     /// A member's id within a workspace.
     MemberId
 );
-id!(
+crate::typed_id!(
     /// An MCP connection's public id.
     ConnectionId
 );

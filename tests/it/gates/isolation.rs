@@ -146,11 +146,7 @@ async fn a_confirmation_is_checked_again_when_used(n: Notes) {
         .await
         .unwrap();
     let preview = c.call_tool("send_note", send).await;
-    let operator = identity::Actor {
-        tenant: store::TenantId::new("acme"),
-        member: store::MemberId::new("ops"),
-        channel: identity::Channel::Cli,
-    };
+    let operator = crate::support::cli_actor("acme", "ops");
     n.app
         .switches
         .set_global(&operator, true, "incident")
@@ -371,11 +367,7 @@ async fn a_tenant_switch_stops_its_replays_and_no_other_tenant(n: Notes) {
         )
         .await
         .unwrap();
-    let owner = identity::Actor {
-        tenant: store::TenantId::new("acme"),
-        member: store::MemberId::new("olivia"),
-        channel: identity::Channel::Cli,
-    };
+    let owner = crate::support::cli_actor("acme", "olivia");
     n.app
         .switches
         .set_agent_access(&owner, false)

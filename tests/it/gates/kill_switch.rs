@@ -66,11 +66,7 @@ async fn writes_in_flight_when_the_switch_flips_commit_nothing(n: Notes) {
     while n.traps.arrived.load(Ordering::SeqCst) < IN_FLIGHT {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    let oncall = identity::Actor {
-        tenant: store::TenantId::new("system"),
-        member: store::MemberId::new("oncall"),
-        channel: identity::Channel::Cli,
-    };
+    let oncall = crate::support::cli_actor("system", "oncall");
     n.app
         .switches
         .set_global(&oncall, true, "engaged with writes in flight")

@@ -61,11 +61,7 @@ pub(crate) async fn connect(
     toolset: Toolset,
     client: &str,
 ) -> (String, String) {
-    let actor = identity::Actor {
-        tenant: ::store::TenantId::new(tenant),
-        member: ::store::MemberId::new(member),
-        channel: identity::Channel::Cli,
-    };
+    let actor = crate::support::cli_actor(tenant, member);
     let new = identity::NewConnection {
         rights,
         toolset,
@@ -101,11 +97,7 @@ pub(crate) async fn api_token(
     tenant: &str,
     member: &str,
 ) -> Result<String, accounts::AccountsError> {
-    let actor = identity::Actor {
-        tenant: ::store::TenantId::new(tenant),
-        member: ::store::MemberId::new(member),
-        channel: identity::Channel::Cli,
-    };
+    let actor = crate::support::cli_actor(tenant, member);
     Ok(app.api_tokens.create(&actor, None).await?.1)
 }
 
@@ -116,11 +108,7 @@ pub(crate) async fn set_password(
     member: &str,
     password: &str,
 ) -> Result<(), accounts::AccountsError> {
-    let console = identity::Actor {
-        tenant: ::store::TenantId::new(tenant),
-        member: ::store::MemberId::new("cli"),
-        channel: identity::Channel::Cli,
-    };
+    let console = crate::support::cli_actor(tenant, "cli");
     app.members
         .set_password(&console, &::store::MemberId::new(member), password)
         .await
@@ -327,4 +315,28 @@ impl mcp_pipeline::Randomness for CountingRandomness {
             *first = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
     }
+}
+
+/// `member` of `tenant` acting from the command line: who the tests' administration acts as.
+pub(crate) fn cli_actor(tenant: &str, member: &str) -> identity::Actor {
+    identity::Actor {
+        tenant: ::store::TenantId::new(tenant),
+        member: ::store::MemberId::new(member),
+        channel: identity::Channel::Cli,
+    }
+}
+
+/// The newest `limit` audit rows of `tenant` in `store`, newest first (only `connection`'s,
+/// when named).
+pub(crate) async fn audit_rows(
+    store: &dyn ::store::Store,
+    tenant: &str,
+    connection: Option<&str>,
+    limit: usize,
+) -> Vec<identity::AuditEntry> {
+    let connection = connection.map(::store::ConnectionId::new);
+    let tenant = ::store::TenantId::new(tenant);
+    identity::audit::recent(store, &tenant, connection.as_ref(), limit)
+        .await
+        .unwrap()
 }

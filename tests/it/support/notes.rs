@@ -1054,14 +1054,13 @@ impl Notes {
     /// The connection's audit rows, newest first: the action for an executed write,
     /// `action:outcome` for anything else (`send_note:prepared`, `send_note:rejected`).
     pub(crate) async fn audit_actions(&self) -> Vec<String> {
-        identity::audit::recent(
+        crate::support::audit_rows(
             self.app.store.as_ref(),
-            &store::TenantId::new("acme"),
-            Some(&store::ConnectionId::new(self.connection.as_str())),
+            "acme",
+            Some(self.connection.as_str()),
             100,
         )
         .await
-        .unwrap()
         .into_iter()
         .inspect(|e| assert_eq!(e.channel.name(), "mcp"))
         .map(|e| match e.outcome.as_str() {
@@ -1073,14 +1072,13 @@ impl Notes {
 
     /// How each executed `action` of this connection was approved, newest first.
     pub(crate) async fn approvals_of(&self, action: &str) -> Vec<Option<String>> {
-        identity::audit::recent(
+        crate::support::audit_rows(
             self.app.store.as_ref(),
-            &store::TenantId::new("acme"),
-            Some(&store::ConnectionId::new(self.connection.as_str())),
+            "acme",
+            Some(self.connection.as_str()),
             100,
         )
         .await
-        .unwrap()
         .into_iter()
         .filter(|e| e.action == action && e.outcome == "ok")
         .map(|e| e.approval)

@@ -5,11 +5,7 @@ use std::sync::Arc;
 
 /// The console actor that creates workspaces in tests.
 pub(crate) fn console(tenant: &str) -> identity::Actor {
-    identity::Actor {
-        tenant: store::TenantId::new(tenant),
-        member: store::MemberId::new("cli"),
-        channel: identity::Channel::Cli,
-    }
+    crate::support::cli_actor(tenant, "cli")
 }
 
 /// The workspace `tenant` named "Test", in Europe/Berlin.

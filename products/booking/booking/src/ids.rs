@@ -2,61 +2,11 @@
 //!
 //! A record's id part is a type of its kind ([`CustomerId`], [`TechnicianId`], [`BookingId`],
 //! [`QuoteId`]), so that a customer's id passed where a technician's is asked does not compile.
-//! They keep the discipline of the store's ids (`store::TenantId`): each is its text
-//! underneath, given up only by name (`as_str`, `into_string`, `Display`, `handle`), and made
-//! only by name (`new`): no `Deref` or `From` turns one id into another's text unnoticed.
+//! They are made by the store's `typed_id!`, with the discipline of its ids: each is its
+//! text underneath, given up only by name (`as_str`, `into_string`, `Display`, `handle`), and
+//! made only by name (`new`): no `Deref` or `From` turns one id into another's text unnoticed.
 
-use std::fmt;
-
-// The store's id macro is private to it, and these ids add their kind's handle, so the
-// booking crate makes its own, to the same pattern.
-macro_rules! record_id {
-    ($(#[$doc:meta])* $name:ident, $kind:expr) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-        #[derive(serde::Serialize, serde::Deserialize)]
-        #[serde(transparent)]
-        pub struct $name(String);
-
-        impl $name {
-            /// The id written as `text` (the id part of a handle, read from a key or a
-            /// request): made only by name, so that no other id's text becomes this one
-            /// unnoticed.
-            pub fn new(text: impl Into<String>) -> Self {
-                $name(text.into())
-            }
-
-            /// The id's text.
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
-
-            /// The id's text, owned.
-            pub fn into_string(self) -> String {
-                self.0
-            }
-
-            /// The record's public handle: its kind's prefix and the id.
-            pub fn handle(&self) -> String {
-                $kind.handle(&self.0)
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl PartialEq<$name> for String {
-            fn eq(&self, other: &$name) -> bool {
-                *self == other.0
-            }
-        }
-    };
-}
-
-record_id!(
+store::typed_id!(
     /// A customer's id part (`cus_<id>`). A technician's schedule takes a technician's id:
     ///
     /// ```
@@ -76,23 +26,38 @@ record_id!(
     /// let customer = CustomerId::new("4fK2aZ9qLm3Xt7Bv1NcR");
     /// booking::keys::schedule(&tenant, &customer);
     /// ```
-    CustomerId,
-    Kind::Customer
+    CustomerId
 );
-record_id!(
+store::typed_id!(
     /// A technician's id part (`tec_<id>`).
-    TechnicianId,
-    Kind::Technician
+    TechnicianId
 );
-record_id!(
+store::typed_id!(
     /// A booking's id part (`bkg_<id>`).
-    BookingId,
-    Kind::Booking
+    BookingId
 );
-record_id!(
+store::typed_id!(
     /// A quote's id part (`quo_<id>`).
-    QuoteId,
-    Kind::Quote
+    QuoteId
+);
+
+/// Each record id's public handle: its kind's prefix and the id (`cus_4fK2...`).
+macro_rules! handles {
+    ($($name:ident => $kind:expr),* $(,)?) => {
+        $(impl $name {
+            /// The record's public handle: its kind's prefix and the id.
+            pub fn handle(&self) -> String {
+                $kind.handle(self.as_str())
+            }
+        })*
+    };
+}
+
+handles!(
+    CustomerId => Kind::Customer,
+    TechnicianId => Kind::Technician,
+    BookingId => Kind::Booking,
+    QuoteId => Kind::Quote,
 );
 
 /// A new random id part (20 characters, about 119 bits), drawn from `randomness`.
