@@ -613,7 +613,10 @@ async fn connections_are_capped_hashed_and_revocable(world: World) {
     let index = world
         .app
         .store
-        .get(&identity::keys::mcp_token(&hash))
+        .get(&identity::keys::mcp_token(
+            &store::TenantId::new("acme"),
+            &hash,
+        ))
         .await
         .unwrap()
         .expect("index by hash");
@@ -965,13 +968,16 @@ async fn a_token_locator_grants_nothing(world: World) {
     let legacy = format!("ghm_{}", "L".repeat(43));
     let store = &world.app.store;
     let index = store
-        .get(&identity::keys::mcp_token(&identity::token::hash(&token)))
+        .get(&identity::keys::mcp_token(
+            &store::TenantId::new("acme"),
+            &identity::token::hash(&token),
+        ))
         .await
         .unwrap()
         .expect("the token's index item");
     store
         .put(store::Put::new(
-            identity::keys::mcp_token(&identity::token::hash(&legacy)),
+            identity::keys::legacy_mcp_token(&identity::token::hash(&legacy)),
             index,
         ))
         .await
@@ -1020,3 +1026,122 @@ async fn a_token_locator_grants_nothing(world: World) {
     );
 }
 on_every_backend!(token_locator, a_token_locator_grants_nothing);
+
+/// Moves a token's index item back to where tokens made before ADR 51 kept it (by the hash
+/// alone, no mark on the connection), as a store written by an earlier release holds it.
+async fn as_made_before_adr_51(world: &World, tenant: &str, connection: &str, token: &str) {
+    let store = &world.app.store;
+    let tenant = store::TenantId::new(tenant);
+    let hash = identity::token::hash(token);
+    let index_key = identity::keys::mcp_token(&tenant, &hash);
+    let index = store
+        .get(&index_key)
+        .await
+        .unwrap()
+        .expect("the index item");
+    store
+        .put(store::Put::new(
+            identity::keys::legacy_mcp_token(&hash),
+            index,
+        ))
+        .await
+        .unwrap();
+    store.delete(store::Delete::new(index_key)).await.unwrap();
+    let connection_key = identity::keys::connection(&tenant, &store::ConnectionId::new(connection));
+    store
+        .update(store::Update::new(
+            connection_key,
+            vec![store::UpdateAction::Remove("index_in_tenant".into())],
+        ))
+        .await
+        .unwrap();
+}
+
+/// A token whose index item an earlier release kept by its hash alone still works: its first
+/// use copies the item into the tenant's partition, where every later call finds it in one
+/// batch (ADR 51). A token revoked before its first use never comes back: the revocation
+/// leaves a tombstone where the copy would go. A legacy item that names another connection
+/// than the token's locator is never copied.
+pub(crate) async fn a_token_made_before_adr_51_moves_on_first_use(world: World) {
+    world.member("acme", "ana", "owner").await;
+    let (connection, token) = world.connect("acme", "ana", Toolset::Full).await;
+    let (revoked_connection, revoked) = world.connect("acme", "ana", Toolset::Full).await;
+    let (_, other) = world.connect("acme", "ana", Toolset::Full).await;
+    as_made_before_adr_51(&world, "acme", &connection, &token).await;
+    as_made_before_adr_51(&world, "acme", &revoked_connection, &revoked).await;
+    let tenant = store::TenantId::new("acme");
+    let store = &world.app.store;
+    let moved_to = |t: &str| identity::keys::mcp_token(&tenant, &identity::token::hash(t));
+    assert!(store.get(&moved_to(&token)).await.unwrap().is_none());
+    let client = world.client(&token);
+    let made = client
+        .call_tool(
+            "create_customer",
+            json!({"name": "Olga Older", "email": "olga.older@example.com"}),
+        )
+        .await;
+    assert!(!made.is_error(), "{}", made.text());
+    let copy = store.get(&moved_to(&token)).await.unwrap();
+    assert!(
+        copy.is_some(),
+        "the index item is in the tenant's partition after first use"
+    );
+    let found = client
+        .call_tool("find_customers", json!({"query": "Olga"}))
+        .await;
+    assert!(!found.is_error(), "{}", found.text());
+    // Revoked before its first use: refused, and nothing brings it back.
+    world
+        .app
+        .connections
+        .revoke(
+            &crate::support::cli_actor("acme", "ana"),
+            &store::ConnectionId::new(&revoked_connection),
+        )
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        let refused = status_of(&world, Some(&format!("Bearer {revoked}")), &[]).await;
+        assert_eq!(refused.status, 401);
+    }
+    let tombstone = store
+        .get(&moved_to(&revoked))
+        .await
+        .unwrap()
+        .expect("a tombstone");
+    assert_eq!(tombstone.get("revoked"), Some(&store::Value::Bool(true)));
+    let legacy = identity::keys::legacy_mcp_token(&identity::token::hash(&revoked));
+    let legacy = store.get(&legacy).await.unwrap().expect("the legacy item");
+    assert_eq!(legacy.get("revoked"), Some(&store::Value::Bool(true)));
+    // A legacy item under another token's hash whose connection is not its locator's.
+    let other_hash = identity::token::hash(&other);
+    let other_key = moved_to(&other);
+    let other_item = store.get(&other_key).await.unwrap().unwrap();
+    store
+        .delete(store::Delete::new(other_key.clone()))
+        .await
+        .unwrap();
+    let wrong = store
+        .get(&moved_to(&token))
+        .await
+        .unwrap()
+        .expect("the first token's item");
+    store
+        .put(store::Put::new(
+            identity::keys::legacy_mcp_token(&other_hash),
+            wrong,
+        ))
+        .await
+        .unwrap();
+    let refused = status_of(&world, Some(&format!("Bearer {other}")), &[]).await;
+    assert_eq!(refused.status, 401);
+    assert!(
+        store.get(&other_key).await.unwrap().is_none(),
+        "nothing copied"
+    );
+    drop(other_item);
+}
+on_every_backend!(
+    token_made_before_adr_51,
+    a_token_made_before_adr_51_moves_on_first_use
+);

@@ -109,7 +109,11 @@ fn every_key_builder_uses_its_owners_kinds() {
             "mcp-pipeline",
             mcp_pipeline::keys::executed(&store::TenantId::new(t), "a1"),
         ),
-        ("identity", identity::keys::mcp_token("ab")),
+        (
+            "identity",
+            identity::keys::mcp_token(&store::TenantId::new(t), "ab"),
+        ),
+        ("identity", identity::keys::legacy_mcp_token("ab")),
         (
             "identity",
             identity::keys::connection(

@@ -84,13 +84,13 @@ impl McpAuthenticator {
         let bearer = bearer(headers)?;
         let (index_key, from_oauth) = match token::classify(bearer) {
             BearerKind::Mcp => {
-                let index_key = keys::mcp_token(&token::hash(bearer));
+                let hash = token::hash(bearer);
                 if let Some(locator) = token::locator(bearer) {
                     return self
-                        .with_locator(index_key, &locator, path_tenant, prefetch)
+                        .with_locator_moving(&hash, &locator, path_tenant, prefetch)
                         .await;
                 }
-                (index_key, false)
+                (keys::legacy_mcp_token(&hash), false)
             }
             BearerKind::ProductApi => {
                 return Err(Rejection::invalid_token(
@@ -152,6 +152,67 @@ impl McpAuthenticator {
         .await
     }
 
+    /// [`Self::with_locator`], and for a token made before its index item moved into the
+    /// tenant's partition (ADR 51), the move on first use and then the same path.
+    async fn with_locator_moving(
+        &self,
+        hash: &str,
+        locator: &token::Locator,
+        path_tenant: Option<&str>,
+        prefetch: Vec<store::Key>,
+    ) -> Result<Authenticated, Rejection> {
+        let index_key = keys::mcp_token(&locator.tenant, hash);
+        let refusal = match self
+            .with_locator(index_key.clone(), locator, path_tenant, prefetch)
+            .await
+        {
+            Located::Done(result) => return result,
+            Located::NoIndexItem(refusal) => refusal,
+        };
+        if !self.move_legacy_index(hash, &index_key, locator).await {
+            return Err(refusal);
+        }
+        // Once per token: its gate items are then read by the pipeline.
+        match self
+            .with_locator(index_key, locator, path_tenant, Vec::new())
+            .await
+        {
+            Located::Done(result) => result,
+            Located::NoIndexItem(refusal) => Err(refusal),
+        }
+    }
+
+    /// Copies a token's index item from where it was kept before ADR 51 into its tenant's
+    /// partition, when it is there and names the connection the locator does; whether it did.
+    /// The copy is made only where no item is (a revocation leaves a tombstone there, so that
+    /// a revoked token never comes back).
+    async fn move_legacy_index(
+        &self,
+        hash: &str,
+        index_key: &store::Key,
+        locator: &token::Locator,
+    ) -> bool {
+        let legacy = keys::legacy_mcp_token(hash);
+        let Ok(Some(item)) = self.store.get(&legacy).await else {
+            return false;
+        };
+        let names_it = Connection::from_item(&item).is_some_and(|c| {
+            c.tenant == locator.tenant && c.id == locator.connection && !c.revoked
+        });
+        if !names_it {
+            return false;
+        }
+        let copy =
+            store::Put::new(index_key.clone(), item).when(store::Condition::item_not_exists());
+        match self.store.put(copy).await {
+            Ok(()) => {
+                tracing::info!(connection = %locator.connection, "an MCP token's index item moved into its tenant's partition");
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// The one-batch path of a token whose locator names its tenant, creator and connection:
     /// its items decoded once while they do not change (ADR 32), checked on every request.
     async fn with_locator(
@@ -160,7 +221,7 @@ impl McpAuthenticator {
         locator: &token::Locator,
         path_tenant: Option<&str>,
         prefetch: Vec<store::Key>,
-    ) -> Result<Authenticated, Rejection> {
+    ) -> Located {
         let member_key = self.directory.member_key(&locator.tenant, &locator.creator);
         let mut batch = vec![
             index_key.clone(),
@@ -189,18 +250,45 @@ impl McpAuthenticator {
             name: "identity::credential",
             derive: &decode,
         };
-        let (decoded, read_ahead) = self
+        let (decoded, read_ahead) = match self
             .store
             .batch_get_derived(&batch, &prefetch, derivation)
             .await
-            .map_err(|e| unavailable(&e))?;
+        {
+            Ok(read) => read,
+            Err(e) => return Located::Done(Err(unavailable(&e))),
+        };
         let Some(decoded) = decoded.downcast_ref::<Decoded>() else {
             tracing::error!("the store answered a credential with another derivation's value");
-            return Err(Rejection::switched_off(
+            return Located::Done(Err(Rejection::switched_off(
                 "the server cannot check credentials right now",
                 5,
-            ));
+            )));
         };
+        if decoded.index_missing {
+            return Located::NoIndexItem(Rejection::invalid_token(UNKNOWN_TOKEN));
+        }
+        Located::Done(
+            self.check_located(
+                decoded,
+                index_key,
+                locator,
+                path_tenant,
+                Prefetched::new(prefetch, read_ahead),
+            )
+            .await,
+        )
+    }
+
+    /// The checks of the one-batch path on its decoded items.
+    async fn check_located(
+        &self,
+        decoded: &Decoded,
+        index_key: store::Key,
+        locator: &token::Locator,
+        path_tenant: Option<&str>,
+        prefetched: Prefetched,
+    ) -> Result<Authenticated, Rejection> {
         let connection = decoded.connection(locator)?;
         check_global(decoded.global_on)?;
         check_path(connection, path_tenant)?;
@@ -219,14 +307,8 @@ impl McpAuthenticator {
                 asked.as_ref()
             }
         };
-        self.admit(
-            index_key,
-            connection,
-            decoded.modes,
-            member,
-            Prefetched::new(prefetch, read_ahead),
-        )
-        .await
+        self.admit(index_key, connection, decoded.modes, member, prefetched)
+            .await
     }
 
     /// The last checks, shared by both paths: the creator is still an active member; then
@@ -291,12 +373,24 @@ impl McpAuthenticator {
     }
 }
 
+/// The message of a refused MCP token that names no stored credential.
+const UNKNOWN_TOKEN: &str = "the MCP token is unknown or revoked";
+
+/// How the one-batch path ended: with an answer, or without the token's index item in the
+/// tenant's partition (where a token made before ADR 51 may not have one yet).
+enum Located {
+    Done(Result<Authenticated, Rejection>),
+    NoIndexItem(Rejection),
+}
+
 /// What the items of a locator token's batch hold, decoded: the index item's connection, both
 /// switches and the creator's member item (when the directory keeps one). A function of the
 /// items alone, so the store may keep it while they do not change (ADR 32); every check on it
 /// runs per request, in the order of the path without a locator.
 #[derive(Debug)]
 struct Decoded {
+    /// The tenant's partition holds no index item for the token.
+    index_missing: bool,
     connection: Option<Connection>,
     global_on: bool,
     tenant_allows: bool,
@@ -313,6 +407,7 @@ impl Decoded {
     ) -> Self {
         let item = |i: usize| items.get(i).and_then(Option::as_ref);
         Decoded {
+            index_missing: item(0).is_none(),
             connection: item(0).and_then(Connection::from_item),
             global_on: switch::global_is_on(item(1)),
             tenant_allows: switch::tenant_allows(item(2)),

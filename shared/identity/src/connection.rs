@@ -100,7 +100,10 @@ impl Connection {
                 &TenantId::new(s("tenant")?),
                 s("subject")?,
             )),
-            _ => Some(keys::mcp_token(s("token_hash")?)),
+            _ => Some(keys::mcp_token(
+                &TenantId::new(s("tenant")?),
+                s("token_hash")?,
+            )),
         }
     }
 
@@ -295,11 +298,13 @@ impl ConnectionService {
         index.insert("token_hash".into(), Value::s(&token.hash));
         let mut stored = connection.to_item();
         stored.insert("token_hash".into(), Value::s(&token.hash));
+        // Its index lives in the tenant's partition only: nothing to revoke elsewhere (ADR 51).
+        stored.insert(INDEX_IN_TENANT.into(), Value::Bool(true));
         let mut ops = vec![
             Put::new(keys::connection(&actor.tenant, &connection.id), stored)
                 .when(Condition::item_not_exists())
                 .into(),
-            Put::new(keys::mcp_token(&token.hash), index)
+            Put::new(keys::mcp_token(&actor.tenant, &token.hash), index)
                 .when(Condition::item_not_exists())
                 .into(),
             self.audit(actor, "connection.create", &connection.id),
@@ -450,32 +455,55 @@ impl ConnectionService {
                 Value::s(crate::rfc3339_now(self.outside.clock.as_ref())),
             ),
         ];
-        let index = match (
+        let mut ops = vec![
+            Update::new(key, revoke.clone())
+                .when(Condition::item_exists())
+                .into(),
+        ];
+        match (
             &connection.subject,
             stored.get("token_hash").and_then(Value::as_s),
         ) {
-            (Some(subject), _) => keys::oauth_subject(&actor.tenant, subject),
-            (None, Some(hash)) => keys::mcp_token(hash),
+            (Some(subject), _) => ops.push(
+                Update::new(keys::oauth_subject(&actor.tenant, subject), revoke)
+                    .when(Condition::item_exists())
+                    .into(),
+            ),
+            (None, Some(hash)) => {
+                ops.extend(revoke_token_index(&actor.tenant, hash, &stored, revoke))
+            }
             (None, None) => {
                 return Err(IdentityError::NotFound(format!(
                     "connection {connection_id} has no credential"
                 )));
             }
-        };
-        self.store
-            .transact_write(vec![
-                Update::new(key, revoke.clone())
-                    .when(Condition::item_exists())
-                    .into(),
-                Update::new(index, revoke)
-                    .when(Condition::item_exists())
-                    .into(),
-                self.audit(actor, "connection.revoke", connection_id),
-            ])
-            .await?;
+        }
+        ops.push(self.audit(actor, "connection.revoke", connection_id));
+        self.store.transact_write(ops).await?;
         connection.revoked = true;
         Ok(connection)
     }
+}
+
+/// The attribute of a connection item whose token index was made in the tenant's partition
+/// (ADR 51); an item without it may also have one under [`keys::legacy_mcp_token`].
+const INDEX_IN_TENANT: &str = "index_in_tenant";
+
+/// The writes that end an MCP token's index items. The tenant's item is written whether or not
+/// it exists: for a token made before ADR 51 and not yet used since, it is a tombstone, so that
+/// no later copy from the legacy item (the authenticator's, on first use) brings the token back.
+fn revoke_token_index(
+    tenant: &TenantId,
+    hash: &str,
+    stored: &Item,
+    revoke: Vec<UpdateAction>,
+) -> Vec<TransactOp> {
+    let mut ops: Vec<TransactOp> =
+        vec![Update::new(keys::mcp_token(tenant, hash), revoke.clone()).into()];
+    if stored.get(INDEX_IN_TENANT) != Some(&Value::Bool(true)) {
+        ops.push(Update::new(keys::legacy_mcp_token(hash), revoke).into());
+    }
+    ops
 }
 
 /// The role whose members may revoke any connection of their workspace.

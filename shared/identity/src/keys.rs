@@ -1,19 +1,35 @@
 //! Every key this crate reads or writes, in one place.
 //!
-//! Tenant-owned items put the tenant first. Some kinds are not tenant-owned: the MCP token
-//! index (found by the token's hash, before the tenant is known), the global switch and its
-//! audit trail.
+//! Tenant-owned items put the tenant first, the MCP token index included (a token's locator
+//! names its tenant, ADR 51). Some kinds are not tenant-owned: the index of tokens made before
+//! that (found by the hash alone), the global switch and its audit trail.
 
 use store::{ConnectionId, Key, MemberId, TenantId, concat};
 
 /// The second segment of this crate's tenant partitions (`<tenant>#<kind>`).
-pub const TENANT_KINDS: &[&str] = &["connection", "oauth", "member", "settings", "audit"];
+pub const TENANT_KINDS: &[&str] = &[
+    "connection",
+    "oauth",
+    "member",
+    "settings",
+    "audit",
+    "mcptoken",
+];
 
 /// The first segment of this crate's partitions that belong to no tenant.
 pub const GLOBAL: &[&str] = &["mcptoken", "system"];
 
-/// The item found by an MCP token's hash; holds a copy of the connection.
-pub fn mcp_token(hash_hex: &str) -> Key {
+/// The item found by an MCP token's hash in the tenant its locator names; holds a copy of the
+/// connection. In the tenant's partition, so that a tool call at the edge reaches only its
+/// workspace's store object (ADR 51).
+pub fn mcp_token(tenant: &TenantId, hash_hex: &str) -> Key {
+    Key::new(concat(&[tenant.as_str(), "#mcptoken"]), hash_hex)
+}
+
+/// Where an MCP token's index item was kept before ADR 51 (and still is for a token without a
+/// locator): found by the hash alone. Read when the tenant's item is missing, and copied there
+/// on first use.
+pub fn legacy_mcp_token(hash_hex: &str) -> Key {
     Key::new(concat(&["mcptoken#", hash_hex]), "token")
 }
 
