@@ -9,18 +9,20 @@
 #   tests/edge.sh dry-run  builds, then checks wrangler.toml with `wrangler deploy --dry-run`
 #                          (no account needed: nothing is uploaded)
 #   tests/edge.sh start    builds, dry-runs, then serves it in workerd (Durable Objects with
-#                          SQLite on a temporary disk) six times, on free ports: the test build;
+#                          SQLite on a temporary disk) seven times, on free ports: the test build;
 #                          the release build configured as a deployment (admin token, every
 #                          test variable set); the test build with OAuth keys fetched from an
 #                          issuer that stalls for a minute; the release build with settings
 #                          that are wrong; the release build with a low ceiling of admin
-#                          calls; and the helpdesk's release build with an admin token;
+#                          calls; the helpdesk's release build with an admin token; and the
+#                          test build on objects no other test uses (counted in its storage);
 #                          prints, for `eval`, GATEHOUSE_TEST_EDGE_URL,
 #                          GATEHOUSE_TEST_EDGE_DEPLOYED_URL, GATEHOUSE_TEST_EDGE_STALLED_KEYS_URL,
 #                          GATEHOUSE_TEST_EDGE_MISCONFIGURED_URL, GATEHOUSE_TEST_EDGE_CEILING_URL,
 #                          GATEHOUSE_TEST_EDGE_LOG, GATEHOUSE_TEST_EDGE_ADMIN_TOKEN,
 #                          GATEHOUSE_TEST_EDGE_ADMIN_CALLS_PER_MINUTE,
-#                          GATEHOUSE_TEST_EDGE_HELPDESK_URL and GATEHOUSE_EDGE_PID
+#                          GATEHOUSE_TEST_EDGE_HELPDESK_URL, GATEHOUSE_TEST_EDGE_SCALE_URL,
+#                          GATEHOUSE_TEST_EDGE_SCALE_STORAGE and GATEHOUSE_EDGE_PID
 #
 # The toolchain comes from crates.io and npm only, cached outside the clone and keyed by
 # version (nothing depends on the cache being there):
@@ -195,7 +197,7 @@ copy_modules() {
 
 write_config() {
     local port=$1 deployed_port=$2 stalled_port=$3 misconfigured_port=$4 ceiling_port=$5
-    local helpdesk_port=$6
+    local helpdesk_port=$6 scale_port=$7
     # The test issuer's keys (tests/fixtures/oauth), as a capnp text literal.
     local jwks
     jwks=$(tr -d '\n' <tests/fixtures/oauth/jwks.json | sed 's/\\/\\\\/g; s/"/\\"/g')
@@ -217,6 +219,7 @@ const config :Workerd.Config = (
     (name = "misconfigured", worker = .misconfigured),
     (name = "ceiling", worker = .ceiling),
     (name = "helpdesk", worker = .helpdesk),
+    (name = "scale", worker = .scale),
     (name = "do-storage", disk = (path = "$RUN_DIR/do-storage", writable = true)),
   ],
   sockets = [
@@ -226,6 +229,7 @@ const config :Workerd.Config = (
     (name = "misconfigured", address = "127.0.0.1:$misconfigured_port", http = (), service = "misconfigured"),
     (name = "ceiling", address = "127.0.0.1:$ceiling_port", http = (), service = "ceiling"),
     (name = "helpdesk", address = "127.0.0.1:$helpdesk_port", http = (), service = "helpdesk"),
+    (name = "scale", address = "127.0.0.1:$scale_port", http = (), service = "scale"),
   ],
 );
 
@@ -245,6 +249,12 @@ $(worker gatehouse gatehouse-store "$test_modules" \
     (name = \"GATEHOUSE_OAUTH_ISSUER\", text = \"https://auth.example.com\"),
     (name = \"GATEHOUSE_OAUTH_RESOURCE\", text = \"https://mcp.example.com/mcp\"),
     (name = \"GATEHOUSE_OAUTH_JWKS\", text = \"$jwks\"),")
+
+# The test build on objects of its own, for the one test that counts the objects a deployment
+# makes in workerd's storage (tests/it/edge.rs): no other test uses it.
+$(worker scale gatehouse-store-scale "$test_modules" \
+    "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-scale-state-key-0123456789abcdef0123456789\"),
+    (name = \"GATEHOUSE_CONSOLE_BASE\", text = \"https://pages.example.com/app\"),")
 
 # OAuth with keys fetched from the issuer's URL, which stalls (tests/it/edge.rs).
 $(worker stalledKeys gatehouse-store-stalled-keys "$test_modules" \
@@ -292,15 +302,16 @@ EOF
 start() {
     build
     dry_run
-    local port deployed_port stalled_port misconfigured_port ceiling_port helpdesk_port
+    local port deployed_port stalled_port misconfigured_port ceiling_port helpdesk_port scale_port
     port=$(free_port)
+    scale_port=$(free_port)
     helpdesk_port=$(free_port)
     ceiling_port=$(free_port)
     deployed_port=$(free_port)
     stalled_port=$(free_port)
     misconfigured_port=$(free_port)
     write_config "$port" "$deployed_port" "$stalled_port" "$misconfigured_port" "$ceiling_port" \
-        "$helpdesk_port"
+        "$helpdesk_port" "$scale_port"
     local started=$SECONDS
     "$NPM_DIR/node_modules/.bin/workerd" serve "$RUN_DIR/config.capnp" \
         >"$RUN_DIR/workerd.log" 2>&1 &
@@ -317,6 +328,8 @@ start() {
             echo "export GATEHOUSE_TEST_EDGE_CEILING_URL=http://127.0.0.1:$ceiling_port"
             echo "export GATEHOUSE_TEST_EDGE_ADMIN_CALLS_PER_MINUTE=$ADMIN_CALLS_PER_MINUTE"
             echo "export GATEHOUSE_TEST_EDGE_HELPDESK_URL=http://127.0.0.1:$helpdesk_port"
+            echo "export GATEHOUSE_TEST_EDGE_SCALE_URL=http://127.0.0.1:$scale_port"
+            echo "export GATEHOUSE_TEST_EDGE_SCALE_STORAGE=$RUN_DIR/do-storage/gatehouse-store-scale"
             echo "export GATEHOUSE_EDGE_PID=$pid"
             return 0
         fi

@@ -682,6 +682,7 @@ pub(crate) async fn kill_switch_answers_503_and_is_audited(world: World) {
         .set_global(&operator, true, "incident 42")
         .await
         .unwrap();
+    world.switch_reached_every_workspace().await;
     let r = client
         .request(
             "tools/call",
@@ -716,6 +717,7 @@ pub(crate) async fn kill_switch_answers_503_and_is_audited(world: World) {
         .set_global(&operator, false, "resolved")
         .await
         .unwrap();
+    world.switch_reached_every_workspace().await;
     assert_eq!(
         client.request("tools/list", json!({})).await.status,
         200,

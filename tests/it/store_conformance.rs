@@ -234,10 +234,21 @@ async fn conformance_remote_loopback() {
 /// The edge's store: a Durable Object of the worker served in `workerd`, over HTTP.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn conformance_edge() {
+    // Each case's keys begin with a tenant-like segment of its own: workspace objects.
     let Some((store, _)) = fresh(Backend::Edge).await else {
         return;
     };
-    assert_suite("edge (workerd, Durable Object)", store, &[]).await;
+    assert_suite("edge (workerd, workspace objects)", store, &[]).await;
+}
+
+/// The same suite on the deployment's global object (ADR 51), every message handed to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conformance_edge_global_object() {
+    let Some(url) = crate::support::edge::edge_url("conformance on the global object") else {
+        return;
+    };
+    let (store, _) = crate::support::edge::pinned_edge_store(&url, "global");
+    assert_suite("edge (workerd, the global object)", store, &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -108,6 +108,18 @@ impl World {
         })
     }
 
+    /// At the edge, waits until the global switch's last flip has reached every workspace's
+    /// object (as `gatehouse kill-switch --edge-url` waits, ADR 51); elsewhere the flip is one
+    /// write, done when it returns.
+    pub(crate) async fn switch_reached_every_workspace(&self) {
+        let Some((addr, prefix)) = &self.edge else {
+            return;
+        };
+        let url = format!("http://{addr}");
+        let endpoint = crate::support::edge::edge_endpoint(&url, Some(prefix), None);
+        crate::support::edge::switch_reached(&endpoint).await;
+    }
+
     /// A client of this world's endpoint: in this process, or over HTTP at the edge.
     fn endpoint(&self) -> TestClient {
         match &self.edge {

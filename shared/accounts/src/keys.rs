@@ -11,7 +11,7 @@ pub const TENANT_KINDS: &[&str] = &["tenant", "apitoken", "signin"];
 pub const GLOBAL: &[&str] = &["session", "apitoken", "operator", "signin", WORKSPACES];
 
 /// The partition listing every workspace (no tenant's: `tenants` is reserved).
-pub const WORKSPACES: &str = "tenants";
+pub const WORKSPACES: &str = store::placement::WORKSPACES;
 
 /// A workspace: its name and zone.
 pub fn workspace(tenant: &TenantId) -> Key {

@@ -17,7 +17,9 @@ use sha2::{Digest as _, Sha256};
 use store::{CmpOp, Condition, Key, Store as _, Update, UpdateAction, Value};
 use worker::{Env, Method, Request, Response, Result};
 
-use crate::assembly::{self, ADMIN_TOKEN, MIN_ADMIN_TOKEN_CHARS, STORE_BINDING};
+use crate::assembly::{self, ADMIN_TOKEN, MIN_ADMIN_TOKEN_CHARS};
+use crate::faults::Faults;
+use crate::names::Names;
 
 /// Refused bearers from one address in one window before it waits the window out.
 pub(crate) const REFUSALS_ALLOWED: i64 = 10;
@@ -28,24 +30,46 @@ pub(crate) const DEFAULT_CALLS_PER_MINUTE: i64 = 6000;
 /// The variable that changes the ceiling.
 const CALLS_PER_MINUTE: &str = "GATEHOUSE_ADMIN_CALLS_PER_MINUTE";
 
+/// What an admin request asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ask {
+    /// `POST /admin/store`: run a store message.
+    Store,
+    /// `POST /admin/switch`: how far the global switch's last flip has reached.
+    SwitchStatus,
+}
+
 /// The route's answer to a request.
-pub(crate) async fn handle(#[allow(unused_mut)] mut req: Request, env: &Env) -> Result<Response> {
+pub(crate) async fn handle(req: Request, env: &Env, ask: Ask) -> Result<Response> {
     if req.method() != Method::Post {
         return Response::error("not found", 404);
     }
-    #[cfg(feature = "test-routes")]
-    {
-        let object = assembly::store_object(&req);
-        let message = req.text().await?;
-        return forward(env, &object, message).await;
+    route(req, env, ask).await
+}
+
+/// The route of the test build: open to every request, its objects named after the request's
+/// prefix (or the one object it pins).
+#[cfg(feature = "test-routes")]
+async fn route(mut req: Request, env: &Env, ask: Ask) -> Result<Response> {
+    let names = assembly::names_of(&req);
+    let faults = crate::faults::Faults::of(&req);
+    let pinned = req
+        .headers()
+        .get(TEST_OBJECT_HEADER)
+        .ok()
+        .flatten()
+        .filter(|name| assembly::is_plain_name(name));
+    let message = req.text().await?;
+    match (ask, pinned) {
+        (Ask::SwitchStatus, _) => switch_status(env, &names).await,
+        (Ask::Store, Some(object)) => forward_to_object(env, &object, message, &faults).await,
+        (Ask::Store, None) => forward(env, names, faults, message).await,
     }
-    #[cfg(not(feature = "test-routes"))]
-    guarded(req, env).await
 }
 
 /// The route of a release build: the admin token's, guarded and logged.
 #[cfg(not(feature = "test-routes"))]
-async fn guarded(mut req: Request, env: &Env) -> Result<Response> {
+async fn route(mut req: Request, env: &Env, ask: Ask) -> Result<Response> {
     let Some(token) =
         crate::env::setting(env, ADMIN_TOKEN).filter(|t| t.len() >= MIN_ADMIN_TOKEN_CHARS)
     else {
@@ -68,12 +92,18 @@ async fn guarded(mut req: Request, env: &Env) -> Result<Response> {
         return Response::error("not found", 404);
     }
     let message = req.text().await?;
-    let kind = operation(&message);
+    let kind = match ask {
+        Ask::Store => operation(&message),
+        Ask::SwitchStatus => "switch_status".to_owned(),
+    };
     if !guard.count_call(calls_per_minute(env)).await {
         tracing::warn!(%address, operation = %kind, "admin route: refused, the ceiling of calls per minute is reached");
         return Response::error("too many requests", 429);
     }
-    let answer = forward(env, assembly::STORE_OBJECT, message).await;
+    let answer = match ask {
+        Ask::Store => forward(env, Names::default(), Faults::default(), message).await,
+        Ask::SwitchStatus => switch_status(env, &Names::default()).await,
+    };
     let outcome = match &answer {
         Ok(r) if r.status_code() == 200 => "answered",
         Ok(_) => "refused",
@@ -83,10 +113,55 @@ async fn guarded(mut req: Request, env: &Env) -> Result<Response> {
     answer
 }
 
-/// Hands `message` to the store object `object`.
-async fn forward(env: &Env, object: &str, message: String) -> Result<Response> {
-    let namespace = env.durable_object(STORE_BINDING)?;
-    Response::ok(assembly::post_to_store(&namespace, object, message).await?)
+/// The global object's report of how far the switch's last flip has reached.
+async fn switch_status(env: &Env, names: &Names) -> Result<Response> {
+    let namespace = env.durable_object(assembly::STORE_BINDING)?;
+    let text = assembly::post_to_object(
+        &namespace,
+        &names.global(),
+        crate::durable::STATUS_PATH,
+        String::new(),
+        &Faults::default(),
+    )
+    .await?;
+    let mut answer = Response::ok(text)?;
+    answer
+        .headers_mut()
+        .set("content-type", "application/json")?;
+    Ok(answer)
+}
+
+/// In the test build, a request may hand its message to exactly one object, unrouted (the
+/// store conformance suite runs on a workspace object and on the global object so).
+#[cfg(feature = "test-routes")]
+const TEST_OBJECT_HEADER: &str = "x-gatehouse-test-object";
+
+/// Runs `message` on the objects `names` names, each key in its own ([`store::routed`]).
+async fn forward(env: &Env, names: Names, faults: Faults, message: String) -> Result<Response> {
+    let outcome = match serde_json::from_str::<store::remote::StoreRequest>(&message) {
+        Ok(request) => {
+            let store = assembly::routed_store(env, names, faults)?;
+            store::remote::apply(&store, request).await
+        }
+        Err(e) => Err(store::StoreError::Unavailable(format!(
+            "unreadable store message: {e}"
+        ))),
+    };
+    Response::ok(store::remote::encode_outcome(&outcome))
+}
+
+/// Hands `message` to the object named `object` as it came.
+#[cfg(feature = "test-routes")]
+async fn forward_to_object(
+    env: &Env,
+    object: &str,
+    message: String,
+    faults: &Faults,
+) -> Result<Response> {
+    let namespace = env.durable_object(assembly::STORE_BINDING)?;
+    let answer =
+        assembly::post_to_object(&namespace, object, assembly::OP_PATH, message, faults).await?;
+    Response::ok(answer)
 }
 
 /// Whether the request's bearer is the admin token (compared as SHA-256 digests, so that the
@@ -125,9 +200,9 @@ fn calls_per_minute(env: &Env) -> i64 {
         .unwrap_or(DEFAULT_CALLS_PER_MINUTE)
 }
 
-/// The route's counts, in the deployment's store object.
+/// The route's counts, in the deployment's global object.
 struct Guard {
-    store: store::remote::RemoteStore,
+    store: store::routed::RoutedStore,
     now: i64,
 }
 
@@ -135,7 +210,7 @@ impl Guard {
     fn new(env: &Env) -> Result<Guard> {
         let now = outside::Clock::now(&outside::SystemClock);
         Ok(Guard {
-            store: assembly::object_store(env, assembly::STORE_OBJECT)?,
+            store: assembly::routed_store(env, Names::default(), Faults::default())?,
             now,
         })
     }

@@ -11,11 +11,13 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::env::setting;
+use crate::faults::Faults;
+use crate::names::Names;
 use crate::scope::{InScope, RequestScope};
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use store::StoreError;
-use store::remote::{RemoteStore, Transport};
+use store::routed::{Object, RoutedStore, Router};
 use worker::send::{SendFuture, SendWrapper};
 use worker::{
     Context, Delay, Env, Headers, Method, ObjectNamespace, Request, RequestInit, Response, Result,
@@ -23,91 +25,134 @@ use worker::{
 
 /// The Durable Object namespace binding that holds the store (wrangler.toml).
 pub(crate) const STORE_BINDING: &str = "STORE";
-/// The one object every request's store messages go to (ADR 20: one object per deployment).
-pub(crate) const STORE_OBJECT: &str = "store";
-/// In the test build, a request may name its own store object, so that tests sharing one
-/// served worker never share data.
+/// In the test build, a request may name a prefix for its objects' names, so that tests
+/// sharing one served worker never share data.
 #[cfg(feature = "test-routes")]
-const TEST_OBJECT_HEADER: &str = "x-gatehouse-test-store";
+const TEST_PREFIX_HEADER: &str = "x-gatehouse-test-store";
 
-/// The store object of this request: the deployment's one object, or in the test build (only)
-/// the one the request names.
-pub(crate) fn store_object(req: &Request) -> String {
+/// The names of this request's objects: the deployment's, or in the test build (only) those
+/// after the prefix the request names.
+pub(crate) fn names_of(req: &Request) -> Names {
     #[cfg(feature = "test-routes")]
-    if let Some(name) = req
+    if let Some(prefix) = req
         .headers()
-        .get(TEST_OBJECT_HEADER)
+        .get(TEST_PREFIX_HEADER)
         .ok()
         .flatten()
-        .filter(|name| !name.is_empty() && name.len() <= 100)
+        .filter(|p| is_plain_name(p))
     {
-        return name;
+        return Names::new(prefix);
     }
     let _ = req;
-    STORE_OBJECT.to_owned()
+    Names::default()
 }
 
-/// Sends store messages to the store object.
-#[derive(Debug)]
-struct DurableTransport {
-    namespace: SendWrapper<ObjectNamespace>,
-    object: String,
+/// Whether a test's prefix or object name is one the tests make: letters, digits, `-`, `_`,
+/// `:` (1 to 100).
+#[cfg(feature = "test-routes")]
+pub(crate) fn is_plain_name(name: &str) -> bool {
+    (1..=100).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b':')
 }
 
-/// One store message to the object; its answer's text.
-pub(crate) async fn post_to_store(
+/// Where a message to an object goes: the store operation, or one of the objects' own
+/// exchanges about the switch ([`crate::mirror`]).
+pub(crate) const OP_PATH: &str = "/op";
+
+/// One message to the object `name` at `path`, carrying `faults`; its answer's text.
+pub(crate) async fn post_to_object(
     namespace: &ObjectNamespace,
-    object: &str,
+    name: &str,
+    path: &str,
     message: String,
+    faults: &Faults,
 ) -> Result<String> {
-    let stub = namespace.get_by_name(object)?;
+    let stub = namespace.get_by_name(name)?;
+    let headers = Headers::new();
+    headers.set(crate::durable::OBJECT_HEADER, name)?;
+    for (fault, value) in faults.headers() {
+        headers.set(fault, value)?;
+    }
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
+        .with_headers(headers)
         .with_body(Some(message.into()));
-    let request = Request::new_with_init("https://store.internal/op", &init)?;
+    let request = Request::new_with_init(&format!("https://store.internal{path}"), &init)?;
     let mut answer = stub.fetch_with_request(request).await?;
     answer.text().await
 }
 
-/// Sends store messages to the object of the request being polled ([`crate::scope`]): the
+fn unreachable_object(e: &worker::Error) -> StoreError {
+    StoreError::Unavailable(format!("the store object did not answer: {e}"))
+}
+
+/// Sends store messages to the objects of the request being polled ([`crate::scope`]): the
 /// store of the app built once per isolate.
 #[derive(Debug)]
-struct ScopedTransport;
+struct ScopedRouter;
 
 #[async_trait::async_trait]
-impl Transport for ScopedTransport {
-    async fn send(&self, request: String) -> std::result::Result<String, StoreError> {
-        let Some(scope) = crate::scope::current() else {
-            return Err(StoreError::Unavailable(
-                "a store message outside every request".into(),
-            ));
+impl Router for ScopedRouter {
+    async fn send(
+        &self,
+        object: &Object,
+        request: String,
+    ) -> std::result::Result<String, StoreError> {
+        // Made in a block, so that no `Rc` of the scope is held across the await.
+        let sent = {
+            let Some(scope) = crate::scope::current() else {
+                return Err(StoreError::Unavailable(
+                    "a store message outside every request".into(),
+                ));
+            };
+            let name = scope.names.of(object);
+            SendFuture::new(async move {
+                post_to_object(&scope.namespace, &name, OP_PATH, request, &scope.faults).await
+            })
         };
-        SendFuture::new(
-            async move { post_to_store(&scope.namespace, &scope.object, request).await },
-        )
-        .await
-        .map_err(|e| StoreError::Unavailable(format!("the store object did not answer: {e}")))
+        sent.await.map_err(|e| unreachable_object(&e))
     }
+}
+
+/// Sends store messages to the objects of one set of names (the admin route's).
+#[derive(Debug)]
+pub(crate) struct DurableRouter {
+    namespace: SendWrapper<ObjectNamespace>,
+    names: Names,
+    faults: SendWrapper<Faults>,
 }
 
 #[async_trait::async_trait]
-impl Transport for DurableTransport {
-    async fn send(&self, request: String) -> std::result::Result<String, StoreError> {
+impl Router for DurableRouter {
+    async fn send(
+        &self,
+        object: &Object,
+        request: String,
+    ) -> std::result::Result<String, StoreError> {
+        let name = self.names.of(object);
         let namespace = &self.namespace.0;
-        SendFuture::new(post_to_store(namespace, &self.object, request))
-            .await
-            .map_err(|e| StoreError::Unavailable(format!("the store object did not answer: {e}")))
+        SendFuture::new(post_to_object(
+            namespace,
+            &name,
+            OP_PATH,
+            request,
+            &self.faults.0,
+        ))
+        .await
+        .map_err(|e| unreachable_object(&e))
     }
 }
 
-/// A store on the object named `object`, for the worker's own counts.
-pub(crate) fn object_store(env: &Env, object: &str) -> Result<RemoteStore> {
-    let namespace = env.durable_object(STORE_BINDING)?;
-    let transport: Arc<dyn Transport> = Arc::new(DurableTransport {
-        namespace: SendWrapper::new(namespace),
-        object: object.to_owned(),
-    });
-    Ok(RemoteStore::new(transport))
+/// The store over the objects `names` names, each message carrying `faults`.
+pub(crate) fn routed_store(env: &Env, names: Names, faults: Faults) -> Result<RoutedStore> {
+    let router = DurableRouter {
+        namespace: SendWrapper::new(env.durable_object(STORE_BINDING)?),
+        names,
+        faults: SendWrapper::new(faults),
+    };
+    Ok(RoutedStore::new(Arc::new(router)))
 }
 
 /// The admin token's variable (a secret), and its shortest length: a shorter one leaves the
@@ -229,7 +274,7 @@ fn built(
         return Err(crate::misconfigured(&problem));
     }
     let settings = settings(env).map_err(Err)?;
-    let store: Arc<dyn store::Store> = Arc::new(RemoteStore::new(Arc::new(ScopedTransport)));
+    let store: Arc<dyn store::Store> = Arc::new(RoutedStore::new(Arc::new(ScopedRouter)));
     let app = app::build(&settings, store, product).map_err(|e| {
         Err(worker::Error::RustError(format!(
             "the tools did not register: {e}"
@@ -256,7 +301,8 @@ pub(crate) async fn serve(
     };
     let scope = Rc::new(RequestScope {
         namespace: env.durable_object(STORE_BINDING)?,
-        object: store_object(&req),
+        names: names_of(&req),
+        faults: Faults::of(&req),
         ctx,
     });
     let request = into_http(req, built.max_body_bytes).await?;

@@ -1,8 +1,10 @@
-//! The Durable Object that holds the store: every store message of the deployment is one
-//! request to it. Its SQLite database is strongly consistent and the object runs one request
-//! at a time while the request does not await; [`store::remote::serve`] never awaits, so each
-//! operation (a transaction included) reads, checks and writes alone, and its writes commit
-//! together or, inside `transactionSync`, not at all (ADR 20).
+//! The Durable Object that holds a part of the store: one per workspace and one global object
+//! (ADR 51, names in [`crate::names`]); every store message is one request to one of them. Its
+//! SQLite database is strongly consistent and the object runs one request at a time while the
+//! request does not await; [`store::remote::serve`] never awaits, so each operation (a
+//! transaction included) reads, checks and writes alone, and its writes commit together or,
+//! inside `transactionSync`, not at all (ADR 20). The copy of the global switch a workspace
+//! object keeps, and the global object's fan-out of it, are [`crate::mirror`]'s.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -14,18 +16,31 @@ use wasm_bindgen::JsCast as _;
 use wasm_bindgen::prelude::{Closure, JsValue};
 use worker::{DurableObject, Env, Request, Response, Result, State, durable_object};
 
+use crate::faults::{self, Faults};
+use crate::mirror::{self, News};
+use crate::names::{Names, Role};
 use crate::sql_rows::{self, SqlRows};
 
 /// How often the object deletes expired items (they are absent to every read before that).
-const SWEEP_EVERY_MS: i64 = 60 * 60 * 1000;
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60 * 60);
+/// The header that names the object a message is for (its own name: objects are found by
+/// name, and the global object learns its deployment's prefix from it).
+pub(crate) const OBJECT_HEADER: &str = "x-gatehouse-object";
+/// A workspace object asks the global object for the switch here.
+pub(crate) const NEWS_PATH: &str = "/switch/news";
+/// The global object tells a workspace object the switch here.
+pub(crate) const COPY_PATH: &str = "/switch/copy";
+/// The global object reports its fan-out here.
+pub(crate) const STATUS_PATH: &str = "/switch/status";
 
 /// The store's Durable Object (class `StoreObject`, binding `STORE`).
 #[durable_object]
 pub struct StoreObject {
     state: State,
-    /// Whether this instance has seen the sweep alarm set: asked once per instance, not on
-    /// every write (an object runs one request at a time, so a `Cell` is enough).
-    sweep_scheduled: std::cell::Cell<bool>,
+    env: Env,
+    /// Whether this instance has seen the alarm set: asked once per instance, not on every
+    /// write (an object runs one request at a time, so a `Cell` is enough).
+    alarm_set: std::cell::Cell<bool>,
 }
 
 impl std::fmt::Debug for StoreObject {
@@ -36,18 +51,32 @@ impl std::fmt::Debug for StoreObject {
 
 type Outcome = std::result::Result<StoreAnswer, StoreError>;
 
+/// How the object serves one store message.
+struct Serving {
+    /// A workspace object that could not confirm the global switch reads it as on.
+    switch_unconfirmed: bool,
+    /// The global object numbers a write of the switch in the same transaction.
+    numbers_switch_write: bool,
+}
+
 impl StoreObject {
-    /// Runs one request inside `storage.transactionSync`: any failure while writing throws, and
-    /// the runtime rolls every write of the request back.
-    fn serve(&self, request: StoreRequest) -> Outcome {
+    /// Runs `work` inside `storage.transactionSync`: a failure while writing throws, and the
+    /// runtime rolls every write of the request back.
+    fn in_transaction<T: 'static>(
+        &self,
+        work: impl FnOnce(&worker::SqlStorage) -> std::result::Result<T, StoreError> + 'static,
+    ) -> std::result::Result<T, StoreError> {
         let sql = self.state.storage().sql();
-        let now = outside_now();
-        let outcome: Rc<RefCell<Option<Outcome>>> = Rc::default();
+        let outcome: Rc<RefCell<Option<std::result::Result<T, StoreError>>>> = Rc::default();
         let slot = Rc::clone(&outcome);
-        let work = Closure::once_into_js(move || -> std::result::Result<JsValue, JsValue> {
-            let result = store::remote::serve(&mut SqlRows { sql: &sql }, request, now);
+        let run = Closure::once_into_js(move || -> std::result::Result<JsValue, JsValue> {
+            let result = work(&sql);
             let failed_writing = matches!(&result, Err(StoreError::Unavailable(_)));
-            let message = format!("{result:?}");
+            let message = result
+                .as_ref()
+                .err()
+                .map(|e| format!("{e:?}"))
+                .unwrap_or_default();
             *slot.borrow_mut() = Some(result);
             if failed_writing {
                 // Throwing rolls back what this request wrote before the failure.
@@ -57,21 +86,242 @@ impl StoreObject {
         });
         let handle = self.state.storage();
         let storage: &JsValue = handle.as_raw().as_ref();
-        let run = js_sys::Reflect::get(storage, &JsValue::from_str("transactionSync"))
+        let transaction = js_sys::Reflect::get(storage, &JsValue::from_str("transactionSync"))
             .ok()
             .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
-        let Some(run) = run else {
+        let Some(transaction) = transaction else {
             return Err(StoreError::Unavailable(
                 "storage.transactionSync is missing".into(),
             ));
         };
-        let thrown = run.call1(storage, &work).err();
+        let thrown = transaction.call1(storage, &run).err();
         let result = outcome.borrow_mut().take();
         match (result, thrown) {
             (Some(result), _) => result,
             (None, thrown) => Err(StoreError::Unavailable(format!(
                 "the store transaction failed: {thrown:?}"
             ))),
+        }
+    }
+
+    /// Runs one store message.
+    fn serve(&self, request: StoreRequest, serving: Serving) -> Outcome {
+        let now = outside_now();
+        let writes_switch = serving.numbers_switch_write
+            && store::remote::writes_key(&request, &mirror::switch_key());
+        self.in_transaction(move |sql| {
+            let mut rows = SqlRows {
+                sql,
+                switch_unconfirmed: serving.switch_unconfirmed,
+            };
+            let answer = store::remote::serve(&mut rows, request, now)?;
+            if writes_switch {
+                mirror::written(sql)?;
+            }
+            Ok(answer)
+        })
+    }
+
+    /// A store message to this object, named `name`.
+    async fn store_message(&self, req: &Request, name: &str, text: &str) -> Outcome {
+        let request = serde_json::from_str::<StoreRequest>(text)
+            .map_err(|e| StoreError::Unavailable(format!("unreadable store message: {e}")))?;
+        let touches_switch = store::remote::keys(&request)
+            .into_iter()
+            .any(|k| *k == mirror::switch_key());
+        let mut serving = Serving {
+            switch_unconfirmed: false,
+            numbers_switch_write: false,
+        };
+        match Role::of(name) {
+            Role::Workspace(names) if touches_switch => {
+                serving.switch_unconfirmed = !self.switch_confirmed(req, name, &names).await;
+            }
+            Role::Workspace(_) => {}
+            Role::Global => serving.numbers_switch_write = true,
+        }
+        let writes = store::remote::writes(&request);
+        let outcome = self.serve(request, serving);
+        if writes {
+            self.keep_alarm_set().await;
+        }
+        outcome
+    }
+
+    /// Whether a workspace object's copy of the switch is confirmed: heard from the global
+    /// object within the bound, or asked now.
+    async fn switch_confirmed(&self, req: &Request, name: &str, names: &Names) -> bool {
+        let now = outside_now();
+        let bound = faults::number(req, faults::BOUND_SECONDS).unwrap_or(mirror::BOUND_SECONDS);
+        let sql = self.state.storage().sql();
+        if mirror::fresh(&sql, now, bound).unwrap_or(false) {
+            return true;
+        }
+        if faults::number(req, faults::GLOBAL_UNREACHABLE).is_some() {
+            return false;
+        }
+        match self.ask_global(name, names).await {
+            Ok(news) => self.take(&news).is_ok(),
+            Err(e) => {
+                tracing::warn!(error = %e, "a workspace object could not reach the global object");
+                false
+            }
+        }
+    }
+
+    /// Asks the global object for the switch; it notes that this object (`name`) keeps a copy.
+    async fn ask_global(&self, name: &str, names: &Names) -> Result<News> {
+        let namespace = self.env.durable_object(crate::assembly::STORE_BINDING)?;
+        let text = crate::assembly::post_to_object(
+            &namespace,
+            &names.global(),
+            NEWS_PATH,
+            name.to_owned(),
+            &Faults::default(),
+        )
+        .await?;
+        serde_json::from_str(&text).map_err(|e| worker::Error::RustError(e.to_string()))
+    }
+
+    fn take(&self, news: &News) -> std::result::Result<(), StoreError> {
+        let news = news.clone();
+        let now = outside_now();
+        self.in_transaction(move |sql| {
+            let mut rows = SqlRows {
+                sql,
+                switch_unconfirmed: false,
+            };
+            mirror::take(&mut rows, &news, now)
+        })
+    }
+
+    /// Sets the alarm when none is set (one alarm at a time per object): it sweeps expired
+    /// items and runs the switch's fan-out. Once this instance knows one is set, writes no
+    /// longer ask.
+    async fn keep_alarm_set(&self) {
+        let sql = self.state.storage().sql();
+        let fan_out_due = mirror::fan_out(&sql)
+            .ok()
+            .flatten()
+            .and_then(|f| f.next_run_in())
+            .is_some();
+        if fan_out_due {
+            self.set_alarm_in(0).await;
+            return;
+        }
+        if self.alarm_set.get() {
+            return;
+        }
+        let storage = self.state.storage();
+        let set = match storage.get_alarm().await {
+            Ok(Some(_)) => true,
+            Ok(None) => storage.set_alarm(SWEEP_EVERY).await.is_ok(),
+            Err(_) => false,
+        };
+        self.alarm_set.set(set);
+    }
+
+    async fn set_alarm_in(&self, seconds: i64) {
+        // An offset from now (`worker` reads a bare number as one, not as a time).
+        let offset = std::time::Duration::from_secs(seconds.max(0).unsigned_abs());
+        let set = self.state.storage().set_alarm(offset).await.is_ok();
+        self.alarm_set.set(set);
+    }
+
+    /// One run of the global object's fan-out; seconds until the next, if there is more.
+    async fn fan_out_step(&self) -> std::result::Result<Option<i64>, StoreError> {
+        let sql = self.state.storage().sql();
+        let Some(mut fan_out) = mirror::fan_out(&sql)? else {
+            return Ok(None);
+        };
+        if fan_out.done() {
+            return Ok(None);
+        }
+        let listed = !fan_out.listed_all;
+        let names = if listed {
+            mirror::copies_after(&sql, fan_out.cursor.as_deref())?
+        } else {
+            fan_out
+                .stragglers
+                .iter()
+                .take(mirror::BATCH)
+                .cloned()
+                .collect()
+        };
+        let news = mirror::news(&SqlRows {
+            sql: &sql,
+            switch_unconfirmed: false,
+        })?;
+        let told =
+            futures_util::future::join_all(names.iter().map(|name| self.tell(name, &news))).await;
+        // A later write of the switch started its own fan-out meanwhile: this one is over.
+        if mirror::fan_out(&sql)?.is_none_or(|now| now.version != fan_out.version) {
+            return Ok(Some(0));
+        }
+        let told: Vec<(String, bool)> = names.into_iter().zip(told).collect();
+        fan_out.record(&told, listed);
+        mirror::save(&sql, &fan_out)?;
+        Ok(fan_out.next_run_in())
+    }
+
+    /// Tells the workspace object `name` the switch; whether it took it.
+    async fn tell(&self, name: &str, news: &News) -> bool {
+        let Ok(message) = serde_json::to_string(news) else {
+            return false;
+        };
+        let Ok(namespace) = self.env.durable_object(crate::assembly::STORE_BINDING) else {
+            return false;
+        };
+        let answer = crate::assembly::post_to_object(
+            &namespace,
+            name,
+            COPY_PATH,
+            message,
+            &Faults::default(),
+        )
+        .await;
+        matches!(answer.as_deref(), Ok("taken"))
+    }
+
+    /// The global object's news of the switch for the object `asker`, noted as keeping a copy.
+    fn news_for(&self, asker: &str) -> std::result::Result<News, StoreError> {
+        let asker = asker.to_owned();
+        self.in_transaction(move |sql| {
+            if !asker.is_empty() {
+                mirror::note_copy(sql, &asker)?;
+            }
+            mirror::news(&SqlRows {
+                sql,
+                switch_unconfirmed: false,
+            })
+        })
+    }
+
+    /// The global object's report of its fan-out.
+    fn status(&self) -> std::result::Result<mirror::Status, StoreError> {
+        let sql = self.state.storage().sql();
+        let fan_out = mirror::fan_out(&sql)?.unwrap_or_default();
+        Ok(mirror::Status {
+            version: fan_out.version,
+            workspaces: mirror::copies(&sql)?,
+            reached: fan_out.reached,
+            done: fan_out.done() || fan_out.version == 0,
+            stragglers: fan_out.stragglers,
+            bound_seconds: mirror::BOUND_SECONDS,
+        })
+    }
+
+    /// Holds the object's input for the milliseconds a test asks (test build only).
+    async fn hold_if_asked(&self, req: &Request) {
+        let Some(ms) = faults::number(req, faults::HOLD_MS).filter(|ms| *ms > 0) else {
+            return;
+        };
+        let hold = async move {
+            worker::Delay::from(std::time::Duration::from_millis(ms as u64)).await;
+            Ok(())
+        };
+        if let Err(e) = self.state.block_concurrency_while(hold).await {
+            tracing::warn!(error = %e, "the test's hold of a store object failed");
         }
     }
 }
@@ -81,63 +331,66 @@ fn outside_now() -> i64 {
     mcp_pipeline::SystemClock.now()
 }
 
+fn answer_json<T: serde::Serialize>(value: std::result::Result<T, StoreError>) -> Result<Response> {
+    match value {
+        Ok(value) => Response::from_json(&value),
+        Err(e) => Response::error(e.to_string(), 500),
+    }
+}
+
 impl DurableObject for StoreObject {
-    fn new(state: State, _env: Env) -> Self {
+    fn new(state: State, env: Env) -> Self {
         if let Err(e) = sql_rows::create(&state.storage().sql()) {
-            worker::console_error!("store object: could not create its table: {e}");
+            worker::console_error!("store object: could not create its tables: {e}");
         }
         StoreObject {
             state,
-            sweep_scheduled: std::cell::Cell::new(false),
+            env,
+            alarm_set: std::cell::Cell::new(false),
         }
     }
 
     async fn fetch(&self, mut req: Request) -> Result<Response> {
+        let name = req
+            .headers()
+            .get(OBJECT_HEADER)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        self.hold_if_asked(&req).await;
         let text = req.text().await?;
-        let outcome = match serde_json::from_str::<StoreRequest>(&text) {
-            Ok(request) => {
-                let writes = !matches!(
-                    request,
-                    StoreRequest::Get(_) | StoreRequest::BatchGet(_) | StoreRequest::Query(_)
-                );
-                let outcome = self.serve(request);
-                if writes {
-                    self.schedule_sweep().await;
-                }
-                outcome
+        match req.path().as_str() {
+            NEWS_PATH => answer_json(self.news_for(&text)),
+            COPY_PATH => match serde_json::from_str::<News>(&text) {
+                Ok(news) => match self.take(&news) {
+                    Ok(()) => Response::ok("taken"),
+                    Err(e) => Response::error(e.to_string(), 500),
+                },
+                Err(e) => Response::error(format!("unreadable news: {e}"), 400),
+            },
+            STATUS_PATH => answer_json(self.status()),
+            _ => {
+                let outcome = self.store_message(&req, &name, &text).await;
+                Response::ok(store::remote::encode_outcome(&outcome))
             }
-            Err(e) => Err(StoreError::Unavailable(format!(
-                "unreadable store message: {e}"
-            ))),
-        };
-        Response::ok(store::remote::encode_outcome(&outcome))
+        }
     }
 
     async fn alarm(&self) -> Result<Response> {
-        // The alarm fired and is gone: the next write sets the next one.
-        self.sweep_scheduled.set(false);
+        // The alarm fired and is gone.
+        self.alarm_set.set(false);
         let deleted = sql_rows::delete_expired(&self.state.storage().sql(), outside_now())?;
-        worker::console_log!("store object: deleted {deleted} expired items");
-        Response::ok("swept")
-    }
-}
-
-impl StoreObject {
-    /// Sets the sweep alarm when none is set (one alarm at a time per object); once this
-    /// instance knows one is set, writes no longer ask.
-    async fn schedule_sweep(&self) {
-        if self.sweep_scheduled.get() {
-            return;
+        if deleted > 0 {
+            worker::console_log!("store object: deleted {deleted} expired items");
         }
-        let storage = self.state.storage();
-        let set = match storage.get_alarm().await {
-            Ok(Some(_)) => true,
-            Ok(None) => {
-                let at = worker::Date::now().as_millis() as i64 + SWEEP_EVERY_MS;
-                storage.set_alarm(at).await.is_ok()
+        match self.fan_out_step().await {
+            Ok(Some(seconds)) => self.set_alarm_in(seconds).await,
+            Ok(None) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "the switch's fan-out failed; retried in a minute");
+                self.set_alarm_in(mirror::BOUND_SECONDS).await;
             }
-            Err(_) => false,
-        };
-        self.sweep_scheduled.set(set);
+        }
+        Response::ok("done")
     }
 }

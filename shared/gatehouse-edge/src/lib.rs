@@ -31,8 +31,11 @@ mod admin;
 mod assembly;
 mod durable;
 mod env;
+mod faults;
 mod keys;
 mod logs;
+mod mirror;
+mod names;
 mod scope;
 mod sql_rows;
 
@@ -42,6 +45,8 @@ pub use durable::StoreObject;
 
 /// Where store messages are posted (the CLI with the admin token; the tests).
 const STORE_PATH: &str = "/admin/store";
+/// Where the CLI asks how far a flip of the global switch has reached.
+const SWITCH_PATH: &str = "/admin/switch";
 
 /// Answers one request of the Worker's `fetch` event for `product`.
 ///
@@ -61,7 +66,8 @@ pub async fn fetch(
             Ok(()) => Response::ok("ok"),
             Err(problem) => misconfigured(&problem),
         },
-        STORE_PATH => admin::handle(req, &env).await,
+        STORE_PATH => admin::handle(req, &env, admin::Ask::Store).await,
+        SWITCH_PATH => admin::handle(req, &env, admin::Ask::SwitchStatus).await,
         // The app checks the settings once, when it is built for the isolate.
         _ => assembly::serve(req, env, ctx, product).await,
     }

@@ -22,8 +22,10 @@ use worker::{Context, ObjectNamespace};
 pub(crate) struct RequestScope {
     /// The store objects' namespace, as this request's environment binds it.
     pub(crate) namespace: ObjectNamespace,
-    /// The store object this request's messages go to.
-    pub(crate) object: String,
+    /// The names of the objects this request's messages go to.
+    pub(crate) names: crate::names::Names,
+    /// Faults the request asks its objects for (test build only; empty otherwise).
+    pub(crate) faults: crate::faults::Faults,
     /// The request's execution context (`waitUntil`).
     pub(crate) ctx: Context,
 }

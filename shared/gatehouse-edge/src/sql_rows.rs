@@ -20,6 +20,16 @@ pub(crate) fn create(sql: &SqlStorage) -> worker::Result<()> {
         "CREATE INDEX IF NOT EXISTS items_by_expiry ON items (expires_at) WHERE expires_at IS NOT NULL",
         None,
     )?;
+    // The object's own records (crate::mirror), never a store item.
+    sql.exec(
+        "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+        None,
+    )?;
+    // In the global object: the objects that keep a copy of the switch.
+    sql.exec(
+        "CREATE TABLE IF NOT EXISTS copies (name TEXT PRIMARY KEY) WITHOUT ROWID",
+        None,
+    )?;
     Ok(())
 }
 
@@ -37,6 +47,9 @@ pub(crate) fn delete_expired(sql: &SqlStorage, now: i64) -> worker::Result<usize
 /// The rows of one store operation.
 pub(crate) struct SqlRows<'a> {
     pub(crate) sql: &'a SqlStorage,
+    /// A workspace object that could not confirm the global switch within its bound reads it
+    /// as on ([`crate::mirror`]).
+    pub(crate) switch_unconfirmed: bool,
 }
 
 #[derive(Deserialize)]
@@ -56,6 +69,9 @@ fn decode(text: &str) -> Result<Item, StoreError> {
 
 impl store::rows::Rows for SqlRows<'_> {
     fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        if self.switch_unconfirmed && *key == crate::mirror::switch_key() {
+            return Ok(Some(crate::mirror::unconfirmed()));
+        }
         let rows: Vec<Row> = self
             .sql
             .exec(

@@ -11,8 +11,12 @@ use store::remote::{RemoteStore, Transport};
 
 /// The worker's route for store messages.
 pub const STORE_PATH: &str = "/admin/store";
-/// The header (test configuration only) that picks the store object of a request.
+/// Where the CLI asks how far a flip of the global switch has reached.
+pub const SWITCH_PATH: &str = "/admin/switch";
+/// The header (test configuration only) that names the prefix of a request's store objects.
 pub const TEST_OBJECT_HEADER: &str = "x-gatehouse-test-store";
+/// The header (test configuration only) that hands every message to exactly one object.
+pub const TEST_PIN_HEADER: &str = "x-gatehouse-test-object";
 
 /// Why the store could not be reached.
 #[derive(Debug, thiserror::Error)]
@@ -35,35 +39,45 @@ pub struct Endpoint {
     pub url: String,
     /// The deployment's admin token (`GATEHOUSE_ADMIN_TOKEN`), when the route needs one.
     pub admin_token: Option<String>,
-    /// The store object, in the test configuration only.
+    /// The prefix of the store objects' names, in the test configuration only.
     pub test_object: Option<String>,
+    /// The one object every message goes to, unrouted, in the test configuration only.
+    pub test_pin: Option<String>,
 }
 
-#[derive(Debug)]
-struct HttpTransport {
-    client: http_client::HttpClient,
-    endpoint: Endpoint,
-}
+impl Endpoint {
+    /// `path` at the worker.
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.url.trim_end_matches('/'))
+    }
 
-#[async_trait::async_trait]
-impl Transport for HttpTransport {
-    async fn send(&self, request: String) -> Result<String, StoreError> {
-        let url = format!("{}{STORE_PATH}", self.endpoint.url.trim_end_matches('/'));
-        let bearer = self
-            .endpoint
-            .admin_token
-            .as_ref()
-            .map(|t| format!("Bearer {t}"));
-        let mut headers = vec![("content-type", "application/json")];
-        if let Some(bearer) = &bearer {
-            headers.push(("authorization", bearer));
+    /// The headers of every admin request: the bearer and the test configuration's.
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("content-type", "application/json".to_owned())];
+        if let Some(token) = &self.admin_token {
+            headers.push(("authorization", format!("Bearer {token}")));
         }
-        if let Some(object) = &self.endpoint.test_object {
-            headers.push((TEST_OBJECT_HEADER, object));
+        if let Some(prefix) = &self.test_object {
+            headers.push((TEST_OBJECT_HEADER, prefix.clone()));
         }
-        let answer = self
-            .client
-            .post(&url, &headers, request.into())
+        if let Some(object) = &self.test_pin {
+            headers.push((TEST_PIN_HEADER, object.clone()));
+        }
+        headers
+    }
+
+    /// Posts `body` to `path`; the answer's text, or why there is none.
+    async fn post(
+        &self,
+        client: &http_client::HttpClient,
+        path: &str,
+        body: String,
+    ) -> Result<String, StoreError> {
+        let url = self.url(path);
+        let owned = self.headers();
+        let headers: Vec<(&str, &str)> = owned.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let answer = client
+            .post(&url, &headers, body.into())
             .await
             .map_err(|e| StoreError::Unavailable(format!("{url}: {e}")))?;
         let text = String::from_utf8_lossy(&answer.body).into_owned();
@@ -77,6 +91,51 @@ impl Transport for HttpTransport {
                 "{url} answered {status}: {text}"
             ))),
         }
+    }
+}
+
+/// How far the global switch's last flip has reached the workspaces' store objects (ADR 51).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct SwitchStatus {
+    /// The flip's number (0: never flipped).
+    pub version: i64,
+    /// Workspaces listed in the deployment.
+    pub workspaces: u64,
+    /// Workspace objects told of the flip.
+    pub reached: u64,
+    /// Workspaces whose objects could not be told yet (retried with backoff).
+    pub stragglers: Vec<String>,
+    /// Every listed workspace's object has it.
+    pub done: bool,
+    /// How long a workspace object not reached may still trust its copy of the switch before
+    /// it stops its agents.
+    pub bound_seconds: i64,
+}
+
+/// Asks the worker at `endpoint` how far the global switch's last flip has reached.
+///
+/// # Errors
+///
+/// The worker could not be reached, refused, or answered something unreadable.
+pub async fn switch_status(endpoint: &Endpoint) -> Result<SwitchStatus, StoreError> {
+    let client = http_client::HttpClient::new(Duration::from_secs(30))
+        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+    let text = endpoint.post(&client, SWITCH_PATH, String::new()).await?;
+    serde_json::from_str(&text).map_err(|e| {
+        StoreError::Unavailable(format!("the worker's switch status is unreadable: {e}"))
+    })
+}
+
+#[derive(Debug)]
+struct HttpTransport {
+    client: http_client::HttpClient,
+    endpoint: Endpoint,
+}
+
+#[async_trait::async_trait]
+impl Transport for HttpTransport {
+    async fn send(&self, request: String) -> Result<String, StoreError> {
+        self.endpoint.post(&self.client, STORE_PATH, request).await
     }
 }
 

@@ -117,6 +117,10 @@ pub enum Invalid {
     /// A query limit of zero.
     #[error("query limit must be at least 1")]
     ZeroLimit,
+    /// A transaction addresses the items of two workspaces: a store split by owner (the edge's
+    /// objects, ADR 51) cannot commit it in one step, and no workspace's write names another's.
+    #[error("one transaction addresses the items of two workspaces ({0} and {1})")]
+    SpansWorkspaces(String, String),
     /// A key longer than this backend keeps (the embedded gate file's limit).
     #[error("a key of {size} bytes exceeds this store's limit of {limit}")]
     KeyTooLong {

@@ -65,6 +65,56 @@ pub fn serve(
     })
 }
 
+/// Runs one request on any `store` (a router hands a message it received on this way).
+pub async fn apply(store: &dyn Store, request: StoreRequest) -> Result<StoreAnswer, StoreError> {
+    Ok(match request {
+        StoreRequest::Get(key) => StoreAnswer::Item(store.get(&key).await?),
+        StoreRequest::BatchGet(keys) => StoreAnswer::Items(store.batch_get(&keys).await?),
+        StoreRequest::Put(put) => store.put(put).await.map(|()| StoreAnswer::Done)?,
+        StoreRequest::Update(update) => StoreAnswer::Item(Some(store.update(update).await?)),
+        StoreRequest::Delete(delete) => StoreAnswer::Item(store.delete(delete).await?),
+        StoreRequest::Query(query) => StoreAnswer::Page(store.query(query).await?),
+        StoreRequest::TransactWrite(ops) => store
+            .transact_write(ops)
+            .await
+            .map(|()| StoreAnswer::Done)?,
+    })
+}
+
+/// Whether `request` writes (anything but a read).
+pub fn writes(request: &StoreRequest) -> bool {
+    !matches!(
+        request,
+        StoreRequest::Get(_) | StoreRequest::BatchGet(_) | StoreRequest::Query(_)
+    )
+}
+
+/// The keys `request` addresses (a query: none, it reads a partition).
+pub fn keys(request: &StoreRequest) -> Vec<&Key> {
+    match request {
+        StoreRequest::Get(key) => vec![key],
+        StoreRequest::BatchGet(keys) => keys.iter().collect(),
+        StoreRequest::Put(put) => vec![&put.key],
+        StoreRequest::Update(update) => vec![&update.key],
+        StoreRequest::Delete(delete) => vec![&delete.key],
+        StoreRequest::Query(_) => Vec::new(),
+        StoreRequest::TransactWrite(ops) => ops.iter().map(TransactOp::key).collect(),
+    }
+}
+
+/// Whether `request` writes the item at `key` (a condition check only reads it).
+pub fn writes_key(request: &StoreRequest, key: &Key) -> bool {
+    match request {
+        StoreRequest::Put(put) => put.key == *key,
+        StoreRequest::Update(update) => update.key == *key,
+        StoreRequest::Delete(delete) => delete.key == *key,
+        StoreRequest::TransactWrite(ops) => ops
+            .iter()
+            .any(|op| op.key() == key && !matches!(op, TransactOp::Check(_))),
+        StoreRequest::Get(_) | StoreRequest::BatchGet(_) | StoreRequest::Query(_) => false,
+    }
+}
+
 /// Encodes the outcome of [`serve`] for the wire.
 pub fn encode_outcome(outcome: &Result<StoreAnswer, StoreError>) -> String {
     serde_json::to_string(outcome).unwrap_or_else(|e| {

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-/// The header (test configuration only) that picks the store object of a request.
+/// The header (test configuration only) that names the prefix of a request's store objects.
 pub(crate) const STORE_OBJECT_HEADER: &str = store_http::TEST_OBJECT_HEADER;
 
 /// The locally served worker's base URL, from `GATEHOUSE_TEST_EDGE_URL`. Never skipped
@@ -33,17 +33,43 @@ pub(crate) fn edge_addr(url: &str) -> SocketAddr {
         .unwrap_or_else(|e| panic!("GATEHOUSE_TEST_EDGE_URL={url} is not http://host:port: {e}"))
 }
 
-/// A store in a new, empty object of the served worker (through its `/admin/store` route, open
-/// in the test configuration), and the object's name.
+/// A store on new, empty objects of the served worker (through its `/admin/store` route, open
+/// in the test configuration), and the prefix of their names: each key goes to its workspace's
+/// object or the global one (ADR 51), as the app's own messages do.
 pub(crate) fn fresh_edge_store(url: &str) -> (Arc<dyn store::Store>, String) {
-    let object = format!("test-{}", super::store::unique_suffix());
-    let store = store_http::connect(store_http::Endpoint {
+    let prefix = format!("test-{}-", super::store::unique_suffix());
+    (edge_store(url, Some(&prefix), None), prefix)
+}
+
+/// A store whose every message goes, unrouted, to the one new object `role` names after a
+/// fresh prefix (`global`, or `t:<tenant>`), and that object's name.
+pub(crate) fn pinned_edge_store(url: &str, role: &str) -> (Arc<dyn store::Store>, String) {
+    let object = format!("test-{}-{role}", super::store::unique_suffix());
+    (edge_store(url, None, Some(&object)), object)
+}
+
+/// The store of the served worker at `url`, its objects after `prefix` or only `pin`.
+pub(crate) fn edge_store(
+    url: &str,
+    prefix: Option<&str>,
+    pin: Option<&str>,
+) -> Arc<dyn store::Store> {
+    let store = store_http::connect(edge_endpoint(url, prefix, pin)).expect("an HTTP client");
+    Arc::new(store)
+}
+
+/// The test configuration's admin endpoint of the worker at `url`.
+pub(crate) fn edge_endpoint(
+    url: &str,
+    prefix: Option<&str>,
+    pin: Option<&str>,
+) -> store_http::Endpoint {
+    store_http::Endpoint {
         url: url.to_owned(),
         admin_token: None,
-        test_object: Some(object.clone()),
-    })
-    .expect("an HTTP client");
-    (Arc::new(store), object)
+        test_object: prefix.map(str::to_owned),
+        test_pin: pin.map(str::to_owned),
+    }
 }
 
 /// Sends `head` and then `body` on a new connection to `addr` and returns what came back
@@ -83,4 +109,21 @@ pub(crate) fn administer(
         .args(["--edge-url", url])
         .env("GATEHOUSE_EDGE_ADMIN_TOKEN", token);
     crate::support::processes::succeed(&mut command, args)
+}
+
+/// Waits until the global switch's last flip has reached every listed workspace's object of
+/// `endpoint` (at most 20 s); the status then.
+pub(crate) async fn switch_reached(endpoint: &store_http::Endpoint) -> store_http::SwitchStatus {
+    let started = std::time::Instant::now();
+    loop {
+        let status = store_http::switch_status(endpoint).await.unwrap();
+        if status.done {
+            return status;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the flip did not reach every workspace object in 20 s: {status:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }

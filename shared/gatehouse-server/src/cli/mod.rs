@@ -650,6 +650,9 @@ struct OpenedStore {
     described: String,
     /// The embedded store's own handle (the same store as `store`), for its upkeep.
     embedded: Option<store_sqlite::SqliteStore>,
+    /// The edge deployment the store is reached through, for what only it answers (how far a
+    /// flip of the global switch has reached its workspaces' objects).
+    edge: Option<store_http::Endpoint>,
 }
 
 /// Whether `command` may start a new embedded store: the server, and the commands that set
@@ -713,15 +716,18 @@ async fn open_store(args: &StoreArgs, may_make: bool) -> anyhow::Result<OpenedSt
             "--edge-url needs the deployment's admin token in GATEHOUSE_EDGE_ADMIN_TOKEN \
              (the GATEHOUSE_ADMIN_TOKEN secret of the Worker: wrangler secret put GATEHOUSE_ADMIN_TOKEN)"
         );
-        let store = store_http::connect(store_http::Endpoint {
+        let endpoint = store_http::Endpoint {
             url: url.clone(),
             admin_token,
             test_object: None,
-        })?;
+            test_pin: None,
+        };
+        let store = store_http::connect(endpoint.clone())?;
         return Ok(OpenedStore {
             store: Arc::new(store),
             described: format!("the edge store of {url}"),
             embedded: None,
+            edge: Some(endpoint),
         });
     }
     if let Some(table) = &args.dynamodb_table {
@@ -730,6 +736,7 @@ async fn open_store(args: &StoreArgs, may_make: bool) -> anyhow::Result<OpenedSt
             store,
             described: format!("DynamoDB table {table}"),
             embedded: None,
+            edge: None,
         });
     }
     let file = args.data_dir().join("gatehouse.db");
@@ -751,6 +758,7 @@ async fn open_store(args: &StoreArgs, may_make: bool) -> anyhow::Result<OpenedSt
         store: Arc::new(store.clone()),
         described,
         embedded: Some(store),
+        edge: None,
     })
 }
 
@@ -869,6 +877,7 @@ async fn with_store(
         store,
         described,
         embedded,
+        edge,
     } = opened;
     let backend = if cli.store.edge_url.is_some() {
         "durable-object"
@@ -906,7 +915,15 @@ async fn with_store(
             reason,
             operator,
             json,
-        } => kill_switch(product, store, state, reason, &operator, json).await,
+        } => {
+            let flip = Flip {
+                state,
+                reason,
+                operator,
+                json,
+            };
+            kill_switch(product, store, flip, edge.as_ref()).await
+        }
         Command::AgentAccess {
             state,
             tenant,
@@ -1961,40 +1978,92 @@ async fn create_token(app: &app::App, new: NewToken) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What `kill-switch` was asked.
+struct Flip {
+    state: SwitchState,
+    reason: Option<String>,
+    operator: String,
+    json: bool,
+}
+
 async fn kill_switch(
     product: &Arc<dyn Product>,
     store: Arc<dyn store::Store>,
-    state: SwitchState,
-    reason: Option<String>,
-    operator: &str,
-    json: bool,
+    flip: Flip,
+    edge: Option<&store_http::Endpoint>,
 ) -> anyhow::Result<()> {
     let app = build(product, Arc::clone(&store), app::Settings::default())?;
-    match state {
-        SwitchState::Status => {}
-        SwitchState::On | SwitchState::Off => {
-            let reason = reason.context("--reason is required")?;
-            // The command line holds the store's own credential: it is the deployment's
-            // administrator, audited under the name given (ADR 48).
-            let on = state == SwitchState::On;
-            app.switches
-                .set_global(
-                    &cli_actor(&identity::system(), &store::MemberId::new(operator)),
-                    on,
-                    &reason,
-                )
-                .await?;
-        }
+    let flipped = matches!(flip.state, SwitchState::On | SwitchState::Off);
+    if flipped {
+        let reason = flip.reason.context("--reason is required")?;
+        // The command line holds the store's own credential: it is the deployment's
+        // administrator, audited under the name given (ADR 48).
+        let on = flip.state == SwitchState::On;
+        app.switches
+            .set_global(
+                &cli_actor(&identity::system(), &store::MemberId::new(&flip.operator)),
+                on,
+                &reason,
+            )
+            .await?;
     }
     let on = app.switches.global_on().await?;
-    if json {
-        println!("{}", json!({"kill_switch": if on { "on" } else { "off" }}));
-    } else if on {
+    // At the edge a flip reaches each workspace's object from the global one (ADR 51).
+    let reached = match edge {
+        Some(endpoint) => Some(edge_switch_reached(endpoint, flipped).await?),
+        None => None,
+    };
+    if flip.json {
+        let mut answer = json!({"kill_switch": if on { "on" } else { "off" }});
+        if let Some(status) = &reached {
+            answer["workspace_objects"] = json!({
+                "reached": status.reached,
+                "of": status.workspaces,
+                "stragglers": status.stragglers,
+            });
+        }
+        println!("{answer}");
+        return Ok(());
+    }
+    if on {
         println!("kill switch is ON: every MCP call answers 503");
     } else {
         println!("kill switch is off");
     }
+    if let Some(status) = reached {
+        println!(
+            "the switch reached {} of {} workspace objects",
+            status.reached, status.workspaces
+        );
+        if !status.stragglers.is_empty() {
+            println!(
+                "not reached yet (retried by the deployment; each stops its agents within {} s \
+                 of losing touch): {}",
+                status.bound_seconds,
+                status.stragglers.join(", ")
+            );
+        }
+    }
     Ok(())
+}
+
+/// How long the command waits for a flip to reach every workspace object.
+const EDGE_SWITCH_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How far the last flip has reached the edge deployment's workspace objects; after a flip,
+/// waits (up to [`EDGE_SWITCH_WAIT`]) for it to reach them all.
+async fn edge_switch_reached(
+    endpoint: &store_http::Endpoint,
+    flipped: bool,
+) -> anyhow::Result<store_http::SwitchStatus> {
+    let started = std::time::Instant::now();
+    loop {
+        let status = store_http::switch_status(endpoint).await?;
+        if !flipped || status.done || started.elapsed() > EDGE_SWITCH_WAIT {
+            return Ok(status);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
 
 async fn approval_mode(
