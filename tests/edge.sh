@@ -9,20 +9,22 @@
 #   tests/edge.sh dry-run  builds, then checks wrangler.toml with `wrangler deploy --dry-run`
 #                          (no account needed: nothing is uploaded)
 #   tests/edge.sh start    builds, dry-runs, then serves it in workerd (Durable Objects with
-#                          SQLite on a temporary disk) seven times, on free ports: the test build;
+#                          SQLite on a temporary disk) eight times, on free ports: the test build;
 #                          the release build configured as a deployment (admin token, every
 #                          test variable set); the test build with OAuth keys fetched from an
 #                          issuer that stalls for a minute; the release build with settings
 #                          that are wrong; the release build with a low ceiling of admin
-#                          calls; the helpdesk's release build with an admin token; and the
-#                          test build on objects no other test uses (counted in its storage);
+#                          calls; the helpdesk's release build with an admin token; the test
+#                          build on objects no other test uses (counted in its storage); and
+#                          the release build on objects of its own whose switch a test flips;
 #                          prints, for `eval`, GATEHOUSE_TEST_EDGE_URL,
 #                          GATEHOUSE_TEST_EDGE_DEPLOYED_URL, GATEHOUSE_TEST_EDGE_STALLED_KEYS_URL,
 #                          GATEHOUSE_TEST_EDGE_MISCONFIGURED_URL, GATEHOUSE_TEST_EDGE_CEILING_URL,
 #                          GATEHOUSE_TEST_EDGE_LOG, GATEHOUSE_TEST_EDGE_ADMIN_TOKEN,
 #                          GATEHOUSE_TEST_EDGE_ADMIN_CALLS_PER_MINUTE,
 #                          GATEHOUSE_TEST_EDGE_HELPDESK_URL, GATEHOUSE_TEST_EDGE_SCALE_URL,
-#                          GATEHOUSE_TEST_EDGE_SCALE_STORAGE and GATEHOUSE_EDGE_PID
+#                          GATEHOUSE_TEST_EDGE_SCALE_STORAGE, GATEHOUSE_TEST_EDGE_SWITCH_URL
+#                          and GATEHOUSE_EDGE_PID
 #
 # The toolchain comes from crates.io and npm only, cached outside the clone and keyed by
 # version (nothing depends on the cache being there):
@@ -197,7 +199,7 @@ copy_modules() {
 
 write_config() {
     local port=$1 deployed_port=$2 stalled_port=$3 misconfigured_port=$4 ceiling_port=$5
-    local helpdesk_port=$6 scale_port=$7
+    local helpdesk_port=$6 scale_port=$7 switch_port=$8
     # The test issuer's keys (tests/fixtures/oauth), as a capnp text literal.
     local jwks
     jwks=$(tr -d '\n' <tests/fixtures/oauth/jwks.json | sed 's/\\/\\\\/g; s/"/\\"/g')
@@ -220,6 +222,7 @@ const config :Workerd.Config = (
     (name = "ceiling", worker = .ceiling),
     (name = "helpdesk", worker = .helpdesk),
     (name = "scale", worker = .scale),
+    (name = "switch", worker = .switch),
     (name = "do-storage", disk = (path = "$RUN_DIR/do-storage", writable = true)),
   ],
   sockets = [
@@ -230,6 +233,7 @@ const config :Workerd.Config = (
     (name = "ceiling", address = "127.0.0.1:$ceiling_port", http = (), service = "ceiling"),
     (name = "helpdesk", address = "127.0.0.1:$helpdesk_port", http = (), service = "helpdesk"),
     (name = "scale", address = "127.0.0.1:$scale_port", http = (), service = "scale"),
+    (name = "switch", address = "127.0.0.1:$switch_port", http = (), service = "switch"),
   ],
 );
 
@@ -255,6 +259,13 @@ $(worker gatehouse gatehouse-store "$test_modules" \
 $(worker scale gatehouse-store-scale "$test_modules" \
     "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-scale-state-key-0123456789abcdef0123456789\"),
     (name = \"GATEHOUSE_CONSOLE_BASE\", text = \"https://pages.example.com/app\"),")
+
+# The release build as a deployment, on objects of its own, for the one test that flips its
+# global kill switch with the CLI (no other test's calls are stopped by it).
+$(worker switch gatehouse-store-switch "$release_modules" \
+    "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-switch-state-key-0123456789abcdef012345678\"),
+    (name = \"GATEHOUSE_CONSOLE_BASE\", text = \"https://pages.example.com/app\"),
+    (name = \"GATEHOUSE_ADMIN_TOKEN\", text = \"$ADMIN_TOKEN\"),")
 
 # OAuth with keys fetched from the issuer's URL, which stalls (tests/it/edge.rs).
 $(worker stalledKeys gatehouse-store-stalled-keys "$test_modules" \
@@ -303,15 +314,17 @@ start() {
     build
     dry_run
     local port deployed_port stalled_port misconfigured_port ceiling_port helpdesk_port scale_port
+    local switch_port
     port=$(free_port)
     scale_port=$(free_port)
+    switch_port=$(free_port)
     helpdesk_port=$(free_port)
     ceiling_port=$(free_port)
     deployed_port=$(free_port)
     stalled_port=$(free_port)
     misconfigured_port=$(free_port)
     write_config "$port" "$deployed_port" "$stalled_port" "$misconfigured_port" "$ceiling_port" \
-        "$helpdesk_port" "$scale_port"
+        "$helpdesk_port" "$scale_port" "$switch_port"
     local started=$SECONDS
     "$NPM_DIR/node_modules/.bin/workerd" serve "$RUN_DIR/config.capnp" \
         >"$RUN_DIR/workerd.log" 2>&1 &
@@ -330,6 +343,7 @@ start() {
             echo "export GATEHOUSE_TEST_EDGE_HELPDESK_URL=http://127.0.0.1:$helpdesk_port"
             echo "export GATEHOUSE_TEST_EDGE_SCALE_URL=http://127.0.0.1:$scale_port"
             echo "export GATEHOUSE_TEST_EDGE_SCALE_STORAGE=$RUN_DIR/do-storage/gatehouse-store-scale"
+            echo "export GATEHOUSE_TEST_EDGE_SWITCH_URL=http://127.0.0.1:$switch_port"
             echo "export GATEHOUSE_EDGE_PID=$pid"
             return 0
         fi

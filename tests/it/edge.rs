@@ -16,7 +16,7 @@ async fn edge() -> Option<World> {
 }
 
 /// Notes that `test` passed at the edge, for the summary `tests/run` prints.
-fn passed(test: &str) {
+pub(crate) fn passed(test: &str) {
     let file =
         std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("edge-contract-{test}.txt"));
     let _ = std::fs::write(file, format!("{test}\n"));

@@ -15,6 +15,7 @@ mod clock_skew;
 mod conformance_product;
 mod docs;
 mod edge;
+mod edge_scale;
 mod embedded_store;
 mod endpoint;
 mod gates;

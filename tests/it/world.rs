@@ -55,7 +55,7 @@ impl World {
     /// shared by every test, can take more than the deployed bound on a loaded machine, and an
     /// answer lost to the bound after its commit would read as a defect of the test's subject.
     /// The bound itself is tested in `store_faults`, under the deployed value.
-    fn settings() -> app::Settings {
+    pub(crate) fn settings() -> app::Settings {
         app::Settings {
             allowed_origins: vec!["https://app.example.com".into()],
             oauth: Some(oauth_settings()),
@@ -95,17 +95,28 @@ impl World {
 
     /// A world whose calls go over HTTP to the locally served edge worker, on a Durable Object
     /// of its own (no OAuth there: the worker accepts connection tokens only).
-    fn on_edge(mut settings: app::Settings) -> Option<World> {
+    fn on_edge(settings: app::Settings) -> Option<World> {
         let url = crate::support::edge::edge_url("tests on [edge]")?;
-        let (store, object) = crate::support::edge::fresh_edge_store(&url);
+        Some(Self::on_edge_at(&url, settings))
+    }
+
+    /// A world on the locally served worker at `url`, on objects of its own.
+    pub(crate) fn on_edge_at(url: &str, mut settings: app::Settings) -> World {
+        let (store, object) = crate::support::edge::fresh_edge_store(url);
         settings.oauth = None;
         let app = app::build(&settings, store, booking_product::Booking::shared()).unwrap();
-        Some(World {
+        World {
             app,
             backend: Backend::Edge,
             _dir: None,
-            edge: Some((crate::support::edge::edge_addr(&url), object)),
-        })
+            edge: Some((crate::support::edge::edge_addr(url), object)),
+        }
+    }
+
+    /// At the edge: the worker's URL and the prefix of this world's objects' names.
+    pub(crate) fn edge_objects(&self) -> Option<(String, &str)> {
+        let (addr, prefix) = self.edge.as_ref()?;
+        Some((format!("http://{addr}"), prefix.as_str()))
     }
 
     /// At the edge, waits until the global switch's last flip has reached every workspace's

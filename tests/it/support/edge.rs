@@ -127,3 +127,52 @@ pub(crate) async fn switch_reached(endpoint: &store_http::Endpoint) -> store_htt
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+/// The worker served on objects no other test uses, and the folder of its objects in
+/// workerd's storage (`tests/edge.sh`: `GATEHOUSE_TEST_EDGE_SCALE_URL` and `_STORAGE`).
+pub(crate) fn scale_worker(what: &str) -> Option<(String, std::path::PathBuf)> {
+    edge_url(what)?;
+    let url = std::env::var("GATEHOUSE_TEST_EDGE_SCALE_URL").expect("tests/edge.sh sets it");
+    let storage =
+        std::env::var("GATEHOUSE_TEST_EDGE_SCALE_STORAGE").expect("tests/edge.sh sets it");
+    Some((url, storage.into()))
+}
+
+/// The store objects in a folder of workerd's storage: one SQLite file each (its alarms'
+/// `metadata.sqlite` aside).
+pub(crate) fn objects_in(storage: &std::path::Path) -> usize {
+    std::fs::read_dir(storage)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.ends_with(".sqlite") && name != "metadata.sqlite"
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Holds the object of `tenant` (of the objects after `prefix` at `url`) for `millis`: a store
+/// message to it that asks it to hold its input first (test build only); returns when the
+/// hold is over.
+pub(crate) async fn hold_workspace_object(url: &str, prefix: &str, tenant: &str, millis: u64) {
+    let http = http_client::HttpClient::new(std::time::Duration::from_secs(60)).unwrap();
+    let read = store::remote::StoreRequest::Get(store::Key::new(format!("{tenant}#probe"), "x"));
+    let millis = millis.to_string();
+    let headers = [
+        ("content-type", "application/json"),
+        (store_http::TEST_OBJECT_HEADER, prefix),
+        ("x-gatehouse-test-hold-ms", millis.as_str()),
+    ];
+    let answer = http
+        .post(
+            &format!("{url}{}", store_http::STORE_PATH),
+            &headers,
+            serde_json::to_string(&read).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer.status, 200);
+}

@@ -1,0 +1,288 @@
+//! The edge at scale (ADR 51), in `workerd`: each workspace's items in a store object of its
+//! own, a busy workspace holding up no other, and the global kill switch reaching every
+//! workspace's object from the global one, with the bound after which a cut-off workspace
+//! stops its agents.
+
+use std::time::{Duration, Instant};
+
+use mcp_pipeline::Toolset;
+use serde_json::json;
+
+use crate::edge::passed;
+use crate::support::edge;
+use crate::support::store::Backend;
+use crate::world::World;
+
+fn customer(name: &str) -> serde_json::Value {
+    let email = format!("{}@example.com", name.to_lowercase().replace(' ', "."));
+    json!({"name": name, "email": email})
+}
+
+/// Five workspaces make five store objects, and the global one a sixth, counted in workerd's
+/// storage of a worker no other test uses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_each_workspace_has_a_store_object_of_its_own() {
+    let Some((url, storage)) = edge::scale_worker("objects per workspace") else {
+        return;
+    };
+    let before = edge::objects_in(&storage);
+    let world = World::on_edge_at(&url, World::settings());
+    for i in 0..5 {
+        let tenant = format!("ws{i}");
+        world.member(&tenant, "ana", "owner").await;
+        let (_, token) = world.connect(&tenant, "ana", Toolset::Full).await;
+        let made = world
+            .client(&token)
+            .call_tool("create_customer", customer(&format!("Customer {i}")))
+            .await;
+        assert!(!made.is_error(), "{}", made.text());
+    }
+    assert_eq!(
+        edge::objects_in(&storage) - before,
+        6,
+        "five workspace objects and the global one"
+    );
+    passed("edge_each_workspace_has_a_store_object_of_its_own");
+}
+
+/// While workspace A's object is held busy (a test-only fault: the object holds its input for
+/// three seconds), workspace B's call completes; A's own call waits for its object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn edge_a_busy_workspace_holds_up_no_other() {
+    let Some(world) = World::on(Backend::Edge).await else {
+        return;
+    };
+    world.member("acme", "ana", "owner").await;
+    world.member("globex", "gus", "owner").await;
+    let (_, a) = world.connect("acme", "ana", Toolset::Full).await;
+    let (_, b) = world.connect("globex", "gus", Toolset::Full).await;
+    for token in [&a, &b] {
+        let warm = world
+            .client(token)
+            .call_tool("get_server_status", json!({}))
+            .await;
+        assert!(!warm.is_error(), "{}", warm.text());
+    }
+    let (url, prefix) = world.edge_objects().expect("an edge world");
+    let prefix = prefix.to_owned();
+    let hold = tokio::spawn(async move {
+        edge::hold_workspace_object(&url, &prefix, "acme", 3000).await;
+        Instant::now()
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let call = |token: &str| {
+        let client = world.client(token);
+        async move {
+            let found = client
+                .call_tool("find_customers", json!({"query": "nobody"}))
+                .await;
+            assert!(!found.is_error(), "{}", found.text());
+            Instant::now()
+        }
+    };
+    let (a_done, b_done) = tokio::join!(call(&a), call(&b));
+    let released = hold.await.unwrap();
+    assert!(
+        b_done < released,
+        "globex's call completed while acme's object was held"
+    );
+    assert!(
+        a_done > b_done && a_done >= released,
+        "acme's call waited for its object"
+    );
+    passed("edge_a_busy_workspace_holds_up_no_other");
+}
+
+/// The global kill switch stops the next write of every one of eight workspaces once the flip
+/// has reached their objects (the command waits for that and says how many), and a write
+/// refused so leaves nothing; switched off, every workspace writes again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn edge_the_global_switch_stops_the_next_write_of_every_workspace() {
+    let Some(world) = World::on(Backend::Edge).await else {
+        return;
+    };
+    let mut clients = Vec::new();
+    for i in 0..8 {
+        let tenant = format!("ws{i}");
+        world.member(&tenant, "ana", "owner").await;
+        let (_, token) = world.connect(&tenant, "ana", Toolset::Full).await;
+        let client = world.client(&token);
+        let made = client
+            .call_tool("create_customer", customer(&format!("Before {i}")))
+            .await;
+        assert!(!made.is_error(), "{}", made.text());
+        clients.push(client);
+    }
+    let (url, prefix) = world.edge_objects().expect("an edge world");
+    let endpoint = edge::edge_endpoint(&url, Some(prefix), None);
+    let oncall = crate::support::cli_actor("system", "oncall");
+    world
+        .app
+        .switches
+        .set_global(&oncall, true, "drill")
+        .await
+        .unwrap();
+    let status = edge::switch_reached(&endpoint).await;
+    assert_eq!((status.reached, status.workspaces), (8, 8), "{status:?}");
+    for (i, client) in clients.iter().enumerate() {
+        let refused = client
+            .request(
+                "tools/call",
+                json!({"name": "create_customer", "arguments": customer(&format!("During {i}"))}),
+            )
+            .await;
+        assert_eq!(refused.status, 503, "workspace ws{i}");
+    }
+    world
+        .app
+        .switches
+        .set_global(&oncall, false, "drill over")
+        .await
+        .unwrap();
+    edge::switch_reached(&endpoint).await;
+    for (i, client) in clients.iter().enumerate() {
+        let found = client
+            .call_tool("find_customers", json!({"query": "During"}))
+            .await;
+        assert!(!found.is_error(), "{}", found.text());
+        assert_eq!(
+            found.structured()["customers"],
+            json!([]),
+            "ws{i}: the refused write left nothing"
+        );
+        let made = client
+            .call_tool("create_customer", customer(&format!("After {i}")))
+            .await;
+        assert!(!made.is_error(), "ws{i}: {}", made.text());
+    }
+    passed("edge_the_global_switch_stops_the_next_write_of_every_workspace");
+}
+
+/// A workspace object that cannot reach the global object trusts its copy of the switch for
+/// its bound only (60 s; a test-only fault shortens it): within it, calls are served (the
+/// window ADR 51 names); past it, the switch counts as on and the call is refused, writing
+/// nothing; in touch again, it is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_a_workspace_cut_off_from_the_global_object_stops_after_its_bound() {
+    let Some(world) = World::on(Backend::Edge).await else {
+        return;
+    };
+    world.member("acme", "ana", "owner").await;
+    let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
+    let first = world
+        .client(&token)
+        .call_tool("get_server_status", json!({}))
+        .await;
+    assert!(!first.is_error(), "{}", first.text());
+    let cut_off = |bound: &str| {
+        world
+            .client(&token)
+            .with_header("x-gatehouse-test-global-unreachable", "1")
+            .with_header("x-gatehouse-test-bound-seconds", bound)
+    };
+    let within = cut_off("60")
+        .call_tool("create_customer", customer("Within Bound"))
+        .await;
+    assert!(!within.is_error(), "{}", within.text());
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let past = cut_off("1")
+        .request(
+            "tools/call",
+            json!({"name": "create_customer", "arguments": customer("Past Bound")}),
+        )
+        .await;
+    assert_eq!(past.status, 503, "{}", String::from_utf8_lossy(&past.body));
+    let again = world.client(&token);
+    let found = again
+        .call_tool("find_customers", json!({"query": "Bound"}))
+        .await;
+    assert!(!found.is_error(), "{}", found.text());
+    let names: Vec<&str> = found.structured()["customers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["name"]["untrusted_text"].as_str())
+        .collect();
+    assert_eq!(names, ["Within Bound"], "the refused write left nothing");
+    passed("edge_a_workspace_cut_off_from_the_global_object_stops_after_its_bound");
+}
+
+/// `gatehouse kill-switch --edge-url` on a deployed worker (on objects of its own) waits for
+/// the flip to reach every workspace's object and says how many it reached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_flip_says_how_many_workspace_objects_have_it() {
+    let Some(_) = edge::edge_url("the switch's fan-out from the CLI") else {
+        return;
+    };
+    let url = std::env::var("GATEHOUSE_TEST_EDGE_SWITCH_URL").expect("tests/edge.sh sets it");
+    let token = std::env::var("GATEHOUSE_TEST_EDGE_ADMIN_TOKEN").expect("tests/edge.sh sets it");
+    let gatehouse = crate::support::processes::gatehouse_binary();
+    let run = |args: &[&str]| edge::administer(&gatehouse, &url, &token, args);
+    let mut agents = Vec::new();
+    let suffix = crate::support::store::unique_suffix().replace('-', "");
+    for region in ["north", "south", "east"] {
+        let tenant = format!("{region}{suffix}");
+        let tenant = tenant.as_str();
+        let mut create = crate::support::processes::ACME.to_vec();
+        let position = create.iter().position(|a| *a == "acme").expect("the id");
+        create[position] = tenant;
+        run(&create);
+        run(&[
+            "member", "set", "--tenant", tenant, "--member", "ana", "--role", "owner",
+        ]);
+        let created: serde_json::Value = serde_json::from_str(&run(&[
+            "token", "create", "--tenant", tenant, "--member", "ana", "--client", "edge", "--json",
+        ]))
+        .unwrap();
+        let agent = mcp_test_client::TestClient::http(edge::edge_addr(&url)).with_header(
+            "authorization",
+            &format!("Bearer {}", created["token"].as_str().expect("a token")),
+        );
+        let status = agent.call_tool("get_server_status", json!({})).await;
+        assert!(!status.is_error(), "{}", status.text());
+        agents.push(agent);
+    }
+    let on = run(&[
+        "kill-switch",
+        "on",
+        "--reason",
+        "drill",
+        "--operator",
+        "oncall",
+    ]);
+    let (reached, of) = reached_of(&on);
+    // Every object of the worker that keeps a copy: these three, and any an earlier run made.
+    assert!(reached == of && of >= 3, "{on}");
+    for agent in &agents {
+        let refused = agent.request("tools/list", json!({})).await;
+        assert_eq!(refused.status, 503);
+    }
+    let off = run(&[
+        "kill-switch",
+        "off",
+        "--reason",
+        "drill over",
+        "--operator",
+        "oncall",
+    ]);
+    assert_eq!(reached_of(&off), (of, of), "{off}");
+    for agent in &agents {
+        assert_eq!(agent.request("tools/list", json!({})).await.status, 200);
+    }
+    passed("the_cli_flip_says_how_many_workspace_objects_have_it");
+}
+
+/// The counts in the command's "the switch reached N of M workspace objects".
+fn reached_of(said: &str) -> (u64, u64) {
+    let line = said
+        .lines()
+        .find_map(|l| l.strip_prefix("the switch reached "))
+        .unwrap_or_else(|| panic!("no count in {said:?}"));
+    let mut words = line.split(' ');
+    let reached = words.next().and_then(|n| n.parse().ok());
+    let of = words.nth(1).and_then(|n| n.parse().ok());
+    match (reached, of) {
+        (Some(reached), Some(of)) => (reached, of),
+        _ => panic!("no count in {said:?}"),
+    }
+}
