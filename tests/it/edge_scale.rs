@@ -269,6 +269,20 @@ async fn the_cli_flip_says_how_many_workspace_objects_have_it() {
     for agent in &agents {
         assert_eq!(agent.request("tools/list", json!({})).await.status, 200);
     }
+    // The same command line writes a workspace's object out and reads it back.
+    let north = format!("north{suffix}");
+    let exported = run(&["edge", "export", "--tenant", &north]);
+    let lines = exported.lines().count();
+    assert!(
+        lines > 0 && exported.contains(&format!("\"object\":\"t:{north}\"")),
+        "{exported}"
+    );
+    let imported =
+        edge::administer_with_input(&gatehouse, &url, &token, &["edge", "import"], &exported);
+    assert!(
+        imported.contains(&format!("0 items written, {lines} already there")),
+        "{imported}"
+    );
     passed("the_cli_flip_says_how_many_workspace_objects_have_it");
 }
 
@@ -285,4 +299,123 @@ fn reached_of(said: &str) -> (u64, u64) {
         (Some(reached), Some(of)) => (reached, of),
         _ => panic!("no count in {said:?}"),
     }
+}
+
+/// The items of every object of a world at `url` after `prefix`: the global one and `tenants`'.
+async fn every_item(url: &str, prefix: &str, tenants: &[&str]) -> Vec<store::remote::ExportRow> {
+    let admin = store_http::Admin::new(edge::edge_endpoint(url, Some(prefix), None)).unwrap();
+    let mut rows = Vec::new();
+    let objects =
+        std::iter::once("global".to_owned()).chain(tenants.iter().map(|t| format!("t:{t}")));
+    for object in objects {
+        admin
+            .export(&object, |page| {
+                rows.extend(page);
+                Ok(())
+            })
+            .await
+            .unwrap();
+    }
+    rows
+}
+
+/// A workspace's objects exported from one deployment and imported into an empty one come
+/// back whole: every item with every attribute (`expires_at` included), and the workspace's
+/// agent token works there; imported again, nothing is written twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_a_deployment_is_exported_and_restored_whole() {
+    let Some(world) = World::on(Backend::Edge).await else {
+        return;
+    };
+    world.member("acme", "ana", "owner").await;
+    let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
+    let client = world.client(&token);
+    let made = client
+        .call_tool("create_customer", customer("Ada Backup"))
+        .await;
+    assert!(!made.is_error(), "{}", made.text());
+    let (url, prefix) = world.edge_objects().expect("an edge world");
+    let rows = every_item(&url, prefix, &["acme"]).await;
+    assert!(
+        rows.iter()
+            .any(|r| r.item.get(store::TTL_ATTRIBUTE).is_some()),
+        "some item expires (a rate bucket, a replay record)"
+    );
+    let restored = format!("test-{}-", crate::support::store::unique_suffix());
+    let admin = store_http::Admin::new(edge::edge_endpoint(&url, Some(&restored), None)).unwrap();
+    let imported = admin.import(rows.clone()).await.unwrap();
+    assert_eq!((imported.written, imported.present), (rows.len() as u64, 0));
+    assert_eq!(
+        every_item(&url, &restored, &["acme"]).await,
+        rows,
+        "every item, as it was"
+    );
+    let there = mcp_test_client::TestClient::http(edge::edge_addr(&url))
+        .with_routing_header(edge::STORE_OBJECT_HEADER, &restored)
+        .with_header("authorization", &format!("Bearer {token}"));
+    let found = there
+        .call_tool("find_customers", json!({"query": "Ada"}))
+        .await;
+    assert!(!found.is_error(), "{}", found.text());
+    assert_eq!(
+        found.structured()["customers"].as_array().map(Vec::len),
+        Some(1)
+    );
+    let again = admin.import(rows.clone()).await.unwrap();
+    assert_eq!((again.written, again.present), (0, rows.len() as u64));
+    passed("edge_a_deployment_is_exported_and_restored_whole");
+}
+
+/// A deployment made before ADR 51 kept every item in one object (`store`), its tokens'
+/// index items by hash alone; the move copies each item into the object it now belongs in,
+/// and the workspace's agent token works after it (its index item moving into the tenant's
+/// partition on first use).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_a_deployment_made_before_adr_51_moves_into_its_objects() {
+    let Some(world) = World::on(Backend::Edge).await else {
+        return;
+    };
+    world.member("acme", "ana", "owner").await;
+    let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
+    let made = world
+        .client(&token)
+        .call_tool("create_customer", customer("Old Layout"))
+        .await;
+    assert!(!made.is_error(), "{}", made.text());
+    let (url, prefix) = world.edge_objects().expect("an edge world");
+    // What the one object of an older deployment held: the same items, the token's index
+    // item under its hash alone.
+    let hash = identity::token::hash(&token);
+    let older = format!("test-{}-", crate::support::store::unique_suffix());
+    let one_object = edge::edge_store(&url, None, Some(&format!("{older}store")));
+    for row in every_item(&url, prefix, &["acme"]).await {
+        let mut key = store::Key::new(row.pk, row.sk);
+        if key == identity::keys::mcp_token(&store::TenantId::new("acme"), &hash) {
+            key = identity::keys::legacy_mcp_token(&hash);
+        }
+        let item = store::item_from_json(&row.item.to_string()).unwrap();
+        one_object.put(store::Put::new(key, item)).await.unwrap();
+    }
+    let there = mcp_test_client::TestClient::http(edge::edge_addr(&url))
+        .with_routing_header(edge::STORE_OBJECT_HEADER, &older)
+        .with_header("authorization", &format!("Bearer {token}"));
+    assert_eq!(
+        there.request("tools/list", json!({})).await.status,
+        401,
+        "before the move, nothing is in the objects"
+    );
+    let admin = store_http::Admin::new(edge::edge_endpoint(&url, Some(&older), None)).unwrap();
+    let (found, imported) = admin.move_from_one_object().await.unwrap();
+    assert_eq!((imported.written as usize, imported.present), (found, 0));
+    let found = there
+        .call_tool("find_customers", json!({"query": "Old Layout"}))
+        .await;
+    assert!(!found.is_error(), "{}", found.text());
+    assert_eq!(
+        found.structured()["customers"].as_array().map(Vec::len),
+        Some(1)
+    );
+    let (_, twice) = admin.move_from_one_object().await.unwrap();
+    assert_eq!(twice.written, 0, "run again, nothing is copied twice");
+    passed("edge_a_deployment_made_before_adr_51_moves_into_its_objects");
 }

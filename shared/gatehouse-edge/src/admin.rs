@@ -37,6 +37,10 @@ pub(crate) enum Ask {
     Store,
     /// `POST /admin/switch`: how far the global switch's last flip has reached.
     SwitchStatus,
+    /// `POST /admin/export`: a page of one object's items (a backup, or a move).
+    Export,
+    /// `POST /admin/import`: items, each written into its object where none is at its key.
+    Import,
 }
 
 /// The route's answer to a request.
@@ -61,9 +65,8 @@ async fn route(mut req: Request, env: &Env, ask: Ask) -> Result<Response> {
         .filter(|name| assembly::is_plain_name(name));
     let message = req.text().await?;
     match (ask, pinned) {
-        (Ask::SwitchStatus, _) => switch_status(env, &names).await,
         (Ask::Store, Some(object)) => forward_to_object(env, &object, message, &faults).await,
-        (Ask::Store, None) => forward(env, names, faults, message).await,
+        (ask, _) => answer(env, ask, names, faults, message).await,
     }
 }
 
@@ -95,15 +98,14 @@ async fn route(mut req: Request, env: &Env, ask: Ask) -> Result<Response> {
     let kind = match ask {
         Ask::Store => operation(&message),
         Ask::SwitchStatus => "switch_status".to_owned(),
+        Ask::Export => "export".to_owned(),
+        Ask::Import => "import".to_owned(),
     };
     if !guard.count_call(calls_per_minute(env)).await {
         tracing::warn!(%address, operation = %kind, "admin route: refused, the ceiling of calls per minute is reached");
         return Response::error("too many requests", 429);
     }
-    let answer = match ask {
-        Ask::Store => forward(env, Names::default(), Faults::default(), message).await,
-        Ask::SwitchStatus => switch_status(env, &Names::default()).await,
-    };
+    let answer = answer(env, ask, Names::default(), Faults::default(), message).await;
     let outcome = match &answer {
         Ok(r) if r.status_code() == 200 => "answered",
         Ok(_) => "refused",
@@ -111,6 +113,83 @@ async fn route(mut req: Request, env: &Env, ask: Ask) -> Result<Response> {
     };
     tracing::info!(%address, operation = %kind, outcome, "admin route call");
     answer
+}
+
+/// The answer to an admin request on the objects `names` names.
+async fn answer(
+    env: &Env,
+    ask: Ask,
+    names: Names,
+    faults: Faults,
+    message: String,
+) -> Result<Response> {
+    match ask {
+        Ask::Store => forward(env, names, faults, message).await,
+        Ask::SwitchStatus => switch_status(env, &names).await,
+        Ask::Export => export(env, &names, &message).await,
+        Ask::Import => import(env, &names, &message).await,
+    }
+}
+
+/// A page of one object's items.
+async fn export(env: &Env, names: &Names, message: &str) -> Result<Response> {
+    let from: store::remote::ExportFrom = match serde_json::from_str(message) {
+        Ok(from) => from,
+        Err(e) => return Response::error(format!("unreadable export request: {e}"), 400),
+    };
+    let Some(object) = names.named(&from.object) else {
+        return Response::error(
+            format!(
+                "no object {:?}: name global, t:<workspace>, or store (a deployment's one object \
+                 before ADR 51)",
+                from.object
+            ),
+            400,
+        );
+    };
+    let namespace = env.durable_object(assembly::STORE_BINDING)?;
+    let ask =
+        serde_json::to_string(&from.ask).map_err(|e| worker::Error::RustError(e.to_string()))?;
+    let text = assembly::post_to_object(
+        &namespace,
+        &object,
+        crate::durable::EXPORT_PATH,
+        ask,
+        &Faults::default(),
+    )
+    .await?;
+    json_response(text)
+}
+
+/// Writes each item into its object where none is at its key.
+async fn import(env: &Env, names: &Names, message: &str) -> Result<Response> {
+    let rows: store::remote::ImportRows = match serde_json::from_str(message) {
+        Ok(rows) => rows,
+        Err(e) => return Response::error(format!("unreadable import request: {e}"), 400),
+    };
+    if rows.rows.len() > store::remote::MOST_IMPORTED {
+        return Response::error(
+            format!(
+                "{} items in one import; send at most {} per request",
+                rows.rows.len(),
+                store::remote::MOST_IMPORTED
+            ),
+            400,
+        );
+    }
+    let store = assembly::routed_store(env, names.clone(), Faults::default())?;
+    match store::remote::import(&store, rows.rows).await {
+        Ok(imported) => Response::from_json(&imported),
+        Err(e) => Response::error(e.to_string(), 500),
+    }
+}
+
+fn json_response(text: String) -> Result<Response> {
+    let mut answer = Response::ok(text)?;
+    answer
+        .headers_mut()
+        .set("content-type", "application/json")?;
+    Ok(answer)
 }
 
 /// The global object's report of how far the switch's last flip has reached.

@@ -32,6 +32,8 @@ pub(crate) const NEWS_PATH: &str = "/switch/news";
 pub(crate) const COPY_PATH: &str = "/switch/copy";
 /// The global object reports its fan-out here.
 pub(crate) const STATUS_PATH: &str = "/switch/status";
+/// A page of the object's items, for a backup or a move (`store::remote::ExportAsk`).
+pub(crate) const EXPORT_PATH: &str = "/export";
 
 /// The store's Durable Object (class `StoreObject`, binding `STORE`).
 #[durable_object]
@@ -369,6 +371,10 @@ impl DurableObject for StoreObject {
                 Err(e) => Response::error(format!("unreadable news: {e}"), 400),
             },
             STATUS_PATH => answer_json(self.status()),
+            EXPORT_PATH => match serde_json::from_str::<store::remote::ExportAsk>(&text) {
+                Ok(ask) => answer_json(sql_rows::export(&self.state.storage().sql(), &ask)),
+                Err(e) => Response::error(format!("unreadable export ask: {e}"), 400),
+            },
             _ => {
                 let outcome = self.store_message(&req, &name, &text).await;
                 Response::ok(store::remote::encode_outcome(&outcome))

@@ -47,6 +47,10 @@ pub use durable::StoreObject;
 const STORE_PATH: &str = "/admin/store";
 /// Where the CLI asks how far a flip of the global switch has reached.
 const SWITCH_PATH: &str = "/admin/switch";
+/// Where the CLI reads a page of one object's items (a backup, a move).
+const EXPORT_PATH: &str = "/admin/export";
+/// Where the CLI writes items back, each into its object.
+const IMPORT_PATH: &str = "/admin/import";
 
 /// Answers one request of the Worker's `fetch` event for `product`.
 ///
@@ -68,6 +72,8 @@ pub async fn fetch(
         },
         STORE_PATH => admin::handle(req, &env, admin::Ask::Store).await,
         SWITCH_PATH => admin::handle(req, &env, admin::Ask::SwitchStatus).await,
+        EXPORT_PATH => admin::handle(req, &env, admin::Ask::Export).await,
+        IMPORT_PATH => admin::handle(req, &env, admin::Ask::Import).await,
         // The app checks the settings once, when it is built for the isolate.
         _ => assembly::serve(req, env, ctx, product).await,
     }

@@ -9,6 +9,8 @@ use store::routed::Object;
 const GLOBAL: &str = "global";
 /// What begins a workspace object's name after the prefix.
 const WORKSPACE: &str = "t:";
+/// The one object of a deployment made before ADR 51, which held every item.
+const BEFORE_ADR_51: &str = "store";
 
 /// The object names of one deployment (or one test).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -30,6 +32,17 @@ impl Names {
             Object::Workspace(tenant) => format!("{}{WORKSPACE}{tenant}", self.prefix),
             Object::Global => self.global(),
         }
+    }
+
+    /// The full name of the object `relative` names (`global`, `t:<tenant>`, or a deployment's
+    /// one object from before ADR 51, `store`); `None` for any other.
+    pub(crate) fn named(&self, relative: &str) -> Option<String> {
+        let known = relative == GLOBAL
+            || relative == BEFORE_ADR_51
+            || relative
+                .strip_prefix(WORKSPACE)
+                .is_some_and(|t| store::tenant_id::check(t).is_ok());
+        known.then(|| format!("{}{relative}", self.prefix))
     }
 
     /// The global object's name.

@@ -44,6 +44,47 @@ pub(crate) fn delete_expired(sql: &SqlStorage, now: i64) -> worker::Result<usize
     Ok(cursor.rows_written())
 }
 
+/// The most items one export page holds.
+pub(crate) const MOST_EXPORTED: u32 = 500;
+
+/// One page of the object's items in key order, after `ask.after` (expired items too: a
+/// backup keeps what is stored, `expires_at` with it).
+pub(crate) fn export(
+    sql: &SqlStorage,
+    ask: &store::remote::ExportAsk,
+) -> Result<store::remote::ExportPage, StoreError> {
+    let limit = ask.limit.clamp(1, MOST_EXPORTED);
+    let (pk, sk) = ask.after.clone().unwrap_or_default();
+    let rows: Vec<Row> = sql
+        .exec(
+            "SELECT pk, sk, item FROM items WHERE pk > ? OR (pk = ? AND sk > ?) \
+             ORDER BY pk, sk LIMIT ?",
+            vec![
+                pk.clone().into(),
+                pk.into(),
+                sk.into(),
+                SqlStorageValue::Integer(i64::from(limit)),
+            ],
+        )
+        .and_then(|c| c.to_array())
+        .map_err(failed)?;
+    let next = (rows.len() == limit as usize)
+        .then(|| rows.last().map(|r| (r.pk.clone(), r.sk.clone())))
+        .flatten();
+    let rows = rows
+        .into_iter()
+        .map(|r| {
+            let item = serde_json::from_str(&r.item).map_err(failed)?;
+            Ok(store::remote::ExportRow {
+                pk: r.pk,
+                sk: r.sk,
+                item,
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    Ok(store::remote::ExportPage { rows, next })
+}
+
 /// The rows of one store operation.
 pub(crate) struct SqlRows<'a> {
     pub(crate) sql: &'a SqlStorage,

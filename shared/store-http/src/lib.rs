@@ -112,18 +112,125 @@ pub struct SwitchStatus {
     pub bound_seconds: i64,
 }
 
-/// Asks the worker at `endpoint` how far the global switch's last flip has reached.
-///
-/// # Errors
-///
-/// The worker could not be reached, refused, or answered something unreadable.
-pub async fn switch_status(endpoint: &Endpoint) -> Result<SwitchStatus, StoreError> {
-    let client = http_client::HttpClient::new(Duration::from_secs(30))
-        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
-    let text = endpoint.post(&client, SWITCH_PATH, String::new()).await?;
-    serde_json::from_str(&text).map_err(|e| {
-        StoreError::Unavailable(format!("the worker's switch status is unreadable: {e}"))
-    })
+/// Where the CLI reads a page of one object's items.
+pub const EXPORT_PATH: &str = "/admin/export";
+/// Where the CLI writes items back, each into its object.
+pub const IMPORT_PATH: &str = "/admin/import";
+
+/// The edge worker's administration beside its store: the switch's fan-out, and the export
+/// and import of its objects' items (ADR 51).
+#[derive(Debug)]
+pub struct Admin {
+    client: http_client::HttpClient,
+    endpoint: Endpoint,
+}
+
+impl Admin {
+    /// The administration of the worker at `endpoint` (https, or plain http to this machine).
+    ///
+    /// # Errors
+    ///
+    /// The URL is neither, or the HTTP client cannot be made.
+    pub fn new(endpoint: Endpoint) -> Result<Admin, ConnectError> {
+        if !outside::destination::is_secure_or_loopback(&endpoint.url) {
+            return Err(ConnectError::Insecure(endpoint.url));
+        }
+        let client = http_client::HttpClient::new(Duration::from_secs(30))
+            .map_err(|e| ConnectError::Client(e.to_string()))?;
+        Ok(Admin { client, endpoint })
+    }
+
+    async fn ask<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        body: String,
+    ) -> Result<T, StoreError> {
+        let text = self.endpoint.post(&self.client, path, body).await?;
+        serde_json::from_str(&text).map_err(|e| {
+            StoreError::Unavailable(format!("{path} answered something unreadable: {e}"))
+        })
+    }
+
+    /// How far the global switch's last flip has reached the workspaces' objects.
+    ///
+    /// # Errors
+    ///
+    /// The worker could not be reached, refused, or answered something unreadable.
+    pub async fn switch_status(&self) -> Result<SwitchStatus, StoreError> {
+        self.ask(SWITCH_PATH, String::new()).await
+    }
+
+    /// Every item of the object `object` names (`global`, `t:<tenant>`, or `store`), page by
+    /// page, each page handed to `each`.
+    ///
+    /// # Errors
+    ///
+    /// The worker could not be reached or refused, or `each` failed.
+    pub async fn export(
+        &self,
+        object: &str,
+        mut each: impl FnMut(Vec<store::remote::ExportRow>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut from = store::remote::ExportFrom {
+            object: object.to_owned(),
+            ask: store::remote::ExportAsk {
+                after: None,
+                limit: 500,
+            },
+        };
+        loop {
+            let body =
+                serde_json::to_string(&from).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+            let page: store::remote::ExportPage = self.ask(EXPORT_PATH, body).await?;
+            each(page.rows)?;
+            match page.next {
+                Some(next) => from.ask.after = Some(next),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Copies every item of a deployment made before ADR 51 (its one object, `store`) into the
+    /// object it now belongs in, where no item is at its key; how many it found, and what the
+    /// import did. The old object is left as it was.
+    ///
+    /// # Errors
+    ///
+    /// The worker could not be reached or refused (what was copied before stays).
+    pub async fn move_from_one_object(
+        &self,
+    ) -> Result<(usize, store::remote::Imported), StoreError> {
+        let mut rows = Vec::new();
+        self.export("store", |page| {
+            rows.extend(page);
+            Ok(())
+        })
+        .await?;
+        let found = rows.len();
+        Ok((found, self.import(rows).await?))
+    }
+
+    /// Writes each of `rows` into the object its key belongs in, where no item is at its key.
+    ///
+    /// # Errors
+    ///
+    /// The worker could not be reached or refused (what was written before stays).
+    pub async fn import(
+        &self,
+        rows: Vec<store::remote::ExportRow>,
+    ) -> Result<store::remote::Imported, StoreError> {
+        let mut total = store::remote::Imported::default();
+        for chunk in rows.chunks(store::remote::MOST_IMPORTED) {
+            let body = serde_json::to_string(&store::remote::ImportRows {
+                rows: chunk.to_vec(),
+            })
+            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+            let done: store::remote::Imported = self.ask(IMPORT_PATH, body).await?;
+            total.written += done.written;
+            total.present += done.present;
+        }
+        Ok(total)
+    }
 }
 
 #[derive(Debug)]

@@ -115,6 +115,91 @@ pub fn writes_key(request: &StoreRequest, key: &Key) -> bool {
     }
 }
 
+/// One stored item as a backup carries it: its key and all its attributes (`expires_at`
+/// included), the item in its JSON form ([`crate::item_to_json`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportRow {
+    /// The partition key.
+    pub pk: String,
+    /// The sort key.
+    pub sk: String,
+    /// The item.
+    pub item: serde_json::Value,
+}
+
+/// What an object is asked for one page of its items, in key order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExportAsk {
+    /// The key the previous page ended at.
+    pub after: Option<(String, String)>,
+    /// At most this many items (the object caps it).
+    pub limit: u32,
+}
+
+/// What the edge's admin route is asked for a page of one object's items: the object's name
+/// within the deployment (`global`, `t:<tenant>`, or `store`, the one object of a deployment
+/// made before ADR 51) and the page.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExportFrom {
+    /// The object.
+    pub object: String,
+    /// The page.
+    #[serde(flatten)]
+    pub ask: ExportAsk,
+}
+
+/// Items to import, each into the object its key belongs in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImportRows {
+    /// The items.
+    pub rows: Vec<ExportRow>,
+}
+
+/// The most items one import message carries (each is one write to its object; a Worker
+/// invocation on the free plan makes at most 50 subrequests).
+pub const MOST_IMPORTED: usize = 40;
+
+/// One page of an object's items.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExportPage {
+    /// The items, in key order.
+    pub rows: Vec<ExportRow>,
+    /// Where the next page starts, if there is one.
+    pub next: Option<(String, String)>,
+}
+
+/// What an import did: items written, and items left as they were because their key held
+/// one already.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Imported {
+    /// Items written.
+    pub written: u64,
+    /// Items whose key held one already (left unchanged).
+    pub present: u64,
+}
+
+/// Writes each of `rows` into `store` where no item is at its key; counts both.
+///
+/// # Errors
+///
+/// A row whose item is unreadable, or a store that fails.
+pub async fn import(store: &dyn Store, rows: Vec<ExportRow>) -> Result<Imported, StoreError> {
+    let mut imported = Imported::default();
+    for row in rows {
+        let item = crate::item_from_json(&row.item.to_string()).map_err(|e| {
+            StoreError::Unavailable(format!("an unreadable item at {}/{}: {e}", row.pk, row.sk))
+        })?;
+        let put =
+            Put::new(Key::new(row.pk, row.sk), item).when(crate::Condition::item_not_exists());
+        match store.put(put).await {
+            Ok(()) => imported.written += 1,
+            Err(StoreError::ConditionFailed { .. }) => imported.present += 1,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(imported)
+}
+
 /// Encodes the outcome of [`serve`] for the wire.
 pub fn encode_outcome(outcome: &Result<StoreAnswer, StoreError>) -> String {
     serde_json::to_string(outcome).unwrap_or_else(|e| {

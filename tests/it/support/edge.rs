@@ -111,12 +111,33 @@ pub(crate) fn administer(
     crate::support::processes::succeed(&mut command, args)
 }
 
+/// [`administer`] with `input` on the command's stdin.
+pub(crate) fn administer_with_input(
+    binary: &std::path::Path,
+    url: &str,
+    token: &str,
+    args: &[&str],
+    input: &str,
+) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("stdin");
+    std::fs::write(&file, input).unwrap();
+    let mut command = std::process::Command::new(binary);
+    command
+        .args(args)
+        .args(["--edge-url", url])
+        .env("GATEHOUSE_EDGE_ADMIN_TOKEN", token)
+        .stdin(std::fs::File::open(&file).unwrap());
+    crate::support::processes::succeed(&mut command, args)
+}
+
 /// Waits until the global switch's last flip has reached every listed workspace's object of
 /// `endpoint` (at most 20 s); the status then.
 pub(crate) async fn switch_reached(endpoint: &store_http::Endpoint) -> store_http::SwitchStatus {
+    let admin = store_http::Admin::new(endpoint.clone()).unwrap();
     let started = std::time::Instant::now();
     loop {
-        let status = store_http::switch_status(endpoint).await.unwrap();
+        let status = admin.switch_status().await.unwrap();
         if status.done {
             return status;
         }

@@ -11,6 +11,7 @@ mod connection_limits;
 mod deliveries;
 mod demo;
 mod dynamo;
+mod edge;
 mod expiry;
 mod scaffold;
 mod shutdown;
@@ -98,6 +99,12 @@ enum Command {
     Demo {
         #[command(subcommand)]
         command: demo::DemoCommand,
+    },
+    /// An edge deployment's store objects (--edge-url): export them as JSON Lines, import
+    /// them back, or move a deployment made before ADR 51 into one object per workspace.
+    Edge {
+        #[command(subcommand)]
+        command: edge::EdgeCommand,
     },
     /// MCP connections and their tokens.
     Token {
@@ -910,6 +917,7 @@ async fn with_store(
         Command::Member { command } => member(product, store, command).await,
         Command::Operator { command } => operator(store, command).await,
         Command::Token { command } => token(product, store, command).await,
+        Command::Edge { command } => edge::run(edge.as_ref(), store, command).await,
         Command::KillSwitch {
             state,
             reason,
@@ -2056,9 +2064,10 @@ async fn edge_switch_reached(
     endpoint: &store_http::Endpoint,
     flipped: bool,
 ) -> anyhow::Result<store_http::SwitchStatus> {
+    let admin = store_http::Admin::new(endpoint.clone())?;
     let started = std::time::Instant::now();
     loop {
-        let status = store_http::switch_status(endpoint).await?;
+        let status = admin.switch_status().await?;
         if !flipped || status.done || started.elapsed() > EDGE_SWITCH_WAIT {
             return Ok(status);
         }
