@@ -20,6 +20,7 @@ use worker::{Env, Method, Request, Response, Result};
 use crate::assembly::{self, ADMIN_TOKEN, MIN_ADMIN_TOKEN_CHARS};
 use crate::faults::Faults;
 use crate::names::Names;
+use crate::objects::{EXPORT_PATH, STATUS_PATH, STORE_BINDING, post_to_object};
 
 /// Refused bearers from one address in one window before it waits the window out.
 pub(crate) const REFUSALS_ALLOWED: i64 = 10;
@@ -147,17 +148,10 @@ async fn export(env: &Env, names: &Names, message: &str) -> Result<Response> {
             400,
         );
     };
-    let namespace = env.durable_object(assembly::STORE_BINDING)?;
+    let namespace = env.durable_object(STORE_BINDING)?;
     let ask =
         serde_json::to_string(&from.ask).map_err(|e| worker::Error::RustError(e.to_string()))?;
-    let text = assembly::post_to_object(
-        &namespace,
-        &object,
-        crate::durable::EXPORT_PATH,
-        ask,
-        &Faults::default(),
-    )
-    .await?;
+    let text = post_to_object(&namespace, &object, EXPORT_PATH, ask, &Faults::default()).await?;
     json_response(text)
 }
 
@@ -194,11 +188,11 @@ fn json_response(text: String) -> Result<Response> {
 
 /// The global object's report of how far the switch's last flip has reached.
 async fn switch_status(env: &Env, names: &Names) -> Result<Response> {
-    let namespace = env.durable_object(assembly::STORE_BINDING)?;
-    let text = assembly::post_to_object(
+    let namespace = env.durable_object(STORE_BINDING)?;
+    let text = post_to_object(
         &namespace,
         &names.global(),
-        crate::durable::STATUS_PATH,
+        STATUS_PATH,
         String::new(),
         &Faults::default(),
     )
@@ -237,9 +231,9 @@ async fn forward_to_object(
     message: String,
     faults: &Faults,
 ) -> Result<Response> {
-    let namespace = env.durable_object(assembly::STORE_BINDING)?;
+    let namespace = env.durable_object(STORE_BINDING)?;
     let answer =
-        assembly::post_to_object(&namespace, object, assembly::OP_PATH, message, faults).await?;
+        post_to_object(&namespace, object, crate::objects::OP_PATH, message, faults).await?;
     Response::ok(answer)
 }
 

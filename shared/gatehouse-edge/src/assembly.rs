@@ -13,18 +13,15 @@ use std::sync::Arc;
 use crate::env::setting;
 use crate::faults::Faults;
 use crate::names::Names;
+use crate::objects::{OP_PATH, STORE_BINDING, post_to_object};
 use crate::scope::{InScope, RequestScope};
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, Full};
 use store::StoreError;
 use store::routed::{Object, RoutedStore, Router};
 use worker::send::{SendFuture, SendWrapper};
-use worker::{
-    Context, Delay, Env, Headers, Method, ObjectNamespace, Request, RequestInit, Response, Result,
-};
+use worker::{Context, Delay, Env, Headers, ObjectNamespace, Request, Response, Result};
 
-/// The Durable Object namespace binding that holds the store (wrangler.toml).
-pub(crate) const STORE_BINDING: &str = "STORE";
 /// In the test build, a request may name a prefix for its objects' names, so that tests
 /// sharing one served worker never share data.
 #[cfg(feature = "test-routes")]
@@ -55,33 +52,6 @@ pub(crate) fn is_plain_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b':')
-}
-
-/// Where a message to an object goes: the store operation, or one of the objects' own
-/// exchanges about the switch ([`crate::mirror`]).
-pub(crate) const OP_PATH: &str = "/op";
-
-/// One message to the object `name` at `path`, carrying `faults`; its answer's text.
-pub(crate) async fn post_to_object(
-    namespace: &ObjectNamespace,
-    name: &str,
-    path: &str,
-    message: String,
-    faults: &Faults,
-) -> Result<String> {
-    let stub = namespace.get_by_name(name)?;
-    let headers = Headers::new();
-    headers.set(crate::durable::OBJECT_HEADER, name)?;
-    for (fault, value) in faults.headers() {
-        headers.set(fault, value)?;
-    }
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post)
-        .with_headers(headers)
-        .with_body(Some(message.into()));
-    let request = Request::new_with_init(&format!("https://store.internal{path}"), &init)?;
-    let mut answer = stub.fetch_with_request(request).await?;
-    answer.text().await
 }
 
 fn unreachable_object(e: &worker::Error) -> StoreError {

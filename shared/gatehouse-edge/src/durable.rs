@@ -19,22 +19,13 @@ use worker::{DurableObject, Env, Request, Response, Result, State, durable_objec
 use crate::faults::{self, Faults};
 use crate::mirror::{self, News};
 use crate::names::{Names, Role};
+use crate::objects::{
+    COPY_PATH, EXPORT_PATH, NEWS_PATH, OBJECT_HEADER, STATUS_PATH, STORE_BINDING, post_to_object,
+};
 use crate::sql_rows::{self, SqlRows};
 
 /// How often the object deletes expired items (they are absent to every read before that).
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60 * 60);
-/// The header that names the object a message is for (its own name: objects are found by
-/// name, and the global object learns its deployment's prefix from it).
-pub(crate) const OBJECT_HEADER: &str = "x-gatehouse-object";
-/// A workspace object asks the global object for the switch here.
-pub(crate) const NEWS_PATH: &str = "/switch/news";
-/// The global object tells a workspace object the switch here.
-pub(crate) const COPY_PATH: &str = "/switch/copy";
-/// The global object reports its fan-out here.
-pub(crate) const STATUS_PATH: &str = "/switch/status";
-/// A page of the object's items, for a backup or a move (`store::remote::ExportAsk`).
-pub(crate) const EXPORT_PATH: &str = "/export";
-
 /// The store's Durable Object (class `StoreObject`, binding `STORE`).
 #[durable_object]
 pub struct StoreObject {
@@ -114,7 +105,7 @@ impl StoreObject {
         self.in_transaction(move |sql| {
             let mut rows = SqlRows {
                 sql,
-                switch_unconfirmed: serving.switch_unconfirmed,
+                switch_override: serving.switch_unconfirmed.then(mirror::unconfirmed),
             };
             let answer = store::remote::serve(&mut rows, request, now)?;
             if writes_switch {
@@ -173,8 +164,8 @@ impl StoreObject {
 
     /// Asks the global object for the switch; it notes that this object (`name`) keeps a copy.
     async fn ask_global(&self, name: &str, names: &Names) -> Result<News> {
-        let namespace = self.env.durable_object(crate::assembly::STORE_BINDING)?;
-        let text = crate::assembly::post_to_object(
+        let namespace = self.env.durable_object(STORE_BINDING)?;
+        let text = post_to_object(
             &namespace,
             &names.global(),
             NEWS_PATH,
@@ -191,7 +182,7 @@ impl StoreObject {
         self.in_transaction(move |sql| {
             let mut rows = SqlRows {
                 sql,
-                switch_unconfirmed: false,
+                switch_override: None,
             };
             mirror::take(&mut rows, &news, now)
         })
@@ -252,7 +243,7 @@ impl StoreObject {
         };
         let news = mirror::news(&SqlRows {
             sql: &sql,
-            switch_unconfirmed: false,
+            switch_override: None,
         })?;
         let told =
             futures_util::future::join_all(names.iter().map(|name| self.tell(name, &news))).await;
@@ -271,17 +262,10 @@ impl StoreObject {
         let Ok(message) = serde_json::to_string(news) else {
             return false;
         };
-        let Ok(namespace) = self.env.durable_object(crate::assembly::STORE_BINDING) else {
+        let Ok(namespace) = self.env.durable_object(STORE_BINDING) else {
             return false;
         };
-        let answer = crate::assembly::post_to_object(
-            &namespace,
-            name,
-            COPY_PATH,
-            message,
-            &Faults::default(),
-        )
-        .await;
+        let answer = post_to_object(&namespace, name, COPY_PATH, message, &Faults::default()).await;
         matches!(answer.as_deref(), Ok("taken"))
     }
 
@@ -294,7 +278,7 @@ impl StoreObject {
             }
             mirror::news(&SqlRows {
                 sql,
-                switch_unconfirmed: false,
+                switch_override: None,
             })
         })
     }

@@ -36,6 +36,7 @@ mod keys;
 mod logs;
 mod mirror;
 mod names;
+mod objects;
 mod scope;
 mod sql_rows;
 

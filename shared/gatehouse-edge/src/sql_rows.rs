@@ -88,9 +88,9 @@ pub(crate) fn export(
 /// The rows of one store operation.
 pub(crate) struct SqlRows<'a> {
     pub(crate) sql: &'a SqlStorage,
-    /// A workspace object that could not confirm the global switch within its bound reads it
-    /// as on ([`crate::mirror`]).
-    pub(crate) switch_unconfirmed: bool,
+    /// What the global switch reads as instead of the stored item: in a workspace object
+    /// that could not confirm its copy within its bound, the switch on (`crate::mirror`).
+    pub(crate) switch_override: Option<Item>,
 }
 
 #[derive(Deserialize)]
@@ -110,8 +110,10 @@ fn decode(text: &str) -> Result<Item, StoreError> {
 
 impl store::rows::Rows for SqlRows<'_> {
     fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
-        if self.switch_unconfirmed && *key == crate::mirror::switch_key() {
-            return Ok(Some(crate::mirror::unconfirmed()));
+        if let Some(item) = &self.switch_override
+            && (key.pk.as_str(), key.sk.as_str()) == store::placement::GLOBAL_SWITCH
+        {
+            return Ok(Some(item.clone()));
         }
         let rows: Vec<Row> = self
             .sql

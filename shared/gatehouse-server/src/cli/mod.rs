@@ -112,19 +112,7 @@ enum Command {
         command: TokenCommand,
     },
     /// The global kill switch: `on` stops every agent call with 503.
-    KillSwitch {
-        /// on, off or status.
-        state: SwitchState,
-        /// Why (required for on and off; audited).
-        #[arg(long)]
-        reason: Option<String>,
-        /// Who flips it (audited).
-        #[arg(long, default_value = "operator")]
-        operator: String,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    KillSwitch(Flip),
     /// The DynamoDB table: create it (with time-to-live) on a local DynamoDB-compatible server.
     Dynamodb {
         #[command(subcommand)]
@@ -918,20 +906,7 @@ async fn with_store(
         Command::Operator { command } => operator(store, command).await,
         Command::Token { command } => token(product, store, command).await,
         Command::Edge { command } => edge::run(edge.as_ref(), store, command).await,
-        Command::KillSwitch {
-            state,
-            reason,
-            operator,
-            json,
-        } => {
-            let flip = Flip {
-                state,
-                reason,
-                operator,
-                json,
-            };
-            kill_switch(product, store, flip, edge.as_ref()).await
-        }
+        Command::KillSwitch(flip) => kill_switch(product, store, flip, edge.as_ref()).await,
         Command::AgentAccess {
             state,
             tenant,
@@ -1986,11 +1961,19 @@ async fn create_token(app: &app::App, new: NewToken) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What `kill-switch` was asked.
+/// What `kill-switch` is asked.
+#[derive(Debug, clap::Args)]
 struct Flip {
+    /// on, off or status.
     state: SwitchState,
+    /// Why (required for on and off; audited).
+    #[arg(long)]
     reason: Option<String>,
+    /// Who flips it (audited).
+    #[arg(long, default_value = "operator")]
     operator: String,
+    /// Print JSON.
+    #[arg(long)]
     json: bool,
 }
 
