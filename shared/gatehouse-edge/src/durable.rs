@@ -34,6 +34,9 @@ pub struct StoreObject {
     /// Whether this instance has seen the alarm set: asked once per instance, not on every
     /// write (an object runs one request at a time, so a `Cell` is enough).
     alarm_set: std::cell::Cell<bool>,
+    /// When this workspace object last heard from the global object, as kept in its records
+    /// (read once per instance; every change goes through this instance).
+    heard_at: std::cell::Cell<Option<i64>>,
 }
 
 impl std::fmt::Debug for StoreObject {
@@ -126,9 +129,10 @@ impl StoreObject {
             switch_unconfirmed: false,
             numbers_switch_write: false,
         };
-        match Role::of(name) {
+        let role = Role::of(name);
+        match &role {
             Role::Workspace(names) if touches_switch => {
-                serving.switch_unconfirmed = !self.switch_confirmed(req, name, &names).await;
+                serving.switch_unconfirmed = !self.switch_confirmed(req, name, names).await;
             }
             Role::Workspace(_) => {}
             Role::Global => serving.numbers_switch_write = true,
@@ -136,7 +140,7 @@ impl StoreObject {
         let writes = store::remote::writes(&request);
         let outcome = self.serve(request, serving);
         if writes {
-            self.keep_alarm_set().await;
+            self.keep_alarm_set(role == Role::Global).await;
         }
         outcome
     }
@@ -146,8 +150,12 @@ impl StoreObject {
     async fn switch_confirmed(&self, req: &Request, name: &str, names: &Names) -> bool {
         let now = outside_now();
         let bound = faults::number(req, faults::BOUND_SECONDS).unwrap_or(mirror::BOUND_SECONDS);
-        let sql = self.state.storage().sql();
-        if mirror::fresh(&sql, now, bound).unwrap_or(false) {
+        let heard_at = match self.heard_at.get() {
+            Some(at) => Some(at),
+            None => mirror::heard_at(&self.state.storage().sql()).unwrap_or(None),
+        };
+        self.heard_at.set(heard_at);
+        if heard_at.is_some_and(|at| now < at + bound) {
             return true;
         }
         if faults::number(req, faults::GLOBAL_UNREACHABLE).is_some() {
@@ -185,19 +193,22 @@ impl StoreObject {
                 switch_override: None,
             };
             mirror::take(&mut rows, &news, now)
-        })
+        })?;
+        self.heard_at.set(Some(now));
+        Ok(())
     }
 
     /// Sets the alarm when none is set (one alarm at a time per object): it sweeps expired
-    /// items and runs the switch's fan-out. Once this instance knows one is set, writes no
-    /// longer ask.
-    async fn keep_alarm_set(&self) {
-        let sql = self.state.storage().sql();
-        let fan_out_due = mirror::fan_out(&sql)
-            .ok()
-            .flatten()
-            .and_then(|f| f.next_run_in())
-            .is_some();
+    /// items and, in the global object, runs the switch's fan-out (then at once). Once this
+    /// instance knows one is set, writes no longer ask.
+    async fn keep_alarm_set(&self, global: bool) {
+        // Only the global object fans the switch out.
+        let fan_out_due = global
+            && mirror::fan_out(&self.state.storage().sql())
+                .ok()
+                .flatten()
+                .and_then(|f| f.next_run_in())
+                .is_some();
         if fan_out_due {
             self.set_alarm_in(0).await;
             return;
@@ -333,6 +344,7 @@ impl DurableObject for StoreObject {
             state,
             env,
             alarm_set: std::cell::Cell::new(false),
+            heard_at: std::cell::Cell::new(None),
         }
     }
 

@@ -151,9 +151,9 @@ fn version(sql: &SqlStorage) -> Result<i64, store::StoreError> {
     Ok(number(sql, VERSION)?.unwrap_or(0))
 }
 
-/// Whether a workspace object heard from the global object less than `bound` seconds ago.
-pub(crate) fn fresh(sql: &SqlStorage, now: i64, bound: i64) -> Result<bool, store::StoreError> {
-    Ok(number(sql, HEARD_AT)?.is_some_and(|at| now < at + bound))
+/// When a workspace object last heard from the global object (never: `None`).
+pub(crate) fn heard_at(sql: &SqlStorage) -> Result<Option<i64>, store::StoreError> {
+    number(sql, HEARD_AT)
 }
 
 /// A workspace object takes `news` (unless it has a later version) and notes that it heard
