@@ -419,3 +419,54 @@ async fn edge_a_deployment_made_before_adr_51_moves_into_its_objects() {
     assert_eq!(twice.written, 0, "run again, nothing is copied twice");
     passed("edge_a_deployment_made_before_adr_51_moves_into_its_objects");
 }
+
+/// A store object deletes what expired when its alarm fires (within the hour; a test-only fault
+/// fires it at once): the expired row is gone from the object's rows, not only absent to reads,
+/// and a row that does not expire stays. Before ADR 51 the alarm was set at twice the current
+/// time, so nothing was ever swept at the edge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_expired_items_are_swept_by_the_objects_alarm() {
+    let Some(url) = edge::edge_url("the sweep of expired items") else {
+        return;
+    };
+    let prefix = format!("test-{}-", crate::support::store::unique_suffix());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let mut expired = store::Item::new();
+    expired.insert(store::TTL_ATTRIBUTE.into(), store::Value::n(now - 60));
+    let live = store::Key::new("acme#probe", "live");
+    let store = edge::edge_store(&url, Some(&prefix), None);
+    store
+        .put(store::Put::new(live.clone(), store::Item::new()))
+        .await
+        .unwrap();
+    let put = store::remote::StoreRequest::Put(store::Put::new(
+        store::Key::new("acme#probe", "expired"),
+        expired,
+    ));
+    edge::post_with_faults(&url, &prefix, &put, &[("x-gatehouse-test-sweep-now", "1")]).await;
+    let admin = store_http::Admin::new(edge::edge_endpoint(&url, Some(&prefix), None)).unwrap();
+    let started = Instant::now();
+    loop {
+        let mut keys = Vec::new();
+        admin
+            .export("t:acme", |rows| {
+                keys.extend(rows.into_iter().map(|r| r.sk));
+                Ok(())
+            })
+            .await
+            .unwrap();
+        if keys == ["live"] {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the expired row is still stored: {keys:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(store.get(&live).await.unwrap().is_some());
+    passed("edge_expired_items_are_swept_by_the_objects_alarm");
+}

@@ -139,7 +139,9 @@ impl StoreObject {
         }
         let writes = store::remote::writes(&request);
         let outcome = self.serve(request, serving);
-        if writes {
+        if writes && faults::number(req, faults::SWEEP_NOW).is_some() {
+            self.set_alarm_in(0).await;
+        } else if writes {
             self.keep_alarm_set(role == Role::Global).await;
         }
         outcome

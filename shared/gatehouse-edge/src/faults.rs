@@ -11,6 +11,9 @@ pub(crate) const HOLD_MS: &str = "x-gatehouse-test-hold-ms";
 pub(crate) const BOUND_SECONDS: &str = "x-gatehouse-test-bound-seconds";
 /// The workspace object cannot reach the global object (its asks fail).
 pub(crate) const GLOBAL_UNREACHABLE: &str = "x-gatehouse-test-global-unreachable";
+/// After this write, the object's alarm (the sweep of expired items) fires at once instead of
+/// within the hour.
+pub(crate) const SWEEP_NOW: &str = "x-gatehouse-test-sweep-now";
 
 /// The faults of one request: header names and values.
 #[derive(Debug, Clone, Default)]
@@ -21,7 +24,7 @@ impl Faults {
     pub(crate) fn of(req: &Request) -> Faults {
         #[cfg(feature = "test-routes")]
         {
-            let named = [HOLD_MS, BOUND_SECONDS, GLOBAL_UNREACHABLE]
+            let named = [HOLD_MS, BOUND_SECONDS, GLOBAL_UNREACHABLE, SWEEP_NOW]
                 .into_iter()
                 .filter_map(|name| {
                     let value = req.headers().get(name).ok().flatten()?;

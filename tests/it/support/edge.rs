@@ -197,3 +197,29 @@ pub(crate) async fn hold_workspace_object(url: &str, prefix: &str, tenant: &str,
         .unwrap();
     assert_eq!(answer.status, 200);
 }
+
+/// Posts the store message `message` to the objects after `prefix` at `url` with the test
+/// build's fault headers `faults`; the answer's text.
+pub(crate) async fn post_with_faults(
+    url: &str,
+    prefix: &str,
+    message: &store::remote::StoreRequest,
+    faults: &[(&str, &str)],
+) -> String {
+    let http = http_client::HttpClient::new(std::time::Duration::from_secs(60)).unwrap();
+    let mut headers = vec![
+        ("content-type", "application/json"),
+        (store_http::TEST_OBJECT_HEADER, prefix),
+    ];
+    headers.extend_from_slice(faults);
+    let answer = http
+        .post(
+            &format!("{url}{}", store_http::STORE_PATH),
+            &headers,
+            serde_json::to_string(message).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer.status, 200);
+    String::from_utf8_lossy(&answer.body).into_owned()
+}
