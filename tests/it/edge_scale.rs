@@ -19,13 +19,16 @@ fn customer(name: &str) -> serde_json::Value {
 }
 
 /// Five workspaces make five store objects, and the global one a sixth, counted in workerd's
-/// storage of a worker no other test uses.
+/// storage of a worker no other test uses. Tokens whose locators name workspaces that do not
+/// exist make none that holds anything: such an object is only read, so it makes no tables,
+/// asks the global object nothing and is never told of a flip (the runtime still opens an
+/// empty database for it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_each_workspace_has_a_store_object_of_its_own() {
     let Some((url, storage)) = edge::scale_worker("objects per workspace") else {
         return;
     };
-    let before = edge::objects_in(&storage);
+    let (before, empty_before) = edge::objects_in(&storage);
     let world = World::on_edge_at(&url, World::settings());
     for i in 0..5 {
         let tenant = format!("ws{i}");
@@ -37,10 +40,37 @@ async fn edge_each_workspace_has_a_store_object_of_its_own() {
             .await;
         assert!(!made.is_error(), "{}", made.text());
     }
+    // Tokens whose locators name workspaces that do not exist: refused, and the objects they
+    // name store nothing, ask the global object nothing and are not told of flips.
+    for i in 0..5 {
+        let locator = identity::token::Locator {
+            tenant: store::TenantId::new(format!("forged{i}")),
+            creator: store::MemberId::new("mallory"),
+            connection: store::ConnectionId::new("con_forged"),
+        };
+        let forged = identity::token::generate(&locator, &outside::SystemRandomness);
+        let refused = world
+            .client(&forged.secret)
+            .request("tools/list", json!({}))
+            .await;
+        assert_eq!(refused.status, 401);
+    }
+    let (after, empty_after) = edge::objects_in(&storage);
     assert_eq!(
-        edge::objects_in(&storage) - before,
+        after - before,
         6,
-        "five workspace objects and the global one"
+        "five workspace objects and the global one hold data, none a forged locator names"
+    );
+    assert!(
+        empty_after - empty_before <= 5,
+        "at most an empty database each"
+    );
+    let (url, prefix) = world.edge_objects().expect("an edge world");
+    let admin = store_http::Admin::new(edge::edge_endpoint(&url, Some(prefix), None)).unwrap();
+    assert_eq!(
+        admin.switch_status().await.unwrap().workspaces,
+        5,
+        "the global object keeps the five workspaces' objects as copies, no forged one"
     );
     passed("edge_each_workspace_has_a_store_object_of_its_own");
 }

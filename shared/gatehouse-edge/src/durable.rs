@@ -7,6 +7,7 @@
 //! object keeps, and the global object's fan-out of it, are [`crate::mirror`]'s.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use mcp_pipeline::Clock as _;
@@ -37,6 +38,9 @@ pub struct StoreObject {
     /// When this workspace object last heard from the global object, as kept in its records
     /// (read once per instance; every change goes through this instance).
     heard_at: std::cell::Cell<Option<i64>>,
+    /// Whether the object's tables exist: made by its first write, so that an object only ever
+    /// read (one a forged token's locator names) stores nothing.
+    tables: std::cell::Cell<bool>,
 }
 
 impl std::fmt::Debug for StoreObject {
@@ -100,6 +104,16 @@ impl StoreObject {
         }
     }
 
+    /// Makes the object's tables if this is its first write.
+    fn ensure_tables(&self) -> std::result::Result<(), StoreError> {
+        if !self.tables.get() {
+            sql_rows::create(&self.state.storage().sql())
+                .map_err(|e| StoreError::Unavailable(format!("the object's tables: {e}")))?;
+            self.tables.set(true);
+        }
+        Ok(())
+    }
+
     /// Runs one store message.
     fn serve(&self, request: StoreRequest, serving: Serving) -> Outcome {
         let now = outside_now();
@@ -122,6 +136,13 @@ impl StoreObject {
     async fn store_message(&self, req: &Request, name: &str, text: &str) -> Outcome {
         let request = serde_json::from_str::<StoreRequest>(text)
             .map_err(|e| StoreError::Unavailable(format!("unreadable store message: {e}")))?;
+        let writes = store::remote::writes(&request);
+        if !writes && !self.tables.get() {
+            // Never written: nothing to read, and nothing to ask the global object (objects a
+            // forged token's locator names stay like this: unnoted, storing nothing).
+            return store::remote::serve(&mut BTreeMap::new(), request, outside_now());
+        }
+        self.ensure_tables()?;
         let touches_switch = store::remote::keys(&request)
             .into_iter()
             .any(|k| *k == mirror::switch_key());
@@ -137,7 +158,6 @@ impl StoreObject {
             Role::Workspace(_) => {}
             Role::Global => serving.numbers_switch_write = true,
         }
-        let writes = store::remote::writes(&request);
         let outcome = self.serve(request, serving);
         if writes && faults::number(req, faults::SWEEP_NOW).is_some() {
             self.set_alarm_in(0).await;
@@ -187,6 +207,7 @@ impl StoreObject {
     }
 
     fn take(&self, news: &News) -> std::result::Result<(), StoreError> {
+        self.ensure_tables()?;
         let news = news.clone();
         let now = outside_now();
         self.in_transaction(move |sql| {
@@ -284,6 +305,7 @@ impl StoreObject {
 
     /// The global object's news of the switch for the object `asker`, noted as keeping a copy.
     fn news_for(&self, asker: &str) -> std::result::Result<News, StoreError> {
+        self.ensure_tables()?;
         let asker = asker.to_owned();
         self.in_transaction(move |sql| {
             if !asker.is_empty() {
@@ -339,14 +361,16 @@ fn answer_json<T: serde::Serialize>(value: std::result::Result<T, StoreError>) -
 
 impl DurableObject for StoreObject {
     fn new(state: State, env: Env) -> Self {
-        if let Err(e) = sql_rows::create(&state.storage().sql()) {
-            worker::console_error!("store object: could not create its tables: {e}");
-        }
+        let tables = sql_rows::exist(&state.storage().sql()).unwrap_or_else(|e| {
+            worker::console_error!("store object: could not read its schema: {e}");
+            false
+        });
         StoreObject {
             state,
             env,
             alarm_set: std::cell::Cell::new(false),
             heard_at: std::cell::Cell::new(None),
+            tables: std::cell::Cell::new(tables),
         }
     }
 
@@ -368,7 +392,11 @@ impl DurableObject for StoreObject {
                 },
                 Err(e) => Response::error(format!("unreadable news: {e}"), 400),
             },
+            STATUS_PATH if !self.tables.get() => answer_json(Ok(mirror::Status::none())),
             STATUS_PATH => answer_json(self.status()),
+            EXPORT_PATH if !self.tables.get() => {
+                answer_json(Ok(store::remote::ExportPage::default()))
+            }
             EXPORT_PATH => match serde_json::from_str::<store::remote::ExportAsk>(&text) {
                 Ok(ask) => answer_json(sql_rows::export(&self.state.storage().sql(), &ask)),
                 Err(e) => Response::error(format!("unreadable export ask: {e}"), 400),

@@ -111,6 +111,20 @@ pub(crate) struct Status {
     pub(crate) bound_seconds: i64,
 }
 
+impl Status {
+    /// The status of a global object never written: no flip, no copy.
+    pub(crate) fn none() -> Status {
+        Status {
+            version: 0,
+            workspaces: 0,
+            reached: 0,
+            stragglers: Vec::new(),
+            done: true,
+            bound_seconds: BOUND_SECONDS,
+        }
+    }
+}
+
 fn failed(e: impl std::fmt::Display) -> store::StoreError {
     store::StoreError::Unavailable(format!("the object's own records: {e}"))
 }

@@ -9,7 +9,18 @@ use serde::Deserialize;
 use store::{Item, Key, StoreError};
 use worker::{SqlStorage, SqlStorageValue};
 
-/// Creates the table and its index (idempotent; run when the object starts).
+/// Whether the object's tables exist (made by its first write).
+pub(crate) fn exist(sql: &SqlStorage) -> worker::Result<bool> {
+    let found: Vec<serde_json::Value> = sql
+        .exec(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'items'",
+            None,
+        )?
+        .to_array()?;
+    Ok(!found.is_empty())
+}
+
+/// Creates the tables and the index (idempotent; run before the object's first write).
 pub(crate) fn create(sql: &SqlStorage) -> worker::Result<()> {
     sql.exec(
         "CREATE TABLE IF NOT EXISTS items (pk TEXT NOT NULL, sk TEXT NOT NULL, item TEXT NOT NULL, \

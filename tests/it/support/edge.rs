@@ -159,20 +159,29 @@ pub(crate) fn scale_worker(what: &str) -> Option<(String, std::path::PathBuf)> {
     Some((url, storage.into()))
 }
 
-/// The store objects in a folder of workerd's storage: one SQLite file each (its alarms'
-/// `metadata.sqlite` aside).
-pub(crate) fn objects_in(storage: &std::path::Path) -> usize {
-    std::fs::read_dir(storage)
+/// The store objects in a folder of workerd's storage that hold data, and those that hold an
+/// empty database: one SQLite file each (its alarms' `metadata.sqlite` aside). The runtime
+/// opens an object's database when the object first runs a query, so an object that was only
+/// read holds an empty one: one 4 KB page.
+pub(crate) fn objects_in(storage: &std::path::Path) -> (usize, usize) {
+    const EMPTY_DATABASE: u64 = 4096;
+    let size = |path: &std::path::Path| std::fs::metadata(path).map_or(0, |m| m.len());
+    let sizes: Vec<u64> = std::fs::read_dir(storage)
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
-                .filter(|e| {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    name.ends_with(".sqlite") && name != "metadata.sqlite"
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.extension().is_some_and(|x| x == "sqlite")
+                        && p.file_stem().is_some_and(|s| s != "metadata")
                 })
-                .count()
+                // What a database holds may still be in its write-ahead log.
+                .map(|p| size(&p) + size(&p.with_extension("sqlite-wal")))
+                .collect()
         })
-        .unwrap_or(0)
+        .unwrap_or_default();
+    let empty = sizes.iter().filter(|s| **s <= EMPTY_DATABASE).count();
+    (sizes.len() - empty, empty)
 }
 
 /// Holds the object of `tenant` (of the objects after `prefix` at `url`) for `millis`: a store
