@@ -299,6 +299,19 @@ async fn the_cli_flip_says_how_many_workspace_objects_have_it() {
     for agent in &agents {
         assert_eq!(agent.request("tools/list", json!({})).await.status, 200);
     }
+    // The outbox is not delivered at the edge yet: the command says so instead of finding
+    // nothing due.
+    let outbox = std::process::Command::new(&gatehouse)
+        .args(["outbox", "dispatch", "--edge-url", &url])
+        .env("GATEHOUSE_EDGE_ADMIN_TOKEN", &token)
+        .output()
+        .unwrap();
+    assert!(!outbox.status.success());
+    assert!(
+        String::from_utf8_lossy(&outbox.stderr).contains("not delivered at the edge yet"),
+        "{}",
+        String::from_utf8_lossy(&outbox.stderr)
+    );
     // The same command line writes a workspace's object out and reads it back.
     let north = format!("north{suffix}");
     let exported = run(&["edge", "export", "--tenant", &north]);

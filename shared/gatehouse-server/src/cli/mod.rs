@@ -901,6 +901,10 @@ async fn with_store(
             stdio(product, store, backend, &described).await
         }
         Command::Tenant { command } => tenant(product, store, command).await,
+        Command::Outbox { .. } if edge.is_some() => Err(anyhow::anyhow!(
+            "the outbox is not delivered at the edge yet: each workspace's messages wait in its \
+             own store object, which `gatehouse outbox` does not read (ADR 51, step 4)"
+        )),
         Command::Outbox { command } => deliveries::run(store, command).await,
         Command::Member { command } => member(product, store, command).await,
         Command::Operator { command } => operator(store, command).await,
