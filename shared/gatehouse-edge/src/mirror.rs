@@ -112,15 +112,14 @@ pub(crate) struct Status {
 }
 
 impl Status {
-    /// The report of `fan_out` (the default: never flipped) to `workspaces` objects that keep
-    /// a copy.
-    pub(crate) fn of(fan_out: FanOut, workspaces: u64) -> Status {
+    /// The status of a global object never written: no flip, no copy.
+    pub(crate) fn none() -> Status {
         Status {
-            version: fan_out.version,
-            workspaces,
-            reached: fan_out.reached,
-            done: fan_out.done() || fan_out.version == 0,
-            stragglers: fan_out.stragglers,
+            version: 0,
+            workspaces: 0,
+            reached: 0,
+            stragglers: Vec::new(),
+            done: true,
             bound_seconds: BOUND_SECONDS,
         }
     }
@@ -131,12 +130,12 @@ fn failed(e: impl std::fmt::Display) -> store::StoreError {
 }
 
 #[derive(Deserialize)]
-struct MetaValue {
+struct Value1 {
     value: String,
 }
 
 fn meta(sql: &SqlStorage, name: &str) -> Result<Option<String>, store::StoreError> {
-    let rows: Vec<MetaValue> = sql
+    let rows: Vec<Value1> = sql
         .exec(
             "SELECT value FROM meta WHERE name = ?",
             vec![name.to_owned().into()],
