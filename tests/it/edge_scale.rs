@@ -194,11 +194,9 @@ async fn edge_the_global_switch_stops_the_next_write_of_every_workspace() {
 /// nothing; in touch again, it is served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_a_workspace_cut_off_from_the_global_object_stops_after_its_bound() {
-    let Some(world) = World::on(Backend::Edge).await else {
+    let Some((world, token)) = edge::acme_on_the_edge().await else {
         return;
     };
-    world.member("acme", "ana", "owner").await;
-    let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
     let first = world
         .client(&token)
         .call_tool("get_server_status", json!({}))
@@ -301,17 +299,8 @@ async fn the_cli_flip_says_how_many_workspace_objects_have_it() {
     }
     // The outbox is not delivered at the edge yet: the command says so instead of finding
     // nothing due.
-    let outbox = std::process::Command::new(&gatehouse)
-        .args(["outbox", "dispatch", "--edge-url", &url])
-        .env("GATEHOUSE_EDGE_ADMIN_TOKEN", &token)
-        .output()
-        .unwrap();
-    assert!(!outbox.status.success());
-    assert!(
-        String::from_utf8_lossy(&outbox.stderr).contains("not delivered at the edge yet"),
-        "{}",
-        String::from_utf8_lossy(&outbox.stderr)
-    );
+    let outbox = edge::administer_refused(&gatehouse, &url, Some(&token), &["outbox", "dispatch"]);
+    assert!(outbox.contains("not delivered at the edge yet"), "{outbox}");
     // The same command line writes a workspace's object out and reads it back.
     let north = format!("north{suffix}");
     let exported = run(&["edge", "export", "--tenant", &north]);
@@ -367,11 +356,9 @@ async fn every_item(url: &str, prefix: &str, tenants: &[&str]) -> Vec<store::rem
 /// agent token works there; imported again, nothing is written twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_a_deployment_is_exported_and_restored_whole() {
-    let Some(world) = World::on(Backend::Edge).await else {
+    let Some((world, token)) = edge::acme_on_the_edge().await else {
         return;
     };
-    world.member("acme", "ana", "owner").await;
-    let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
     let client = world.client(&token);
     let made = client
         .call_tool("create_customer", customer("Ada Backup"))
@@ -415,11 +402,9 @@ async fn edge_a_deployment_is_exported_and_restored_whole() {
 /// partition on first use).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_a_deployment_made_before_adr_51_moves_into_its_objects() {
-    let Some(world) = World::on(Backend::Edge).await else {
+    let Some((world, token)) = edge::acme_on_the_edge().await else {
         return;
     };
-    world.member("acme", "ana", "owner").await;
-    let (_, token) = world.connect("acme", "ana", Toolset::Full).await;
     let made = world
         .client(&token)
         .call_tool("create_customer", customer("Old Layout"))

@@ -1029,6 +1029,19 @@ async fn a_token_locator_grants_nothing(world: World) {
 }
 on_every_backend!(token_locator, a_token_locator_grants_nothing);
 
+/// Puts the item at `from` where tokens made before ADR 51 kept the index item of the token
+/// hashed `hash`.
+async fn put_as_legacy(store: &dyn store::Store, from: &store::Key, hash: &str) {
+    let item = store.get(from).await.unwrap().expect("an index item");
+    store
+        .put(store::Put::new(
+            identity::keys::legacy_mcp_token(hash),
+            item,
+        ))
+        .await
+        .unwrap();
+}
+
 /// Moves a token's index item back to where tokens made before ADR 51 kept it (by the hash
 /// alone, no mark on the connection), as a store written by an earlier release holds it.
 async fn as_made_before_adr_51(world: &World, tenant: &str, connection: &str, token: &str) {
@@ -1036,18 +1049,7 @@ async fn as_made_before_adr_51(world: &World, tenant: &str, connection: &str, to
     let tenant = store::TenantId::new(tenant);
     let hash = identity::token::hash(token);
     let index_key = identity::keys::mcp_token(&tenant, &hash);
-    let index = store
-        .get(&index_key)
-        .await
-        .unwrap()
-        .expect("the index item");
-    store
-        .put(store::Put::new(
-            identity::keys::legacy_mcp_token(&hash),
-            index,
-        ))
-        .await
-        .unwrap();
+    put_as_legacy(store.as_ref(), &index_key, &hash).await;
     store.delete(store::Delete::new(index_key)).await.unwrap();
     let connection_key = identity::keys::connection(&tenant, &store::ConnectionId::new(connection));
     store
@@ -1118,30 +1120,18 @@ pub(crate) async fn a_token_made_before_adr_51_moves_on_first_use(world: World) 
     // A legacy item under another token's hash whose connection is not its locator's.
     let other_hash = identity::token::hash(&other);
     let other_key = moved_to(&other);
-    let other_item = store.get(&other_key).await.unwrap().unwrap();
-    store
+    let removed = store
         .delete(store::Delete::new(other_key.clone()))
         .await
         .unwrap();
-    let wrong = store
-        .get(&moved_to(&token))
-        .await
-        .unwrap()
-        .expect("the first token's item");
-    store
-        .put(store::Put::new(
-            identity::keys::legacy_mcp_token(&other_hash),
-            wrong,
-        ))
-        .await
-        .unwrap();
+    assert!(removed.is_some(), "the other token's index item");
+    put_as_legacy(store.as_ref(), &moved_to(&token), &other_hash).await;
     let refused = status_of(&world, Some(&format!("Bearer {other}")), &[]).await;
     assert_eq!(refused.status, 401);
     assert!(
         store.get(&other_key).await.unwrap().is_none(),
         "nothing copied"
     );
-    drop(other_item);
 }
 on_every_backend!(
     token_made_before_adr_51,

@@ -57,7 +57,7 @@ pub(crate) async fn handle(req: Request, env: &Env, ask: Ask) -> Result<Response
 #[cfg(feature = "test-routes")]
 async fn route(mut req: Request, env: &Env, ask: Ask) -> Result<Response> {
     let names = assembly::names_of(&req);
-    let faults = crate::faults::Faults::of(&req);
+    let faults = Faults::of(&req);
     let pinned = req
         .headers()
         .get(TEST_OBJECT_HEADER)

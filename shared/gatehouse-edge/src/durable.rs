@@ -322,14 +322,7 @@ impl StoreObject {
     fn status(&self) -> std::result::Result<mirror::Status, StoreError> {
         let sql = self.state.storage().sql();
         let fan_out = mirror::fan_out(&sql)?.unwrap_or_default();
-        Ok(mirror::Status {
-            version: fan_out.version,
-            workspaces: mirror::copies(&sql)?,
-            reached: fan_out.reached,
-            done: fan_out.done() || fan_out.version == 0,
-            stragglers: fan_out.stragglers,
-            bound_seconds: mirror::BOUND_SECONDS,
-        })
+        Ok(mirror::Status::of(fan_out, mirror::copies(&sql)?))
     }
 
     /// Holds the object's input for the milliseconds a test asks (test build only).
@@ -392,7 +385,9 @@ impl DurableObject for StoreObject {
                 },
                 Err(e) => Response::error(format!("unreadable news: {e}"), 400),
             },
-            STATUS_PATH if !self.tables.get() => answer_json(Ok(mirror::Status::none())),
+            STATUS_PATH if !self.tables.get() => {
+                answer_json(Ok(mirror::Status::of(mirror::FanOut::default(), 0)))
+            }
             STATUS_PATH => answer_json(self.status()),
             EXPORT_PATH if !self.tables.get() => {
                 answer_json(Ok(store::remote::ExportPage::default()))

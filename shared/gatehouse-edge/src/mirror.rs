@@ -112,14 +112,15 @@ pub(crate) struct Status {
 }
 
 impl Status {
-    /// The status of a global object never written: no flip, no copy.
-    pub(crate) fn none() -> Status {
+    /// The report of `fan_out` (the default: never flipped) to `workspaces` objects that keep
+    /// a copy.
+    pub(crate) fn of(fan_out: FanOut, workspaces: u64) -> Status {
         Status {
-            version: 0,
-            workspaces: 0,
-            reached: 0,
-            stragglers: Vec::new(),
-            done: true,
+            version: fan_out.version,
+            workspaces,
+            reached: fan_out.reached,
+            done: fan_out.done() || fan_out.version == 0,
+            stragglers: fan_out.stragglers,
             bound_seconds: BOUND_SECONDS,
         }
     }
@@ -130,12 +131,12 @@ fn failed(e: impl std::fmt::Display) -> store::StoreError {
 }
 
 #[derive(Deserialize)]
-struct Value1 {
+struct MetaValue {
     value: String,
 }
 
 fn meta(sql: &SqlStorage, name: &str) -> Result<Option<String>, store::StoreError> {
-    let rows: Vec<Value1> = sql
+    let rows: Vec<MetaValue> = sql
         .exec(
             "SELECT value FROM meta WHERE name = ?",
             vec![name.to_owned().into()],

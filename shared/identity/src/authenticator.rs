@@ -192,6 +192,13 @@ impl McpAuthenticator {
         index_key: &store::Key,
         locator: &token::Locator,
     ) -> bool {
+        // Only a connection made before ADR 51 may have one: a locator naming no such
+        // connection (a forged one) never sends a read to what belongs to no tenant.
+        let connection = keys::connection(&locator.tenant, &locator.connection);
+        match self.store.get(&connection).await {
+            Ok(Some(stored)) if crate::connection::index_may_be_legacy(&stored) => {}
+            _ => return false,
+        }
         let legacy = keys::legacy_mcp_token(hash);
         let Ok(Some(item)) = self.store.get(&legacy).await else {
             return false;

@@ -489,6 +489,12 @@ impl ConnectionService {
 /// (ADR 51); an item without it may also have one under [`keys::legacy_mcp_token`].
 const INDEX_IN_TENANT: &str = "index_in_tenant";
 
+/// Whether the stored connection item `stored` may have its token's index item under
+/// [`keys::legacy_mcp_token`] (it was made before ADR 51).
+pub(crate) fn index_may_be_legacy(stored: &Item) -> bool {
+    stored.get(INDEX_IN_TENANT) != Some(&Value::Bool(true))
+}
+
 /// The writes that end an MCP token's index items. The tenant's item is written whether or not
 /// it exists: for a token made before ADR 51 and not yet used since, it is a tombstone, so that
 /// no later copy from the legacy item (the authenticator's, on first use) brings the token back.
@@ -500,7 +506,7 @@ fn revoke_token_index(
 ) -> Vec<TransactOp> {
     let mut ops: Vec<TransactOp> =
         vec![Update::new(keys::mcp_token(tenant, hash), revoke.clone()).into()];
-    if stored.get(INDEX_IN_TENANT) != Some(&Value::Bool(true)) {
+    if index_may_be_legacy(stored) {
         ops.push(Update::new(keys::legacy_mcp_token(hash), revoke).into());
     }
     ops

@@ -132,11 +132,7 @@ impl Admin {
     ///
     /// The URL is neither, or the HTTP client cannot be made.
     pub fn new(endpoint: Endpoint) -> Result<Admin, ConnectError> {
-        if !outside::destination::is_secure_or_loopback(&endpoint.url) {
-            return Err(ConnectError::Insecure(endpoint.url));
-        }
-        let client = http_client::HttpClient::new(Duration::from_secs(30))
-            .map_err(|e| ConnectError::Client(e.to_string()))?;
+        let client = client_for(&endpoint)?;
         Ok(Admin { client, endpoint })
     }
 
@@ -249,13 +245,19 @@ impl Transport for HttpTransport {
 /// The store behind `endpoint`. The admin token travels only over https, or plain http to
 /// this machine (a local `workerd`): any other URL is refused before anything is sent.
 pub fn connect(endpoint: Endpoint) -> Result<RemoteStore, ConnectError> {
-    if !outside::destination::is_secure_or_loopback(&endpoint.url) {
-        return Err(ConnectError::Insecure(endpoint.url));
-    }
-    let client = http_client::HttpClient::new(Duration::from_secs(30))
-        .map_err(|e| ConnectError::Client(e.to_string()))?;
+    let client = client_for(&endpoint)?;
     Ok(RemoteStore::new(Arc::new(HttpTransport {
         client,
         endpoint,
     })))
+}
+
+/// The HTTP client for `endpoint`, refused before anything is sent when its URL would carry the
+/// admin token in the clear.
+fn client_for(endpoint: &Endpoint) -> Result<http_client::HttpClient, ConnectError> {
+    if !outside::destination::is_secure_or_loopback(&endpoint.url) {
+        return Err(ConnectError::Insecure(endpoint.url.clone()));
+    }
+    http_client::HttpClient::new(Duration::from_secs(30))
+        .map_err(|e| ConnectError::Client(e.to_string()))
 }

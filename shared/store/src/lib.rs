@@ -23,6 +23,8 @@ mod request;
 pub mod routed;
 pub mod rows;
 pub mod tenant_id;
+#[cfg(test)]
+mod test_support;
 mod value;
 
 pub use bounded::{BoundedStore, Timer};

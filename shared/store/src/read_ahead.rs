@@ -142,24 +142,8 @@ impl<S: Store> Store for ReadAheadStore<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{MemoryStore, Value};
-
-    fn item(v: &str) -> Item {
-        let mut item = Item::new();
-        item.insert("v".into(), Value::s(v));
-        item
-    }
-
-    /// The memory store never waits, so polling until ready is enough here.
-    fn block_on<F: Future>(work: F) -> F::Output {
-        let mut work = std::pin::pin!(work);
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        loop {
-            if let Poll::Ready(out) = work.as_mut().poll(&mut cx) {
-                return out;
-            }
-        }
-    }
+    use crate::MemoryStore;
+    use crate::test_support::{block_on, item};
 
     #[test]
     fn reads_in_scope_are_served_and_others_are_not() {

@@ -215,13 +215,12 @@ impl Store for RoutedStore {
 #[cfg(test)]
 mod tests {
     use std::collections::{BTreeMap, HashMap};
-    use std::future::Future;
     use std::sync::Mutex;
-    use std::task::{Context, Poll};
 
     use super::*;
     use crate::remote::{StoreRequest, encode_outcome, serve};
-    use crate::{Condition, ConditionCheck, Value};
+    use crate::test_support::{block_on, item};
+    use crate::{Condition, ConditionCheck};
 
     /// Objects held in memory, each served as the edge's object serves it; every message
     /// recorded with its object.
@@ -254,23 +253,6 @@ mod tests {
         fn sent(&self) -> Vec<Object> {
             std::mem::take(&mut *self.sent.lock().unwrap())
         }
-    }
-
-    /// The objects here never wait, so polling until ready is enough.
-    fn block_on<F: Future>(work: F) -> F::Output {
-        let mut work = std::pin::pin!(work);
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        loop {
-            if let Poll::Ready(out) = work.as_mut().poll(&mut cx) {
-                return out;
-            }
-        }
-    }
-
-    fn item(v: &str) -> Item {
-        let mut item = Item::new();
-        item.insert("v".into(), Value::s(v));
-        item
     }
 
     fn workspace(t: &str) -> Object {

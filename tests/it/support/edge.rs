@@ -232,3 +232,33 @@ pub(crate) async fn post_with_faults(
     assert_eq!(answer.status, 200);
     String::from_utf8_lossy(&answer.body).into_owned()
 }
+
+/// A world on the edge worker with the workspace acme, its owner ana, and a connection of
+/// ana's with the full toolset; the connection's token.
+pub(crate) async fn acme_on_the_edge() -> Option<(crate::world::World, String)> {
+    let world = crate::world::World::on(super::store::Backend::Edge).await?;
+    world.member("acme", "ana", "owner").await;
+    let (_, token) = world
+        .connect("acme", "ana", mcp_pipeline::Toolset::Full)
+        .await;
+    Some((world, token))
+}
+
+/// Runs `binary` with `args` on the worker at `url` (with the admin `token`, or none at all);
+/// it must fail; its stderr.
+pub(crate) fn administer_refused(
+    binary: &std::path::Path,
+    url: &str,
+    token: Option<&str>,
+    args: &[&str],
+) -> String {
+    let mut command = std::process::Command::new(binary);
+    command.args(args).args(["--edge-url", url]);
+    match token {
+        Some(token) => command.env("GATEHOUSE_EDGE_ADMIN_TOKEN", token),
+        None => command.env_remove("GATEHOUSE_EDGE_ADMIN_TOKEN"),
+    };
+    let output = command.output().unwrap();
+    assert!(!output.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
