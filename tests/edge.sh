@@ -23,8 +23,9 @@
 #                          GATEHOUSE_TEST_EDGE_LOG, GATEHOUSE_TEST_EDGE_ADMIN_TOKEN,
 #                          GATEHOUSE_TEST_EDGE_ADMIN_CALLS_PER_MINUTE,
 #                          GATEHOUSE_TEST_EDGE_HELPDESK_URL, GATEHOUSE_TEST_EDGE_SCALE_URL,
-#                          GATEHOUSE_TEST_EDGE_SCALE_STORAGE, GATEHOUSE_TEST_EDGE_SWITCH_URL
-#                          and GATEHOUSE_EDGE_PID
+#                          GATEHOUSE_TEST_EDGE_SCALE_STORAGE, GATEHOUSE_TEST_EDGE_SWITCH_URL,
+#                          GATEHOUSE_TEST_EDGE_OUTBOX_URL, GATEHOUSE_TEST_EDGE_WEBHOOK_PORT,
+#                          GATEHOUSE_TEST_EDGE_WEBHOOK_SECRET and GATEHOUSE_EDGE_PID
 #
 # The toolchain comes from crates.io and npm only, cached outside the clone and keyed by
 # version (nothing depends on the cache being there):
@@ -151,6 +152,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # The workerd configuration: the built modules, the store's Durable Object class with SQLite,
 # its storage on a disk folder, and the test settings.
 ADMIN_TOKEN=edge-test-admin-token-0123456789abcdef0123456789
+WEBHOOK_SECRET=edge-test-webhook-secret-0123456789abcdef012345
 # The ceiling worker's admin calls per minute (tests/it/edge.rs floods past it).
 ADMIN_CALLS_PER_MINUTE=400
 
@@ -199,7 +201,7 @@ copy_modules() {
 
 write_config() {
     local port=$1 deployed_port=$2 stalled_port=$3 misconfigured_port=$4 ceiling_port=$5
-    local helpdesk_port=$6 scale_port=$7 switch_port=$8
+    local helpdesk_port=$6 scale_port=$7 switch_port=$8 outbox_port=$9 webhook_port=${10}
     # The test issuer's keys (tests/fixtures/oauth), as a capnp text literal.
     local jwks
     jwks=$(tr -d '\n' <tests/fixtures/oauth/jwks.json | sed 's/\\/\\\\/g; s/"/\\"/g')
@@ -223,6 +225,8 @@ const config :Workerd.Config = (
     (name = "helpdesk", worker = .helpdesk),
     (name = "scale", worker = .scale),
     (name = "switch", worker = .switch),
+    (name = "outbox", worker = .outbox),
+    (name = "loopback", network = (allow = ["local"])),
     (name = "do-storage", disk = (path = "$RUN_DIR/do-storage", writable = true)),
   ],
   sockets = [
@@ -234,6 +238,7 @@ const config :Workerd.Config = (
     (name = "helpdesk", address = "127.0.0.1:$helpdesk_port", http = (), service = "helpdesk"),
     (name = "scale", address = "127.0.0.1:$scale_port", http = (), service = "scale"),
     (name = "switch", address = "127.0.0.1:$switch_port", http = (), service = "switch"),
+    (name = "outbox", address = "127.0.0.1:$outbox_port", http = (), service = "outbox"),
   ],
 );
 
@@ -267,6 +272,17 @@ $(worker switch gatehouse-store-switch "$release_modules" \
     (name = \"GATEHOUSE_CONSOLE_BASE\", text = \"https://pages.example.com/app\"),
     (name = \"GATEHOUSE_ADMIN_TOKEN\", text = \"$ADMIN_TOKEN\"),")
 
+# The test build delivering its outbox to a webhook receiver the test starts on this machine
+# (its outbound requests may reach loopback addresses), retrying a second apart; no other
+# test uses it (tests/it/edge_scale.rs).
+$(worker outbox gatehouse-store-outbox "$test_modules" \
+    "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-outbox-state-key-0123456789abcdef01234567\"),
+    (name = \"GATEHOUSE_CONSOLE_BASE\", text = \"https://pages.example.com/app\"),
+    (name = \"GATEHOUSE_WEBHOOK_URL\", text = \"http://127.0.0.1:$webhook_port/hooks/gatehouse\"),
+    (name = \"GATEHOUSE_WEBHOOK_SECRET\", text = \"$WEBHOOK_SECRET\"),
+    (name = \"GATEHOUSE_TEST_OUTBOX_RETRY_SECONDS\", text = \"1\")," \
+    'globalOutbound = "loopback",')
+
 # OAuth with keys fetched from the issuer's URL, which stalls (tests/it/edge.rs).
 $(worker stalledKeys gatehouse-store-stalled-keys "$test_modules" \
     "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-stalled-state-key-0123456789abcdef01234567\"),
@@ -291,7 +307,8 @@ $(worker deployed gatehouse-store-deployed "$release_modules" \
     (name = \"GATEHOUSE_CONSOLE_BASE\", text = \"https://pages.example.com/app\"),
     (name = \"GATEHOUSE_ADMIN_TOKEN\", text = \"$ADMIN_TOKEN\"),
     (name = \"GATEHOUSE_TEST_ROUTES\", text = \"1\"),
-    (name = \"GATEHOUSE_TEST_PANIC_TOOL\", text = \"1\"),")
+    (name = \"GATEHOUSE_TEST_PANIC_TOOL\", text = \"1\"),
+    (name = \"GATEHOUSE_TEST_OUTBOX_RETRY_SECONDS\", text = \"1\"),")
 
 # The same with a low ceiling of admin calls per minute, on objects of its own, for the test
 # that floods past it without holding the deployed worker's administration up.
@@ -314,17 +331,19 @@ start() {
     build
     dry_run
     local port deployed_port stalled_port misconfigured_port ceiling_port helpdesk_port scale_port
-    local switch_port
+    local switch_port outbox_port webhook_port
     port=$(free_port)
     scale_port=$(free_port)
     switch_port=$(free_port)
+    outbox_port=$(free_port)
+    webhook_port=$(free_port)
     helpdesk_port=$(free_port)
     ceiling_port=$(free_port)
     deployed_port=$(free_port)
     stalled_port=$(free_port)
     misconfigured_port=$(free_port)
     write_config "$port" "$deployed_port" "$stalled_port" "$misconfigured_port" "$ceiling_port" \
-        "$helpdesk_port" "$scale_port" "$switch_port"
+        "$helpdesk_port" "$scale_port" "$switch_port" "$outbox_port" "$webhook_port"
     local started=$SECONDS
     "$NPM_DIR/node_modules/.bin/workerd" serve "$RUN_DIR/config.capnp" \
         >"$RUN_DIR/workerd.log" 2>&1 &
@@ -344,6 +363,9 @@ start() {
             echo "export GATEHOUSE_TEST_EDGE_SCALE_URL=http://127.0.0.1:$scale_port"
             echo "export GATEHOUSE_TEST_EDGE_SCALE_STORAGE=$RUN_DIR/do-storage/gatehouse-store-scale"
             echo "export GATEHOUSE_TEST_EDGE_SWITCH_URL=http://127.0.0.1:$switch_port"
+            echo "export GATEHOUSE_TEST_EDGE_OUTBOX_URL=http://127.0.0.1:$outbox_port"
+            echo "export GATEHOUSE_TEST_EDGE_WEBHOOK_PORT=$webhook_port"
+            echo "export GATEHOUSE_TEST_EDGE_WEBHOOK_SECRET=$WEBHOOK_SECRET"
             echo "export GATEHOUSE_EDGE_PID=$pid"
             return 0
         fi

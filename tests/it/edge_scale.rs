@@ -1,15 +1,17 @@
 //! The edge at scale (ADR 51), in `workerd`: each workspace's items in a store object of its
 //! own, a busy workspace holding up no other, and the global kill switch reaching every
 //! workspace's object from the global one, with the bound after which a cut-off workspace
-//! stops its agents.
+//! stops its agents; each workspace object delivering its own outbox.
 
 use std::time::{Duration, Instant};
 
 use mcp_pipeline::Toolset;
+use outbox_format::Status;
 use serde_json::json;
 
 use crate::edge::passed;
 use crate::support::edge;
+use crate::support::receiver::{Answer, Receiver};
 use crate::support::store::Backend;
 use crate::world::World;
 
@@ -297,10 +299,10 @@ async fn the_cli_flip_says_how_many_workspace_objects_have_it() {
     for agent in &agents {
         assert_eq!(agent.request("tools/list", json!({})).await.status, 200);
     }
-    // The outbox is not delivered at the edge yet: the command says so instead of finding
-    // nothing due.
+    // The edge's objects deliver their own messages: the outbox command says it does not
+    // reach them instead of finding nothing due.
     let outbox = edge::administer_refused(&gatehouse, &url, Some(&token), &["outbox", "dispatch"]);
-    assert!(outbox.contains("not delivered at the edge yet"), "{outbox}");
+    assert!(outbox.contains("delivers its own messages"), "{outbox}");
     // The same command line writes a workspace's object out and reads it back.
     let north = format!("north{suffix}");
     let exported = run(&["edge", "export", "--tenant", &north]);
@@ -499,4 +501,107 @@ async fn edge_expired_items_are_swept_by_the_objects_alarm() {
     }
     assert!(store.get(&live).await.unwrap().is_some());
     passed("edge_expired_items_are_swept_by_the_objects_alarm");
+}
+
+/// The requests the receiver got for the message `key`, once `count` of them came (or 20 s).
+async fn deliveries_of(
+    receiver: &Receiver,
+    key: &store::Key,
+    count: usize,
+) -> Vec<crate::support::receiver::Received> {
+    let id = key.sk.as_str();
+    let of_key = || -> Vec<_> {
+        receiver
+            .received()
+            .into_iter()
+            .filter(|r| r.headers["idempotency-key"].ends_with(id))
+            .collect()
+    };
+    let started = Instant::now();
+    while of_key().len() < count && started.elapsed() < Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    of_key()
+}
+
+/// The message at `key` once it is in `status` (or 20 s).
+async fn message_once(world: &World, key: &store::Key, status: Status) -> outbox_format::Message {
+    let started = Instant::now();
+    loop {
+        let message = crate::outbox::message(world, key).await;
+        if message.status == status || started.elapsed() > Duration::from_secs(20) {
+            return message;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A notify action confirmed at the edge reaches the webhook once, signed, sent by its
+/// workspace object's alarm (nothing else runs a dispatcher there); a message the receiver
+/// keeps failing is tried three times a second apart (the test build's retries) under one
+/// idempotency key and ends a dead letter, and nothing is sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_a_confirmed_message_is_delivered_once_and_a_failing_one_ends_dead() {
+    let what = "edge_a_confirmed_message_is_delivered_once_and_a_failing_one_ends_dead";
+    let Some((url, port, secret)) = edge::outbox_worker(what) else {
+        return;
+    };
+    let receiver = Receiver::start_at(port, vec![]).await;
+    let world = World::on_edge_at(&url, World::settings());
+    let first = crate::outbox::one_message(&world).await;
+    let got = deliveries_of(&receiver, &first, 1).await;
+    assert_eq!(got.len(), 1, "the confirmed message reaches the receiver");
+    let sent = message_once(&world, &first, Status::Sent).await;
+    assert_eq!(sent.status, Status::Sent);
+    let delivery = &got[0];
+    assert_eq!(delivery.headers["idempotency-key"], sent.idempotency_key());
+    assert_eq!(delivery.headers["gatehouse-attempt"], "1");
+    let body: serde_json::Value = serde_json::from_str(&delivery.body).unwrap();
+    assert_eq!(body["to"], "ada@example.com");
+    let signed = &delivery.headers["gatehouse-signature"];
+    let t: i64 = signed
+        .split(',')
+        .next()
+        .and_then(|p| p.strip_prefix("t="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        *signed,
+        outbox::signature(secret.as_bytes(), t, delivery.body.as_bytes())
+    );
+
+    receiver.answer_next(vec![Answer::Status(500); 10]);
+    crate::outbox::queue_one_more(&world).await;
+    let page = world
+        .app
+        .store
+        .query(store::Query::partition("acme#outbox"))
+        .await
+        .unwrap();
+    let second = page
+        .items
+        .iter()
+        .map(|(k, _)| k.clone())
+        .find(|k| *k != first)
+        .expect("a second message");
+    let dead = message_once(&world, &second, Status::Dead).await;
+    assert_eq!(dead.status, Status::Dead, "{dead:?}");
+    assert_eq!(dead.attempts, 3);
+    // Three seconds more: no further attempt, and the first message is not sent again.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let tries = deliveries_of(&receiver, &second, 3).await;
+    let attempts: Vec<&str> = tries
+        .iter()
+        .map(|r| r.headers["gatehouse-attempt"].as_str())
+        .collect();
+    assert_eq!(attempts, ["1", "2", "3"]);
+    assert!(
+        tries
+            .iter()
+            .all(|r| r.headers["idempotency-key"] == dead.idempotency_key())
+    );
+    assert_eq!(deliveries_of(&receiver, &first, 1).await.len(), 1);
+    assert_eq!(receiver.received().len(), 4);
+    passed(what);
 }

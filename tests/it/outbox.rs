@@ -20,7 +20,7 @@ use crate::world::World;
 const SECRET: &[u8] = b"a webhook secret of at least 32 bytes";
 
 /// Confirms a booking over MCP, which queues one message to its customer; returns its key.
-async fn one_message(world: &World) -> store::Key {
+pub(crate) async fn one_message(world: &World) -> store::Key {
     one_message_with_credentials(world).await.0
 }
 
@@ -53,7 +53,7 @@ async fn one_message_with_credentials(world: &World) -> (store::Key, [String; 2]
     (page.items[0].0.clone(), [token, confirm_token.to_owned()])
 }
 
-async fn message(world: &World, key: &store::Key) -> Message {
+pub(crate) async fn message(world: &World, key: &store::Key) -> Message {
     let item = world.app.store.get(key).await.unwrap().unwrap();
     Message::read(key, &item).unwrap()
 }
@@ -315,6 +315,23 @@ on_every_backend!(dead_letters, dead_letters_wait_for_an_operator);
 
 /// Cancels the confirmed booking, which queues a second message; returns its key.
 async fn one_message_more(world: &World) -> store::Key {
+    queue_one_more(world).await;
+    let page = world
+        .app
+        .store
+        .query(store::Query::partition("acme#outbox"))
+        .await
+        .unwrap();
+    page.items
+        .iter()
+        .find(|(k, i)| Message::read(k, i).is_some_and(|m| m.status == Status::Queued))
+        .map(|(k, _)| k.clone())
+        .unwrap()
+}
+
+/// After [`one_message`]: cancels the confirmed booking over MCP, which queues one more
+/// message to its customer.
+pub(crate) async fn queue_one_more(world: &World) {
     let (c, _) = setup(world).await;
     let found = c
         .call_tool("find_bookings", json!({"status": "confirmed"}))
@@ -327,17 +344,6 @@ async fn one_message_more(world: &World) -> store::Key {
         )
         .await;
     assert!(!confirm(&c, &preview).await.is_error());
-    let page = world
-        .app
-        .store
-        .query(store::Query::partition("acme#outbox"))
-        .await
-        .unwrap();
-    page.items
-        .iter()
-        .find(|(k, i)| Message::read(k, i).is_some_and(|m| m.status == Status::Queued))
-        .map(|(k, _)| k.clone())
-        .unwrap()
 }
 
 async fn two_dispatchers_at_once_deliver_once(world: World) {

@@ -195,7 +195,7 @@ pub(crate) fn variables(env: &Env) -> std::result::Result<Variables, String> {
 pub(crate) fn check(env: &Env) -> std::result::Result<(), String> {
     variables(env)?;
     crate::keys::oauth(env).map_err(|e| e.to_string())?;
-    Ok(())
+    crate::deliveries::check(env)
 }
 
 /// The deployment's settings from its variables and secrets; deferred work runs under the

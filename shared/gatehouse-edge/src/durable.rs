@@ -6,15 +6,11 @@
 //! inside `transactionSync`, not at all (ADR 20). The copy of the global switch a workspace
 //! object keeps, and the global object's fan-out of it, are [`crate::mirror`]'s.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 use mcp_pipeline::Clock as _;
 use store::StoreError;
 use store::remote::{StoreAnswer, StoreRequest};
-use wasm_bindgen::JsCast as _;
-use wasm_bindgen::prelude::{Closure, JsValue};
 use worker::{DurableObject, Env, Request, Response, Result, State, durable_object};
 
 use crate::faults::{self, Faults};
@@ -60,48 +56,12 @@ struct Serving {
 }
 
 impl StoreObject {
-    /// Runs `work` inside `storage.transactionSync`: a failure while writing throws, and the
-    /// runtime rolls every write of the request back.
+    /// Runs `work` inside `storage.transactionSync` ([`crate::transaction`]).
     fn in_transaction<T: 'static>(
         &self,
         work: impl FnOnce(&worker::SqlStorage) -> std::result::Result<T, StoreError> + 'static,
     ) -> std::result::Result<T, StoreError> {
-        let sql = self.state.storage().sql();
-        let outcome: Rc<RefCell<Option<std::result::Result<T, StoreError>>>> = Rc::default();
-        let slot = Rc::clone(&outcome);
-        let run = Closure::once_into_js(move || -> std::result::Result<JsValue, JsValue> {
-            let result = work(&sql);
-            let failed_writing = matches!(&result, Err(StoreError::Unavailable(_)));
-            let message = result
-                .as_ref()
-                .err()
-                .map(|e| format!("{e:?}"))
-                .unwrap_or_default();
-            *slot.borrow_mut() = Some(result);
-            if failed_writing {
-                // Throwing rolls back what this request wrote before the failure.
-                return Err(JsValue::from_str(&message));
-            }
-            Ok(JsValue::UNDEFINED)
-        });
-        let handle = self.state.storage();
-        let storage: &JsValue = handle.as_raw().as_ref();
-        let transaction = js_sys::Reflect::get(storage, &JsValue::from_str("transactionSync"))
-            .ok()
-            .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
-        let Some(transaction) = transaction else {
-            return Err(StoreError::Unavailable(
-                "storage.transactionSync is missing".into(),
-            ));
-        };
-        let thrown = transaction.call1(storage, &run).err();
-        let result = outcome.borrow_mut().take();
-        match (result, thrown) {
-            (Some(result), _) => result,
-            (None, thrown) => Err(StoreError::Unavailable(format!(
-                "the store transaction failed: {thrown:?}"
-            ))),
-        }
+        crate::transaction::run(&self.state.storage(), work)
     }
 
     /// Makes the object's tables if this is its first write.
@@ -158,8 +118,11 @@ impl StoreObject {
             Role::Workspace(_) => {}
             Role::Global => serving.numbers_switch_write = true,
         }
+        let queues = crate::deliveries::queues(&request);
         let outcome = self.serve(request, serving);
-        if writes && faults::number(req, faults::SWEEP_NOW).is_some() {
+        let sweep_now = faults::number(req, faults::SWEEP_NOW).is_some();
+        if writes && (sweep_now || (queues && outcome.is_ok())) {
+            // A message was queued: the alarm delivers it now.
             self.set_alarm_in(0).await;
         } else if writes {
             self.keep_alarm_set(role == Role::Global).await;
@@ -404,19 +367,24 @@ impl DurableObject for StoreObject {
     }
 
     async fn alarm(&self) -> Result<Response> {
+        crate::logs::install();
         // The alarm fired and is gone.
         self.alarm_set.set(false);
         let deleted = sql_rows::delete_expired(&self.state.storage().sql(), outside_now())?;
         if deleted > 0 {
             worker::console_log!("store object: deleted {deleted} expired items");
         }
-        match self.fan_out_step().await {
-            Ok(Some(seconds)) => self.set_alarm_in(seconds).await,
-            Ok(None) => {}
-            Err(e) => {
-                tracing::error!(error = %e, "the switch's fan-out failed; retried in a minute");
-                self.set_alarm_in(mirror::BOUND_SECONDS).await;
-            }
+        let fan_out = self.fan_out_step().await.unwrap_or_else(|e| {
+            tracing::error!(error = %e, "the switch's fan-out failed; retried in a minute");
+            Some(mirror::BOUND_SECONDS)
+        });
+        let deliveries = if self.tables.get() {
+            crate::deliveries::sweep(self.state.storage(), &self.env).await
+        } else {
+            None
+        };
+        if let Some(seconds) = fan_out.into_iter().chain(deliveries).min() {
+            self.set_alarm_in(seconds).await;
         }
         Response::ok("done")
     }

@@ -29,6 +29,7 @@
 
 mod admin;
 mod assembly;
+mod deliveries;
 mod durable;
 mod env;
 mod faults;
@@ -39,6 +40,7 @@ mod names;
 mod objects;
 mod scope;
 mod sql_rows;
+mod transaction;
 
 use worker::{Context, Env, Request, Response, Result};
 

@@ -236,6 +236,13 @@ impl Dispatcher {
         Ok(swept)
     }
 
+    /// When the earliest message that is not dead is due (Unix seconds), if any: when a
+    /// scheduler that no stream wakes (the edge's object alarm) runs the next sweep.
+    pub async fn next_due(&self) -> Result<Option<i64>, OutboxError> {
+        let due = self.index().await?;
+        Ok(due.into_iter().filter(|d| !d.dead).map(|d| d.at).min())
+    }
+
     async fn index(&self) -> Result<Vec<Due>, OutboxError> {
         let mut out = Vec::new();
         let mut cursor = None;

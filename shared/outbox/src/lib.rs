@@ -19,7 +19,11 @@
 mod channels;
 mod dispatcher;
 
-pub use channels::{Deliver, DeliveryError, LogDelivery, Webhook, signature};
+#[cfg(feature = "webhook")]
+pub use channels::Webhook;
+pub use channels::{
+    Deliver, DeliveryError, LogDelivery, WebhookPost, WebhookSettings, signature, webhook_outcome,
+};
 pub use dispatcher::{Dispatcher, MAX_PER_SWEEP, Outcome, Policy, Swept};
 
 /// What went wrong in the dispatcher itself (not in a delivery).

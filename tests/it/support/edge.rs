@@ -262,3 +262,21 @@ pub(crate) fn administer_refused(
     assert!(!output.status.success(), "{args:?} succeeded");
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// The test build that delivers its outbox to a webhook on this machine (`tests/edge.sh`): its
+/// URL, the port its receiver must listen on, and the secret it signs with. Only one test uses
+/// it, since the port is fixed when the worker starts.
+pub(crate) fn outbox_worker(what: &str) -> Option<(String, u16, String)> {
+    edge_url(what)?;
+    let variable = |name: &str| {
+        std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set; run tests/edge.sh start"))
+    };
+    let port = variable("GATEHOUSE_TEST_EDGE_WEBHOOK_PORT")
+        .parse()
+        .unwrap();
+    Some((
+        variable("GATEHOUSE_TEST_EDGE_OUTBOX_URL"),
+        port,
+        variable("GATEHOUSE_TEST_EDGE_WEBHOOK_SECRET"),
+    ))
+}

@@ -36,7 +36,15 @@ pub(crate) struct Receiver {
 impl Receiver {
     /// A receiver answering by `script`, then 200.
     pub(crate) async fn start(script: Vec<Answer>) -> Receiver {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::start_at(0, script).await
+    }
+
+    /// [`Receiver::start`] on `port` of 127.0.0.1 (0: any free one), for a sender configured
+    /// before the test (the edge's worker, `tests/edge.sh`).
+    pub(crate) async fn start_at(port: u16, script: Vec<Answer>) -> Receiver {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap_or_else(|e| panic!("the webhook receiver cannot listen on port {port}: {e}"));
         let url = format!("http://{}/hooks/gatehouse", listener.local_addr().unwrap());
         let receiver = Receiver {
             url,
@@ -59,6 +67,11 @@ impl Receiver {
     /// Every request so far.
     pub(crate) fn received(&self) -> Vec<Received> {
         self.got.lock().unwrap().clone()
+    }
+
+    /// Answers the next requests by `script`, then 200.
+    pub(crate) fn answer_next(&self, script: Vec<Answer>) {
+        *self.script.lock().unwrap() = script.into();
     }
 
     /// Answers 200 from now on.

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::bail;
 use clap::Subcommand;
 use identity::{Actor, Channel};
 
@@ -39,26 +38,19 @@ impl OutboxCommand {
 
 /// The channel the environment names: a webhook, or the log.
 fn channel() -> anyhow::Result<Arc<dyn outbox::Deliver>> {
-    let Ok(url) = std::env::var("GATEHOUSE_WEBHOOK_URL") else {
+    let variable = |name| std::env::var(name).ok();
+    let webhook = outbox::WebhookSettings::from_variables(
+        variable("GATEHOUSE_WEBHOOK_URL"),
+        variable("GATEHOUSE_WEBHOOK_SECRET"),
+    )
+    .map_err(anyhow::Error::msg)?;
+    let Some(webhook) = webhook else {
         return Ok(Arc::new(outbox::LogDelivery));
     };
-    if !outside::destination::is_secure_or_loopback(&url) {
-        bail!(
-            "GATEHOUSE_WEBHOOK_URL must be https:// (or http:// to 127.0.0.1, localhost or [::1]), not {url:?}"
-        );
-    }
-    let Ok(secret) = std::env::var("GATEHOUSE_WEBHOOK_SECRET") else {
-        bail!(
-            "GATEHOUSE_WEBHOOK_URL is set: set GATEHOUSE_WEBHOOK_SECRET (32 characters or more) too"
-        );
-    };
-    if secret.len() < 32 {
-        bail!("GATEHOUSE_WEBHOOK_SECRET must have at least 32 characters");
-    }
     let clock: Arc<dyn outside::Clock> = Arc::new(outside::SystemClock);
     Ok(Arc::new(outbox::Webhook::new(
-        &url,
-        secret.as_bytes(),
+        &webhook.url,
+        &webhook.secret,
         Duration::from_secs(10),
         clock,
     )?))

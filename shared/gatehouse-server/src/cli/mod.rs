@@ -902,8 +902,8 @@ async fn with_store(
         }
         Command::Tenant { command } => tenant(product, store, command).await,
         Command::Outbox { .. } if edge.is_some() => Err(anyhow::anyhow!(
-            "the outbox is not delivered at the edge yet: each workspace's messages wait in its \
-             own store object, which `gatehouse outbox` does not read (ADR 51, step 4)"
+            "at the edge each workspace's store object delivers its own messages (ADR 51); \
+             their dead letters cannot be listed or retried with --edge-url yet"
         )),
         Command::Outbox { command } => deliveries::run(store, command).await,
         Command::Member { command } => member(product, store, command).await,
