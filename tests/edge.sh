@@ -25,7 +25,8 @@
 #                          GATEHOUSE_TEST_EDGE_HELPDESK_URL, GATEHOUSE_TEST_EDGE_SCALE_URL,
 #                          GATEHOUSE_TEST_EDGE_SCALE_STORAGE, GATEHOUSE_TEST_EDGE_SWITCH_URL,
 #                          GATEHOUSE_TEST_EDGE_OUTBOX_URL, GATEHOUSE_TEST_EDGE_WEBHOOK_PORT,
-#                          GATEHOUSE_TEST_EDGE_WEBHOOK_SECRET and GATEHOUSE_EDGE_PID
+#                          GATEHOUSE_TEST_EDGE_WEBHOOK_SECRET, GATEHOUSE_TEST_EDGE_PAGES_URL
+#                          and GATEHOUSE_EDGE_PID
 #
 # The toolchain comes from crates.io and npm only, cached outside the clone and keyed by
 # version (nothing depends on the cache being there):
@@ -202,6 +203,7 @@ copy_modules() {
 write_config() {
     local port=$1 deployed_port=$2 stalled_port=$3 misconfigured_port=$4 ceiling_port=$5
     local helpdesk_port=$6 scale_port=$7 switch_port=$8 outbox_port=$9 webhook_port=${10}
+    local pages_port=${11}
     # The test issuer's keys (tests/fixtures/oauth), as a capnp text literal.
     local jwks
     jwks=$(tr -d '\n' <tests/fixtures/oauth/jwks.json | sed 's/\\/\\\\/g; s/"/\\"/g')
@@ -226,6 +228,7 @@ const config :Workerd.Config = (
     (name = "scale", worker = .scale),
     (name = "switch", worker = .switch),
     (name = "outbox", worker = .outbox),
+    (name = "pages", worker = .pages),
     (name = "loopback", network = (allow = ["local"])),
     (name = "do-storage", disk = (path = "$RUN_DIR/do-storage", writable = true)),
   ],
@@ -239,6 +242,7 @@ const config :Workerd.Config = (
     (name = "scale", address = "127.0.0.1:$scale_port", http = (), service = "scale"),
     (name = "switch", address = "127.0.0.1:$switch_port", http = (), service = "switch"),
     (name = "outbox", address = "127.0.0.1:$outbox_port", http = (), service = "outbox"),
+    (name = "pages", address = "127.0.0.1:$pages_port", http = (), service = "pages"),
   ],
 );
 
@@ -282,6 +286,12 @@ $(worker outbox gatehouse-store-outbox "$test_modules" \
     (name = \"GATEHOUSE_WEBHOOK_SECRET\", text = \"$WEBHOOK_SECRET\"),
     (name = \"GATEHOUSE_TEST_OUTBOX_RETRY_SECONDS\", text = \"1\")," \
     'globalOutbound = "loopback",')
+
+# The test build serving the product's pages at its own loopback address, its public URL, on
+# objects of its own that the browser test reaches without a prefix (tests/it/browser.rs).
+$(worker pages gatehouse-store-pages "$test_modules" \
+    "(name = \"GATEHOUSE_STATE_KEY\", text = \"edge-pages-state-key-0123456789abcdef012345678\"),
+    (name = \"GATEHOUSE_CONSOLE_BASE\", text = \"http://127.0.0.1:$pages_port/app\"),")
 
 # OAuth with keys fetched from the issuer's URL, which stalls (tests/it/edge.rs).
 $(worker stalledKeys gatehouse-store-stalled-keys "$test_modules" \
@@ -331,19 +341,21 @@ start() {
     build
     dry_run
     local port deployed_port stalled_port misconfigured_port ceiling_port helpdesk_port scale_port
-    local switch_port outbox_port webhook_port
+    local switch_port outbox_port webhook_port pages_port
     port=$(free_port)
     scale_port=$(free_port)
     switch_port=$(free_port)
     outbox_port=$(free_port)
     webhook_port=$(free_port)
+    pages_port=$(free_port)
     helpdesk_port=$(free_port)
     ceiling_port=$(free_port)
     deployed_port=$(free_port)
     stalled_port=$(free_port)
     misconfigured_port=$(free_port)
     write_config "$port" "$deployed_port" "$stalled_port" "$misconfigured_port" "$ceiling_port" \
-        "$helpdesk_port" "$scale_port" "$switch_port" "$outbox_port" "$webhook_port"
+        "$helpdesk_port" "$scale_port" "$switch_port" "$outbox_port" "$webhook_port" \
+        "$pages_port"
     local started=$SECONDS
     "$NPM_DIR/node_modules/.bin/workerd" serve "$RUN_DIR/config.capnp" \
         >"$RUN_DIR/workerd.log" 2>&1 &
@@ -366,6 +378,7 @@ start() {
             echo "export GATEHOUSE_TEST_EDGE_OUTBOX_URL=http://127.0.0.1:$outbox_port"
             echo "export GATEHOUSE_TEST_EDGE_WEBHOOK_PORT=$webhook_port"
             echo "export GATEHOUSE_TEST_EDGE_WEBHOOK_SECRET=$WEBHOOK_SECRET"
+            echo "export GATEHOUSE_TEST_EDGE_PAGES_URL=http://127.0.0.1:$pages_port"
             echo "export GATEHOUSE_EDGE_PID=$pid"
             return 0
         fi

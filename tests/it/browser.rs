@@ -12,15 +12,21 @@ use serde_json::{Value, json};
 use crate::support::pages::form_login;
 use crate::support::processes::start_serve;
 
-fn browser_env() -> Option<(String, String)> {
+/// Where the browser run finds playwright-core and Chromium.
+struct Browser {
+    modules: String,
+    chromium: String,
+}
+
+fn browser_env() -> Option<Browser> {
     match (
         std::env::var("GATEHOUSE_TEST_BROWSER"),
         std::env::var("PLAYWRIGHT_MODULES"),
     ) {
-        (Ok(_), Ok(modules)) => Some((
+        (Ok(_), Ok(modules)) => Some(Browser {
             modules,
-            std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
-        )),
+            chromium: std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
+        }),
         _ => {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -69,16 +75,12 @@ async fn prepare_quote(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_approves_an_agents_quote_in_the_browser() {
-    let Some((modules, chromium)) = browser_env() else {
+    let Some(browser) = browser_env() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let (_server, addr) = start_serve(&data);
-    let probe = TestClient::http(addr)
-        .request("tools/list", json!({}))
-        .await;
-    assert_eq!(probe.status, 401);
     let demo: Value =
         serde_json::from_str(&std::fs::read_to_string(data.join("demo-connections.json")).unwrap())
             .unwrap();
@@ -91,6 +93,46 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
         .as_str()
         .unwrap()
         .to_owned();
+    // Read beside the running server.
+    let store = store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap();
+    approves_in_the_browser(browser, addr, &token, &store).await;
+}
+
+/// The same at the edge: the Worker serves the pages and the JSON API beside MCP, its items in
+/// the workspace's and the global store objects (ADR 51), the demo seeded through its admin
+/// route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edge_a_person_approves_an_agents_quote_in_the_browser() {
+    let what = "edge_a_person_approves_an_agents_quote_in_the_browser";
+    let Some(browser) = browser_env() else {
+        return;
+    };
+    let Some((url, store)) = crate::support::edge::pages_worker(what) else {
+        return;
+    };
+    let token = crate::support::edge::demo_on_the_edge(&store, "acme").await;
+    approves_in_the_browser(
+        browser,
+        crate::support::edge::edge_addr(&url),
+        &token,
+        store.as_ref(),
+    )
+    .await;
+    crate::edge::passed(what);
+}
+
+/// An agent with `token` prepares a quote and a cancellation at `addr`; people approve in
+/// Chromium, and the outcome is checked in `store`.
+async fn approves_in_the_browser(
+    browser: Browser,
+    addr: std::net::SocketAddr,
+    token: &str,
+    store: &dyn store::Store,
+) {
+    let probe = TestClient::http(addr)
+        .request("tools/list", json!({}))
+        .await;
+    assert_eq!(probe.status, 401);
     let agent = TestClient::http(addr).with_header("authorization", &format!("Bearer {token}"));
     let customer = agent
         .call_tool("find_customers", json!({"query": "ada"}))
@@ -118,8 +160,8 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
             shots.display().to_string(),
             cancel_path,
         ])
-        .env("PLAYWRIGHT_MODULES", modules)
-        .env("CHROMIUM", chromium)
+        .env("PLAYWRIGHT_MODULES", browser.modules)
+        .env("CHROMIUM", browser.chromium)
         .output()
         .expect("run node");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -175,9 +217,7 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
         assert!(shots.join(shot).exists(), "{shot} was not saved");
     }
 
-    // Exactly one outbox entry, read from the store file beside the running server.
-    let store = store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap();
-    use store::Store as _;
+    // Exactly one outbox entry.
     let outbox = store
         .query(store::Query::partition("acme#outbox"))
         .await
@@ -188,7 +228,7 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
         1,
         "one message to the customer (the cancelled demo booking was a draft: nobody is told)"
     );
-    let cancelled: Vec<_> = crate::support::audit_rows(&store, "acme", None, 50)
+    let cancelled: Vec<_> = crate::support::audit_rows(store, "acme", None, 50)
         .await
         .into_iter()
         .filter(|e| e.action == "cancel_booking" && e.outcome == "ok")

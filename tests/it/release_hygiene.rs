@@ -126,7 +126,11 @@ fn the_edge_test_routes_are_a_feature_not_a_variable() {
 fn wrangler_keeps_secrets_out_of_its_variables() {
     let config = read("functions/mcp-worker/wrangler.toml");
     let vars = section(&config, "[vars]");
-    for secret in ["GATEHOUSE_ADMIN_TOKEN", "GATEHOUSE_STATE_KEY"] {
+    for secret in [
+        "GATEHOUSE_ADMIN_TOKEN",
+        "GATEHOUSE_STATE_KEY",
+        "GATEHOUSE_WEBHOOK_SECRET",
+    ] {
         assert!(
             value(&vars, secret).is_none(),
             "{secret} is a plain variable in wrangler.toml"

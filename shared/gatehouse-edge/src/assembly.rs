@@ -276,7 +276,15 @@ pub(crate) async fn serve(
         ctx,
     });
     let request = into_http(req, built.max_body_bytes).await?;
-    let handling = async move { built.app.http.handle(request).await };
+    // The product's pages and JSON API (`/app`, `/api/`) on the same Worker: an approval URL
+    // of an edge deployment opens here (ADR 51, step 4).
+    let handling = async move {
+        if web::is_product_path(request.uri().path()) {
+            built.app.web.handle(request).await
+        } else {
+            built.app.http.handle(request).await
+        }
+    };
     let response = InScope::new(scope, handling).await;
     from_http(response).await
 }

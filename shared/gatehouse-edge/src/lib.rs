@@ -19,7 +19,8 @@
 //! }
 //! ```
 //!
-//! Routes: the MCP endpoint and its metadata (the app's), `/healthz` ("ok", or only
+//! Routes: the MCP endpoint and its metadata, the product's pages and JSON API (`/app`,
+//! `/api/`: the app's), `/healthz` ("ok", or only
 //! "misconfigured" to the world, the problems in the log), and `POST /admin/store` ([`admin`]),
 //! which hands a store message to the object: for the CLI with the deployment's admin token
 //! (a secret; without it the route does not exist). The test build (`--features test-routes`,

@@ -280,3 +280,42 @@ pub(crate) fn outbox_worker(what: &str) -> Option<(String, u16, String)> {
         variable("GATEHOUSE_TEST_EDGE_WEBHOOK_SECRET"),
     ))
 }
+
+/// The test build serving the product's pages on its own objects, its public URL its own
+/// loopback address (`tests/edge.sh`): its URL and its store, reached without a test prefix,
+/// so that the browser's requests, which carry none, find what the test seeds. Only one test
+/// uses it.
+pub(crate) fn pages_worker(what: &str) -> Option<(String, Arc<dyn store::Store>)> {
+    edge_url(what)?;
+    let url = std::env::var("GATEHOUSE_TEST_EDGE_PAGES_URL").unwrap_or_else(|_| {
+        panic!("GATEHOUSE_TEST_EDGE_PAGES_URL is not set; run tests/edge.sh start")
+    });
+    let store = edge_store(&url, None, None);
+    Some((url, store))
+}
+
+/// Seeds the booking product's demo into `store` (as `gatehouse serve` does into an empty
+/// store) and returns the MCP token of `tenant`'s owner's full connection.
+pub(crate) async fn demo_on_the_edge(store: &Arc<dyn store::Store>, tenant: &str) -> String {
+    let settings = app::Settings {
+        oauth: None,
+        ..crate::world::World::settings()
+    };
+    let app = app::build(
+        &settings,
+        Arc::clone(store),
+        booking_product::Booking::shared(),
+    )
+    .unwrap();
+    let app::demo::Seeded::Now(connections) = app::demo::seed_if_empty(&app, chrono::Utc::now())
+        .await
+        .unwrap()
+    else {
+        panic!("the pages worker's store was seeded before: restart tests/edge.sh");
+    };
+    connections
+        .into_iter()
+        .find(|c| c.tenant == tenant && c.role == "owner" && c.toolset == "full")
+        .expect("the demo's owner connection")
+        .token
+}
