@@ -303,12 +303,13 @@ $(worker stalledKeys gatehouse-store-stalled-keys "$test_modules" \
     'globalOutbound = "stalled-issuer",')
 
 # The release build with settings that are wrong: a short sealing key, an origin with a path,
-# a body limit in words, no public URL (tests/it/edge.rs: /healthz and every call answer only
-# "misconfigured", the log names the problems).
+# a body limit in words, no public URL, a webhook over plain HTTP (tests/it/edge.rs: /healthz
+# and every call answer only "misconfigured", the log names the problems).
 $(worker misconfigured gatehouse-store-misconfigured "$release_modules" \
     "(name = \"GATEHOUSE_STATE_KEY\", text = \"short-key\"),
     (name = \"GATEHOUSE_ALLOWED_ORIGINS\", text = \"https://app.example.com/\"),
-    (name = \"GATEHOUSE_MAX_BODY_BYTES\", text = \"1MB\"),")
+    (name = \"GATEHOUSE_MAX_BODY_BYTES\", text = \"1MB\"),
+    (name = \"GATEHOUSE_WEBHOOK_URL\", text = \"http://hooks.example.com/gatehouse\"),")
 
 # The release build as a deployment is configured: the admin route behind the admin token,
 # with every test variable a build ever read set (it opens nothing).

@@ -2,7 +2,8 @@
 //! approves it in the product's page in headless Chromium, exactly once, and then a booking
 //! cancellation the workspace approves in the product (ADR 15); a second approval, a
 //! reused token and an approval by a member without the right all fail; agent access turned
-//! off in the page stops the agent's next call. Screenshots go to `target/screenshots/`.
+//! off in the page stops the agent's next call; the same at the edge. Screenshots go to
+//! `target/screenshots/` (the edge's to `target/screenshots-edge/`).
 
 use std::process::Command;
 
@@ -95,7 +96,7 @@ async fn a_person_approves_an_agents_quote_in_the_browser() {
         .to_owned();
     // Read beside the running server.
     let store = store_sqlite::SqliteStore::open(data.join("gatehouse.db")).unwrap();
-    approves_in_the_browser(browser, addr, &token, &store).await;
+    approves_in_the_browser(browser, addr, &token, &store, "screenshots").await;
 }
 
 /// The same at the edge: the Worker serves the pages and the JSON API beside MCP, its items in
@@ -111,23 +112,19 @@ async fn edge_a_person_approves_an_agents_quote_in_the_browser() {
         return;
     };
     let token = crate::support::edge::demo_on_the_edge(&store, "acme").await;
-    approves_in_the_browser(
-        browser,
-        crate::support::edge::edge_addr(&url),
-        &token,
-        store.as_ref(),
-    )
-    .await;
+    let addr = crate::support::edge::edge_addr(&url);
+    approves_in_the_browser(browser, addr, &token, store.as_ref(), "screenshots-edge").await;
     crate::edge::passed(what);
 }
 
 /// An agent with `token` prepares a quote and a cancellation at `addr`; people approve in
-/// Chromium, and the outcome is checked in `store`.
+/// Chromium, and the outcome is checked in `store`. Screenshots go to `target/<shots>/`.
 async fn approves_in_the_browser(
     browser: Browser,
     addr: std::net::SocketAddr,
     token: &str,
     store: &dyn store::Store,
+    shots: &str,
 ) {
     let probe = TestClient::http(addr)
         .request("tools/list", json!({}))
@@ -150,7 +147,9 @@ async fn approves_in_the_browser(
         "a viewer may not approve money"
     );
 
-    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../screenshots");
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("..")
+        .join(shots);
     std::fs::create_dir_all(&shots).unwrap();
     let out = Command::new("node")
         .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("browser/approve.mjs"))

@@ -530,6 +530,7 @@ async fn edge_a_misconfigured_deployment_says_so() {
         "GATEHOUSE_ALLOWED_ORIGINS",
         "GATEHOUSE_MAX_BODY_BYTES",
         "GATEHOUSE_CONSOLE_BASE",
+        "GATEHOUSE_WEBHOOK_URL must be https://",
     ] {
         assert!(logged.contains(problem), "{problem}: {logged}");
     }

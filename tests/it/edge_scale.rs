@@ -539,7 +539,8 @@ async fn message_once(world: &World, key: &store::Key, status: Status) -> outbox
 /// A notify action confirmed at the edge reaches the webhook once, signed, sent by its
 /// workspace object's alarm (nothing else runs a dispatcher there); a message the receiver
 /// keeps failing is tried three times a second apart (the test build's retries) under one
-/// idempotency key and ends a dead letter, and nothing is sent again.
+/// idempotency key and ends a dead letter, and nothing is sent again; the CLI lists it in its
+/// workspace's object and queues it again, and the object delivers it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edge_a_confirmed_message_is_delivered_once_and_a_failing_one_ends_dead() {
     let what = "edge_a_confirmed_message_is_delivered_once_and_a_failing_one_ends_dead";
@@ -547,7 +548,12 @@ async fn edge_a_confirmed_message_is_delivered_once_and_a_failing_one_ends_dead(
         return;
     };
     let receiver = Receiver::start_at(port, vec![]).await;
-    let world = World::on_edge_at(&url, World::settings());
+    // Unprefixed, so that the CLI finds the same objects; the workspace made as an operator
+    // makes it, so that the CLI knows it.
+    let world = World::on_edge_unprefixed(&url);
+    let token = std::env::var("GATEHOUSE_TEST_EDGE_ADMIN_TOKEN").expect("tests/edge.sh sets it");
+    let gatehouse = crate::support::processes::gatehouse_binary();
+    edge::administer(&gatehouse, &url, &token, &crate::support::processes::ACME);
     let first = crate::outbox::one_message(&world).await;
     let got = deliveries_of(&receiver, &first, 1).await;
     assert_eq!(got.len(), 1, "the confirmed message reaches the receiver");
@@ -603,5 +609,32 @@ async fn edge_a_confirmed_message_is_delivered_once_and_a_failing_one_ends_dead(
     );
     assert_eq!(deliveries_of(&receiver, &first, 1).await.len(), 1);
     assert_eq!(receiver.received().len(), 4);
+    dead_letters_are_listed_and_retried_from_the_cli(&world, &url, &receiver, &second).await;
     passed(what);
+}
+
+/// `gatehouse outbox --edge-url`: the dead letter at `key` is listed in its workspace's object
+/// and queued again, and its object delivers it; nothing else is sent.
+async fn dead_letters_are_listed_and_retried_from_the_cli(
+    world: &World,
+    url: &str,
+    receiver: &Receiver,
+    key: &store::Key,
+) {
+    let token = std::env::var("GATEHOUSE_TEST_EDGE_ADMIN_TOKEN").expect("tests/edge.sh sets it");
+    let gatehouse = crate::support::processes::gatehouse_binary();
+    let run = |args: &[&str]| edge::administer(&gatehouse, url, &token, args);
+    let unnamed = edge::administer_refused(&gatehouse, url, Some(&token), &["outbox", "dead"]);
+    assert!(unnamed.contains("--tenant"), "{unnamed}");
+    let id = crate::outbox::message(world, key).await.id;
+    let listed = run(&["outbox", "dead", "--tenant", "acme"]);
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(listed.contains(&id), "{listed}");
+    receiver.recover();
+    run(&["outbox", "retry", "--tenant", "acme", &id]);
+    let sent = message_once(world, key, Status::Sent).await;
+    assert_eq!(sent.status, Status::Sent, "{sent:?}");
+    assert_eq!(deliveries_of(receiver, key, 4).await.len(), 4);
+    assert_eq!(receiver.received().len(), 5);
+    assert_eq!(run(&["outbox", "dead", "--tenant", "acme"]), "");
 }

@@ -286,6 +286,12 @@ async fn dead_letters_wait_for_an_operator(world: World) {
         dead[0].last_error.as_deref(),
         Some("the receiver answered 500")
     );
+    // One workspace's, read from its own messages (as at the edge): the same, and none of
+    // another workspace's.
+    let acme = d.dead_letters_of(&store::TenantId::new("acme")).await;
+    assert_eq!(acme.unwrap(), dead);
+    let globex = d.dead_letters_of(&store::TenantId::new("globex")).await;
+    assert_eq!(globex.unwrap(), []);
     // The receiver is fixed; an operator requeues the message (audited) and it goes out.
     receiver.recover();
     let console = crate::support::cli_actor("acme", "ops");

@@ -113,6 +113,24 @@ impl World {
         }
     }
 
+    /// A world on the locally served worker at `url`, on the objects a request without a test
+    /// prefix reaches: those the CLI and a browser find (a worker only one test uses).
+    pub(crate) fn on_edge_unprefixed(url: &str) -> World {
+        let store = crate::support::edge::edge_store(url, None, None);
+        let settings = app::Settings {
+            oauth: None,
+            ..Self::settings()
+        };
+        let app = app::build(&settings, store, booking_product::Booking::shared()).unwrap();
+        World {
+            app,
+            backend: Backend::Edge,
+            _dir: None,
+            // No prefix: the worker reads an empty one as none.
+            edge: Some((crate::support::edge::edge_addr(url), String::new())),
+        }
+    }
+
     /// At the edge: the worker's URL and the prefix of this world's objects' names.
     pub(crate) fn edge_objects(&self) -> Option<(String, &str)> {
         let (addr, prefix) = self.edge.as_ref()?;

@@ -175,6 +175,9 @@ pub(crate) fn variables(env: &Env) -> std::result::Result<Variables, String> {
              links point (ADR 48)"
         ));
     }
+    if let Err(problem) = crate::deliveries::check(env) {
+        problems.push(problem);
+    }
     match (state_key, allowed_origins, console_base, max_body_bytes) {
         (Some(state_key), Some(allowed_origins), Some(console_base), Some(max_body_bytes))
             if problems.is_empty() =>
@@ -190,12 +193,13 @@ pub(crate) fn variables(env: &Env) -> std::result::Result<Variables, String> {
     }
 }
 
-/// Whether the deployment is configured to serve: its variables and its OAuth settings
-/// (`/healthz` answers with this, so that a broken deploy is not reported healthy).
+/// Whether the deployment is configured to serve: its variables (the webhook's among them)
+/// and its OAuth settings (`/healthz` answers with this, so that a broken deploy is not
+/// reported healthy).
 pub(crate) fn check(env: &Env) -> std::result::Result<(), String> {
     variables(env)?;
     crate::keys::oauth(env).map_err(|e| e.to_string())?;
-    crate::deliveries::check(env)
+    Ok(())
 }
 
 /// The deployment's settings from its variables and secrets; deferred work runs under the

@@ -281,6 +281,27 @@ impl Dispatcher {
         Ok(out)
     }
 
+    /// One workspace's dead letters, read from its own messages rather than the deployment's
+    /// due index (at the edge each workspace object holds its own, and none holds them all).
+    pub async fn dead_letters_of(
+        &self,
+        tenant: &store::TenantId,
+    ) -> Result<Vec<Message>, OutboxError> {
+        let partition = outbox_format::keys::outbox_partition(tenant);
+        let mut out = Vec::new();
+        let mut cursor = None;
+        loop {
+            let query = store::Query::partition(partition.clone()).after(cursor);
+            let page = self.store.query(query).await?;
+            let messages = page.items.iter().filter_map(|(k, i)| Message::read(k, i));
+            out.extend(messages.filter(|m| m.status == Status::Dead));
+            match page.next {
+                Some(next) => cursor = Some(next),
+                None => return Ok(out),
+            }
+        }
+    }
+
     /// Puts a dead message back in the queue, with `extra` operations (its audit row) in the
     /// same transaction; the next sweep delivers it.
     pub async fn retry(

@@ -16,7 +16,12 @@ pub(crate) enum OutboxCommand {
     /// Delivers every message that is due now, then prints what happened.
     Dispatch,
     /// Lists the dead letters: messages that failed for good.
-    Dead,
+    Dead {
+        /// Only this workspace's (required with --edge-url, where each workspace's object
+        /// holds its own).
+        #[arg(long, value_parser = crate::cli::tenant_id)]
+        tenant: Option<store::TenantId>,
+    },
     /// Puts a dead letter back in the queue (audited); the next sweep delivers it.
     Retry {
         #[arg(long, value_parser = crate::cli::tenant_id)]
@@ -31,7 +36,8 @@ impl OutboxCommand {
     pub(crate) fn tenant(&self) -> Option<&store::TenantId> {
         match self {
             OutboxCommand::Retry { tenant, .. } => Some(tenant),
-            OutboxCommand::Dispatch | OutboxCommand::Dead => None,
+            OutboxCommand::Dead { tenant } => tenant.as_ref(),
+            OutboxCommand::Dispatch => None,
         }
     }
 }
@@ -80,15 +86,36 @@ pub(crate) fn spawn_sweeps(dispatcher: outbox::Dispatcher) {
     });
 }
 
+/// Why `command` cannot run on an edge deployment, if it cannot: each workspace's store object
+/// delivers its own messages from its alarm and holds its own dead letters (ADR 51).
+fn refused_at_the_edge(command: &OutboxCommand) -> Option<&'static str> {
+    match command {
+        OutboxCommand::Dispatch => Some(
+            "at the edge each workspace's store object delivers its own messages from its \
+             alarm (ADR 51): there is nothing to dispatch from here",
+        ),
+        OutboxCommand::Dead { tenant: None } => Some(
+            "at the edge each workspace's store object holds its own dead letters (ADR 51): \
+             name the workspace with --tenant",
+        ),
+        OutboxCommand::Dead { .. } | OutboxCommand::Retry { .. } => None,
+    }
+}
+
+/// Runs `command` on `store` (an edge deployment's when `at_the_edge`).
 pub(crate) async fn run(
     store: Arc<dyn store::Store>,
     command: OutboxCommand,
+    at_the_edge: bool,
 ) -> anyhow::Result<()> {
+    if let Some(why) = refused_at_the_edge(&command).filter(|_| at_the_edge) {
+        anyhow::bail!(why);
+    }
     // Listing and requeueing deliver nothing: they neither need nor check the channel's
     // settings, so a dead letter can be looked at while the webhook is being set up.
     let dispatcher = match command {
         OutboxCommand::Dispatch => dispatcher(Arc::clone(&store))?,
-        OutboxCommand::Dead | OutboxCommand::Retry { .. } => {
+        OutboxCommand::Dead { .. } | OutboxCommand::Retry { .. } => {
             outbox::Dispatcher::new(Arc::clone(&store), Arc::new(outbox::LogDelivery))
         }
     };
@@ -100,8 +127,11 @@ pub(crate) async fn run(
                 s.delivered, s.retrying, s.dead, s.skipped
             );
         }
-        OutboxCommand::Dead => {
-            let dead = dispatcher.dead_letters().await?;
+        OutboxCommand::Dead { tenant } => {
+            let dead = match tenant {
+                Some(tenant) => dispatcher.dead_letters_of(&tenant).await?,
+                None => dispatcher.dead_letters().await?,
+            };
             if dead.is_empty() {
                 // On stderr: the list on stdout stays empty for scripts.
                 eprintln!("no dead letters: every message was delivered or is still being tried");

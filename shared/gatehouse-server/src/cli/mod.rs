@@ -901,11 +901,7 @@ async fn with_store(
             stdio(product, store, backend, &described).await
         }
         Command::Tenant { command } => tenant(product, store, command).await,
-        Command::Outbox { .. } if edge.is_some() => Err(anyhow::anyhow!(
-            "at the edge each workspace's store object delivers its own messages (ADR 51); \
-             their dead letters cannot be listed or retried with --edge-url yet"
-        )),
-        Command::Outbox { command } => deliveries::run(store, command).await,
+        Command::Outbox { command } => deliveries::run(store, command, edge.is_some()).await,
         Command::Member { command } => member(product, store, command).await,
         Command::Operator { command } => operator(store, command).await,
         Command::Token { command } => token(product, store, command).await,
