@@ -67,13 +67,7 @@ pub(crate) async fn sweep(storage: worker::Storage, env: &Env) -> Option<i64> {
         }
     };
     if swept != outbox::Swept::default() {
-        tracing::info!(
-            delivered = swept.delivered,
-            retrying = swept.retrying,
-            dead = swept.dead,
-            skipped = swept.skipped,
-            "outbox swept"
-        );
+        swept.log();
     }
     let next = dispatcher.next_due().await.ok().flatten()?;
     let now = outside::SystemClock.now();

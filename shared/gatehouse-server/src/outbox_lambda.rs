@@ -88,13 +88,7 @@ async fn handle(dispatcher: &outbox::Dispatcher, event: &Value) -> Result<Value,
         Work::Stream => Ok(dispatcher.on_stream(event).await),
         Work::Sweep => {
             let swept = dispatcher.sweep().await?;
-            tracing::info!(
-                delivered = swept.delivered,
-                retrying = swept.retrying,
-                dead = swept.dead,
-                skipped = swept.skipped,
-                "outbox sweep done"
-            );
+            swept.log();
             Ok(
                 json!({"delivered": swept.delivered, "retrying": swept.retrying, "dead": swept.dead}),
             )

@@ -73,6 +73,19 @@ pub struct Swept {
     pub skipped: usize,
 }
 
+impl Swept {
+    /// Writes what the sweep did as one log line.
+    pub fn log(&self) {
+        tracing::info!(
+            delivered = self.delivered,
+            retrying = self.retrying,
+            dead = self.dead,
+            skipped = self.skipped,
+            "outbox sweep done"
+        );
+    }
+}
+
 /// The dispatcher.
 #[derive(Debug, Clone)]
 pub struct Dispatcher {

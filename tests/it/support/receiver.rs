@@ -25,6 +25,21 @@ pub(crate) struct Received {
     pub(crate) body: String,
 }
 
+impl Received {
+    /// Whether the request is signed with `secret`, as a receiver checks it: the HMAC over its
+    /// signature's timestamp and its body.
+    pub(crate) fn is_signed_with(&self, secret: &[u8]) -> bool {
+        let signed = &self.headers["gatehouse-signature"];
+        let t: i64 = signed
+            .split(',')
+            .next()
+            .and_then(|p| p.strip_prefix("t="))
+            .and_then(|t| t.parse().ok())
+            .expect("a signature with its time");
+        *signed == outbox::signature(secret, t, self.body.as_bytes())
+    }
+}
+
 /// The receiver.
 #[derive(Clone)]
 pub(crate) struct Receiver {
