@@ -124,22 +124,24 @@ fn the_edge_test_routes_are_a_feature_not_a_variable() {
 /// a secret from a variable, so this is where "the admin token is a secret" is held.
 #[test]
 fn wrangler_keeps_secrets_out_of_its_variables() {
-    let config = read("functions/mcp-worker/wrangler.toml");
-    let vars = section(&config, "[vars]");
-    for secret in [
+    const SECRETS: [&str; 3] = [
         "GATEHOUSE_ADMIN_TOKEN",
         "GATEHOUSE_STATE_KEY",
         "GATEHOUSE_WEBHOOK_SECRET",
+    ];
+    for file in [
+        "functions/mcp-worker/wrangler.toml",
+        "examples/helpdesk-worker/wrangler.toml",
     ] {
-        assert!(
-            value(&vars, secret).is_none(),
-            "{secret} is a plain variable in wrangler.toml"
-        );
+        let config = read(file);
+        let vars = section(&config, "[vars]");
+        for secret in SECRETS {
+            let plain = value(&vars, secret);
+            assert!(plain.is_none(), "{secret} is a plain variable in {file}");
+        }
+        let base = value(&vars, "GATEHOUSE_CONSOLE_BASE");
+        assert!(base.is_some(), "the public URL is configured in {file}");
     }
-    assert!(
-        value(&vars, "GATEHOUSE_CONSOLE_BASE").is_some(),
-        "the public URL is configured"
-    );
 }
 
 /// Every advisory recorded in `tests/advisories.toml` names a crate `Cargo.lock` holds at a
