@@ -257,14 +257,20 @@ impl Dispatcher {
     }
 
     async fn index(&self) -> Result<Vec<Due>, OutboxError> {
+        let items = self
+            .whole(outbox_format::keys::OUTBOX_DUE.to_owned())
+            .await?;
+        Ok(items.iter().filter_map(|(k, i)| Due::read(k, i)).collect())
+    }
+
+    /// Every live item of `partition`, page after page.
+    async fn whole(&self, partition: String) -> Result<Vec<(Key, store::Item)>, OutboxError> {
         let mut out = Vec::new();
         let mut cursor = None;
         loop {
-            let page = self
-                .store
-                .query(store::Query::partition(outbox_format::keys::OUTBOX_DUE).after(cursor))
-                .await?;
-            out.extend(page.items.iter().filter_map(|(k, i)| Due::read(k, i)));
+            let query = store::Query::partition(partition.clone()).after(cursor);
+            let page = self.store.query(query).await?;
+            out.extend(page.items);
             match page.next {
                 Some(next) => cursor = Some(next),
                 None => return Ok(out),
@@ -301,18 +307,9 @@ impl Dispatcher {
         tenant: &store::TenantId,
     ) -> Result<Vec<Message>, OutboxError> {
         let partition = outbox_format::keys::outbox_partition(tenant);
-        let mut out = Vec::new();
-        let mut cursor = None;
-        loop {
-            let query = store::Query::partition(partition.clone()).after(cursor);
-            let page = self.store.query(query).await?;
-            let messages = page.items.iter().filter_map(|(k, i)| Message::read(k, i));
-            out.extend(messages.filter(|m| m.status == Status::Dead));
-            match page.next {
-                Some(next) => cursor = Some(next),
-                None => return Ok(out),
-            }
-        }
+        let items = self.whole(partition).await?;
+        let messages = items.iter().filter_map(|(k, i)| Message::read(k, i));
+        Ok(messages.filter(|m| m.status == Status::Dead).collect())
     }
 
     /// Puts a dead message back in the queue, with `extra` operations (its audit row) in the
