@@ -94,6 +94,14 @@ struct Args {
     /// Print the first few failed responses.
     #[arg(long, default_value_t = 3)]
     show_errors: usize,
+    /// Print a latency histogram and when the slow calls (over --slow-ms) ended, on stderr:
+    /// calls that end together in bursts point at a pause on the server (a checkpoint, a
+    /// stalled thread), spread-out ones at queueing.
+    #[arg(long)]
+    histogram: bool,
+    /// A call at least this slow (ms) is listed with the time it ended (--histogram).
+    #[arg(long, default_value_t = 5.0)]
+    slow_ms: f64,
 }
 
 #[derive(Debug)]
@@ -134,11 +142,15 @@ struct Shared {
     stop: AtomicBool,
     recorded: AtomicU64,
     shown_errors: AtomicU64,
+    /// The process's start: slow calls are timed from it.
+    epoch: Instant,
 }
 
 #[derive(Debug, Default)]
 struct ClientReport {
     latencies_us: Vec<u32>,
+    /// When each slow call ended (ms since the measured window began) and its latency (µs).
+    slow: Vec<(u64, u32)>,
     errors: u64,
     error_kinds: std::collections::BTreeMap<String, u64>,
     reconnects: u64,
@@ -336,9 +348,12 @@ async fn client(shared: Arc<Shared>, index: usize) -> anyhow::Result<ClientRepor
                 eprintln!("loadgen: client {index} call {seq}: {why}: {text}");
             }
         } else {
-            report
-                .latencies_us
-                .push(u32::try_from(elapsed.as_micros()).unwrap_or(u32::MAX));
+            let micros = u32::try_from(elapsed.as_micros()).unwrap_or(u32::MAX);
+            report.latencies_us.push(micros);
+            if elapsed.as_secs_f64() * 1000.0 >= shared.args.slow_ms {
+                let ended = shared.epoch.elapsed().as_millis() as u64;
+                report.slow.push((ended, micros));
+            }
         }
         let done = shared.recorded.fetch_add(1, Ordering::Relaxed) + 1;
         if shared.args.max_calls.is_some_and(|max| done >= max) {
@@ -403,6 +418,7 @@ async fn main() -> anyhow::Result<()> {
         stop: AtomicBool::new(false),
         recorded: AtomicU64::new(0),
         shown_errors: AtomicU64::new(0),
+        epoch: Instant::now(),
         args,
     });
     let handles: Vec<_> = (0..shared.args.clients)
@@ -430,12 +446,14 @@ async fn main() -> anyhow::Result<()> {
     let elapsed = started.elapsed().as_secs_f64();
 
     let mut latencies: Vec<u32> = Vec::new();
+    let mut slow: Vec<(u64, u32)> = Vec::new();
     let mut errors = 0;
     let mut reconnects = 0;
     let mut kinds: std::collections::BTreeMap<String, u64> = Default::default();
     for handle in handles {
         let report = handle.await??;
         latencies.extend(report.latencies_us);
+        slow.extend(report.slow);
         errors += report.errors;
         reconnects += report.reconnects;
         for (k, v) in report.error_kinds {
@@ -508,8 +526,62 @@ async fn main() -> anyhow::Result<()> {
         percentile(&latencies, 99.0),
         errors
     );
+    if a.histogram {
+        print_histogram(&latencies);
+        print_slow_bursts(&mut slow, a.slow_ms);
+    }
     println!("{report}");
     Ok(())
+}
+
+/// Calls per latency band (powers of two from 0.25 ms), on stderr.
+fn print_histogram(sorted: &[u32]) {
+    let mut upper_us = 250_u32;
+    let mut from = 0;
+    eprintln!("latency histogram (calls ending at most at each bound):");
+    while from < sorted.len() {
+        let to = sorted.partition_point(|&l| l <= upper_us);
+        let share = (to - from) as f64 * 100.0 / sorted.len() as f64;
+        eprintln!(
+            "  <= {:>8.2} ms {:>9} {:>6.2}%",
+            f64::from(upper_us) / 1000.0,
+            to - from,
+            share
+        );
+        from = to;
+        upper_us = upper_us.saturating_mul(2);
+    }
+}
+
+/// Slow calls grouped into bursts (ending within 20 ms of each other), on stderr: how many,
+/// how far apart, and how slow, so that periodic pauses show.
+fn print_slow_bursts(slow: &mut [(u64, u32)], slow_ms: f64) {
+    slow.sort_unstable();
+    let mut bursts: Vec<(u64, usize, u32)> = Vec::new();
+    for &(ended, micros) in slow.iter() {
+        match bursts.last_mut() {
+            Some((last, count, worst)) if ended - *last <= 20 => {
+                *last = ended;
+                *count += 1;
+                *worst = (*worst).max(micros);
+            }
+            _ => bursts.push((ended, 1, micros)),
+        }
+    }
+    eprintln!(
+        "{} calls over {slow_ms} ms, in {} bursts:",
+        slow.len(),
+        bursts.len()
+    );
+    let mut previous: Option<u64> = None;
+    for (ended, count, worst) in bursts.iter().take(40) {
+        let gap = previous.map_or(String::new(), |p| format!(" (+{} ms)", ended - p));
+        eprintln!(
+            "  at {ended:>7} ms: {count:>4} calls, worst {:.1} ms{gap}",
+            f64::from(*worst) / 1000.0
+        );
+        previous = Some(*ended);
+    }
 }
 
 #[cfg(test)]
