@@ -20,6 +20,7 @@
 //! writing their partition since (counted in the gate file, shared by every process; ADR 28,
 //! ADR 31).
 
+mod checkpoints;
 mod gate_file;
 mod layout;
 mod read_cache;
@@ -221,25 +222,17 @@ fn tighten(path: &Path) {
 
 /// Opens the data file. FULL syncs the log on every commit, so a write the store acknowledged
 /// survives a power cut, which the replay rules depend on. Each connection caches at most
-/// [`PAGE_CACHE_KIB`] of the file, and a commit copies the log back into the file once it
-/// holds [`CHECKPOINT_PAGES`].
-fn open_connection(path: &Path) -> Result<Connection, rusqlite::Error> {
+/// [`PAGE_CACHE_KIB`] of the file. The writer's connection copies its log back beside its
+/// commits ([`checkpoints`]); any other that writes does so in the commit that fills the log.
+pub(crate) fn open_connection(path: &Path) -> Result<Connection, rusqlite::Error> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "cache_size", -PAGE_CACHE_KIB)?;
-    conn.pragma_update(None, "wal_autocheckpoint", CHECKPOINT_PAGES)?;
+    conn.pragma_update(None, "wal_autocheckpoint", checkpoints::CHECKPOINT_PAGES)?;
     Ok(conn)
 }
-
-/// Pages the log holds before a commit copies it back into the file (SQLite's default is
-/// 1,000, about 4 MiB). A checkpoint writes every page the log changed and syncs the file;
-/// under silent writes the default's checkpoints took a tenth of the server's samples, and the
-/// pages written again and again (index leaves, the table's last page) are written once per
-/// checkpoint, however often they changed (ADR 36). The log grows to about 40 MiB on disk; a
-/// write is as durable as before (the log is synced per commit).
-const CHECKPOINT_PAGES: i64 = 10_000;
 
 /// The writer's page cache, in KiB. Its own commits never drop it (only another connection's
 /// do), and the pages a write touches (index leaves all over the file) outgrew the readers'
@@ -487,11 +480,12 @@ impl SqliteStore {
                 path: gates_path.clone(),
                 source,
             })?;
+        let durable = Writer::start(durable, &path, "data", Arc::downgrade(&gates))
+            .map_err(|source| OpenError::Thread { source })?;
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 path,
-                durable: Writer::start(durable, "data", Arc::downgrade(&gates))
-                    .map_err(|source| OpenError::Thread { source })?,
+                durable,
                 gates,
                 readers: Mutex::new(Vec::new()),
                 kept: ReadCache::default(),
@@ -524,6 +518,16 @@ impl SqliteStore {
     /// items kept since an earlier read, ADR 28).
     pub fn file_reads(&self) -> u64 {
         self.inner.file_reads.load(Ordering::Relaxed)
+    }
+
+    /// How often the data file's log was copied back into it since this handle opened it: by
+    /// the checkpoint thread (passes), and by the writer between two groups (ADR 52).
+    pub fn log_copies(&self) -> (u64, u64) {
+        let copies = &self.inner.durable.copies;
+        (
+            copies.by_thread.load(Ordering::Relaxed),
+            copies.by_writer.load(Ordering::Relaxed),
+        )
     }
 
     /// Deletes rows whose expiry passed more than a second ago, in both files; how many.

@@ -1,6 +1,6 @@
 //! What only the store's insides can show: a data commit whose process died between counting
-//! its start and its end (ADR 28, ADR 31), and the expiry column a write without a read fills
-//! (ADR 37).
+//! its start and its end (ADR 28, ADR 31), the expiry column a write without a read fills
+//! (ADR 37), and the log copied back beside the writes (ADR 52).
 
 use store::{Item, Key, Put, Store, Value};
 
@@ -159,5 +159,56 @@ fn a_create_written_unread_keeps_its_expiry_for_the_sweep() {
             })
             .unwrap();
         assert_eq!(column, Some(1_900_000_000));
+    });
+}
+
+/// Past the log's threshold a commit only wakes the checkpoint thread (ADR 52): the log is
+/// copied back beside the writes, starts over instead of growing, and every write is in the
+/// file. (In tests the threshold is 64 pages, so that a few hundred writes cross it often.)
+#[test]
+fn the_log_is_copied_back_beside_the_writes_and_starts_over() {
+    use std::sync::Arc;
+
+    use crate::checkpoints::{CHECKPOINT_PAGES, INLINE_PAGES};
+    run(async {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
+        let store = Arc::new(SqliteStore::open(&path).unwrap());
+        let log = dir.path().join("store.db-wal");
+        let body = Item::from([("text".to_owned(), Value::s("x".repeat(6_000)))]);
+        let (rounds, writers) = (40, 16);
+        let mut largest_log = 0;
+        for round in 0..rounds {
+            let writes: Vec<_> = (0..writers)
+                .map(|i| {
+                    let (store, item) = (Arc::clone(&store), body.clone());
+                    let key = Key::new("acme#note", format!("{round}-{i}"));
+                    tokio::spawn(async move { store.put(Put::new(key, item)).await })
+                })
+                .collect();
+            for write in writes {
+                write.await.unwrap().unwrap();
+            }
+            largest_log = largest_log.max(std::fs::metadata(&log).map_or(0, |m| m.len()));
+        }
+        // Each write leaves at least two pages in the log: over 1,280 pages in all.
+        let frame = 4_096 + 24;
+        let bound = (INLINE_PAGES + 4 * CHECKPOINT_PAGES) as u64 * frame;
+        assert!(
+            largest_log <= bound,
+            "the log grew to {largest_log} bytes (at most {bound}): it was not started over"
+        );
+        let (by_thread, _) = store.log_copies();
+        assert!(by_thread > 0, "the checkpoint thread copied the log back");
+        for round in 0..rounds {
+            for i in 0..writers {
+                let key = Key::new("acme#note", format!("{round}-{i}"));
+                assert_eq!(
+                    store.get(&key).await.unwrap(),
+                    Some(body.clone()),
+                    "{key:?}"
+                );
+            }
+        }
     });
 }

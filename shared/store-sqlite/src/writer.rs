@@ -7,12 +7,14 @@
 //! ends, so that reads can tell whether what they kept is still what the file holds (ADR 28,
 //! ADR 31).
 
-use std::sync::{Weak, mpsc};
+use std::path::Path;
+use std::sync::{Arc, Weak, mpsc};
 
 use rusqlite::Connection;
 use store::StoreError;
 use tokio::sync::oneshot;
 
+use crate::checkpoints::{Checkpoints, Copies};
 use crate::gate_file::{GateFile, Touched};
 
 /// Most transactions that share one commit.
@@ -71,6 +73,8 @@ where
 #[derive(Debug)]
 pub(crate) struct Writer {
     jobs: mpsc::Sender<Box<dyn Job>>,
+    /// How often its log was copied back, and by whom.
+    pub(crate) copies: Arc<Copies>,
 }
 
 impl std::fmt::Debug for dyn Job {
@@ -80,19 +84,27 @@ impl std::fmt::Debug for dyn Job {
 }
 
 impl Writer {
-    /// Starts the writer thread that owns `conn`, counting its commits in `gates`. The thread
+    /// Starts the writer thread that owns `conn` (a connection to the file at `path`),
+    /// counting its commits in `gates`, and the thread that copies its log back. The thread
     /// does not keep the gate file open: the store's last handle closes it when dropped, so a
     /// process can open it afresh at once (the thread itself ends a moment later).
     pub(crate) fn start(
         conn: Connection,
+        path: &Path,
         name: &str,
         gates: Weak<GateFile>,
     ) -> std::io::Result<Writer> {
         let (jobs, queue) = mpsc::channel::<Box<dyn Job>>();
+        let (path, thread) = (path.to_path_buf(), name.to_owned());
+        let copies = Arc::new(Copies::default());
+        let counted = Arc::clone(&copies);
         std::thread::Builder::new()
             .name(format!("sqlite-{name}"))
-            .spawn(move || serve(&conn, &gates, &queue))?;
-        Ok(Writer { jobs })
+            .spawn(move || {
+                let checkpoints = Checkpoints::start(&conn, &path, &thread, counted);
+                serve(&conn, &gates, &queue, &checkpoints);
+            })?;
+        Ok(Writer { jobs, copies })
     }
 
     /// Runs `work`, which writes at most the partitions `touched`, as one transaction (sharing
@@ -118,8 +130,14 @@ impl Writer {
     }
 }
 
-/// The thread's loop: take what is waiting, run it as one transaction, commit once, answer.
-fn serve(conn: &Connection, gates: &Weak<GateFile>, queue: &mpsc::Receiver<Box<dyn Job>>) {
+/// The thread's loop: take what is waiting, run it as one transaction, commit once, answer;
+/// then see to the log (between groups, so that no answer waits for it).
+fn serve(
+    conn: &Connection,
+    gates: &Weak<GateFile>,
+    queue: &mpsc::Receiver<Box<dyn Job>>,
+    checkpoints: &Checkpoints,
+) {
     while let Ok(first) = queue.recv() {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -136,6 +154,7 @@ fn serve(conn: &Connection, gates: &Weak<GateFile>, queue: &mpsc::Receiver<Box<d
         for job in group {
             job.answer(failed.clone());
         }
+        checkpoints.after_group(conn);
     }
 }
 
