@@ -149,7 +149,7 @@ struct Shared {
 #[derive(Debug, Default)]
 struct ClientReport {
     latencies_us: Vec<u32>,
-    /// When each slow call ended (ms since the measured window began) and its latency (µs).
+    /// When each slow call ended (ms since loadgen started, warm-up included) and its latency (µs).
     slow: Vec<(u64, u32)>,
     errors: u64,
     error_kinds: std::collections::BTreeMap<String, u64>,
