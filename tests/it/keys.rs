@@ -148,8 +148,10 @@ fn every_key_builder_uses_its_owners_kinds() {
                 "x",
             ),
         ),
-        ("accounts", accounts::keys::session("ab")),
-        ("accounts", accounts::keys::api_token("ab")),
+        ("accounts", accounts::keys::session(&tid, "ab")),
+        ("accounts", accounts::keys::global_session("ab")),
+        ("accounts", accounts::keys::api_token(&tid, "ab")),
+        ("accounts", accounts::keys::legacy_api_token("ab")),
         (
             "accounts",
             accounts::keys::api_token_record(&store::TenantId::new(t), "tok_1"),

@@ -26,6 +26,7 @@ mod infra;
 mod keys;
 mod lambda_runtime;
 mod load;
+mod located_credentials;
 mod logs;
 mod manifest;
 mod model_check;

@@ -104,14 +104,17 @@ impl ApiTokens {
             expires_at: identity::rfc3339_at(expires),
             revoked: false,
         };
-        let secret = format!(
-            "{}{}",
-            identity::token::API_TOKEN_PREFIX,
-            self.outside.random_text(43)
-        );
-        let hash = identity::token::hash(&secret);
+        // The token names its workspace and member, so that authenticating it asks that
+        // workspace alone, in one round trip (ADR 53).
+        let locator = identity::token::MemberLocator {
+            tenant: actor.tenant.clone(),
+            member: actor.member.clone(),
+        };
+        let identity::token::NewToken { secret, hash } =
+            identity::token::generate_api(&locator, self.outside.randomness.as_ref());
         let mut record = record_item(&token);
         record.insert("hash".into(), Value::s(&hash));
+        record.insert(LOCATED.into(), Value::Bool(true));
         let mut index = Item::new();
         index.insert("tenant".into(), Value::s(actor.tenant.as_str()));
         index.insert("member".into(), Value::s(actor.member.as_str()));
@@ -124,7 +127,7 @@ impl ApiTokens {
             Put::new(keys::api_token_record(&actor.tenant, &token.id), record)
                 .when(Condition::item_not_exists())
                 .into(),
-            Put::new(keys::api_token(&hash), index)
+            Put::new(keys::api_token(&actor.tenant, &hash), index)
                 .when(Condition::item_not_exists())
                 .into(),
             crate::audit(
@@ -168,12 +171,13 @@ impl ApiTokens {
         }
         let key = keys::api_token_record(&actor.tenant, id);
         let record = self.store.get(&key).await?;
-        let Some(hash) = record
+        let live = record
             .as_ref()
-            .filter(|r| !matches!(r.get("revoked"), Some(Value::Bool(true))))
-            .and_then(|r| r.get("hash"))
-            .and_then(Value::as_s)
-        else {
+            .filter(|r| !matches!(r.get("revoked"), Some(Value::Bool(true))));
+        let Some((hash, located)) = live.and_then(|r| {
+            let hash = r.get("hash").and_then(Value::as_s)?;
+            Some((hash, r.get(LOCATED) == Some(&Value::Bool(true))))
+        }) else {
             return Err(AccountsError::NotFound(format!(
                 "no active API token {id} in {}",
                 actor.tenant
@@ -186,7 +190,12 @@ impl ApiTokens {
             )
             .when(Condition::eq("revoked", Value::Bool(false)))
             .into(),
-            store::Delete::new(keys::api_token(hash)).into(),
+            store::Delete::new(if located {
+                keys::api_token(&actor.tenant, hash)
+            } else {
+                keys::legacy_api_token(hash)
+            })
+            .into(),
             crate::audit(
                 actor,
                 "api_token.revoke",
@@ -203,37 +212,90 @@ impl ApiTokens {
     }
 
     /// Who a token acts for, if it is live: not revoked, not expired, and its member still
-    /// active and still the person who made it.
+    /// active and still the person who made it. A token that names its workspace and member
+    /// takes one round trip (its index item and the member read together, in that workspace);
+    /// one made before ADR 53 takes two.
     pub async fn authenticate(&self, secret: &str) -> Result<Option<Bearer>, AccountsError> {
         if identity::token::classify(secret) != identity::token::BearerKind::ProductApi {
             return Ok(None);
         }
-        let key = keys::api_token(&identity::token::hash(secret));
-        let Some(item) = self.store.get(&key).await? else {
+        let hash = identity::token::hash(secret);
+        let found = match identity::token::api_locator(secret) {
+            Some(at) => self.located(&at, &hash).await?,
+            None => self.made_before_adr_53(&hash).await?,
+        };
+        let Some((item, member)) = found else {
             return Ok(None);
         };
         let s = |k: &str| item.get(k).and_then(Value::as_s).map(str::to_owned);
-        let (Some(tenant), Some(member), Some(token)) = (s("tenant"), s("member"), s("id")) else {
+        let (Some(tenant), Some(token)) = (s("tenant"), s("id")) else {
             return Ok(None);
         };
-        let (tenant, member) = (store::TenantId::new(tenant), store::MemberId::new(member));
         let expires = crate::int(&item, "expires");
         if expires.is_none_or(|e| e <= self.outside.now()) {
             return Ok(None);
         }
-        let live = self
-            .directory()
-            .member(&tenant, &member)
-            .await?
-            .filter(|m| m.active && m.person == s("person"));
+        let live = member.filter(|m| m.active && m.person == s("person"));
         Ok(live.map(|m| Bearer {
-            tenant,
-            member,
+            tenant: store::TenantId::new(tenant),
+            member: m.id,
             token,
             rights: m.rights,
         }))
     }
+
+    /// The index item of a token that names its workspace and member, and the member, read
+    /// together in that workspace.
+    async fn located(
+        &self,
+        at: &identity::token::MemberLocator,
+        hash: &str,
+    ) -> Result<Option<(Item, Option<identity::Member>)>, AccountsError> {
+        let directory = self.directory();
+        let Some(member_key) = directory.member_key(&at.tenant, &at.member) else {
+            return Ok(None);
+        };
+        let index = keys::api_token(&at.tenant, hash);
+        let mut both = self
+            .store
+            .batch_get(&[index, member_key])
+            .await?
+            .into_iter();
+        let (Some(Some(item)), Some(member)) = (both.next(), both.next()) else {
+            return Ok(None);
+        };
+        // The index item is the locator's own (the hash covers the whole token); checked
+        // anyway, as the MCP token's is.
+        let text = |k: &str| item.get(k).and_then(Value::as_s);
+        if text("tenant") != Some(at.tenant.as_str()) || text("member") != Some(at.member.as_str())
+        {
+            return Ok(None);
+        }
+        let member = directory.member_from_item(&at.member, member.as_ref());
+        Ok(Some((item, member)))
+    }
+
+    /// The index item of a token made before ADR 53 (found by its hash alone), then its member.
+    async fn made_before_adr_53(
+        &self,
+        hash: &str,
+    ) -> Result<Option<(Item, Option<identity::Member>)>, AccountsError> {
+        let Some(item) = self.store.get(&keys::legacy_api_token(hash)).await? else {
+            return Ok(None);
+        };
+        let s = |k: &str| item.get(k).and_then(Value::as_s);
+        let (Some(tenant), Some(member)) = (s("tenant"), s("member")) else {
+            return Ok(None);
+        };
+        let (tenant, member) = (store::TenantId::new(tenant), store::MemberId::new(member));
+        let member = self.directory().member(&tenant, &member).await?;
+        Ok(Some((item, member)))
+    }
 }
+
+/// Marks a token's record whose index item is in its workspace (made after ADR 53): its
+/// revocation deletes that item, not the deployment's.
+const LOCATED: &str = "located";
 
 fn record_item(token: &ApiToken) -> Item {
     let mut item = Item::new();

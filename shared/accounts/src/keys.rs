@@ -5,7 +5,7 @@
 use store::{Key, MemberId, TenantId};
 
 /// The second segment of this crate's tenant partitions (`<tenant>#<kind>`).
-pub const TENANT_KINDS: &[&str] = &["tenant", "apitoken", "signin"];
+pub const TENANT_KINDS: &[&str] = &["tenant", "apitoken", "signin", "session"];
 
 /// The first segment of this crate's partitions that belong to no tenant.
 pub const GLOBAL: &[&str] = &["session", "apitoken", "operator", "signin", WORKSPACES];
@@ -23,13 +23,27 @@ pub fn listed_workspace(tenant: &TenantId) -> Key {
     Key::new(WORKSPACES, tenant.as_str())
 }
 
-/// A sign-in session, by the hash of its cookie value.
-pub fn session(id_hash: &str) -> Key {
+/// A member's sign-in session, by the hash of its cookie value, in the workspace the cookie's
+/// locator names (ADR 53).
+pub fn session(tenant: &TenantId, id_hash: &str) -> Key {
+    Key::new(format!("{tenant}#session"), id_hash)
+}
+
+/// A session whose cookie names no workspace, by the hash of its cookie value: an operator's
+/// (who belongs to none), or a member's made before ADR 53 (it lives out its hours there).
+pub fn global_session(id_hash: &str) -> Key {
     Key::new(format!("session#{id_hash}"), "session")
 }
 
-/// A product API token's index item, found by the token's hash before the tenant is known.
-pub fn api_token(hash: &str) -> Key {
+/// A product API token's index item, by the token's hash, in the workspace the token's
+/// locator names (ADR 53). Beside the listing's partition, not in it.
+pub fn api_token(tenant: &TenantId, hash: &str) -> Key {
+    Key::new(format!("{tenant}#apitoken#byhash"), hash)
+}
+
+/// The index item of a product API token made before ADR 53, found by the token's hash alone
+/// (its text names no workspace).
+pub fn legacy_api_token(hash: &str) -> Key {
     Key::new(format!("apitoken#{hash}"), "token")
 }
 

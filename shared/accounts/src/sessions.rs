@@ -4,7 +4,7 @@
 //! is active, with the same password (ADR 48). So a password change or reset, a removal or a
 //! deactivation ends every session at the next request.
 
-use store::{Condition, Item, Put, Store, Value};
+use store::{Condition, Item, Key, Put, Store, Value};
 
 use crate::{AccountsError, keys};
 
@@ -78,7 +78,20 @@ async fn start(
     outside: &outside::ClockAndRandomness,
     session: Session,
 ) -> Result<(String, Session), AccountsError> {
-    let id = outside.random_text(43);
+    // A member's cookie names their workspace, so that every later request finds the session
+    // (and the member) in that workspace alone; an operator belongs to none (ADR 53).
+    let (id, key) = if session.operator {
+        let id = outside.random_text(43);
+        let key = keys::global_session(&identity::token::hash(&id));
+        (id, key)
+    } else {
+        let locator = identity::token::MemberLocator {
+            tenant: session.tenant.clone(),
+            member: session.member.clone(),
+        };
+        let id = identity::token::generate_session(&locator, outside.randomness.as_ref());
+        (id.secret, keys::session(&session.tenant, &id.hash))
+    };
     let mut item = Item::new();
     item.insert("tenant".into(), Value::s(session.tenant.as_str()));
     item.insert("member".into(), Value::s(session.member.as_str()));
@@ -97,43 +110,74 @@ async fn start(
         store::TTL_ATTRIBUTE.into(),
         Value::n(outside.now() + SESSION_SECONDS),
     );
-    let key = keys::session(&identity::token::hash(&id));
     store
         .put(Put::new(key, item).when(Condition::item_not_exists()))
         .await?;
     Ok((id, session))
 }
 
-/// The stored session of a cookie value, whether or not its account still holds it (see
-/// [`live`]).
-pub async fn get(store: &dyn Store, id: &str) -> Result<Option<Session>, AccountsError> {
-    let key = keys::session(&identity::token::hash(id));
-    let Some(item) = store.get(&key).await? else {
-        return Ok(None);
-    };
+/// Where the session of a cookie value is kept: in the workspace its locator names, or (an
+/// operator's, or one made before ADR 53) in the deployment's partition.
+fn key_of(id: &str) -> Key {
+    let hash = identity::token::hash(id);
+    match identity::token::session_locator(id) {
+        Some(at) => keys::session(&at.tenant, &hash),
+        None => keys::global_session(&hash),
+    }
+}
+
+fn from_item(item: &Item) -> Session {
     let s = |k: &str| item.get(k).and_then(Value::as_s).map(str::to_owned);
-    Ok(Some(Session {
+    Session {
         tenant: store::TenantId::new(s("tenant").unwrap_or_default()),
         member: store::MemberId::new(s("member").unwrap_or_default()),
         person: s("person"),
         operator: s("role").as_deref() == Some(OPERATOR_ROLE),
         csrf: s("csrf").unwrap_or_default(),
         credential: s("credential").unwrap_or_default(),
-    }))
+    }
+}
+
+/// The stored session of a cookie value, whether or not its account still holds it (see
+/// [`live`]).
+pub async fn get(store: &dyn Store, id: &str) -> Result<Option<Session>, AccountsError> {
+    Ok(store.get(&key_of(id)).await?.as_ref().map(from_item))
 }
 
 /// The session of a cookie value while its account holds it: the member active, the same
-/// person, the same password; the operator existing, active, the same password.
+/// person, the same password; the operator existing, active, the same password. A cookie that
+/// names its workspace and member is answered in one round trip (the session and the member
+/// read together); the others in two.
 pub async fn live(store: &dyn Store, id: &str) -> Result<Option<Session>, AccountsError> {
-    let Some(session) = get(store, id).await? else {
-        return Ok(None);
+    let (session, account) = match identity::token::session_locator(id) {
+        Some(at) => {
+            let member = identity::keys::member(&at.tenant, &at.member);
+            let mut both = store.batch_get(&[key_of(id), member]).await?.into_iter();
+            let (Some(Some(found)), Some(account)) = (both.next(), both.next()) else {
+                return Ok(None);
+            };
+            let session = from_item(&found);
+            // The hash covers the whole cookie, so the locator is the session's own; checked
+            // anyway, as the MCP token's is.
+            if session.operator || session.tenant != at.tenant || session.member != at.member {
+                return Ok(None);
+            }
+            (session, account)
+        }
+        None => {
+            let Some(session) = get(store, id).await? else {
+                return Ok(None);
+            };
+            let account = if session.operator {
+                keys::operator(session.member.as_str())
+            } else {
+                identity::keys::member(&session.tenant, &session.member)
+            };
+            let account = store.get(&account).await?;
+            (session, account)
+        }
     };
-    let account = if session.operator {
-        keys::operator(session.member.as_str())
-    } else {
-        identity::keys::member(&session.tenant, &session.member)
-    };
-    let Some(item) = store.get(&account).await? else {
+    let Some(item) = account else {
         return Ok(None);
     };
     let text = |k: &str| item.get(k).and_then(Value::as_s);
@@ -146,7 +190,6 @@ pub async fn live(store: &dyn Store, id: &str) -> Result<Option<Session>, Accoun
 
 /// Ends a session.
 pub async fn end(store: &dyn Store, id: &str) -> Result<(), AccountsError> {
-    let key = keys::session(&identity::token::hash(id));
-    store.delete(store::Delete::new(key)).await?;
+    store.delete(store::Delete::new(key_of(id))).await?;
     Ok(())
 }

@@ -65,46 +65,115 @@ pub fn generate(locator: &Locator, randomness: &dyn outside::Randomness) -> NewT
         locator.tenant.as_str(),
         locator.creator.as_str(),
         locator.connection.as_str(),
-    ]
-    .join(&FIELD_SEPARATOR.to_string());
+    ];
+    located(MCP_TOKEN_PREFIX, &fields, randomness)
+}
+
+/// The locator of an MCP token, if it has one (tokens made before locators have none and are
+/// authenticated in two round trips).
+pub fn locator(token: &str) -> Option<Locator> {
+    let mut room = [0u8; LOCATOR_ROOM];
+    let [tenant, creator, connection] = fields(MCP_TOKEN_PREFIX, token, &mut room)?;
+    Some(Locator {
+        tenant: store::TenantId::new(tenant),
+        creator: store::MemberId::new(creator),
+        connection: store::ConnectionId::new(connection),
+    })
+}
+
+/// Where a member's product API token or sign-in session is kept: its workspace, as its text
+/// says (unverified until the hash matches), so that finding it asks that workspace alone
+/// (ADR 53).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberLocator {
+    /// The workspace.
+    pub tenant: store::TenantId,
+    /// The member.
+    pub member: store::MemberId,
+}
+
+impl MemberLocator {
+    fn fields(&self) -> [&str; 2] {
+        [self.tenant.as_str(), self.member.as_str()]
+    }
+
+    fn read(text: &str, prefix: &str) -> Option<MemberLocator> {
+        let mut room = [0u8; LOCATOR_ROOM];
+        let [tenant, member] = fields(prefix, text, &mut room)?;
+        Some(MemberLocator {
+            tenant: store::TenantId::new(tenant),
+            member: store::MemberId::new(member),
+        })
+    }
+}
+
+/// Makes a new product API token (`gha_` + locator + `.` + 43 random characters) for the
+/// member `locator` names.
+pub fn generate_api(locator: &MemberLocator, randomness: &dyn outside::Randomness) -> NewToken {
+    located(API_TOKEN_PREFIX, &locator.fields(), randomness)
+}
+
+/// The locator of a product API token, if it has one (tokens made before ADR 53 have none and
+/// are found by their hash alone, in the deployment's partition).
+pub fn api_locator(token: &str) -> Option<MemberLocator> {
+    MemberLocator::read(token, API_TOKEN_PREFIX)
+}
+
+/// Makes a new sign-in session id (the cookie's value: locator + `.` + 43 random characters)
+/// for the member `locator` names; returns it with its hash.
+pub fn generate_session(locator: &MemberLocator, randomness: &dyn outside::Randomness) -> NewToken {
+    located("", &locator.fields(), randomness)
+}
+
+/// The locator of a session id, if it has one (operators' sessions and sessions made before
+/// ADR 53 have none).
+pub fn session_locator(id: &str) -> Option<MemberLocator> {
+    MemberLocator::read(id, "")
+}
+
+/// `prefix`, the locator of `fields`, `.` and a fresh secret, with its hash.
+fn located(prefix: &str, fields: &[&str], randomness: &dyn outside::Randomness) -> NewToken {
+    let joined = fields.join(&FIELD_SEPARATOR.to_string());
     let secret = format!(
-        "{MCP_TOKEN_PREFIX}{}.{}",
-        URL_SAFE_NO_PAD.encode(fields),
+        "{prefix}{}.{}",
+        URL_SAFE_NO_PAD.encode(joined),
         outside::random_text(randomness, SECRET_LEN)
     );
     let hash = hash(&secret);
     NewToken { secret, hash }
 }
 
-/// The locator of an MCP token, if it has one (tokens made before locators have none and are
-/// authenticated in two round trips).
-pub fn locator(token: &str) -> Option<Locator> {
-    let rest = token.strip_prefix(MCP_TOKEN_PREFIX)?;
+/// The `N` fields of the locator of `text` (`prefix`, locator, `.`, secret), decoded into
+/// `room`, when every one is plausible.
+fn fields<'r, const N: usize>(
+    prefix: &str,
+    text: &str,
+    room: &'r mut [u8; LOCATOR_ROOM],
+) -> Option<[&'r str; N]> {
+    let rest = text.strip_prefix(prefix)?;
     let (encoded, secret) = rest.split_once('.')?;
     if secret.len() != SECRET_LEN {
         return None;
     }
     // Decoded on the stack (every request reads its locator): what does not fit has a field
     // longer than any a locator may name, and is refused below anyway.
-    let mut room = [0u8; LOCATOR_ROOM];
-    let len = URL_SAFE_NO_PAD.decode_slice(encoded, &mut room).ok()?;
-    let fields = std::str::from_utf8(room.get(..len)?).ok()?;
-    let mut parts = fields.split(FIELD_SEPARATOR);
-    let (tenant, creator, connection) = (parts.next()?, parts.next()?, parts.next()?);
+    let len = URL_SAFE_NO_PAD.decode_slice(encoded, room).ok()?;
+    let decoded = std::str::from_utf8(room.get(..len)?).ok()?;
+    let mut parts = decoded.split(FIELD_SEPARATOR);
+    let mut out = [""; N];
+    for field in &mut out {
+        *field = parts.next()?;
+    }
     // A field that could not be part of a real key (empty, long, a key separator or a control
-    // character) makes the locator unreadable: the token is then looked up by its hash alone,
-    // so a forged locator can never make a key the store refuses.
+    // character) makes the locator unreadable: the credential is then looked up by its hash
+    // alone, so a forged locator can never make a key the store refuses.
     let plausible = |p: &str| {
         (1..=MAX_LOCATOR_FIELD).contains(&p.len()) && !p.chars().any(|c| c == '#' || c.is_control())
     };
-    if parts.next().is_some() || ![tenant, creator, connection].iter().all(|p| plausible(p)) {
+    if parts.next().is_some() || !out.iter().all(|p| plausible(p)) {
         return None;
     }
-    Some(Locator {
-        tenant: store::TenantId::new(tenant),
-        creator: store::MemberId::new(creator),
-        connection: store::ConnectionId::new(connection),
-    })
+    Some(out)
 }
 
 /// Hex SHA-256 of a token.
@@ -198,5 +267,37 @@ mod tests {
                 "field {field}"
             );
         }
+    }
+
+    #[test]
+    fn api_tokens_and_sessions_name_their_workspace_and_member() {
+        let at = MemberLocator {
+            tenant: store::TenantId::new("acme"),
+            member: store::MemberId::new("ana"),
+        };
+        let api = generate_api(&at, &outside::SystemRandomness);
+        assert!(api.secret.starts_with(API_TOKEN_PREFIX));
+        assert_eq!(classify(&api.secret), BearerKind::ProductApi);
+        assert_eq!(api_locator(&api.secret), Some(at.clone()));
+        assert_eq!(api.hash, hash(&api.secret));
+        let session = generate_session(&at, &outside::SystemRandomness);
+        assert_eq!(session_locator(&session.secret), Some(at.clone()));
+        // Each kind reads only its own: an API token is no session id, nor an MCP token's
+        // locator (three fields) a member's (two).
+        assert_eq!(session_locator(&api.secret), None);
+        assert_eq!(api_locator(&session.secret), None);
+        let mcp = generate(
+            &Locator {
+                tenant: at.tenant.clone(),
+                creator: at.member.clone(),
+                connection: store::ConnectionId::new("con_1"),
+            },
+            &outside::SystemRandomness,
+        );
+        assert_eq!(api_locator(&mcp.secret.replacen("ghm_", "gha_", 1)), None);
+        assert_eq!(locator(&api.secret.replacen("gha_", "ghm_", 1)), None);
+        // Sessions and tokens made before ADR 53 have none.
+        assert_eq!(session_locator(&"s".repeat(43)), None);
+        assert_eq!(api_locator(&format!("gha_{}", "x".repeat(43))), None);
     }
 }

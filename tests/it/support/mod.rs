@@ -19,6 +19,7 @@ pub(crate) mod misdescribed;
 pub(crate) mod model;
 pub(crate) mod notes;
 pub(crate) mod pages;
+pub(crate) mod places;
 pub(crate) mod probe_tools;
 pub(crate) mod processes;
 pub(crate) mod receiver;
