@@ -16,13 +16,12 @@ use outbox::{Deliver, DeliveryError, Dispatcher, WebhookPost, WebhookSettings};
 use outbox_format::Message;
 use outside::Clock as _;
 use store::StoreError;
-use store::remote::{StoreAnswer, StoreRequest, Transport};
+use store::remote::{StoreRequest, Transport};
 use wasm_bindgen::JsValue;
 use worker::send::{SendFuture, SendWrapper};
 use worker::{Delay, Env, Fetch, Headers, Method, Request, RequestInit};
 
 use crate::env::setting;
-use crate::sql_rows::SqlRows;
 
 /// How long a receiver has to answer (as on Lambda).
 const DEADLINE: Duration = Duration::from_secs(10);
@@ -124,24 +123,11 @@ impl std::fmt::Debug for ObjectTransport {
 #[async_trait::async_trait]
 impl Transport for ObjectTransport {
     async fn send(&self, request: String) -> Result<String, StoreError> {
-        Ok(store::remote::encode_outcome(&serve_here(
-            &self.storage,
-            &request,
-        )))
+        let served = crate::transaction::parse(&request).and_then(|request| {
+            crate::transaction::serve(&self.storage, request, None, |_| Ok(()))
+        });
+        Ok(store::remote::encode_outcome(&served))
     }
-}
-
-fn serve_here(storage: &worker::Storage, request: &str) -> Result<StoreAnswer, StoreError> {
-    let request = serde_json::from_str::<StoreRequest>(request)
-        .map_err(|e| StoreError::Unavailable(format!("unreadable store message: {e}")))?;
-    let now = outside::SystemClock.now();
-    crate::transaction::run(storage, move |sql| {
-        let mut rows = SqlRows {
-            sql,
-            switch_override: None,
-        };
-        store::remote::serve(&mut rows, request, now)
-    })
 }
 
 /// The deployment's webhook, posted to with the runtime's `fetch`.

@@ -76,26 +76,25 @@ impl StoreObject {
 
     /// Runs one store message.
     fn serve(&self, request: StoreRequest, serving: Serving) -> Outcome {
-        let now = outside_now();
         let writes_switch = serving.numbers_switch_write
             && store::remote::writes_key(&request, &mirror::switch_key());
-        self.in_transaction(move |sql| {
-            let mut rows = SqlRows {
-                sql,
-                switch_override: serving.switch_unconfirmed.then(mirror::unconfirmed),
-            };
-            let answer = store::remote::serve(&mut rows, request, now)?;
-            if writes_switch {
-                mirror::written(sql)?;
-            }
-            Ok(answer)
-        })
+        let switch_override = serving.switch_unconfirmed.then(mirror::unconfirmed);
+        crate::transaction::serve(
+            &self.state.storage(),
+            request,
+            switch_override,
+            move |sql| {
+                if writes_switch {
+                    mirror::written(sql)?;
+                }
+                Ok(())
+            },
+        )
     }
 
     /// A store message to this object, named `name`.
     async fn store_message(&self, req: &Request, name: &str, text: &str) -> Outcome {
-        let request = serde_json::from_str::<StoreRequest>(text)
-            .map_err(|e| StoreError::Unavailable(format!("unreadable store message: {e}")))?;
+        let request = crate::transaction::parse(text)?;
         let writes = store::remote::writes(&request);
         if !writes && !self.tables.get() {
             // Never written: nothing to read, and nothing to ask the global object (objects a

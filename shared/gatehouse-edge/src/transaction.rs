@@ -4,9 +4,37 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use store::StoreError;
+use store::remote::{StoreAnswer, StoreRequest};
+use store::{Item, StoreError};
 use wasm_bindgen::JsCast as _;
 use wasm_bindgen::prelude::{Closure, JsValue};
+
+/// A store message's text, read.
+pub(crate) fn parse(text: &str) -> Result<StoreRequest, StoreError> {
+    serde_json::from_str::<StoreRequest>(text)
+        .map_err(|e| StoreError::Unavailable(format!("unreadable store message: {e}")))
+}
+
+/// Serves one store message as one atomic operation on the object's `storage`, the global
+/// switch reading as `switch_override` where there is one (`crate::mirror`); `then` runs after
+/// it, in the same transaction.
+pub(crate) fn serve(
+    storage: &worker::Storage,
+    request: StoreRequest,
+    switch_override: Option<Item>,
+    then: impl FnOnce(&worker::SqlStorage) -> Result<(), StoreError> + 'static,
+) -> Result<StoreAnswer, StoreError> {
+    let now = mcp_pipeline::Clock::now(&mcp_pipeline::SystemClock);
+    run(storage, move |sql| {
+        let mut rows = crate::sql_rows::SqlRows {
+            sql,
+            switch_override,
+        };
+        let answer = store::remote::serve(&mut rows, request, now)?;
+        then(sql)?;
+        Ok(answer)
+    })
+}
 
 /// Runs `work` inside `storage.transactionSync`: a failure while writing throws, and the
 /// runtime rolls every write of the operation back.
