@@ -10,7 +10,9 @@ use std::process::{Command, Stdio};
 use mcp_test_client::TestClient;
 use serde_json::json;
 
-use crate::support::processes::{cli_token, gatehouse_binary};
+use crate::support::processes::{
+    Place, cli_token, gatehouse_binary, plain_get, start_serve_printing,
+};
 
 /// Runs `gatehouse stdio` with `env`, sends two identical calls with the same JSON-RPC id, and
 /// returns what it wrote to stderr (a pipe, not a terminal).
@@ -119,5 +121,70 @@ fn stdio_says_which_store_it_opened_and_why_a_credential_is_refused() {
     assert!(
         stderr.contains("was refused") && stderr.contains("status=401"),
         "{stderr}"
+    );
+}
+
+/// `serve --metrics-addr` answers a Prometheus scrape on an address of its own (ADR 54): each
+/// tool call counted by tool and outcome (an error under its code) with its duration, and
+/// nothing that says who called. The MCP port does not serve it, and without the flag `serve`
+/// opens no scrape address.
+#[tokio::test]
+async fn serve_answers_a_metrics_scrape_on_its_own_address_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = cli_token(dir.path());
+    let place = Place::Folder(dir.path().to_owned());
+    let (server, addr, printed) = start_serve_printing(&place, &["--metrics-addr", "127.0.0.1:0"]);
+    let scrape = printed
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("metrics at http://"))
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("serve says where the scrape is: {printed:#?}"))
+        .to_owned();
+    let client = TestClient::http(addr).with_header("authorization", &format!("Bearer {token}"));
+    for _ in 0..2 {
+        assert!(
+            !client
+                .call_tool("get_server_status", json!({}))
+                .await
+                .is_error()
+        );
+    }
+    let missing = client
+        .call_tool("get_customer", json!({"customer": "cus_none"}))
+        .await;
+    assert!(missing.is_error(), "{missing:?}");
+
+    let (status, text) = plain_get(&scrape, "/metrics");
+    assert!(status.contains(" 200 "), "{status}");
+    assert!(
+        text.contains("gatehouse_calls_total{tool=\"get_server_status\",outcome=\"ok\"} 2\n"),
+        "{text}"
+    );
+    let status_calls = "gen_ai_tool_name=\"get_server_status\",outcome=\"ok\"";
+    assert!(
+        text.contains(&format!(
+            "mcp_server_operation_duration_seconds_bucket{{mcp_method_name=\"tools/call\",{status_calls},le=\"+Inf\"}} 2\n"
+        )),
+        "{text}"
+    );
+    let refused = text
+        .lines()
+        .find(|l| l.starts_with("gatehouse_calls_total{tool=\"get_customer\""))
+        .unwrap_or_else(|| panic!("the failed call is counted: {text}"));
+    assert!(
+        !refused.contains("outcome=\"ok\"") && refused.ends_with(" 1"),
+        "{refused}"
+    );
+    for who in ["acme", "ana", token.as_str()] {
+        assert!(!text.contains(who), "the scrape names {who}: {text}");
+    }
+    let (status, body) = plain_get(&addr.to_string(), "/metrics");
+    assert!(!body.contains("gatehouse_calls_total"), "{status}: {body}");
+    drop(server);
+
+    let (_plain, _, printed) = start_serve_printing(&place, &[]);
+    assert!(
+        !printed.iter().any(|l| l.contains("metrics at")),
+        "{printed:#?}"
     );
 }

@@ -255,6 +255,11 @@ fn lowercase_headers(headers: &HeaderMap) -> Headers {
     out
 }
 
+/// A text answer of `content_type` (a metrics scrape, a plain refusal), never cached.
+pub fn text(status: StatusCode, content_type: &str, body: String) -> HttpResponse {
+    respond(status, content_type, body)
+}
+
 /// A `303 See Other` to `location` (where a person who opens the server's address lands).
 pub fn see_other(location: &str) -> HttpResponse {
     let mut r = respond(StatusCode::SEE_OTHER, "text/plain; charset=utf-8", "");

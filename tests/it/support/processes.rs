@@ -461,3 +461,20 @@ fn run_program(binary: &Path, args: &[&str], data: &Path, stdin: &str) -> (bool,
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The status line and body of `GET path` at `addr`, over a plain connection that closes after
+/// the answer (for the addresses `serve` opens beside the MCP one).
+pub(crate) fn plain_get(addr: &str, path: &str) -> (String, String) {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head.lines().next().unwrap_or_default().to_owned();
+    (status, body.to_owned())
+}

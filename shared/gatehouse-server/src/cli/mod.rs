@@ -13,6 +13,7 @@ mod demo;
 mod dynamo;
 mod edge;
 mod expiry;
+mod metrics;
 mod scaffold;
 mod shutdown;
 
@@ -291,6 +292,10 @@ struct ServeArgs {
     /// Connections open at once; further ones wait until one closes.
     #[arg(long, value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     max_connections: u32,
+    /// Also answer a Prometheus scrape (`GET /metrics`) on this address, never on the MCP
+    /// port: tool calls by tool and outcome, and their durations. Off unless given.
+    #[arg(long, env = "GATEHOUSE_METRICS_ADDR", value_name = "ADDR", value_parser = an_address)]
+    metrics_addr: Option<SocketAddr>,
     /// Benchmarks only (a build with the `bench` feature): multiply every rate limit (per
     /// connection, per tenant, per object) by this factor. Every gate stays on; windows and
     /// concurrency slots are unchanged. 1 (the default) keeps the normal limits; serve says so
@@ -757,8 +762,12 @@ async fn open_store(args: &StoreArgs, may_make: bool) -> anyhow::Result<OpenedSt
     })
 }
 
-fn init_tracing() {
+/// Logs to stderr, and (when `serve` was asked for a scrape) the metrics layer beside them.
+fn init_tracing(metrics: bool) {
     use std::io::IsTerminal as _;
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     // Logs go to stderr: over stdio, stdout carries the protocol and nothing else. The filter
     // is `GATEHOUSE_LOG`, else the usual `RUST_LOG`, else `info`; colours only on a terminal,
     // so that a log file or a log shipper gets plain text.
@@ -767,10 +776,25 @@ fn init_tracing() {
         // The AWS SDK's own warnings (instance metadata it cannot reach) are noise on a
         // laptop: the store says what is wrong in one line instead.
         .unwrap_or_else(|_| "info,aws_config=error".into());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    if !metrics {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(std::io::stderr)
+            .init();
+        return;
+    }
+    // The counter has a filter of its own, so that `GATEHOUSE_LOG=warn` quiets the logs but
+    // not the metrics.
+    let logs = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
+        .with_filter(filter);
+    let calls = tracing_subscriber::filter::Targets::new()
+        .with_target("gatehouse::call", tracing::Level::INFO);
+    tracing_subscriber::registry()
+        .with(logs)
+        .with(metrics::CallCounter::new().with_filter(calls))
         .init();
 }
 
@@ -829,7 +853,7 @@ fn parse(product: &dyn Product) -> Cli {
 #[tokio::main]
 pub async fn run(product: Arc<dyn Product>) -> anyhow::Result<()> {
     let cli = parse(product.as_ref());
-    init_tracing();
+    init_tracing(matches!(&cli.command, Command::Serve(args) if args.metrics_addr.is_some()));
     let product = &product;
     // Commands about the tool manifest need no store: run them without opening one.
     match &cli.command {
@@ -1070,6 +1094,9 @@ async fn serve(
     let app = served_app(product, store, &served, &args, &work)?;
     deliveries::spawn_sweeps(deliveries::dispatcher(Arc::clone(&app.store))?);
     announce(&served, described, &args);
+    if let Some(addr) = args.metrics_addr {
+        serve_metrics(addr).await?;
+    }
     let seeded = seed_demo(&app, &args, no_demo_here.as_deref()).await?;
     tell_first_steps(&app, place, &format!("{base}/mcp"), seeded).await?;
     let signals = shutdown::Signals::listen();
@@ -1090,6 +1117,19 @@ async fn serve(
             shutdown::GRACE.as_secs()
         ),
     }
+    Ok(())
+}
+
+/// Starts answering the metrics scrape on `addr` and says where.
+async fn serve_metrics(addr: SocketAddr) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen for --metrics-addr on {addr} (pick another)"))?;
+    eprintln!(
+        "  metrics at http://{}/metrics (Prometheus text)",
+        listener.local_addr()?
+    );
+    tokio::spawn(metrics::serve(listener, metrics::Metrics::installed()));
     Ok(())
 }
 
