@@ -901,6 +901,7 @@ fn check_logs(
                 "tenant",
                 "connection",
                 "tool",
+                "effect",
                 "outcome",
                 "duration_ms"
             ],

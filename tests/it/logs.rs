@@ -157,7 +157,9 @@ async fn serve_answers_a_metrics_scrape_on_its_own_address_only_when_asked() {
     let (status, text) = plain_get(&scrape, "/metrics");
     assert!(status.contains(" 200 "), "{status}");
     assert!(
-        text.contains("gatehouse_calls_total{tool=\"get_server_status\",outcome=\"ok\"} 2\n"),
+        text.contains(
+            "gatehouse_calls_total{tool=\"get_server_status\",effect_class=\"read\",outcome=\"ok\"} 2\n"
+        ),
         "{text}"
     );
     let status_calls = "gen_ai_tool_name=\"get_server_status\",outcome=\"ok\"";

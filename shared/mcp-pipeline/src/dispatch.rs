@@ -233,9 +233,9 @@ impl Server {
         if req.request_id.is_none() {
             req.request_id = Some(self.new_request_id());
         }
-        let name = plan.spec.name();
+        let (name, effect) = (plan.spec.name(), plan.spec.effect());
         let (result, notifications) = Call::new(self, &req, plan, Phase::Call).run().await;
-        log_call(&req, name, &result, self.took_ms(started));
+        log_call(&req, name, effect, &result, self.took_ms(started));
         self.answer(&req, era, result, notifications)
     }
 

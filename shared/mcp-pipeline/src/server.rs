@@ -316,11 +316,12 @@ impl Server {
     }
 }
 
-/// One structured line per tool call, for logs and metrics: who, which tool, how it ended and
-/// how long it took. Never arguments or results.
+/// One structured line per tool call, for logs and metrics: who, which tool of which effect
+/// class, how it ended and how long it took. Never arguments or results.
 pub(crate) fn log_call(
     req: &Request,
     tool: &str,
+    effect: crate::EffectClass,
     result: &Result<ToolResult, Interrupt>,
     duration_ms: f64,
 ) {
@@ -372,6 +373,7 @@ pub(crate) fn log_call(
         tenant,
         connection,
         tool,
+        effect = gatehouse_tool::class_name(effect),
         outcome = %outcome,
         args_digest = %args_digest,
         duration_ms,

@@ -1,8 +1,8 @@
 //! `serve --metrics-addr ADDR`: the calls this process served, as a Prometheus text scrape on an
 //! address of its own (ADR 54). Counted from the pipeline's one event per tool call
-//! (`gatehouse::call`), the same event Lambda turns into embedded metric format lines: by tool
-//! and outcome (`ok`, or the error's code, which names the gate that refused: `rate_limited`,
-//! `kill_switch`, ...). No tenant, connection or member is a label: their number is unbounded
+//! (`gatehouse::call`), the same event Lambda turns into embedded metric format lines: by tool,
+//! its effect class and the outcome (`ok`, or the error's code, which names the gate that
+//! refused: `rate_limited`, `kill_switch`, ...). No tenant, connection or member is a label: their number is unbounded
 //! and they say who did what. Off unless asked for: without the flag no layer is installed.
 
 use std::collections::BTreeMap;
@@ -25,6 +25,9 @@ const BOUNDS: [f64; 14] = [
 /// can grow the scrape without bound.
 const MAX_SERIES: usize = 1_000;
 
+/// Which calls a series counts: the tool, its effect class, the outcome.
+type SeriesKey = (String, String, String);
+
 /// One tool and outcome's calls.
 #[derive(Debug, Default, Clone)]
 struct Series {
@@ -37,7 +40,7 @@ struct Series {
 /// What this process counted.
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
-    series: Mutex<BTreeMap<(String, String), Series>>,
+    series: Mutex<BTreeMap<SeriesKey, Series>>,
 }
 
 static INSTALLED: OnceLock<Arc<Metrics>> = OnceLock::new();
@@ -49,16 +52,15 @@ impl Metrics {
         Arc::clone(INSTALLED.get_or_init(Arc::default))
     }
 
-    fn count(&self, tool: &str, outcome: &str, seconds: f64) {
+    fn count(&self, call: SeriesKey, seconds: f64) {
         let mut series = self
             .series
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let key = (tool.to_owned(), outcome.to_owned());
-        let key = if series.len() >= MAX_SERIES && !series.contains_key(&key) {
-            ("other".to_owned(), "other".to_owned())
+        let key = if series.len() >= MAX_SERIES && !series.contains_key(&call) {
+            ("other".to_owned(), "other".to_owned(), "other".to_owned())
         } else {
-            key
+            call
         };
         let one = series.entry(key).or_default();
         one.count += 1;
@@ -76,11 +78,16 @@ impl Metrics {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         let mut out = String::from(
-            "# HELP gatehouse_calls_total Tool calls this process answered, by tool and outcome (ok, or the error's code).\n\
+            "# HELP gatehouse_calls_total Tool calls this process answered, by tool, effect class and outcome (ok, or the error's code).\n\
              # TYPE gatehouse_calls_total counter\n",
         );
-        for ((tool, outcome), one) in &series {
-            let labels = format!("tool=\"{}\",outcome=\"{}\"", escape(tool), escape(outcome));
+        for ((tool, effect, outcome), one) in &series {
+            let labels = format!(
+                "tool=\"{}\",effect_class=\"{}\",outcome=\"{}\"",
+                escape(tool),
+                escape(effect),
+                escape(outcome)
+            );
             out.push_str(&format!(
                 "gatehouse_calls_total{{{labels}}} {}\n",
                 one.count
@@ -90,7 +97,7 @@ impl Metrics {
             "# HELP mcp_server_operation_duration_seconds Time from a tool call's request to its answer.\n\
              # TYPE mcp_server_operation_duration_seconds histogram\n",
         );
-        for ((tool, outcome), one) in &series {
+        for ((tool, _, outcome), one) in &series {
             let labels = format!(
                 "mcp_method_name=\"tools/call\",gen_ai_tool_name=\"{}\",outcome=\"{}\"",
                 escape(tool),
@@ -141,8 +148,9 @@ impl<S: Subscriber> Layer<S> for CallCounter {
         event.record(&mut fields);
         if let Some(tool) = fields.tool {
             let seconds = fields.duration_ms.unwrap_or_default() / 1000.0;
-            self.0
-                .count(&tool, fields.outcome.as_deref().unwrap_or("-"), seconds);
+            let effect = fields.effect.unwrap_or_else(|| "-".to_owned());
+            let outcome = fields.outcome.unwrap_or_else(|| "-".to_owned());
+            self.0.count((tool, effect, outcome), seconds);
         }
     }
 }
@@ -150,6 +158,7 @@ impl<S: Subscriber> Layer<S> for CallCounter {
 #[derive(Default)]
 struct CallFields {
     tool: Option<String>,
+    effect: Option<String>,
     outcome: Option<String>,
     duration_ms: Option<f64>,
 }
@@ -175,6 +184,7 @@ impl CallFields {
     fn record_text(&mut self, field: &Field, value: String) {
         match field.name() {
             "tool" => self.tool = Some(value),
+            "effect" => self.effect = Some(value),
             "outcome" => self.outcome = Some(value),
             _ => {}
         }

@@ -27,11 +27,12 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 /// The target of the pipeline's one event per tool call.
 pub(crate) const CALL_TARGET: &str = "gatehouse::call";
 /// The fields a `gatehouse::call` line may carry; any other field of that event is dropped.
-pub(crate) const CALL_FIELDS: [&str; 6] = [
+pub(crate) const CALL_FIELDS: [&str; 7] = [
     "request_id",
     "tenant",
     "connection",
     "tool",
+    "effect",
     "outcome",
     "duration_ms",
 ];
@@ -348,6 +349,7 @@ mod tests {
             tenant = "acme",
             connection = "con_1",
             tool = "get_server_status",
+            effect = "read",
             outcome = %"ok",
             arguments = "{\"secret\":\"do not log\"}",
             "tool call"
@@ -402,6 +404,7 @@ mod tests {
                 "tenant": "acme",
                 "connection": "con_1",
                 "tool": "get_server_status",
+                "effect": "read",
                 "outcome": "ok",
                 "duration_ms": 12.5
             })

@@ -349,6 +349,7 @@ impl Server {
             request_id: Some(self.new_request_id()),
         };
         let plan = Arc::new(CallPlan::new(reject, Map::new(), &self.config().read_ahead));
+        let effect = plan.spec.effect();
         let mut call = Call::new(self, &request, plan, Phase::Call);
         let ended = match call.page_step(token, member).await {
             Ok(result) | Err(Exit::Answer(result)) => Ok(result),
@@ -359,7 +360,7 @@ impl Server {
         } else {
             "reject"
         };
-        crate::server::log_call(&request, name, &ended, self.took_ms(started));
+        crate::server::log_call(&request, name, effect, &ended, self.took_ms(started));
         match ended {
             Ok(result) => result,
             Err(Interrupt::Refused(e)) => ToolResult::error(&ToolError::new(
