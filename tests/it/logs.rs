@@ -177,6 +177,15 @@ async fn serve_answers_a_metrics_scrape_on_its_own_address_only_when_asked() {
         !refused.contains("outcome=\"ok\"") && refused.ends_with(" 1"),
         "{refused}"
     );
+    let store_reads = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(
+                "gatehouse_store_operation_duration_seconds_count{operation=\"batch_get\"} ",
+            )
+        })
+        .and_then(|n| n.parse::<u64>().ok());
+    assert!(store_reads.is_some_and(|n| n >= 3), "{text}");
     for who in ["acme", "ana", token.as_str()] {
         assert!(!text.contains(who), "the scrape names {who}: {text}");
     }

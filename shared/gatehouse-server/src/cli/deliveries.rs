@@ -73,12 +73,17 @@ pub(crate) fn spawn_sweeps(dispatcher: outbox::Dispatcher) {
         let dispatcher = dispatcher.clone();
         async move {
             match dispatcher.sweep().await {
-                Ok(s) if s.delivered + s.retrying + s.dead > 0 => tracing::info!(
-                    delivered = s.delivered,
-                    retrying = s.retrying,
-                    dead = s.dead,
-                    "outbox swept"
-                ),
+                Ok(s) if s.delivered + s.retrying + s.dead > 0 => {
+                    if let Some(metrics) = super::metrics::Metrics::active() {
+                        metrics.swept(&s);
+                    }
+                    tracing::info!(
+                        delivered = s.delivered,
+                        retrying = s.retrying,
+                        dead = s.dead,
+                        "outbox swept"
+                    );
+                }
                 Ok(_) => {}
                 Err(e) => tracing::warn!(error = %e, "outbox sweep failed; trying again soon"),
             }

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
+use store::{Delete, Item, Key, Page, Put, Query, Store, StoreError, TransactOp, Update};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
@@ -41,9 +42,44 @@ struct Series {
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
     series: Mutex<BTreeMap<SeriesKey, Series>>,
+    /// Store operations by name (`get`, `batch_get`, `transact`, ...).
+    store: Mutex<BTreeMap<&'static str, Series>>,
+    /// Outbox deliveries by outcome (`delivered`, `retried`, `dead`).
+    deliveries: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 static INSTALLED: OnceLock<Arc<Metrics>> = OnceLock::new();
+
+fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Series {
+    fn observe(&mut self, seconds: f64) {
+        self.count += 1;
+        self.sum_seconds += seconds;
+        if let Some(bucket) = BOUNDS.iter().position(|bound| seconds <= *bound) {
+            self.buckets[bucket] += 1;
+        }
+    }
+
+    /// The histogram's lines for `labels`.
+    fn write(&self, out: &mut String, name: &str, labels: &str) {
+        let mut below = 0;
+        for (bound, calls) in BOUNDS.iter().zip(self.buckets) {
+            below += calls;
+            out.push_str(&format!(
+                "{name}_bucket{{{labels},le=\"{bound}\"}} {below}\n"
+            ));
+        }
+        let count = self.count;
+        out.push_str(&format!("{name}_bucket{{{labels},le=\"+Inf\"}} {count}\n"));
+        out.push_str(&format!("{name}_sum{{{labels}}} {}\n", self.sum_seconds));
+        out.push_str(&format!("{name}_count{{{labels}}} {count}\n"));
+    }
+}
 
 impl Metrics {
     /// The process's metrics, made on first use (by the tracing setup when `serve` was asked
@@ -52,44 +88,71 @@ impl Metrics {
         Arc::clone(INSTALLED.get_or_init(Arc::default))
     }
 
+    /// The process's metrics if `serve` was asked for them.
+    pub(crate) fn active() -> Option<Arc<Metrics>> {
+        INSTALLED.get().cloned()
+    }
+
     fn count(&self, call: SeriesKey, seconds: f64) {
-        let mut series = self
-            .series
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut series = locked(&self.series);
         let key = if series.len() >= MAX_SERIES && !series.contains_key(&call) {
             ("other".to_owned(), "other".to_owned(), "other".to_owned())
         } else {
             call
         };
-        let one = series.entry(key).or_default();
-        one.count += 1;
-        one.sum_seconds += seconds;
-        if let Some(bucket) = BOUNDS.iter().position(|bound| seconds <= *bound) {
-            one.buckets[bucket] += 1;
+        series.entry(key).or_default().observe(seconds);
+    }
+
+    /// Counts what one outbox sweep did.
+    pub(crate) fn swept(&self, swept: &outbox::Swept) {
+        let mut deliveries = locked(&self.deliveries);
+        for (outcome, n) in [
+            ("delivered", swept.delivered),
+            ("retried", swept.retrying),
+            ("dead", swept.dead),
+        ] {
+            *deliveries.entry(outcome).or_default() += n as u64;
         }
     }
 
     /// The scrape, in Prometheus' text format 0.0.4.
     pub(crate) fn render(&self) -> String {
-        let series = self
-            .series
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        let mut out = String::from(
+        let mut out = String::new();
+        self.render_calls(&mut out);
+        out.push_str(
+            "# HELP gatehouse_store_operation_duration_seconds Store operations this process made, by operation.\n\
+             # TYPE gatehouse_store_operation_duration_seconds histogram\n",
+        );
+        for (operation, one) in locked(&self.store).iter() {
+            let labels = format!("operation=\"{operation}\"");
+            one.write(
+                &mut out,
+                "gatehouse_store_operation_duration_seconds",
+                &labels,
+            );
+        }
+        out.push_str(
+            "# HELP gatehouse_outbox_deliveries_total Outbox messages this process's sweeps delivered, retried or dead-lettered.\n\
+             # TYPE gatehouse_outbox_deliveries_total counter\n",
+        );
+        for (outcome, n) in locked(&self.deliveries).iter() {
+            out.push_str(&format!(
+                "gatehouse_outbox_deliveries_total{{outcome=\"{outcome}\"}} {n}\n"
+            ));
+        }
+        out
+    }
+
+    fn render_calls(&self, out: &mut String) {
+        let series = locked(&self.series).clone();
+        out.push_str(
             "# HELP gatehouse_calls_total Tool calls this process answered, by tool, effect class and outcome (ok, or the error's code).\n\
              # TYPE gatehouse_calls_total counter\n",
         );
         for ((tool, effect, outcome), one) in &series {
-            let labels = format!(
-                "tool=\"{}\",effect_class=\"{}\",outcome=\"{}\"",
-                escape(tool),
-                escape(effect),
-                escape(outcome)
-            );
+            let (tool, effect, outcome) = (escape(tool), escape(effect), escape(outcome));
             out.push_str(&format!(
-                "gatehouse_calls_total{{{labels}}} {}\n",
+                "gatehouse_calls_total{{tool=\"{tool}\",effect_class=\"{effect}\",outcome=\"{outcome}\"}} {}\n",
                 one.count
             ));
         }
@@ -103,22 +166,68 @@ impl Metrics {
                 escape(tool),
                 escape(outcome)
             );
-            let name = "mcp_server_operation_duration_seconds";
-            let mut below = 0;
-            for (bound, calls) in BOUNDS.iter().zip(one.buckets) {
-                below += calls;
-                out.push_str(&format!(
-                    "{name}_bucket{{{labels},le=\"{bound}\"}} {below}\n"
-                ));
-            }
-            out.push_str(&format!(
-                "{name}_bucket{{{labels},le=\"+Inf\"}} {}\n",
-                one.count
-            ));
-            out.push_str(&format!("{name}_sum{{{labels}}} {}\n", one.sum_seconds));
-            out.push_str(&format!("{name}_count{{{labels}}} {}\n", one.count));
+            one.write(out, "mcp_server_operation_duration_seconds", &labels);
         }
-        out
+    }
+}
+
+/// The store `serve` runs on, each operation timed into [`Metrics`] (only when the scrape was
+/// asked for: otherwise `serve` uses the store unwrapped).
+#[derive(Debug)]
+pub(crate) struct TimedStore {
+    inner: Arc<dyn Store>,
+    metrics: Arc<Metrics>,
+}
+
+impl TimedStore {
+    pub(crate) fn new(inner: Arc<dyn Store>, metrics: Arc<Metrics>) -> TimedStore {
+        TimedStore { inner, metrics }
+    }
+
+    async fn timed<T>(&self, operation: &'static str, work: impl Future<Output = T>) -> T {
+        let started = std::time::Instant::now();
+        let answer = work.await;
+        let seconds = started.elapsed().as_secs_f64();
+        locked(&self.metrics.store)
+            .entry(operation)
+            .or_default()
+            .observe(seconds);
+        answer
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for TimedStore {
+    async fn get(&self, key: &Key) -> Result<Option<Item>, StoreError> {
+        self.timed("get", self.inner.get(key)).await
+    }
+    async fn batch_get(&self, keys: &[Key]) -> Result<Vec<Option<Item>>, StoreError> {
+        self.timed("batch_get", self.inner.batch_get(keys)).await
+    }
+    async fn put(&self, put: Put) -> Result<(), StoreError> {
+        self.timed("put", self.inner.put(put)).await
+    }
+    async fn update(&self, update: Update) -> Result<Item, StoreError> {
+        self.timed("update", self.inner.update(update)).await
+    }
+    async fn delete(&self, delete: Delete) -> Result<Option<Item>, StoreError> {
+        self.timed("delete", self.inner.delete(delete)).await
+    }
+    async fn query(&self, query: Query) -> Result<Page, StoreError> {
+        self.timed("query", self.inner.query(query)).await
+    }
+    async fn transact_write(&self, ops: Vec<TransactOp>) -> Result<(), StoreError> {
+        self.timed("transact", self.inner.transact_write(ops)).await
+    }
+    async fn batch_get_derived(
+        &self,
+        keys: &[Key],
+        more: &[Key],
+        derivation: store::Derivation<'_>,
+    ) -> Result<(store::Derived, Vec<Option<Item>>), StoreError> {
+        // Forwarded whole, so that what the backend keeps (ADR 32) still holds.
+        let read = self.inner.batch_get_derived(keys, more, derivation);
+        self.timed("batch_get", read).await
     }
 }
 
@@ -226,5 +335,69 @@ pub(crate) async fn serve(listener: tokio::net::TcpListener, metrics: Arc<Metric
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(tool: &str, outcome: &str) -> SeriesKey {
+        (tool.to_owned(), "read".to_owned(), outcome.to_owned())
+    }
+
+    #[test]
+    fn calls_store_operations_and_deliveries_are_written_as_prometheus_text() {
+        let metrics = Metrics::default();
+        metrics.count(key("find_customers", "ok"), 0.002);
+        metrics.count(key("find_customers", "ok"), 0.2);
+        metrics.count(key("find \"x\"", "rate_limited"), 0.0001);
+        locked(&metrics.store)
+            .entry("get")
+            .or_default()
+            .observe(0.0004);
+        metrics.swept(&outbox::Swept {
+            delivered: 2,
+            retrying: 1,
+            dead: 0,
+            skipped: 5,
+        });
+        let text = metrics.render();
+        let has = |line: &str| assert!(text.contains(&format!("{line}\n")), "{line}:\n{text}");
+        has(r#"gatehouse_calls_total{tool="find_customers",effect_class="read",outcome="ok"} 2"#);
+        has(
+            r#"gatehouse_calls_total{tool="find \"x\"",effect_class="read",outcome="rate_limited"} 1"#,
+        );
+        let labels =
+            r#"mcp_method_name="tools/call",gen_ai_tool_name="find_customers",outcome="ok""#;
+        has(&format!(
+            "mcp_server_operation_duration_seconds_bucket{{{labels},le=\"0.0025\"}} 1"
+        ));
+        has(&format!(
+            "mcp_server_operation_duration_seconds_bucket{{{labels},le=\"0.25\"}} 2"
+        ));
+        has(&format!(
+            "mcp_server_operation_duration_seconds_count{{{labels}}} 2"
+        ));
+        has(r#"gatehouse_store_operation_duration_seconds_bucket{operation="get",le="0.0005"} 1"#);
+        has(r#"gatehouse_outbox_deliveries_total{outcome="delivered"} 2"#);
+        has(r#"gatehouse_outbox_deliveries_total{outcome="retried"} 1"#);
+        has(r#"gatehouse_outbox_deliveries_total{outcome="dead"} 0"#);
+    }
+
+    #[test]
+    fn series_past_the_cap_are_counted_as_other() {
+        let metrics = Metrics::default();
+        for n in 0..MAX_SERIES + 5 {
+            metrics.count(key(&format!("tool_{n}"), "ok"), 0.001);
+        }
+        let text = metrics.render();
+        assert!(
+            text.contains(
+                r#"gatehouse_calls_total{tool="other",effect_class="other",outcome="other"} 5"#
+            ),
+            "{text}"
+        );
+        assert_eq!(locked(&metrics.series).len(), MAX_SERIES + 1);
     }
 }

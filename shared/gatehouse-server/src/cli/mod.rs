@@ -1070,6 +1070,13 @@ async fn serve(
     args: ServeArgs,
 ) -> anyhow::Result<()> {
     let work = shutdown::Work::new();
+    // Timed only when the scrape was asked for: otherwise the store is used as it is.
+    let store: Arc<dyn store::Store> = match metrics::Metrics::active() {
+        Some(counted) if args.metrics_addr.is_some() => {
+            Arc::new(metrics::TimedStore::new(store, counted))
+        }
+        _ => store,
+    };
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| {
