@@ -154,6 +154,27 @@ async fn serve_answers_a_metrics_scrape_on_its_own_address_only_when_asked() {
         .await;
     assert!(missing.is_error(), "{missing:?}");
 
+    // A two-step action previewed and confirmed by the client.
+    let created = client
+        .call_tool(
+            "create_customer",
+            json!({"name": "Ada Lovelace", "email": "ada@example.com"}),
+        )
+        .await;
+    let customer = created.structured()["customer"]["customer"].clone();
+    let preview = client
+        .call_tool("delete_customer", json!({"customer": customer}))
+        .await;
+    assert_eq!(
+        preview.structured()["status"],
+        "PREVIEW",
+        "{}",
+        preview.text()
+    );
+    let confirm = json!({"confirm_token": preview.structured()["confirm_token"], "confirm_summary": preview.structured()["confirm_summary"]});
+    let done = client.call_tool("confirm_action", confirm).await;
+    assert!(!done.is_error(), "{}", done.text());
+
     let (status, text) = plain_get(&scrape, "/metrics");
     assert!(status.contains(" 200 "), "{status}");
     assert!(
@@ -186,7 +207,15 @@ async fn serve_answers_a_metrics_scrape_on_its_own_address_only_when_asked() {
         })
         .and_then(|n| n.parse::<u64>().ok());
     assert!(store_reads.is_some_and(|n| n >= 3), "{text}");
-    for who in ["acme", "ana", token.as_str()] {
+    assert!(
+        text.contains("gatehouse_confirmations_total{path=\"client\",decision=\"confirmed\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("gatehouse_confirmation_wait_seconds_count{path=\"client\"} 1\n"),
+        "{text}"
+    );
+    for who in ["acme", "ana", "Ada", token.as_str()] {
         assert!(!text.contains(who), "the scrape names {who}: {text}");
     }
     let (status, body) = plain_get(&addr.to_string(), "/metrics");

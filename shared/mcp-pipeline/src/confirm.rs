@@ -104,6 +104,28 @@ pub(crate) enum Phase {
     Confirm(Box<Pending>, Approver),
 }
 
+/// A decision taken by the client (`confirm_action`, `reject_action`).
+pub(crate) const PATH_CLIENT: &str = "client";
+/// A decision the client's user took when asked (elicitation).
+pub(crate) const PATH_ELICITATION: &str = "elicitation";
+/// A decision a member took on the product's page.
+pub(crate) const PATH_PRODUCT_PAGE: &str = "product_page";
+
+/// One event per decision on a pending action (`gatehouse::confirmation`): the path it was
+/// decided on, the decision, and the seconds since its preview; the entry points count them
+/// (ADR 54). Never who decided or what the action was.
+pub(crate) fn log_decision(path: &str, decision: &str, pending: &Pending, now_micros: i64) {
+    #[allow(clippy::cast_precision_loss)]
+    let wait_seconds = now_micros.saturating_sub(pending.prepared_at).max(0) as f64 / 1e6;
+    tracing::info!(
+        target: "gatehouse::confirmation",
+        path,
+        decision,
+        wait_seconds,
+        "pending action decided"
+    );
+}
+
 /// Who approved a prepared action, as its audit row records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Approver {
@@ -117,6 +139,15 @@ pub(crate) enum Approver {
 }
 
 impl Approver {
+    /// How it was decided, for metrics (never the member).
+    pub(crate) fn path(&self) -> &'static str {
+        match self {
+            Approver::Client => PATH_CLIENT,
+            Approver::Elicitation => PATH_ELICITATION,
+            Approver::Product(_) => PATH_PRODUCT_PAGE,
+        }
+    }
+
     /// The audit row's words for it.
     pub(crate) fn label(&self) -> String {
         match self {

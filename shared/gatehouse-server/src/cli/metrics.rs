@@ -22,6 +22,14 @@ const CALL_TARGET: &str = "gatehouse::call";
 const BOUNDS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
+/// The bounds of a confirmation's wait from its preview to its decision, in seconds (a second
+/// to a day: a person may answer much later than a call takes).
+const WAIT_BOUNDS: [f64; 14] = [
+    1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0,
+    86400.0,
+];
+/// The pipeline's event for each decision on a pending action.
+const CONFIRMATION_TARGET: &str = "gatehouse::confirmation";
 /// Series kept at most; calls past it are counted under the tool `other`, so that no client
 /// can grow the scrape without bound.
 const MAX_SERIES: usize = 1_000;
@@ -46,6 +54,9 @@ pub(crate) struct Metrics {
     store: Mutex<BTreeMap<&'static str, Series>>,
     /// Outbox deliveries by outcome (`delivered`, `retried`, `dead`).
     deliveries: Mutex<BTreeMap<&'static str, u64>>,
+    /// Decisions on pending actions by path and decision; their waits by path.
+    decisions: Mutex<BTreeMap<(String, String), u64>>,
+    waits: Mutex<BTreeMap<String, Series>>,
 }
 
 static INSTALLED: OnceLock<Arc<Metrics>> = OnceLock::new();
@@ -58,17 +69,25 @@ fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Series {
     fn observe(&mut self, seconds: f64) {
+        self.observe_in(seconds, &BOUNDS);
+    }
+
+    fn observe_in(&mut self, seconds: f64, bounds: &[f64; BOUNDS.len()]) {
         self.count += 1;
         self.sum_seconds += seconds;
-        if let Some(bucket) = BOUNDS.iter().position(|bound| seconds <= *bound) {
+        if let Some(bucket) = bounds.iter().position(|bound| seconds <= *bound) {
             self.buckets[bucket] += 1;
         }
     }
 
     /// The histogram's lines for `labels`.
     fn write(&self, out: &mut String, name: &str, labels: &str) {
+        self.write_in(out, name, labels, &BOUNDS);
+    }
+
+    fn write_in(&self, out: &mut String, name: &str, labels: &str, bounds: &[f64; BOUNDS.len()]) {
         let mut below = 0;
-        for (bound, calls) in BOUNDS.iter().zip(self.buckets) {
+        for (bound, calls) in bounds.iter().zip(self.buckets) {
             below += calls;
             out.push_str(&format!(
                 "{name}_bucket{{{labels},le=\"{bound}\"}} {below}\n"
@@ -101,6 +120,17 @@ impl Metrics {
             call
         };
         series.entry(key).or_default().observe(seconds);
+    }
+
+    fn decided(&self, path: String, decision: String, wait_seconds: f64) {
+        // Paths and decisions are the pipeline's own words, a handful of each.
+        *locked(&self.decisions)
+            .entry((path.clone(), decision))
+            .or_default() += 1;
+        locked(&self.waits)
+            .entry(path)
+            .or_default()
+            .observe_in(wait_seconds, &WAIT_BOUNDS);
     }
 
     /// Counts what one outbox sweep did.
@@ -140,7 +170,34 @@ impl Metrics {
                 "gatehouse_outbox_deliveries_total{{outcome=\"{outcome}\"}} {n}\n"
             ));
         }
+        self.render_decisions(&mut out);
         out
+    }
+
+    fn render_decisions(&self, out: &mut String) {
+        out.push_str(
+            "# HELP gatehouse_confirmations_total Decisions on prepared actions, by where they were taken and what was decided.\n\
+             # TYPE gatehouse_confirmations_total counter\n",
+        );
+        for ((path, decision), n) in locked(&self.decisions).iter() {
+            let (path, decision) = (escape(path), escape(decision));
+            out.push_str(&format!(
+                "gatehouse_confirmations_total{{path=\"{path}\",decision=\"{decision}\"}} {n}\n"
+            ));
+        }
+        out.push_str(
+            "# HELP gatehouse_confirmation_wait_seconds Time from an action's preview to its decision.\n\
+             # TYPE gatehouse_confirmation_wait_seconds histogram\n",
+        );
+        for (path, one) in locked(&self.waits).iter() {
+            let labels = format!("path=\"{}\"", escape(path));
+            one.write_in(
+                out,
+                "gatehouse_confirmation_wait_seconds",
+                &labels,
+                &WAIT_BOUNDS,
+            );
+        }
     }
 
     fn render_calls(&self, out: &mut String) {
@@ -250,26 +307,35 @@ impl CallCounter {
 
 impl<S: Subscriber> Layer<S> for CallCounter {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        if event.metadata().target() != CALL_TARGET {
+        let target = event.metadata().target();
+        if target != CALL_TARGET && target != CONFIRMATION_TARGET {
             return;
         }
         let mut fields = CallFields::default();
         event.record(&mut fields);
-        if let Some(tool) = fields.tool {
+        let text = |field: Option<String>| field.unwrap_or_else(|| "-".to_owned());
+        if target == CONFIRMATION_TARGET {
+            let wait = fields.wait_seconds.unwrap_or_default();
+            self.0
+                .decided(text(fields.path), text(fields.decision), wait);
+        } else if let Some(tool) = fields.tool {
             let seconds = fields.duration_ms.unwrap_or_default() / 1000.0;
-            let effect = fields.effect.unwrap_or_else(|| "-".to_owned());
-            let outcome = fields.outcome.unwrap_or_else(|| "-".to_owned());
+            let (effect, outcome) = (text(fields.effect), text(fields.outcome));
             self.0.count((tool, effect, outcome), seconds);
         }
     }
 }
 
+/// The fields of a call's or a decision's event.
 #[derive(Default)]
 struct CallFields {
     tool: Option<String>,
     effect: Option<String>,
     outcome: Option<String>,
     duration_ms: Option<f64>,
+    path: Option<String>,
+    decision: Option<String>,
+    wait_seconds: Option<f64>,
 }
 
 impl Visit for CallFields {
@@ -278,8 +344,10 @@ impl Visit for CallFields {
     }
 
     fn record_f64(&mut self, field: &Field, value: f64) {
-        if field.name() == "duration_ms" {
-            self.duration_ms = Some(value);
+        match field.name() {
+            "duration_ms" => self.duration_ms = Some(value),
+            "wait_seconds" => self.wait_seconds = Some(value),
+            _ => {}
         }
     }
 
@@ -294,6 +362,8 @@ impl CallFields {
         match field.name() {
             "tool" => self.tool = Some(value),
             "effect" => self.effect = Some(value),
+            "path" => self.path = Some(value),
+            "decision" => self.decision = Some(value),
             "outcome" => self.outcome = Some(value),
             _ => {}
         }
@@ -356,6 +426,7 @@ mod tests {
             .entry("get")
             .or_default()
             .observe(0.0004);
+        metrics.decided("client".into(), "confirmed".into(), 42.0);
         metrics.swept(&outbox::Swept {
             delivered: 2,
             retrying: 1,
@@ -383,6 +454,9 @@ mod tests {
         has(r#"gatehouse_outbox_deliveries_total{outcome="delivered"} 2"#);
         has(r#"gatehouse_outbox_deliveries_total{outcome="retried"} 1"#);
         has(r#"gatehouse_outbox_deliveries_total{outcome="dead"} 0"#);
+        has(r#"gatehouse_confirmations_total{path="client",decision="confirmed"} 1"#);
+        has(r#"gatehouse_confirmation_wait_seconds_bucket{path="client",le="30"} 0"#);
+        has(r#"gatehouse_confirmation_wait_seconds_bucket{path="client",le="60"} 1"#);
     }
 
     #[test]

@@ -791,7 +791,8 @@ fn init_tracing(metrics: bool) {
         .with_writer(std::io::stderr)
         .with_filter(filter);
     let calls = tracing_subscriber::filter::Targets::new()
-        .with_target("gatehouse::call", tracing::Level::INFO);
+        .with_target("gatehouse::call", tracing::Level::INFO)
+        .with_target("gatehouse::confirmation", tracing::Level::INFO);
     tracing_subscriber::registry()
         .with(logs)
         .with(metrics::CallCounter::new().with_filter(calls))

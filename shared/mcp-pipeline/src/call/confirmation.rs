@@ -52,17 +52,19 @@ impl Call<'_> {
             (Err(error), Builtin::Reject) => return Err(error.into()),
         };
         match step {
-            Builtin::Reject => self.reject(g, caller, pending).await,
+            Builtin::Reject => self.reject(g, caller, pending, confirm::PATH_CLIENT).await,
             Builtin::Confirm => self.confirm(pending, Approver::Client).await,
         }
     }
 
-    /// Turns a pending action down, audited, in one transaction with the switch checks.
+    /// Turns a pending action down (on `path`), audited, in one transaction with the switch
+    /// checks.
     async fn reject(
         &mut self,
         g: &crate::gates::Gates,
         caller: &Caller,
         pending: confirm::Pending,
+        path: &'static str,
     ) -> Stage<ToolResult> {
         let op = confirm::decided(caller, &pending, "rejected");
         match self
@@ -72,13 +74,16 @@ impl Call<'_> {
             Committed::Refused(e) => {
                 Err(confirm::consumption_refused(e, "Nothing to reject").into())
             }
-            _ => Ok(ToolResult::success(json!({
-                "summary": "Rejected; nothing was done.",
-                "confirm_token": pending.token,
-                "status": "REJECTED",
-                "warnings": [],
-                "next_steps": [],
-            }))),
+            _ => {
+                confirm::log_decision(path, "rejected", &pending, self.now_micros);
+                Ok(ToolResult::success(json!({
+                    "summary": "Rejected; nothing was done.",
+                    "confirm_token": pending.token,
+                    "status": "REJECTED",
+                    "warnings": [],
+                    "next_steps": [],
+                })))
+            }
         }
     }
 
@@ -443,7 +448,10 @@ impl<'a> Call<'a> {
                 self.confirm(pending, Approver::Product(member.to_owned()))
                     .await
             }
-            None => self.reject(g, caller, pending).await,
+            None => {
+                self.reject(g, caller, pending, confirm::PATH_PRODUCT_PAGE)
+                    .await
+            }
         }
     }
 }

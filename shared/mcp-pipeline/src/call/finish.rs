@@ -205,12 +205,16 @@ impl Call<'_> {
             Committed::Refused(e) => {
                 Err(confirm::consumption_refused(e, "Nothing was done").into())
             }
-            _ => Err(Exit::Answer(ToolResult::success(json!({
-                "summary": "The user did not approve; nothing was done.",
-                "status": "DECLINED",
-                "warnings": [],
-                "next_steps": [],
-            })))),
+            _ => {
+                let path = confirm::PATH_ELICITATION;
+                confirm::log_decision(path, "declined", &pending, self.now_micros);
+                Err(Exit::Answer(ToolResult::success(json!({
+                    "summary": "The user did not approve; nothing was done.",
+                    "status": "DECLINED",
+                    "warnings": [],
+                    "next_steps": [],
+                }))))
+            }
         }
     }
 
@@ -419,6 +423,7 @@ impl Call<'_> {
         };
         match self.commit(g, writes, None, audit).await {
             Committed::Done | Committed::Replayed(_) => {
+                confirm::log_decision(approver.path(), "confirmed", old, self.now_micros);
                 let mut done = result;
                 if let Value::Object(obj) = &mut done.structured {
                     obj.insert("status".into(), json!("DONE"));
