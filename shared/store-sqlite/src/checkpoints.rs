@@ -65,6 +65,18 @@ pub(crate) struct Checkpoints {
     copies: Arc<Copies>,
     /// Wakes the thread; `None` when it could not be started (the writer then copies inline).
     wake: Option<mpsc::SyncSender<()>>,
+    /// Joined when the writer's side is dropped, so that its connection is closed by then.
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Checkpoints {
+    fn drop(&mut self) {
+        // Without its sender the thread's wait ends, and so does the thread.
+        self.wake = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl Checkpoints {
@@ -85,21 +97,22 @@ impl Checkpoints {
                 .name(format!("sqlite-{name}-checkpoint"))
                 .spawn(move || copy_when_woken(&conn, &copier, &counted, &woken))
         });
-        let wake = match started {
-            Ok(Ok(_)) => Some(wake),
+        let (wake, thread) = match started {
+            Ok(Ok(thread)) => (Some(wake), Some(thread)),
             Ok(Err(error)) => {
                 tracing::warn!(%error, "no checkpoint thread: the writer copies the log itself");
-                None
+                (None, None)
             }
             Err(error) => {
                 tracing::warn!(%error, "no checkpoint connection: the writer copies the log itself");
-                None
+                (None, None)
             }
         };
         Checkpoints {
             state,
             copies,
             wake,
+            thread,
         }
     }
 

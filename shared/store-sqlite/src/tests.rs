@@ -212,3 +212,30 @@ fn the_log_is_copied_back_beside_the_writes_and_starts_over() {
         }
     });
 }
+
+/// When the store's last handle is dropped, every connection to its file is closed before the
+/// drop returns: the writer's and the checkpoint thread's too. Else a connection closing a
+/// moment later deletes the log and shared-memory files by name, which may by then be a new
+/// store's at the same path (`gatehouse demo remove` removes the files and opens the store
+/// again at once).
+#[test]
+fn dropping_the_store_closes_its_file_before_it_returns() {
+    run(async {
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("store.db");
+            let store = SqliteStore::open(&path).unwrap();
+            let key = Key::new("acme#note", format!("{round}"));
+            store.put(Put::new(key, Item::new())).await.unwrap();
+            drop(store);
+            for suffix in ["-wal", "-shm"] {
+                let file = dir.path().join(format!("store.db{suffix}"));
+                assert!(
+                    !file.exists(),
+                    "round {round}: {} is still there",
+                    file.display()
+                );
+            }
+        }
+    });
+}

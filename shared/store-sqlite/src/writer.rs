@@ -75,6 +75,23 @@ pub(crate) struct Writer {
     jobs: mpsc::Sender<Box<dyn Job>>,
     /// How often its log was copied back, and by whom.
     pub(crate) copies: Arc<Copies>,
+    /// Joined when the handle is dropped.
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Writer {
+    /// Stops the thread and waits until it has closed its connections (its own and the
+    /// checkpoint thread's): a connection closing later would delete the log and shared-memory
+    /// files by name, and a new store may be at that path by then.
+    fn drop(&mut self) {
+        let (stopped, _) = mpsc::channel();
+        drop(std::mem::replace(&mut self.jobs, stopped));
+        if let Some(thread) = self.thread.take()
+            && thread.thread().id() != std::thread::current().id()
+        {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl std::fmt::Debug for dyn Job {
@@ -87,7 +104,7 @@ impl Writer {
     /// Starts the writer thread that owns `conn` (a connection to the file at `path`),
     /// counting its commits in `gates`, and the thread that copies its log back. The thread
     /// does not keep the gate file open: the store's last handle closes it when dropped, so a
-    /// process can open it afresh at once (the thread itself ends a moment later).
+    /// process can open it afresh at once; dropping this handle waits for the thread to end.
     pub(crate) fn start(
         conn: Connection,
         path: &Path,
@@ -98,13 +115,19 @@ impl Writer {
         let (path, thread) = (path.to_path_buf(), name.to_owned());
         let copies = Arc::new(Copies::default());
         let counted = Arc::clone(&copies);
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name(format!("sqlite-{name}"))
             .spawn(move || {
                 let checkpoints = Checkpoints::start(&conn, &path, &thread, counted);
                 serve(&conn, &gates, &queue, &checkpoints);
+                // The checkpoint thread ends (and closes its connection) before this one's.
+                drop(checkpoints);
             })?;
-        Ok(Writer { jobs, copies })
+        Ok(Writer {
+            jobs,
+            copies,
+            thread: Some(thread),
+        })
     }
 
     /// Runs `work`, which writes at most the partitions `touched`, as one transaction (sharing
